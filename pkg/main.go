@@ -1,0 +1,25 @@
+// Command gpx_hsi_profiling is the HSI Profiling data source backend that Grafana launches.
+package main
+
+import (
+	"os"
+
+	"github.com/grafana/grafana-plugin-sdk-go/backend/datasource"
+	"github.com/grafana/grafana-plugin-sdk-go/backend/log"
+	"github.com/grafana/grafana-plugin-sdk-go/build/buildinfo"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/plugin"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/selfprofile"
+)
+
+func main() {
+	version := ""
+	if info, err := buildinfo.GetBuildInfo(); err == nil {
+		version = info.Version
+	}
+	selfprofile.FromEnv(version)
+	if err := datasource.Manage(plugin.PluginID, plugin.NewDatasource, datasource.ManageOpts{}); err != nil {
+		log.DefaultLogger.Error(err.Error())
+		os.Exit(1)
+	}
+}

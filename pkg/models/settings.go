@@ -1,0 +1,242 @@
+// Package models holds the data source settings and the query model, with their validation.
+package models
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/grafana/grafana-plugin-sdk-go/backend"
+)
+
+// Upstream names, as users see them in messages.
+const (
+	Pyroscope  = "Pyroscope"
+	Prometheus = "Prometheus"
+	Jaeger     = "Jaeger"
+)
+
+// Auth kinds an upstream can use.
+const (
+	AuthNone   = "none"
+	AuthBasic  = "basic"
+	AuthBearer = "bearer"
+)
+
+// DefaultTimeout bounds every upstream call unless the settings say otherwise.
+const DefaultTimeout = 30 * time.Second
+
+// MaxTimeout is the longest timeout the settings accept; Grafana's own proxy gives up earlier.
+const MaxTimeout = 300 * time.Second
+
+// Upstream is one server the plugin talks to, with its own auth, TLS and timeout.
+//
+// Settings are stored flat in jsonData with the upstream's key as prefix (pyroscopeUrl,
+// pyroscopeAuth, pyroscopeBasicAuthUser, ...), because provisioning files are easiest to write
+// that way; secrets use the same prefix in secureJsonData.
+type Upstream struct {
+	Name    string // Pyroscope, Prometheus or Jaeger
+	Key     string // jsonData prefix: pyroscope, prometheus or jaeger
+	URL     string // empty when the upstream is not configured
+	Auth    string
+	User    string
+	Timeout time.Duration
+	TLS     TLS
+
+	// Tenant is sent as X-Scope-OrgID (Pyroscope, and Mimir/Cortex-style Prometheus).
+	Tenant string
+
+	// Secrets, from secureJsonData only. Never logged, returned or put in frames.
+	Password    string
+	BearerToken string
+
+	// Err is set when the upstream's settings are invalid; queries that need it report it.
+	Err error
+}
+
+// TLS options of one upstream.
+type TLS struct {
+	SkipVerify bool
+	ServerName string
+	CACert     string // secureJsonData
+	ClientCert string // secureJsonData
+	ClientKey  string // secureJsonData
+}
+
+// Configured says whether the user set a URL for this upstream.
+func (u Upstream) Configured() bool { return u.URL != "" }
+
+// Settings is one data source instance's configuration.
+type Settings struct {
+	Pyroscope  Upstream
+	Prometheus Upstream
+	Jaeger     Upstream
+
+	// SelfProfilingURL names a Pyroscope the plugin pushes its own profiles to; empty means off.
+	SelfProfilingURL string
+}
+
+// Upstreams lists the three upstreams in the order messages name them.
+func (s *Settings) Upstreams() []*Upstream {
+	return []*Upstream{&s.Pyroscope, &s.Prometheus, &s.Jaeger}
+}
+
+// LoadSettings reads jsonData and secureJsonData. It fails only when jsonData is not a JSON
+// object; an invalid upstream setting is recorded on that upstream (Upstream.Err) so that the
+// other upstreams keep working.
+func LoadSettings(s backend.DataSourceInstanceSettings) (*Settings, error) {
+	raw := map[string]json.RawMessage{}
+	if len(s.JSONData) > 0 {
+		if err := json.Unmarshal(s.JSONData, &raw); err != nil {
+			return nil, fmt.Errorf("data source settings (jsonData) are not a JSON object: %w", err)
+		}
+	}
+	j := jsonFields(raw)
+	out := &Settings{
+		Pyroscope:  loadUpstream(Pyroscope, "pyroscope", j, s.DecryptedSecureJSONData),
+		Prometheus: loadUpstream(Prometheus, "prometheus", j, s.DecryptedSecureJSONData),
+		Jaeger:     loadUpstream(Jaeger, "jaeger", j, s.DecryptedSecureJSONData),
+	}
+	var err error
+	if out.SelfProfilingURL, err = j.str("selfProfilingUrl"); err == nil && out.SelfProfilingURL != "" {
+		err = checkURL(out.SelfProfilingURL)
+	}
+	if err != nil {
+		// Self-profiling is optional: a bad value turns it off rather than breaking queries.
+		backend.Logger.Warn("self-profiling disabled: invalid selfProfilingUrl", "error", err)
+		out.SelfProfilingURL = ""
+	}
+	return out, nil
+}
+
+func loadUpstream(name, key string, j jsonFields, secure map[string]string) Upstream {
+	u := Upstream{Name: name, Key: key, Timeout: DefaultTimeout}
+	var errs []string
+	note := func(err error) {
+		if err != nil {
+			errs = append(errs, err.Error())
+		}
+	}
+	var err error
+	u.URL, err = j.str(key + "Url")
+	note(err)
+	u.URL = strings.TrimRight(strings.TrimSpace(u.URL), "/")
+	if u.URL != "" {
+		note(checkURL(u.URL))
+	}
+	u.Auth, err = j.str(key + "Auth")
+	note(err)
+	if u.Auth == "" {
+		u.Auth = AuthNone
+	}
+	u.User, err = j.str(key + "BasicAuthUser")
+	note(err)
+	u.Tenant, err = j.str(key + "Tenant")
+	note(err)
+	u.TLS.SkipVerify, err = j.boolean(key + "TlsSkipVerify")
+	note(err)
+	u.TLS.ServerName, err = j.str(key + "TlsServerName")
+	note(err)
+	secs, err := j.number(key + "TimeoutSeconds")
+	note(err)
+	if secs != 0 {
+		d := time.Duration(secs * float64(time.Second))
+		if d < time.Second || d > MaxTimeout {
+			note(fmt.Errorf("%sTimeoutSeconds must be between 1 and %d, got %v", key, int(MaxTimeout.Seconds()), secs))
+		} else {
+			u.Timeout = d
+		}
+	}
+	u.Password = secure[key+"BasicAuthPassword"]
+	u.BearerToken = secure[key+"BearerToken"]
+	u.TLS.CACert = secure[key+"TlsCACert"]
+	u.TLS.ClientCert = secure[key+"TlsClientCert"]
+	u.TLS.ClientKey = secure[key+"TlsClientKey"]
+
+	switch u.Auth {
+	case AuthNone:
+	case AuthBasic:
+		if u.User == "" {
+			note(fmt.Errorf("%sAuth is basic but %sBasicAuthUser is empty", key, key))
+		}
+	case AuthBearer:
+		if u.BearerToken == "" {
+			note(fmt.Errorf("%sAuth is bearer but the token (secureJsonData.%sBearerToken) is not set", key, key))
+		}
+	default:
+		note(fmt.Errorf("%sAuth must be one of none, basic, bearer; got %q", key, u.Auth))
+	}
+	if (u.TLS.ClientCert == "") != (u.TLS.ClientKey == "") {
+		note(fmt.Errorf("TLS client authentication needs both %sTlsClientCert and %sTlsClientKey", key, key))
+	}
+	if len(errs) > 0 {
+		u.Err = fmt.Errorf("invalid %s settings: %s", name, strings.Join(errs, "; "))
+	}
+	return u
+}
+
+func checkURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("URL %q does not parse: %v", raw, err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return fmt.Errorf("URL %q must start with http:// or https://", raw)
+	}
+	if u.Host == "" {
+		return fmt.Errorf("URL %q has no host", raw)
+	}
+	if u.User != nil {
+		// Credentials in the URL would end up in logs and spans; they belong in the auth settings.
+		return fmt.Errorf("URL for %s must not contain a user or password; use the auth settings", u.Host)
+	}
+	return nil
+}
+
+// jsonFields reads typed values out of jsonData and names the field when its type is wrong.
+type jsonFields map[string]json.RawMessage
+
+func (j jsonFields) str(name string) (string, error) {
+	var v string
+	return v, j.decode(name, &v, "a string")
+}
+
+func (j jsonFields) boolean(name string) (bool, error) {
+	var v bool
+	return v, j.decode(name, &v, "true or false")
+}
+
+func (j jsonFields) number(name string) (float64, error) {
+	var v float64
+	if err := j.decode(name, &v, "a number"); err != nil {
+		// Provisioning files often quote numbers; accept "30".
+		var s string
+		if json.Unmarshal(j[name], &s) == nil {
+			if _, serr := fmt.Sscanf(strings.TrimSpace(s), "%g", &v); serr == nil {
+				return v, nil
+			}
+		}
+		return 0, err
+	}
+	return v, nil
+}
+
+func (j jsonFields) decode(name string, dst any, want string) error {
+	raw, ok := j[name]
+	if !ok || string(raw) == "null" {
+		return nil
+	}
+	if err := json.Unmarshal(raw, dst); err != nil {
+		return fmt.Errorf("jsonData.%s must be %s, got %s", name, want, truncate(string(raw), 40))
+	}
+	return nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

@@ -1,0 +1,110 @@
+package plugin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/grafana/grafana-plugin-sdk-go/backend"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/upstream"
+)
+
+// healthWindow is how far back the Pyroscope check looks for profile types.
+const healthWindow = 24 * time.Hour
+
+// upstreamHealth is one upstream's line in the health message.
+type upstreamHealth struct {
+	Upstream   string `json:"upstream"`
+	Configured bool   `json:"configured"`
+	OK         bool   `json:"ok"`
+	Message    string `json:"message"`
+}
+
+// CheckHealth makes one cheap real call per configured upstream, in parallel, and names each
+// upstream with its result. The status is OK only when every configured upstream answered.
+func (d *Datasource) CheckHealth(ctx context.Context, _ *backend.CheckHealthRequest) (*backend.CheckHealthResult, error) {
+	ups := d.settings.Upstreams()
+	results := make([]upstreamHealth, len(ups))
+	var wg sync.WaitGroup
+	for i, u := range ups {
+		results[i] = upstreamHealth{Upstream: u.Name, Configured: u.Configured()}
+		if !u.Configured() {
+			results[i].Message = "not configured"
+			continue
+		}
+		if u.Err != nil {
+			results[i].Message = u.Err.Error()
+			continue
+		}
+		wg.Go(func() {
+			detail, err := d.checkUpstream(ctx, u.Name)
+			if err != nil {
+				results[i].Message = healthCause(err)
+				return
+			}
+			results[i].OK = true
+			results[i].Message = "OK" + detail
+		})
+	}
+	wg.Wait()
+
+	status := backend.HealthStatusOk
+	configured := 0
+	lines := make([]string, len(results))
+	for i, r := range results {
+		lines[i] = r.Upstream + ": " + r.Message
+		if r.Configured {
+			configured++
+			if !r.OK {
+				status = backend.HealthStatusError
+			}
+		}
+	}
+	msg := strings.Join(lines, " · ")
+	if configured == 0 {
+		status = backend.HealthStatusError
+		msg = "No upstream configured: set at least one of the Pyroscope, Prometheus or Jaeger URLs. " + msg
+	}
+	details, _ := json.Marshal(map[string]any{"upstreams": results})
+	return &backend.CheckHealthResult{Status: status, Message: msg, JSONDetails: details}, nil
+}
+
+// checkUpstream makes the upstream's cheap call and returns what to say after "OK".
+func (d *Datasource) checkUpstream(ctx context.Context, name string) (string, error) {
+	switch name {
+	case models.Pyroscope:
+		now := time.Now()
+		types, err := d.pyroscope.ProfileTypes(ctx, now.Add(-healthWindow), now)
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf(" (%d profile types)", len(types)), nil
+	case models.Prometheus:
+		version, err := d.prometheus.Version(ctx)
+		if err != nil {
+			return "", err
+		}
+		return " (version " + version + ")", nil
+	case models.Jaeger:
+		services, api, err := d.jaeger.Services(ctx)
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf(" (%d services, API %s)", len(services), api), nil
+	}
+	return "", fmt.Errorf("unknown upstream %q", name)
+}
+
+// healthCause keeps the health line short: the upstream is already named at its start.
+func healthCause(err error) string {
+	if e, ok := errors.AsType[*upstream.Error](err); ok {
+		return e.Cause
+	}
+	return err.Error()
+}

@@ -1,0 +1,91 @@
+package plugin
+
+import (
+	"context"
+	"fmt"
+	"runtime/debug"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/grafana/grafana-plugin-sdk-go/backend"
+	"github.com/grafana/grafana-plugin-sdk-go/backend/datasource"
+	"github.com/grafana/grafana-plugin-sdk-go/data"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/selfprofile"
+)
+
+// queryHandler answers one query of one type.
+type queryHandler func(ctx context.Context, q backend.DataQuery) backend.DataResponse
+
+// newQueryMux registers one handler per query type; anything else gets an error naming the
+// valid types.
+func (d *Datasource) newQueryMux() *datasource.QueryTypeMux {
+	handlers := d.queryHandlers()
+	mux := datasource.NewQueryTypeMux()
+	valid := make([]string, 0, len(handlers))
+	for queryType, h := range handlers {
+		mux.HandleFunc(queryType, perQuery(queryType, h))
+		valid = append(valid, queryType)
+	}
+	sort.Strings(valid)
+	mux.HandleFunc("", perQuery("", func(_ context.Context, q backend.DataQuery) backend.DataResponse {
+		what := fmt.Sprintf("unknown query type %q", q.QueryType)
+		if q.QueryType == "" {
+			what = "the query has no queryType"
+		}
+		return backend.ErrDataResponseWithSource(backend.StatusBadRequest, backend.ErrorSourceDownstream,
+			fmt.Sprintf("%s: valid query types are %s", what, strings.Join(valid, ", ")))
+	}))
+	return mux
+}
+
+// perQuery runs each query of a request concurrently; a failing or panicking query affects only
+// its own response, never the others and never the QueryData call.
+func perQuery(queryType string, h queryHandler) backend.QueryDataHandlerFunc {
+	return func(ctx context.Context, req *backend.QueryDataRequest) (*backend.QueryDataResponse, error) {
+		res := backend.NewQueryDataResponse()
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for _, q := range req.Queries {
+			wg.Go(func() {
+				r := runQuery(ctx, queryType, h, q)
+				mu.Lock()
+				res.Responses[q.RefID] = r
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+		return res, nil
+	}
+}
+
+func runQuery(ctx context.Context, queryType string, h queryHandler, q backend.DataQuery) (r backend.DataResponse) {
+	defer func() {
+		if p := recover(); p != nil {
+			backend.Logger.Error("query handler panicked", "queryType", queryType, "refId", q.RefID, "panic", p, "stack", string(debug.Stack()))
+			r = backend.ErrDataResponseWithSource(backend.StatusInternal, backend.ErrorSourcePlugin,
+				fmt.Sprintf("internal error while answering the %s query; the plugin logged the details", queryType))
+		}
+	}()
+	// Self-profiling samples carry the query type, so this plugin can show its own hot paths.
+	selfprofile.Do(ctx, queryType, func(ctx context.Context) { r = h(ctx, q) })
+	return r
+}
+
+// errorResponse turns err into the query's error response: upstream failures and bad input are
+// downstream errors (the user or the upstream must act), anything else is the plugin's.
+func errorResponse(err error) backend.DataResponse {
+	if backend.IsDownstreamError(err) {
+		return backend.ErrDataResponseWithSource(backend.StatusBadRequest, backend.ErrorSourceDownstream, err.Error())
+	}
+	return backend.ErrDataResponseWithSource(backend.StatusInternal, backend.ErrorSourcePlugin, err.Error())
+}
+
+// badQuery is the response to a query the user must fix.
+func badQuery(queryType string, err error) backend.DataResponse {
+	return backend.ErrDataResponseWithSource(backend.StatusBadRequest, backend.ErrorSourceDownstream,
+		fmt.Sprintf("invalid %s query: %v", queryType, err))
+}
+
+func withFrames(f ...*data.Frame) backend.DataResponse { return backend.DataResponse{Frames: f} }

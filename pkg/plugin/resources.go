@@ -1,0 +1,76 @@
+package plugin
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/grafana/grafana-plugin-sdk-go/backend"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/upstream"
+)
+
+// profileTypesWindow is how far back the editor's profile type list looks.
+const profileTypesWindow = 7 * 24 * time.Hour
+
+// newResourceMux serves the editors' lookups. Routes only ever call the configured upstreams'
+// APIs; none takes a URL or a path from the request.
+func (d *Datasource) newResourceMux() *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /upstreams", d.resourceUpstreams)
+	mux.HandleFunc("GET /profile-types", d.resourceProfileTypes)
+	return mux
+}
+
+// resourceUpstreams says which upstreams are configured (names and state only, no settings), so
+// the editor can say which query types cannot work.
+func (d *Datasource) resourceUpstreams(w http.ResponseWriter, _ *http.Request) {
+	type state struct {
+		Name       string `json:"name"`
+		Configured bool   `json:"configured"`
+		Error      string `json:"error,omitempty"`
+	}
+	var out []state
+	for _, u := range d.settings.Upstreams() {
+		s := state{Name: u.Name, Configured: u.Configured()}
+		if u.Err != nil {
+			s.Error = u.Err.Error()
+		}
+		out = append(out, s)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// resourceProfileTypes lists Pyroscope's profile types for the editor's picker.
+func (d *Datasource) resourceProfileTypes(w http.ResponseWriter, r *http.Request) {
+	if err := d.unavailable(&d.settings.Pyroscope); err != nil {
+		writeError(w, err)
+		return
+	}
+	now := time.Now()
+	types, err := d.pyroscope.ProfileTypes(r.Context(), now.Add(-profileTypesWindow), now)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, types)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	if err := json.NewEncoder(w).Encode(v); err != nil {
+		backend.Logger.Warn("writing resource response failed", "error", err)
+	}
+}
+
+// writeError answers with {"error": "..."}: 502 when an upstream failed, 400 for anything the
+// user must fix.
+func writeError(w http.ResponseWriter, err error) {
+	status := http.StatusBadRequest
+	if _, ok := errors.AsType[*upstream.Error](err); ok {
+		status = http.StatusBadGateway
+	}
+	writeJSON(w, status, map[string]string{"error": err.Error()})
+}

@@ -1,0 +1,99 @@
+// Package pyroscope talks to Pyroscope through its generated Connect clients and converts the
+// replies into the small local types the rest of the plugin uses.
+package pyroscope
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"connectrpc.com/connect"
+	querierv1 "github.com/grafana/pyroscope/api/gen/proto/go/querier/v1"
+	"github.com/grafana/pyroscope/api/gen/proto/go/querier/v1/querierv1connect"
+	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/upstream"
+)
+
+// Client is one Pyroscope server (or tenant of one).
+type Client struct {
+	url     string
+	querier querierv1connect.QuerierServiceClient
+}
+
+// New returns a client for the upstream's URL using hc (built by upstream.NewHTTPClient, which
+// adds auth and the X-Scope-OrgID tenant header).
+func New(u models.Upstream, hc *http.Client) *Client {
+	return &Client{url: u.URL, querier: querierv1connect.NewQuerierServiceClient(hc, u.URL)}
+}
+
+// ProfileType is one profile type the server has data for.
+type ProfileType struct {
+	ID         string `json:"id"`         // process_cpu:cpu:nanoseconds:cpu:nanoseconds
+	Name       string `json:"name"`       // process_cpu
+	SampleType string `json:"sampleType"` // cpu
+	SampleUnit string `json:"sampleUnit"` // nanoseconds
+}
+
+// ProfileTypes lists the profile types with data between start and end.
+func (c *Client) ProfileTypes(ctx context.Context, start, end time.Time) (types []ProfileType, err error) {
+	ctx, span := upstream.StartSpan(ctx, models.Pyroscope, "ProfileTypes")
+	defer func() { err = upstream.EndSpan(span, c.wrap(err)) }()
+	res, err := c.querier.ProfileTypes(ctx, connect.NewRequest(&querierv1.ProfileTypesRequest{
+		Start: start.UnixMilli(), End: end.UnixMilli(),
+	}))
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range res.Msg.GetProfileTypes() {
+		types = append(types, ProfileType{ID: t.GetID(), Name: t.GetName(), SampleType: t.GetSampleType(), SampleUnit: t.GetSampleUnit()})
+	}
+	return types, nil
+}
+
+// FlameGraphQuery selects the samples merged into one flame graph.
+type FlameGraphQuery struct {
+	ProfileTypeID string
+	LabelSelector string
+	Start, End    time.Time
+	MaxNodes      int64
+}
+
+// FlameGraph is Pyroscope's level-encoded flame graph: Levels[i] holds 4 numbers per node
+// (x offset from the previous sibling's end, total, self, index into Names).
+type FlameGraph struct {
+	Names   []string
+	Levels  [][]int64
+	Total   int64
+	MaxSelf int64
+}
+
+// MergedFlameGraph merges every sample matching q into one flame graph.
+func (c *Client) MergedFlameGraph(ctx context.Context, q FlameGraphQuery) (fg *FlameGraph, err error) {
+	ctx, span := upstream.StartSpan(ctx, models.Pyroscope, "SelectMergeStacktraces",
+		attribute.String("profile_type", q.ProfileTypeID), attribute.String("label_selector", q.LabelSelector))
+	defer func() { err = upstream.EndSpan(span, c.wrap(err)) }()
+	maxNodes := q.MaxNodes
+	res, err := c.querier.SelectMergeStacktraces(ctx, connect.NewRequest(&querierv1.SelectMergeStacktracesRequest{
+		ProfileTypeID: q.ProfileTypeID,
+		LabelSelector: q.LabelSelector,
+		Start:         q.Start.UnixMilli(),
+		End:           q.End.UnixMilli(),
+		MaxNodes:      &maxNodes,
+	}))
+	if err != nil {
+		return nil, err
+	}
+	return fromProto(res.Msg.GetFlamegraph()), nil
+}
+
+func fromProto(f *querierv1.FlameGraph) *FlameGraph {
+	fg := &FlameGraph{Names: f.GetNames(), Total: f.GetTotal(), MaxSelf: f.GetMaxSelf()}
+	for _, l := range f.GetLevels() {
+		fg.Levels = append(fg.Levels, l.GetValues())
+	}
+	return fg
+}
+
+func (c *Client) wrap(err error) error { return upstream.Wrap(models.Pyroscope, c.url, err) }

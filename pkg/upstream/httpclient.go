@@ -1,0 +1,75 @@
+// Package upstream builds the HTTP client of one upstream (Pyroscope, Prometheus or Jaeger) with
+// the SDK's httpclient, so that auth, TLS, timeouts, tracing and trace-context propagation come
+// from one well-kept place, and turns transport failures into messages that name the upstream.
+package upstream
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/grafana/grafana-plugin-sdk-go/backend/httpclient"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
+)
+
+// SpanAttribute is the attribute that names the upstream on every span of an upstream call.
+const SpanAttribute = "hsi.upstream"
+
+// MaxResponseBytes bounds what one upstream reply may weigh; a bigger one is an error, not an
+// out-of-memory plugin.
+const MaxResponseBytes = 256 << 20
+
+// NewHTTPClient returns the client for one configured upstream. The SDK's default middlewares
+// give each request an OpenTelemetry span (labelled with the upstream's name) and inject the
+// trace context into the outgoing headers.
+func NewHTTPClient(u models.Upstream) (*http.Client, error) {
+	opts := httpclient.Options{
+		Timeouts: &httpclient.TimeoutOptions{
+			Timeout:               u.Timeout,
+			DialTimeout:           u.Timeout,
+			KeepAlive:             httpclient.DefaultTimeoutOptions.KeepAlive,
+			TLSHandshakeTimeout:   u.Timeout,
+			ExpectContinueTimeout: httpclient.DefaultTimeoutOptions.ExpectContinueTimeout,
+			MaxIdleConns:          100,
+			MaxIdleConnsPerHost:   16,
+			IdleConnTimeout:       httpclient.DefaultTimeoutOptions.IdleConnTimeout,
+		},
+		Header: http.Header{},
+		Labels: map[string]string{SpanAttribute: u.Name, "hsi.upstream.url": u.URL},
+		// The SDK's defaults, with a response limit of our own.
+		Middlewares: []httpclient.Middleware{
+			httpclient.TracingMiddleware(nil),
+			httpclient.DataSourceMetricsMiddleware(),
+			httpclient.BasicAuthenticationMiddleware(),
+			httpclient.CustomHeadersMiddleware(),
+			httpclient.UserAgentMiddleware(),
+			httpclient.ContextualMiddleware(),
+			httpclient.ErrorSourceMiddleware(),
+			httpclient.ResponseLimitMiddleware(MaxResponseBytes),
+		},
+	}
+	switch u.Auth {
+	case models.AuthBasic:
+		opts.BasicAuth = &httpclient.BasicAuthOptions{User: u.User, Password: u.Password}
+	case models.AuthBearer:
+		opts.Header.Set("Authorization", "Bearer "+u.BearerToken)
+	}
+	if u.Tenant != "" {
+		opts.Header.Set("X-Scope-OrgID", u.Tenant)
+	}
+	if u.TLS.SkipVerify || u.TLS.ServerName != "" || u.TLS.CACert != "" || u.TLS.ClientCert != "" {
+		opts.TLS = &httpclient.TLSOptions{
+			InsecureSkipVerify: u.TLS.SkipVerify,
+			ServerName:         u.TLS.ServerName,
+			CACertificate:      u.TLS.CACert,
+			ClientCertificate:  u.TLS.ClientCert,
+			ClientKey:          u.TLS.ClientKey,
+		}
+	}
+	c, err := httpclient.New(opts)
+	if err != nil {
+		// The SDK's TLS errors name the PEM block, never its content.
+		return nil, fmt.Errorf("%s: cannot build HTTP client: %w", u.Name, err)
+	}
+	return c, nil
+}

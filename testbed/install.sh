@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs the test bed's servers, once: Prometheus from Debian's package, Pyroscope and Jaeger
+# built from their Go modules (testbed/tools/*). Binaries are cached under $HSI_TESTBED_DIR/bin
+# (default .testbed/bin, git-ignored) keyed by version, so later runs take seconds.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+. "$here/versions.sh"
+bin="${HSI_TESTBED_DIR:-$root/.testbed}/bin"
+mkdir -p "$bin"
+
+log() { printf '[testbed] %s\n' "$*" >&2; }
+
+if ! command -v prometheus >/dev/null || ! command -v promtool >/dev/null; then
+  log "installing Prometheus (Debian package)"
+  sudo=""; [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq prometheus >/dev/null
+  # The package starts a system service on some hosts; the test bed runs its own instances.
+  $sudo systemctl disable --now prometheus >/dev/null 2>&1 || true
+fi
+
+build() { # name version package
+  local name=$1 version=$2 pkg=$3 out="$bin/$1-$2"
+  if [ -x "$out" ]; then return; fi
+  log "building $name $version from its Go module (first time only, a few minutes)"
+  local start=$SECONDS
+  (cd "$here/tools/$name" && go build -trimpath -o "$out.tmp" "$pkg")
+  mv "$out.tmp" "$out"
+  log "built $name in $((SECONDS - start)) s"
+}
+
+build pyroscope "$PYROSCOPE_VERSION" github.com/grafana/pyroscope/cmd/pyroscope
+build jaeger "$JAEGER_VERSION" github.com/jaegertracing/jaeger/cmd/jaeger
+log "ready: $(prometheus --version 2>&1 | head -1); pyroscope $PYROSCOPE_VERSION; jaeger $JAEGER_VERSION"

@@ -1,0 +1,3 @@
+# Versions of the test bed's servers; the tools modules pin the same ones.
+PYROSCOPE_VERSION=v1.12.0
+JAEGER_VERSION=v1.76.0
