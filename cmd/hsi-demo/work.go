@@ -1,0 +1,153 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"net/url"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Normal cost of each step; a request with ?slow=STEP makes that step slowFactor times longer.
+const (
+	dbCost        = 20 * time.Millisecond
+	detectCost    = 40 * time.Millisecond
+	enrichCost    = 30 * time.Millisecond
+	serializeCost = 10 * time.Millisecond
+	slowFactor    = 15
+)
+
+// Slow steps a request can ask for.
+const (
+	SlowSerialize = "serialize"
+	SlowDB        = "db"
+	SlowModel     = "model"
+)
+
+func cost(base time.Duration, slow, step string) time.Duration {
+	if slow == step {
+		return base * slowFactor
+	}
+	return base
+}
+
+// handleDetect is the backend's endpoint: a database-like query, the detector, the enrichment
+// service, then serialisation of the answer.
+func (s *service) handleDetect(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	slow := r.URL.Query().Get("slow")
+	trace.SpanFromContext(ctx).SetAttributes(attribute.String("demo.slow", slow))
+
+	dctx, sp := s.span(ctx, "db_query", attribute.String("db.system", "postgresql"))
+	rows := dbQuery(dctx, cost(dbCost, slow, SlowDB))
+	sp.End()
+
+	q := url.Values{"slow": {slow}}.Encode()
+	detections, err := s.call(ctx, s.detector+"/detect?"+q)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	enriched, err := s.call(ctx, s.enrichment+"/enrich?"+q)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+
+	sctx, sp := s.span(ctx, "serialize_response")
+	body := serializeResponse(sctx, rows, detections, enriched, cost(serializeCost, slow, SlowSerialize))
+	sp.End()
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(body)
+}
+
+// handleDetector runs the object-detection "model" on GPU 0.
+func (s *service) handleDetector(w http.ResponseWriter, r *http.Request) {
+	ctx, sp := s.span(r.Context(), "model.predict", attribute.String("model", "yolo26"), attribute.String("gpu.index", "0"))
+	score := modelPredict(ctx, cost(detectCost, r.URL.Query().Get("slow"), SlowModel))
+	sp.End()
+	writeJSON(w, map[string]any{"objects": 3, "score": score})
+}
+
+// handleEnrichment extracts features (allocation-heavy) and runs a light model on GPU 1.
+func (s *service) handleEnrichment(w http.ResponseWriter, r *http.Request) {
+	ctx, sp := s.span(r.Context(), "enrich", attribute.String("model", "clip"), attribute.String("gpu.index", "1"))
+	features := extractFeatures(ctx, enrichCost/2)
+	score := modelPredict(ctx, enrichCost/2)
+	sp.End()
+	writeJSON(w, map[string]any{"features": features, "score": score})
+}
+
+// dbQuery stands in for a slow database query: CPU spent hashing rows.
+//
+//go:noinline
+func dbQuery(_ context.Context, d time.Duration) int {
+	deadline := time.Now().Add(d)
+	rows := 0
+	sum := sha256.Sum256([]byte("seed"))
+	for time.Now().Before(deadline) {
+		for range 200 {
+			sum = sha256.Sum256(sum[:])
+		}
+		rows++
+	}
+	return rows
+}
+
+// modelPredict stands in for model inference on the CPU side: dense floating-point work.
+//
+//go:noinline
+func modelPredict(_ context.Context, d time.Duration) float64 {
+	deadline := time.Now().Add(d)
+	acc := 0.0
+	for time.Now().Before(deadline) {
+		for i := 1; i < 5000; i++ {
+			acc += math.Sqrt(float64(i)) * math.Sin(float64(i))
+		}
+	}
+	return acc
+}
+
+// extractFeatures allocates many small vectors, the pattern that shows up in alloc_objects.
+//
+//go:noinline
+func extractFeatures(_ context.Context, d time.Duration) int {
+	deadline := time.Now().Add(d)
+	n := 0
+	var keep [][]float32
+	for time.Now().Before(deadline) {
+		v := make([]float32, 512)
+		v[0] = float32(n)
+		keep = append(keep, v)
+		if len(keep) > 256 {
+			keep = keep[:0]
+		}
+		n++
+	}
+	return n
+}
+
+// serializeResponse is JSON encoding of a large answer, repeated: the seeds' "wide bar in
+// json.dumps" pattern, both CPU- and allocation-heavy.
+//
+//go:noinline
+func serializeResponse(_ context.Context, rows int, detections, enriched map[string]any, d time.Duration) []byte {
+	deadline := time.Now().Add(d)
+	payload := map[string]any{"rows": rows, "detections": detections, "enrichment": enriched}
+	items := make([]map[string]any, 0, 200)
+	for i := range 200 {
+		items = append(items, map[string]any{"id": i, "label": fmt.Sprintf("object-%d", i), "box": []int{i, i + 1, i + 2, i + 3}})
+	}
+	payload["items"] = items
+	var out []byte
+	for first := true; first || time.Now().Before(deadline); first = false {
+		out, _ = json.Marshal(payload)
+	}
+	return out
+}

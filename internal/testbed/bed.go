@@ -1,0 +1,238 @@
+// Package testbed starts and stops the real servers the tests and the demo run against:
+// Prometheus, Pyroscope 1.12 and Jaeger v2, on 127.0.0.1 with free ports, plus the demo
+// workload (cmd/hsi-demo) whose traces, profiles and metrics they hold. Binaries come from
+// testbed/install.sh; everything a bed writes lives in one temporary folder, removed on Stop.
+package testbed
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Endpoints are the URLs of a running bed.
+type Endpoints struct {
+	PrometheusURL string
+	PyroscopeURL  string
+	JaegerURL     string // query API (v1 and v3 JSON)
+	JaegerOTLP    string // OTLP gRPC host:port
+	DemoURL       string // the demo's backend service, "" without the demo
+}
+
+// Env lists the endpoints as the variables tests and scripts read (see FromEnv).
+func (e Endpoints) Env() []string {
+	return []string{
+		"HSI_TESTBED_PROMETHEUS_URL=" + e.PrometheusURL,
+		"HSI_TESTBED_PYROSCOPE_URL=" + e.PyroscopeURL,
+		"HSI_TESTBED_JAEGER_URL=" + e.JaegerURL,
+		"HSI_TESTBED_JAEGER_OTLP=" + e.JaegerOTLP,
+		"HSI_TESTBED_DEMO_URL=" + e.DemoURL,
+	}
+}
+
+// FromEnv returns the endpoints of a bed started elsewhere (scripts/test.sh starts one for the
+// whole suite), or ok=false when the variables are not set.
+func FromEnv() (Endpoints, bool) {
+	e := Endpoints{
+		PrometheusURL: os.Getenv("HSI_TESTBED_PROMETHEUS_URL"),
+		PyroscopeURL:  os.Getenv("HSI_TESTBED_PYROSCOPE_URL"),
+		JaegerURL:     os.Getenv("HSI_TESTBED_JAEGER_URL"),
+		JaegerOTLP:    os.Getenv("HSI_TESTBED_JAEGER_OTLP"),
+		DemoURL:       os.Getenv("HSI_TESTBED_DEMO_URL"),
+	}
+	return e, e.PrometheusURL != "" && e.PyroscopeURL != "" && e.JaegerURL != ""
+}
+
+// Options choose what a bed runs.
+type Options struct {
+	Demo bool // start the demo workload's three services
+	// KeepDir leaves the bed's folder (logs, data) in place after Stop.
+	KeepDir bool
+	// Log receives progress lines; nil discards them.
+	Log func(format string, args ...any)
+}
+
+// Bed is a running test bed.
+type Bed struct {
+	Endpoints
+	Dir   string
+	procs []*process
+	opts  Options
+}
+
+// ReadyTimeout bounds how long a bed may take to start, servers and demo together.
+const ReadyTimeout = 90 * time.Second
+
+// Start launches the servers (and the demo) and waits until each answers.
+func Start(ctx context.Context, opts Options) (b *Bed, err error) {
+	if opts.Log == nil {
+		opts.Log = func(string, ...any) {}
+	}
+	root, err := RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	bins, err := binaries(root)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "hsi-testbed-")
+	if err != nil {
+		return nil, err
+	}
+	b = &Bed{Dir: dir, opts: opts}
+	defer func() {
+		if err != nil {
+			b.Stop()
+		}
+	}()
+	ctx, cancel := context.WithTimeout(ctx, ReadyTimeout)
+	defer cancel()
+
+	ports, err := freePorts(13)
+	if err != nil {
+		return nil, err
+	}
+	promPort, pyroHTTP, pyroGRPC, pyroMember := ports[0], ports[1], ports[2], ports[3]
+	jOTLPgrpc, jOTLPhttp, jQueryHTTP, jQueryGRPC, jHealth := ports[4], ports[5], ports[6], ports[7], ports[8]
+	demoPorts := map[string]int{"backend": ports[9], "detector": ports[10], "enrichment": ports[11]}
+
+	b.PrometheusURL = "http://" + addr(promPort)
+	b.PyroscopeURL = "http://" + addr(pyroHTTP)
+	b.JaegerURL = "http://" + addr(jQueryHTTP)
+	b.JaegerOTLP = addr(jOTLPgrpc)
+
+	var scrapeTargets []string
+	if opts.Demo {
+		for _, s := range DemoServices {
+			scrapeTargets = append(scrapeTargets, addr(demoPorts[s]))
+		}
+	}
+	prom, err := b.startPrometheus(promPort, scrapeTargets)
+	if err != nil {
+		return nil, err
+	}
+	pyro, err := b.startPyroscope(bins.pyroscope, pyroHTTP, pyroGRPC, pyroMember)
+	if err != nil {
+		return nil, err
+	}
+	jaeger, err := b.startJaeger(bins.jaeger, jOTLPgrpc, jOTLPhttp, jQueryHTTP, jQueryGRPC, jHealth)
+	if err != nil {
+		return nil, err
+	}
+	opts.Log("waiting for Prometheus, Pyroscope and Jaeger")
+	if err := prom.waitReady(ctx, b.PrometheusURL+"/-/ready", statusOK); err != nil {
+		return nil, err
+	}
+	if err := jaeger.waitReady(ctx, b.JaegerURL+"/api/v3/services", statusOK); err != nil {
+		return nil, err
+	}
+	if err := pyro.waitReady(ctx, b.PyroscopeURL+"/ready", func(status int, body []byte) bool {
+		return status == 200 && strings.TrimSpace(string(body)) == "ready"
+	}); err != nil {
+		return nil, err
+	}
+	opts.Log("Prometheus %s · Pyroscope %s · Jaeger %s", b.PrometheusURL, b.PyroscopeURL, b.JaegerURL)
+	if opts.Demo {
+		if err := b.startDemo(ctx, root, demoPorts); err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
+}
+
+// Stop ends every process of the bed and removes its folder (unless KeepDir).
+func (b *Bed) Stop() {
+	for i := len(b.procs) - 1; i >= 0; i-- {
+		b.procs[i].stop(10 * time.Second)
+	}
+	b.procs = nil
+	if !b.opts.KeepDir && b.Dir != "" {
+		os.RemoveAll(b.Dir)
+	}
+}
+
+func (b *Bed) start(name string, env []string, bin string, args ...string) (*process, error) {
+	p, err := startProcess(name, b.Dir, env, bin, args...)
+	if err != nil {
+		return nil, err
+	}
+	b.procs = append(b.procs, p)
+	return p, nil
+}
+
+func statusOK(status int, _ []byte) bool { return status == 200 }
+
+type serverBinaries struct{ pyroscope, jaeger string }
+
+// binaries finds the servers built by testbed/install.sh.
+func binaries(root string) (serverBinaries, error) {
+	versions, err := readVersions(filepath.Join(root, "testbed", "versions.sh"))
+	if err != nil {
+		return serverBinaries{}, err
+	}
+	dir := binDir(root)
+	bins := serverBinaries{
+		pyroscope: filepath.Join(dir, "pyroscope-"+versions["PYROSCOPE_VERSION"]),
+		jaeger:    filepath.Join(dir, "jaeger-"+versions["JAEGER_VERSION"]),
+	}
+	for _, p := range []string{bins.pyroscope, bins.jaeger} {
+		if _, err := os.Stat(p); err != nil {
+			return bins, fmt.Errorf("test bed server %s is missing: run testbed/install.sh first", p)
+		}
+	}
+	for _, tool := range []string{"prometheus", "promtool"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return bins, fmt.Errorf("%s is not on PATH: run testbed/install.sh first", tool)
+		}
+	}
+	return bins, nil
+}
+
+func binDir(root string) string {
+	if d := os.Getenv("HSI_TESTBED_DIR"); d != "" {
+		return filepath.Join(d, "bin")
+	}
+	return filepath.Join(root, ".testbed", "bin")
+}
+
+// RepoRoot finds the repository root (the folder holding testbed/versions.sh) from the working
+// directory upwards, so tests in any package and the commands find the same files.
+func RepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "testbed", "versions.sh")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("repository root (with testbed/versions.sh) not found above the working directory")
+		}
+		dir = parent
+	}
+}
+
+func readVersions(path string) (map[string]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	out := map[string]string{}
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		line := strings.TrimSpace(s.Text())
+		if k, v, ok := strings.Cut(line, "="); ok && !strings.HasPrefix(line, "#") {
+			out[k] = strings.Trim(v, `"'`)
+		}
+	}
+	return out, s.Err()
+}

@@ -1,0 +1,144 @@
+package testbed
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// DemoServices are the demo workload's services, in the order they start.
+var DemoServices = []string{"detector", "enrichment", "backend"}
+
+func (b *Bed) startPrometheus(port int, scrapeTargets []string) (*process, error) {
+	cfg := "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n"
+	if len(scrapeTargets) > 0 {
+		cfg += "  - job_name: hsi-demo\n    static_configs:\n      - targets: [" + strings.Join(quoteAll(scrapeTargets), ", ") + "]\n"
+	} else {
+		cfg = strings.TrimSuffix(cfg, "scrape_configs:\n")
+	}
+	path := filepath.Join(b.Dir, "prometheus.yml")
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		return nil, err
+	}
+	return b.start("prometheus", nil, "prometheus",
+		"--config.file="+path,
+		"--storage.tsdb.path="+filepath.Join(b.Dir, "prometheus-data"),
+		"--web.listen-address="+addr(port),
+		"--web.enable-lifecycle",
+	)
+}
+
+func (b *Bed) startPyroscope(bin string, httpPort, grpcPort, memberPort int) (*process, error) {
+	args := []string{
+		"-server.http-listen-address=127.0.0.1", "-server.http-listen-port=" + strconv.Itoa(httpPort),
+		"-server.grpc-listen-address=127.0.0.1", "-server.grpc-listen-port=" + strconv.Itoa(grpcPort),
+		"-storage.backend=filesystem", "-storage.filesystem.dir=" + filepath.Join(b.Dir, "pyroscope-data"),
+		"-self-profiling.disable-push=true",
+		// Its rings advertise the machine's address unless told otherwise (TESTBED.md).
+		"-memberlist.bind-addr=127.0.0.1", "-memberlist.bind-port=" + strconv.Itoa(memberPort),
+		"-memberlist.advertise-addr=127.0.0.1",
+	}
+	for _, flag := range []string{
+		"compactor.ring.instance-addr", "distributor.ring.instance-addr", "ingester.lifecycler.addr",
+		"overrides-exporter.ring.instance-addr", "query-frontend.instance-addr",
+		"query-scheduler.ring.instance-addr", "store-gateway.sharding-ring.instance-addr",
+	} {
+		args = append(args, "-"+flag+"=127.0.0.1")
+	}
+	return b.start("pyroscope", nil, bin, args...)
+}
+
+const jaegerConfig = `service:
+  extensions: [jaeger_storage, jaeger_query, healthcheckv2]
+  pipelines:
+    traces:
+      receivers: [otlp]
+      processors: [batch]
+      exporters: [jaeger_storage_exporter]
+  telemetry:
+    metrics:
+      level: none
+    logs:
+      level: warn
+extensions:
+  healthcheckv2:
+    use_v2: true
+    http:
+      endpoint: %[5]s
+  jaeger_query:
+    storage:
+      traces: memstore
+    http:
+      endpoint: %[3]s
+    grpc:
+      endpoint: %[4]s
+  jaeger_storage:
+    backends:
+      memstore:
+        memory:
+          max_traces: 100000
+receivers:
+  otlp:
+    protocols:
+      grpc:
+        endpoint: %[1]s
+      http:
+        endpoint: %[2]s
+processors:
+  batch:
+    timeout: 200ms
+exporters:
+  jaeger_storage_exporter:
+    trace_storage: memstore
+`
+
+func (b *Bed) startJaeger(bin string, otlpGRPC, otlpHTTP, queryHTTP, queryGRPC, health int) (*process, error) {
+	path := filepath.Join(b.Dir, "jaeger.yaml")
+	cfg := fmt.Sprintf(jaegerConfig, addr(otlpGRPC), addr(otlpHTTP), addr(queryHTTP), addr(queryGRPC), addr(health))
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		return nil, err
+	}
+	return b.start("jaeger", nil, bin, "--config="+path)
+}
+
+// startDemo builds cmd/hsi-demo and runs its three services, each its own process (CPU profiles
+// are per process), pointed at the bed's Pyroscope and Jaeger.
+func (b *Bed) startDemo(ctx context.Context, root string, ports map[string]int) error {
+	bin := filepath.Join(b.Dir, "hsi-demo")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/hsi-demo")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("building the demo workload: %v\n%s", err, out)
+	}
+	b.DemoURL = "http://" + addr(ports["backend"])
+	for _, svc := range DemoServices {
+		p, err := b.start("demo-"+svc, nil, bin, "serve",
+			"--service="+svc,
+			"--listen="+addr(ports[svc]),
+			"--detector=http://"+addr(ports["detector"]),
+			"--enrichment=http://"+addr(ports["enrichment"]),
+			"--pyroscope="+b.PyroscopeURL,
+			"--otlp="+b.JaegerOTLP,
+		)
+		if err != nil {
+			return err
+		}
+		if err := p.waitReady(ctx, "http://"+addr(ports[svc])+"/healthz", statusOK); err != nil {
+			return err
+		}
+	}
+	b.opts.Log("demo workload: backend %s (detector, enrichment behind it)", b.DemoURL)
+	return nil
+}
+
+func quoteAll(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = strconv.Quote(s)
+	}
+	return out
+}
