@@ -3,7 +3,9 @@ package plugin
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
@@ -11,8 +13,9 @@ import (
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/upstream"
 )
 
-// profileTypesWindow is how far back the editor's profile type list looks.
-const profileTypesWindow = 7 * 24 * time.Hour
+// profileTypesWindow is how far back the editor's profile type list looks by default; Pyroscope
+// refuses longer ranges by default (max_query_length 1d).
+const profileTypesWindow = 24 * time.Hour
 
 // newResourceMux serves the editors' lookups. Routes only ever call the configured upstreams'
 // APIs; none takes a URL or a path from the request.
@@ -48,13 +51,40 @@ func (d *Datasource) resourceProfileTypes(w http.ResponseWriter, r *http.Request
 		writeError(w, err)
 		return
 	}
-	now := time.Now()
-	types, err := d.pyroscope.ProfileTypes(r.Context(), now.Add(-profileTypesWindow), now)
+	from, to, err := timeRange(r, profileTypesWindow)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	types, err := d.pyroscope.ProfileTypes(r.Context(), from, to)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, types)
+}
+
+// timeRange reads the optional from and to parameters (Unix milliseconds, as the editor sends
+// the dashboard's range); without them it is the last window.
+func timeRange(r *http.Request, window time.Duration) (from, to time.Time, err error) {
+	to = time.Now()
+	from = to.Add(-window)
+	q := r.URL.Query()
+	for name, dst := range map[string]*time.Time{"from": &from, "to": &to} {
+		v := q.Get(name)
+		if v == "" {
+			continue
+		}
+		ms, perr := strconv.ParseInt(v, 10, 64)
+		if perr != nil || ms < 0 {
+			return from, to, fmt.Errorf("parameter %q must be Unix milliseconds, got %q", name, v)
+		}
+		*dst = time.UnixMilli(ms)
+	}
+	if !from.Before(to) {
+		return from, to, fmt.Errorf("parameter \"from\" must be before \"to\"")
+	}
+	return from, to, nil
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

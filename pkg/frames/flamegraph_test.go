@@ -1,0 +1,107 @@
+package frames
+
+import (
+	"testing"
+
+	"github.com/grafana/grafana-plugin-sdk-go/data"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/pyroscope"
+)
+
+// A small tree in Pyroscope's level encoding:
+//
+//	total 100
+//	├── handle_request 60 (self 10)
+//	│   └── serializeResponse 50 (self 50)
+//	└── dbQuery 40
+//	    ├── sha256 10 (starts 10 into dbQuery: a gap of self time before it)
+//	    └── serializeResponse 20 (the same name again, under another parent)
+var sample = &pyroscope.FlameGraph{
+	Names: []string{"total", "handle_request", "dbQuery", "serializeResponse", "sha256"},
+	Levels: [][]int64{
+		{0, 100, 0, 0},
+		{0, 60, 10, 1, 0, 40, 10, 2},
+		{0, 50, 50, 3, 10, 10, 10, 4, 0, 20, 20, 3},
+	},
+	Total: 100, MaxSelf: 50,
+}
+
+func TestFlameGraphIsTheNestedSetGrafanaReads(t *testing.T) {
+	f := FlameGraph(sample, "process_cpu:cpu:nanoseconds:cpu:nanoseconds")
+
+	type row struct {
+		level       int64
+		value, self int64
+		label       string
+	}
+	want := []row{
+		{0, 100, 0, "total"},
+		{1, 60, 10, "handle_request"},
+		{2, 50, 50, "serializeResponse"},
+		{1, 40, 10, "dbQuery"},
+		{2, 10, 10, "sha256"},
+		{2, 20, 20, "serializeResponse"},
+	}
+	if f.Rows() != len(want) {
+		t.Fatalf("rows = %d, want %d", f.Rows(), len(want))
+	}
+	names := f.Fields[3].Config.TypeConfig.Enum.Text
+	for i, w := range want {
+		got := row{f.Fields[0].At(i).(int64), f.Fields[1].At(i).(int64), f.Fields[2].At(i).(int64), names[f.Fields[3].At(i).(data.EnumItemIndex)]}
+		if got != w {
+			t.Errorf("row %d = %+v, want %+v", i, got, w)
+		}
+	}
+	if len(names) != 5 {
+		t.Errorf("enum text %v should hold each name once, in first-seen order", names)
+	}
+	checkGolden(t, "flamegraph_cpu", f)
+}
+
+func TestFlameGraphFrameMetaAndUnits(t *testing.T) {
+	cases := map[string]string{
+		"process_cpu:cpu:nanoseconds:cpu:nanoseconds": "ns",
+		"memory:alloc_objects:count:space:bytes":      "short",
+		"memory:alloc_space:bytes:space:bytes":        "bytes",
+		"memory:inuse_space:bytes:space:bytes":        "bytes",
+		"goroutines:goroutine:count:goroutine:count":  "short",
+		"block:delay:nanoseconds:contentions:count":   "ns",
+		"wall:wall:microseconds:wall:microseconds":    "microseconds",
+		"broken": "short",
+	}
+	for typeID, unit := range cases {
+		f := FlameGraph(sample, typeID)
+		if f.Name != "response" || f.Meta == nil || f.Meta.PreferredVisualization != data.VisTypeFlameGraph {
+			t.Fatalf("%s: frame name %q meta %+v", typeID, f.Name, f.Meta)
+		}
+		if got := f.Fields[1].Config.Unit; got != unit {
+			t.Errorf("%s: value unit = %q, want %q", typeID, got, unit)
+		}
+		if got := f.Fields[2].Config.Unit; got != unit {
+			t.Errorf("%s: self unit = %q, want %q", typeID, got, unit)
+		}
+	}
+}
+
+func TestEmptyFlameGraphKeepsNameAndMeta(t *testing.T) {
+	for _, fg := range []*pyroscope.FlameGraph{nil, {}} {
+		f := FlameGraph(fg, "memory:alloc_space:bytes:space:bytes")
+		if f.Rows() != 0 || f.Name != "response" || f.Meta.PreferredVisualization != data.VisTypeFlameGraph || len(f.Fields) != 4 {
+			t.Errorf("empty frame = %+v", f)
+		}
+	}
+	checkGolden(t, "flamegraph_empty", FlameGraph(nil, "memory:alloc_space:bytes:space:bytes"))
+}
+
+func TestFlameGraphSurvivesMalformedLevels(t *testing.T) {
+	// Truncated tuples and name indexes out of range come from broken upstream replies; they must
+	// not panic and must not invent rows.
+	fg := &pyroscope.FlameGraph{Names: []string{"total"}, Levels: [][]int64{{0, 10, 0, 0}, {0, 5, 5, 7, 1, 2}}}
+	f := FlameGraph(fg, "process_cpu:cpu:nanoseconds:cpu:nanoseconds")
+	if f.Rows() != 2 {
+		t.Fatalf("rows = %d, want 2", f.Rows())
+	}
+	if got := f.Fields[3].Config.TypeConfig.Enum.Text[1]; got != "<unknown>" {
+		t.Errorf("label for a bad name index = %q", got)
+	}
+}

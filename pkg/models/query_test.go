@@ -1,0 +1,48 @@
+package models
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestParseProfileQueryFillsDefaults(t *testing.T) {
+	q, err := ParseProfileQuery([]byte(`{"refId":"A","queryType":"profile"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.LabelSelector != "{}" || q.ProfileTypeID != DefaultProfileTypeID || q.MaxNodes != DefaultMaxNodes {
+		t.Errorf("defaults = %+v", q)
+	}
+}
+
+func TestParseProfileQueryAcceptsGrafanasTraceToProfileQuery(t *testing.T) {
+	// The query Grafana's trace view sends (INTEROP.md §1), with Grafana's own extra fields.
+	q, err := ParseProfileQuery([]byte(`{"refId":"span-flamegraph-refId","queryType":"profile",
+		"labelSelector":"{service_name=\"nemotron-backend\"}","profileTypeId":"","groupBy":[],
+		"spanSelector":["9a1c2b3d4e5f6a7b"],"datasource":{"type":"hsi-profiling-datasource","uid":"hsi"},"intervalMs":1000}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.LabelSelector != `{service_name="nemotron-backend"}` || q.ProfileTypeID != DefaultProfileTypeID {
+		t.Errorf("query = %+v", q)
+	}
+}
+
+func TestParseProfileQuerySaysWhichFieldIsWrong(t *testing.T) {
+	cases := map[string]string{
+		`{"maxNodes":"many"}`:              `field "maxNodes" must be a number, got string`,
+		`{"labelSelector":5}`:              `field "labelSelector" must be a string, got number`,
+		`{"groupBy":"service_name"}`:       `field "groupBy" must be a list, got string`,
+		`{"maxNodes":-1}`:                  `field "maxNodes" must be positive, got -1`,
+		`{"profileTypeId":"process_cpu"}`:  `field "profileTypeId" must have the form name:sample_type:sample_unit:period_type:period_unit`,
+		`{"profileTypeId":"a::c:d:e"}`:     `field "profileTypeId" has an empty part 2`,
+		`{"labelSelector": "{a=\"b\"}", `: `query JSON is malformed`,
+		`[]`:                               `query JSON must be an object`,
+	}
+	for in, want := range cases {
+		_, err := ParseProfileQuery([]byte(in))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: err = %v, want %q", in, err, want)
+		}
+	}
+}

@@ -1,0 +1,106 @@
+package models
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/grafana/grafana-plugin-sdk-go/backend"
+)
+
+func load(t *testing.T, jsonData string, secure map[string]string) *Settings {
+	t.Helper()
+	s, err := LoadSettings(backend.DataSourceInstanceSettings{JSONData: []byte(jsonData), DecryptedSecureJSONData: secure})
+	if err != nil {
+		t.Fatalf("LoadSettings: %v", err)
+	}
+	return s
+}
+
+func TestLoadSettingsReadsEachUpstreamWithItsOwnAuth(t *testing.T) {
+	s := load(t, `{
+		"pyroscopeUrl": "http://pyro:4040/", "pyroscopeTenant": "team-a", "pyroscopeAuth": "basic", "pyroscopeBasicAuthUser": "u",
+		"prometheusUrl": "https://prom:9090", "prometheusAuth": "bearer", "prometheusTimeoutSeconds": "12", "prometheusTlsSkipVerify": true,
+		"jaegerUrl": "http://jaeger:16686"
+	}`, map[string]string{"pyroscopeBasicAuthPassword": "pw", "prometheusBearerToken": "tok"})
+
+	if s.Pyroscope.URL != "http://pyro:4040" || s.Pyroscope.Tenant != "team-a" || s.Pyroscope.Auth != AuthBasic ||
+		s.Pyroscope.User != "u" || s.Pyroscope.Password != "pw" || s.Pyroscope.Err != nil {
+		t.Errorf("pyroscope = %+v", s.Pyroscope)
+	}
+	if s.Prometheus.Auth != AuthBearer || s.Prometheus.BearerToken != "tok" || s.Prometheus.Timeout != 12*time.Second ||
+		!s.Prometheus.TLS.SkipVerify || s.Prometheus.Err != nil {
+		t.Errorf("prometheus = %+v", s.Prometheus)
+	}
+	if s.Jaeger.Auth != AuthNone || s.Jaeger.Timeout != DefaultTimeout || s.Jaeger.Err != nil {
+		t.Errorf("jaeger = %+v", s.Jaeger)
+	}
+}
+
+func TestLoadSettingsLeavesUnsetUpstreamsUnconfigured(t *testing.T) {
+	s := load(t, `{"jaegerUrl": "http://jaeger:16686"}`, nil)
+	if s.Pyroscope.Configured() || s.Prometheus.Configured() || !s.Jaeger.Configured() {
+		t.Errorf("configured: pyroscope %v prometheus %v jaeger %v", s.Pyroscope.Configured(), s.Prometheus.Configured(), s.Jaeger.Configured())
+	}
+}
+
+func TestLoadSettingsNamesTheWrongFieldAndKeepsOtherUpstreams(t *testing.T) {
+	cases := []struct {
+		name, jsonData string
+		secure         map[string]string
+		want           string
+	}{
+		{"not a URL scheme", `{"pyroscopeUrl": "pyro:4040"}`, nil, "must start with http:// or https://"},
+		{"credentials in URL", `{"pyroscopeUrl": "http://user:secret@pyro:4040"}`, nil, "must not contain a user or password"},
+		{"unknown auth", `{"pyroscopeUrl": "http://p", "pyroscopeAuth": "oauth"}`, nil, `pyroscopeAuth must be one of none, basic, bearer; got "oauth"`},
+		{"basic without user", `{"pyroscopeUrl": "http://p", "pyroscopeAuth": "basic"}`, nil, "pyroscopeBasicAuthUser is empty"},
+		{"bearer without token", `{"pyroscopeUrl": "http://p", "pyroscopeAuth": "bearer"}`, nil, "secureJsonData.pyroscopeBearerToken"},
+		{"timeout type", `{"pyroscopeUrl": "http://p", "pyroscopeTimeoutSeconds": true}`, nil, "jsonData.pyroscopeTimeoutSeconds must be a number, got true"},
+		{"timeout range", `{"pyroscopeUrl": "http://p", "pyroscopeTimeoutSeconds": 0.5}`, nil, "pyroscopeTimeoutSeconds must be between 1 and 300"},
+		{"url type", `{"pyroscopeUrl": 42}`, nil, "jsonData.pyroscopeUrl must be a string, got 42"},
+		{"half a client cert", `{"pyroscopeUrl": "http://p"}`, map[string]string{"pyroscopeTlsClientCert": "x"}, "needs both pyroscopeTlsClientCert and pyroscopeTlsClientKey"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := load(t, strings.Replace(c.jsonData, "{", `{"jaegerUrl": "http://jaeger:16686", `, 1), c.secure)
+			if s.Pyroscope.Err == nil || !strings.Contains(s.Pyroscope.Err.Error(), c.want) {
+				t.Fatalf("error = %v, want it to contain %q", s.Pyroscope.Err, c.want)
+			}
+			if !strings.HasPrefix(s.Pyroscope.Err.Error(), "invalid Pyroscope settings: ") {
+				t.Errorf("error does not name the upstream: %v", s.Pyroscope.Err)
+			}
+			if s.Jaeger.Err != nil || !s.Jaeger.Configured() {
+				t.Errorf("jaeger should stay usable, got %+v", s.Jaeger)
+			}
+		})
+	}
+}
+
+func TestLoadSettingsErrorsNeverContainSecrets(t *testing.T) {
+	s := load(t, `{"pyroscopeUrl": "http://p", "pyroscopeAuth": "basic", "pyroscopeTlsSkipVerify": "yes"}`,
+		map[string]string{"pyroscopeBasicAuthPassword": "hunter2-secret", "pyroscopeTlsClientCert": "CERT-secret"})
+	if s.Pyroscope.Err == nil {
+		t.Fatal("expected an error")
+	}
+	if strings.Contains(s.Pyroscope.Err.Error(), "secret") {
+		t.Errorf("error leaks a secret: %v", s.Pyroscope.Err)
+	}
+}
+
+func TestLoadSettingsRejectsNonObjectJSONData(t *testing.T) {
+	_, err := LoadSettings(backend.DataSourceInstanceSettings{JSONData: []byte(`[1,2]`)})
+	if err == nil || !strings.Contains(err.Error(), "jsonData") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestLoadSettingsIgnoresInvalidSelfProfilingURL(t *testing.T) {
+	s := load(t, `{"selfProfilingUrl": "not a url"}`, nil)
+	if s.SelfProfilingURL != "" {
+		t.Errorf("SelfProfilingURL = %q, want it off", s.SelfProfilingURL)
+	}
+	s = load(t, `{"selfProfilingUrl": "http://pyroscope:4040"}`, nil)
+	if s.SelfProfilingURL != "http://pyroscope:4040" {
+		t.Errorf("SelfProfilingURL = %q", s.SelfProfilingURL)
+	}
+}
