@@ -11,11 +11,11 @@ import (
 	"fmt"
 	"log"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/internal/testbed"
 )
@@ -61,16 +61,13 @@ func main() {
 
 // runTraffic keeps the demo busy so dashboards and queries have fresh data.
 func runTraffic(ctx context.Context, bed *testbed.Bed, logf func(string, ...any)) {
-	bin := filepath.Join(bed.Dir, "hsi-demo")
-	cmd := exec.CommandContext(ctx, bin, "traffic", "--backend", bed.DemoURL, "--requests", "0", "--every", "500ms")
 	out, err := os.Create(filepath.Join(bed.Dir, "traffic.log"))
 	if err != nil {
 		logf("traffic: %v", err)
 		return
 	}
 	defer out.Close()
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Run(); err != nil && ctx.Err() == nil {
+	if err := bed.Traffic(ctx, 0, 500*time.Millisecond, out); err != nil {
 		logf("traffic stopped: %v (see %s)", err, out.Name())
 	}
 }

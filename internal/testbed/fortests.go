@@ -1,0 +1,150 @@
+package testbed
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// ForTests returns the endpoints of the bed named by the HSI_TESTBED_* variables (scripts/test.sh
+// starts one for the whole suite) or else starts a bed with the demo and its traffic for this
+// test binary; stop must be called when the tests are done. It waits until the demo's profiles
+// are queryable, so tests can rely on data being there.
+func ForTests(ctx context.Context) (e Endpoints, stop func(), err error) {
+	if e, ok := FromEnv(); ok {
+		return e, func() {}, WaitForDemoData(ctx, e)
+	}
+	bed, err := Start(ctx, Options{Demo: true})
+	if err != nil {
+		return e, nil, err
+	}
+	trafficCtx, cancel := context.WithCancel(context.Background())
+	go func() { _ = bed.Traffic(trafficCtx, 0, 300*time.Millisecond, io.Discard) }()
+	stop = func() { cancel(); bed.Stop() }
+	if err := WaitForDemoData(ctx, bed.Endpoints); err != nil {
+		stop()
+		return e, nil, err
+	}
+	return bed.Endpoints, stop, nil
+}
+
+// Traffic runs the demo's traffic generator against the bed: requests requests (0: until ctx
+// ends), one every interval, every fourth one slow. Its output (trace ID, slow step, duration per
+// line) goes to out.
+func (b *Bed) Traffic(ctx context.Context, requests int, every time.Duration, out io.Writer) error {
+	cmd := exec.CommandContext(ctx, filepath.Join(b.Dir, "hsi-demo"), "traffic", "--backend", b.DemoURL,
+		"--requests", fmt.Sprint(requests), "--every", every.String())
+	cmd.Stdout, cmd.Stderr = out, out
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// DemoDataTimeout bounds the wait for the demo's first profiles (uploaded every 2 s) and traces.
+const DemoDataTimeout = 60 * time.Second
+
+// WaitForDemoData waits until Pyroscope has CPU samples of the demo backend and Jaeger knows its
+// three services.
+func WaitForDemoData(ctx context.Context, e Endpoints) error {
+	ctx, cancel := context.WithTimeout(ctx, DemoDataTimeout)
+	defer cancel()
+	var last error
+	for {
+		if last = demoDataReady(ctx, e); last == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the demo's data did not show up within %s: %v", DemoDataTimeout, last)
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func demoDataReady(ctx context.Context, e Endpoints) error {
+	now := time.Now()
+	body, _ := json.Marshal(map[string]any{
+		"profileTypeID": "process_cpu:cpu:nanoseconds:cpu:nanoseconds",
+		"labelSelector": `{service_name="nemotron-backend"}`,
+		"start":         now.Add(-time.Hour).UnixMilli(), "end": now.UnixMilli(),
+	})
+	// Connect's JSON encoding: no need for generated code in a readiness probe.
+	var merged struct {
+		Flamegraph struct {
+			Total string `json:"total"`
+		} `json:"flamegraph"`
+	}
+	if err := postJSON(ctx, e.PyroscopeURL+"/querier.v1.QuerierService/SelectMergeStacktraces", body, &merged); err != nil {
+		return fmt.Errorf("pyroscope: %w", err)
+	}
+	if merged.Flamegraph.Total == "" || merged.Flamegraph.Total == "0" {
+		return fmt.Errorf("pyroscope has no CPU samples of nemotron-backend yet")
+	}
+	var services struct {
+		Services []string `json:"services"`
+	}
+	if err := getJSON(ctx, e.JaegerURL+"/api/v3/services", &services); err != nil {
+		return fmt.Errorf("jaeger: %w", err)
+	}
+	if len(services.Services) < 3 {
+		return fmt.Errorf("jaeger knows services %v, want the demo's three", services.Services)
+	}
+	return nil
+}
+
+func postJSON(ctx context.Context, url string, body []byte, dst any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	return do(req, dst)
+}
+
+func getJSON(ctx context.Context, url string, dst any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	return do(req, dst)
+}
+
+func do(req *http.Request, dst any) error {
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(res.Body, 8<<20))
+	if err != nil {
+		return err
+	}
+	if res.StatusCode != 200 {
+		return fmt.Errorf("%s: HTTP %d: %s", req.URL.Path, res.StatusCode, strings.TrimSpace(string(b)))
+	}
+	return json.Unmarshal(b, dst)
+}
+
+// MainForTests is TestMain for packages that need the bed: it sets *e and runs the tests.
+func MainForTests(m interface{ Run() int }, e *Endpoints) int {
+	ctx, cancel := context.WithTimeout(context.Background(), ReadyTimeout+DemoDataTimeout)
+	endpoints, stop, err := ForTests(ctx)
+	cancel()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "test bed:", err)
+		return 1
+	}
+	defer stop()
+	*e = endpoints
+	return m.Run()
+}

@@ -1,0 +1,125 @@
+package plugin
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+
+	"connectrpc.com/connect"
+	querierv1 "github.com/grafana/pyroscope/api/gen/proto/go/querier/v1"
+	"github.com/grafana/pyroscope/api/gen/proto/go/querier/v1/querierv1connect"
+	typesv1 "github.com/grafana/pyroscope/api/gen/proto/go/types/v1"
+	"github.com/grafana/grafana-plugin-sdk-go/backend"
+)
+
+// Fakes of the three upstreams, for unit tests of the glue. The integration tests
+// (integration_test.go) run the same paths against the real servers of the test bed.
+
+// requestLog records the headers of each request a fake received.
+type requestLog struct {
+	mu      sync.Mutex
+	headers []http.Header
+}
+
+func (l *requestLog) add(h http.Header) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.headers = append(l.headers, h.Clone())
+}
+
+func (l *requestLog) all() []http.Header {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]http.Header(nil), l.headers...)
+}
+
+type fakePyroscope struct {
+	querierv1connect.UnimplementedQuerierServiceHandler
+	types []string
+	graph *querierv1.FlameGraph
+}
+
+func (f *fakePyroscope) ProfileTypes(context.Context, *connect.Request[querierv1.ProfileTypesRequest]) (*connect.Response[querierv1.ProfileTypesResponse], error) {
+	res := &querierv1.ProfileTypesResponse{}
+	for _, id := range f.types {
+		res.ProfileTypes = append(res.ProfileTypes, &typesv1.ProfileType{ID: id})
+	}
+	return connect.NewResponse(res), nil
+}
+
+func (f *fakePyroscope) SelectMergeStacktraces(_ context.Context, req *connect.Request[querierv1.SelectMergeStacktracesRequest]) (*connect.Response[querierv1.SelectMergeStacktracesResponse], error) {
+	if req.Msg.LabelSelector == "{bad" {
+		return nil, connect.NewError(connect.CodeInvalidArgument, errString("parse error: unexpected end of input"))
+	}
+	return connect.NewResponse(&querierv1.SelectMergeStacktracesResponse{Flamegraph: f.graph}), nil
+}
+
+type errString string
+
+func (e errString) Error() string { return string(e) }
+
+// serve starts h on a loopback httptest server whose requests pass through wrap (nil: none).
+func serve(t *testing.T, h http.Handler, wrap func(http.Handler) http.Handler) *httptest.Server {
+	t.Helper()
+	if wrap != nil {
+		h = wrap(h)
+	}
+	s := httptest.NewServer(h)
+	t.Cleanup(s.Close)
+	return s
+}
+
+func newFakePyroscope(t *testing.T, f *fakePyroscope, wrap func(http.Handler) http.Handler) *httptest.Server {
+	path, h := querierv1connect.NewQuerierServiceHandler(f)
+	mux := http.NewServeMux()
+	mux.Handle(path, h)
+	return serve(t, mux, wrap)
+}
+
+func newFakePrometheus(t *testing.T, version string, wrap func(http.Handler) http.Handler) *httptest.Server {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/api/v1/status/buildinfo", func(w http.ResponseWriter, _ *http.Request) {
+		_ = json.NewEncoder(w).Encode(map[string]any{"status": "success", "data": map[string]string{"version": version}})
+	})
+	return serve(t, mux, wrap)
+}
+
+// newFakeJaeger serves only the v1 API (an older Jaeger): /api/v3/services is a 404.
+func newFakeJaeger(t *testing.T, services []string, wrap func(http.Handler) http.Handler) *httptest.Server {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/api/services", func(w http.ResponseWriter, _ *http.Request) {
+		_ = json.NewEncoder(w).Encode(map[string]any{"data": services, "total": len(services)})
+	})
+	return serve(t, mux, wrap)
+}
+
+// closedURL is a loopback URL nothing listens on.
+func closedURL(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + l.Addr().String()
+	l.Close()
+	return url
+}
+
+func newTestDatasource(t *testing.T, jsonData map[string]any, secure map[string]string) *Datasource {
+	t.Helper()
+	raw, err := json.Marshal(jsonData)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst, err := NewDatasource(context.Background(), backend.DataSourceInstanceSettings{JSONData: raw, DecryptedSecureJSONData: secure})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds := inst.(*Datasource)
+	t.Cleanup(ds.Dispose)
+	return ds
+}

@@ -1,0 +1,108 @@
+package plugin
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	querierv1 "github.com/grafana/pyroscope/api/gen/proto/go/querier/v1"
+	"github.com/grafana/grafana-plugin-sdk-go/backend"
+)
+
+func query(refID, model string) backend.DataQuery {
+	var m map[string]any
+	queryType := ""
+	if json.Unmarshal([]byte(model), &m) == nil {
+		queryType, _ = m["queryType"].(string)
+	}
+	now := time.Now()
+	return backend.DataQuery{RefID: refID, QueryType: queryType, JSON: json.RawMessage(model),
+		TimeRange: backend.TimeRange{From: now.Add(-time.Hour), To: now}}
+}
+
+func run(t *testing.T, ds *Datasource, qs ...backend.DataQuery) *backend.QueryDataResponse {
+	t.Helper()
+	res, err := ds.QueryData(context.Background(), &backend.QueryDataRequest{Queries: qs})
+	if err != nil {
+		t.Fatalf("QueryData returned a Go error: %v", err)
+	}
+	return res
+}
+
+func wantError(t *testing.T, r backend.DataResponse, source backend.ErrorSource, parts ...string) {
+	t.Helper()
+	if r.Error == nil {
+		t.Fatalf("expected an error, got frames %v", r.Frames)
+	}
+	for _, p := range parts {
+		if !strings.Contains(r.Error.Error(), p) {
+			t.Errorf("error %q lacks %q", r.Error, p)
+		}
+	}
+	if r.ErrorSource != source {
+		t.Errorf("error source = %q, want %q", r.ErrorSource, source)
+	}
+}
+
+func TestUnknownOrMissingQueryTypeNamesTheValidOnes(t *testing.T) {
+	ds := newTestDatasource(t, map[string]any{}, nil)
+	res := run(t, ds, query("A", `{"queryType":"flamegraph"}`), query("B", `{}`))
+	wantError(t, res.Responses["A"], backend.ErrorSourceDownstream, `unknown query type "flamegraph"`, "valid query types are profile")
+	wantError(t, res.Responses["B"], backend.ErrorSourceDownstream, "the query has no queryType", "valid query types are profile")
+}
+
+func TestOneBadQueryDoesNotSpoilTheOthers(t *testing.T) {
+	pyro := newFakePyroscope(t, &fakePyroscope{graph: &querierv1.FlameGraph{
+		Names: []string{"total", "main.serializeResponse"}, Levels: []*querierv1.Level{{Values: []int64{0, 10, 0, 0}}, {Values: []int64{0, 10, 10, 1}}}, Total: 10,
+	}}, nil)
+	ds := newTestDatasource(t, map[string]any{"pyroscopeUrl": pyro.URL}, nil)
+	res := run(t, ds,
+		query("good", `{"queryType":"profile","labelSelector":"{service_name=\"nemotron-backend\"}"}`),
+		query("badJSON", `{"queryType":"profile","maxNodes":"lots"}`),
+		query("badSelector", `{"queryType":"profile","labelSelector":"{bad"}`),
+		query("unknown", `{"queryType":"nope"}`),
+	)
+	if len(res.Responses) != 4 {
+		t.Fatalf("responses = %d, want 4", len(res.Responses))
+	}
+	good := res.Responses["good"]
+	if good.Error != nil || len(good.Frames) != 1 || good.Frames[0].Name != "response" || good.Frames[0].Rows() != 2 {
+		t.Errorf("good query = %+v", good)
+	}
+	wantError(t, res.Responses["badJSON"], backend.ErrorSourceDownstream, `invalid profile query: field "maxNodes" must be a number, got string`)
+	wantError(t, res.Responses["badSelector"], backend.ErrorSourceDownstream, "Pyroscope ("+pyro.URL+")", "invalid_argument", "parse error")
+	wantError(t, res.Responses["unknown"], backend.ErrorSourceDownstream, "unknown query type")
+}
+
+func TestQueryNeedingAnUnsetUpstreamSaysSo(t *testing.T) {
+	ds := newTestDatasource(t, map[string]any{"jaegerUrl": "http://127.0.0.1:16686"}, nil)
+	res := run(t, ds, query("A", `{"queryType":"profile"}`))
+	wantError(t, res.Responses["A"], backend.ErrorSourceDownstream, "Pyroscope is not configured", "jsonData.pyroscopeUrl")
+}
+
+func TestQueryAgainstADownUpstreamNamesItsURLAndCause(t *testing.T) {
+	down := closedURL(t)
+	ds := newTestDatasource(t, map[string]any{"pyroscopeUrl": down}, nil)
+	res := run(t, ds, query("A", `{"queryType":"profile"}`))
+	wantError(t, res.Responses["A"], backend.ErrorSourceDownstream, "Pyroscope ("+down+")", "connection refused")
+}
+
+func TestAPanickingHandlerBecomesThatQuerysError(t *testing.T) {
+	h := perQuery("profile", func(_ context.Context, q backend.DataQuery) backend.DataResponse {
+		if q.RefID == "boom" {
+			var m map[string]int
+			m["x"]++ // nil map write: a real panic
+		}
+		return backend.DataResponse{}
+	})
+	res, err := h(context.Background(), &backend.QueryDataRequest{Queries: []backend.DataQuery{{RefID: "boom"}, {RefID: "fine"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantError(t, res.Responses["boom"], backend.ErrorSourcePlugin, "internal error while answering the profile query")
+	if res.Responses["fine"].Error != nil {
+		t.Errorf("the other query failed too: %v", res.Responses["fine"].Error)
+	}
+}

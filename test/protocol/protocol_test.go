@@ -1,0 +1,175 @@
+//go:build integration
+
+// Package protocol tests the plugin binary the way Grafana runs it: built from ./pkg, launched
+// through hashicorp go-plugin's handshake and spoken to over the SDK's pluginv2 gRPC services,
+// against the real servers of the test bed.
+package protocol
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/grafana/grafana-plugin-sdk-go/data"
+	"github.com/grafana/grafana-plugin-sdk-go/genproto/pluginv2"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/internal/pluginhost"
+	"github.com/hsi-profiling/hsi-profiling-datasource/internal/testbed"
+)
+
+var (
+	bed    testbed.Endpoints
+	binary string
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(func() int {
+		dir, err := os.MkdirTemp("", "hsi-plugin-")
+		if err != nil {
+			panic(err)
+		}
+		defer os.RemoveAll(dir)
+		// The executable name Grafana looks for: <executable>_<os>_<arch>.
+		binary = filepath.Join(dir, "gpx_hsi_profiling_"+runtime.GOOS+"_"+runtime.GOARCH)
+		root, err := testbed.RepoRoot()
+		if err != nil {
+			panic(err)
+		}
+		build := exec.Command("go", "build", "-o", binary, "./pkg")
+		build.Dir = root
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := build.CombinedOutput(); err != nil {
+			os.Stderr.Write(out)
+			return 1
+		}
+		return testbed.MainForTests(m, &bed)
+	}())
+}
+
+func start(t *testing.T, jsonData map[string]any) (*pluginhost.Host, *bytes.Buffer) {
+	t.Helper()
+	var log bytes.Buffer
+	h, err := pluginhost.Start(binary, pluginhost.DataSource{UID: "hsi-test", Name: "HSI Profiling", JSONData: jsonData}, &log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.Stop)
+	return h, &log
+}
+
+func allUpstreams() map[string]any {
+	return map[string]any{"pyroscopeUrl": bed.PyroscopeURL, "prometheusUrl": bed.PrometheusURL, "jaegerUrl": bed.JaegerURL}
+}
+
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return c
+}
+
+func TestBinaryHealthAgainstTheRealServers(t *testing.T) {
+	h, _ := start(t, allUpstreams())
+	res, err := h.CheckHealth(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != pluginv2.CheckHealthResponse_OK {
+		t.Fatalf("health = %v %q", res.Status, res.Message)
+	}
+	for _, part := range []string{"Pyroscope: OK (", "Prometheus: OK (version 2.", "Jaeger: OK (3 services, API v3)"} {
+		if !strings.Contains(res.Message, part) {
+			t.Errorf("message %q lacks %q", res.Message, part)
+		}
+	}
+}
+
+func TestBinaryHealthNamesADownUpstream(t *testing.T) {
+	settings := allUpstreams()
+	settings["jaegerUrl"] = "http://127.0.0.1:1" // nothing listens on port 1
+	h, _ := start(t, settings)
+	res, err := h.CheckHealth(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "Jaeger: unreachable (dial tcp 127.0.0.1:1: connect: connection refused)"
+	if res.Status != pluginv2.CheckHealthResponse_ERROR || !strings.Contains(res.Message, want) ||
+		!strings.Contains(res.Message, "Pyroscope: OK") || !strings.Contains(res.Message, "Prometheus: OK") {
+		t.Errorf("health = %v %q, want ERROR naming %q with the others OK", res.Status, res.Message, want)
+	}
+}
+
+func TestBinaryAnswersQueriesAndKeepsRunningAfterBadOnes(t *testing.T) {
+	h, _ := start(t, allUpstreams())
+	now := time.Now()
+	res, err := h.QueryData(ctx(t),
+		pluginhost.Query{RefID: "A", From: now.Add(-15 * time.Minute), To: now, JSON: map[string]any{
+			"queryType": "profile", "labelSelector": `{service_name="nemotron-backend"}`,
+			"profileTypeId": "process_cpu:cpu:nanoseconds:cpu:nanoseconds",
+		}},
+		pluginhost.Query{RefID: "B", From: now.Add(-time.Minute), To: now, JSON: map[string]any{"queryType": "nope"}},
+		pluginhost.Query{RefID: "C", From: now.Add(-time.Minute), To: now, JSON: map[string]any{"queryType": "profile", "maxNodes": []int{1}}},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := res.Responses["A"]
+	if a.Error != "" {
+		t.Fatalf("A: %s", a.Error)
+	}
+	frames, err := data.UnmarshalArrowFrames(a.Frames)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := frames[0]
+	if f.Name != "response" || f.Meta.PreferredVisualization != data.VisTypeFlameGraph || f.Rows() < 2 {
+		t.Fatalf("A: frame %q, %d rows, meta %+v", f.Name, f.Rows(), f.Meta)
+	}
+	label, _ := f.FieldByName("label")
+	if !contains(label.Config.TypeConfig.Enum.Text, "main.dbQuery") {
+		t.Errorf("A: flame graph of the demo backend lacks main.dbQuery")
+	}
+	if b := res.Responses["B"]; !strings.Contains(b.Error, `unknown query type "nope": valid query types are profile`) || b.ErrorSource != "downstream" {
+		t.Errorf("B: %q (%s)", b.Error, b.ErrorSource)
+	}
+	if c := res.Responses["C"]; !strings.Contains(c.Error, `field "maxNodes" must be a number, got array`) {
+		t.Errorf("C: %q", c.Error)
+	}
+	if h.Exited() {
+		t.Fatal("the plugin process exited")
+	}
+	if res, err := h.CheckHealth(ctx(t)); err != nil || res.Status != pluginv2.CheckHealthResponse_OK {
+		t.Errorf("after bad queries: health %v, %v", res, err)
+	}
+}
+
+func TestBinaryServesResources(t *testing.T) {
+	h, _ := start(t, allUpstreams())
+	res, err := h.CallResource(ctx(t), "profile-types")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var types []struct{ ID string }
+	if res.Status != 200 || json.Unmarshal(res.Body, &types) != nil || len(types) == 0 {
+		t.Fatalf("profile-types: HTTP %d %s", res.Status, res.Body)
+	}
+	res, err = h.CallResource(ctx(t), "upstreams")
+	if err != nil || res.Status != 200 || !strings.Contains(string(res.Body), `"name":"Jaeger","configured":true`) {
+		t.Errorf("upstreams: %v %+v", err, res)
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
