@@ -14,8 +14,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/grafana/pyroscope-go"
 	otelpyroscope "github.com/grafana/otel-profiling-go"
+	"github.com/grafana/pyroscope-go"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"

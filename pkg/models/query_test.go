@@ -30,14 +30,14 @@ func TestParseProfileQueryAcceptsGrafanasTraceToProfileQuery(t *testing.T) {
 
 func TestParseProfileQuerySaysWhichFieldIsWrong(t *testing.T) {
 	cases := map[string]string{
-		`{"maxNodes":"many"}`:              `field "maxNodes" must be a number, got string`,
-		`{"labelSelector":5}`:              `field "labelSelector" must be a string, got number`,
-		`{"groupBy":"service_name"}`:       `field "groupBy" must be a list, got string`,
-		`{"maxNodes":-1}`:                  `field "maxNodes" must be positive, got -1`,
-		`{"profileTypeId":"process_cpu"}`:  `field "profileTypeId" must have the form name:sample_type:sample_unit:period_type:period_unit`,
-		`{"profileTypeId":"a::c:d:e"}`:     `field "profileTypeId" has an empty part 2`,
+		`{"maxNodes":"many"}`:             `field "maxNodes" must be a number, got string`,
+		`{"labelSelector":5}`:             `field "labelSelector" must be a string, got number`,
+		`{"groupBy":"service_name"}`:      `field "groupBy" must be a list, got string`,
+		`{"maxNodes":-1}`:                 `field "maxNodes" must be positive, got -1`,
+		`{"profileTypeId":"process_cpu"}`: `field "profileTypeId" must have the form name:sample_type:sample_unit:period_type:period_unit`,
+		`{"profileTypeId":"a::c:d:e"}`:    `field "profileTypeId" has an empty part 2`,
 		`{"labelSelector": "{a=\"b\"}", `: `query JSON is malformed`,
-		`[]`:                               `query JSON must be an object`,
+		`[]`:                              `query JSON must be an object`,
 	}
 	for in, want := range cases {
 		_, err := ParseProfileQuery([]byte(in))

@@ -10,10 +10,10 @@ import (
 	"testing"
 
 	"connectrpc.com/connect"
+	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	querierv1 "github.com/grafana/pyroscope/api/gen/proto/go/querier/v1"
 	"github.com/grafana/pyroscope/api/gen/proto/go/querier/v1/querierv1connect"
 	typesv1 "github.com/grafana/pyroscope/api/gen/proto/go/types/v1"
-	"github.com/grafana/grafana-plugin-sdk-go/backend"
 )
 
 // Fakes of the three upstreams, for unit tests of the glue. The integration tests

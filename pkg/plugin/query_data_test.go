@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	querierv1 "github.com/grafana/pyroscope/api/gen/proto/go/querier/v1"
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
+	querierv1 "github.com/grafana/pyroscope/api/gen/proto/go/querier/v1"
 )
 
 func query(refID, model string) backend.DataQuery {
