@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# README command 1: set everything up, start the test bed (Prometheus, Pyroscope, Jaeger and the
+# demo workload, with steady traffic) in the background, and show real answers through the plugin
+# binary. The stack keeps running; scripts/query.sh asks it more, scripts/stop.sh stops it.
+. "$(dirname "$0")/lib.sh"
+
+scripts/setup.sh
+mkdir -p "$RUN_DIR"
+if [ -f "$PID_FILE" ] && kill -0 "$(cat "$PID_FILE")" 2>/dev/null; then
+  log "test bed already running (pid $(cat "$PID_FILE"))"
+else
+  rm -f "$ENV_FILE"
+  go build -o "$RUN_DIR/hsi-testbed" ./cmd/hsi-testbed
+  log "starting the test bed (log: $RUN_DIR/testbed.log)"
+  setsid "$RUN_DIR/hsi-testbed" --env-file "$ENV_FILE" >"$RUN_DIR/testbed.log" 2>&1 < /dev/null &
+  echo $! > "$PID_FILE"
+  wait_for_env "$(cat "$PID_FILE")" || { cat "$RUN_DIR/testbed.log"; log "the test bed did not start"; exit 1; }
+fi
+cat "$ENV_FILE" | sed 's/^/    /' >&2
+
+log "waiting for the demo's first profiles and traces"
+for _ in $(seq 60); do
+  if scripts/query.sh health 2>/dev/null | grep -q "status:  OK" &&
+     ! scripts/query.sh health 2>/dev/null | grep -q "(0 profile types)"; then break; fi
+  sleep 2
+done
+
+log "health check, through the plugin binary over gRPC, as Grafana runs it:"
+scripts/query.sh health
+log "CPU flame graph of the demo backend over the last 15 minutes:"
+scripts/query.sh --rows 8 query '{"queryType":"profile","labelSelector":"{service_name=\"nemotron-backend\"}","profileTypeId":"process_cpu:cpu:nanoseconds:cpu:nanoseconds"}'
+log "allocations (objects) of the enrichment service:"
+scripts/query.sh --rows 0 query '{"queryType":"profile","labelSelector":"{service_name=\"ai-enrichment\"}","profileTypeId":"memory:alloc_objects:count:space:bytes"}'
+cat >&2 <<MSG
+
+The stack keeps running:
+  Jaeger UI      $(grep JAEGER_URL "$ENV_FILE" | cut -d= -f2)
+  Pyroscope UI   $(grep PYROSCOPE_URL "$ENV_FILE" | cut -d= -f2)
+  Prometheus     $(grep PROMETHEUS_URL "$ENV_FILE" | cut -d= -f2)
+Ask it more:     scripts/query.sh query '{"queryType":"profile","labelSelector":"{service_name=\"ai-detector\"}"}'
+Stop it:         scripts/stop.sh
+MSG
