@@ -7,9 +7,9 @@ start=$SECONDS
 scripts/setup.sh
 
 log "Go: vet and unit tests"
-go vet ./...
-go vet -tags integration ./...
-go test -count=1 ./...
+go vet "${GO_PACKAGES[@]}"
+go vet -tags integration "${GO_PACKAGES[@]}"
+go test -count=1 "${GO_PACKAGES[@]}"
 
 log "frontend: typecheck, lint, tests"
 npm run --silent typecheck
@@ -33,6 +33,6 @@ done
 set -a; . "$env_file"; set +a
 
 log "Go: integration and protocol tests against the test bed"
-go test -count=1 -tags integration -timeout 20m ./...
+go test -count=1 -tags integration -timeout 20m "${GO_PACKAGES[@]}"
 
 log "all tests passed in $((SECONDS - start)) s"

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Installs the test bed's servers, once: Prometheus from Debian's package, Pyroscope and Jaeger
-# built from their Go modules (testbed/tools/*). Binaries are cached under $HSI_TESTBED_DIR/bin
-# (default .testbed/bin, git-ignored) keyed by version, so later runs take seconds.
+# built from their Go modules (testbed/tools/*). Binaries are cached outside the clone, under
+# $HSI_TESTBED_CACHE/bin (default ~/.cache/hsi-profiling/bin) keyed by version, so later runs and
+# other clones take seconds.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 . "$here/versions.sh"
-bin="${HSI_TESTBED_DIR:-$root/.testbed}/bin"
+bin="${HSI_TESTBED_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hsi-profiling}/bin"
 mkdir -p "$bin"
 
 log() { printf '[testbed] %s\n' "$*" >&2; }

@@ -176,7 +176,7 @@ func binaries(root string) (serverBinaries, error) {
 	if err != nil {
 		return serverBinaries{}, err
 	}
-	dir := binDir(root)
+	dir := binDir()
 	bins := serverBinaries{
 		pyroscope: filepath.Join(dir, "pyroscope-"+versions["PYROSCOPE_VERSION"]),
 		jaeger:    filepath.Join(dir, "jaeger-"+versions["JAEGER_VERSION"]),
@@ -194,11 +194,18 @@ func binaries(root string) (serverBinaries, error) {
 	return bins, nil
 }
 
-func binDir(root string) string {
-	if d := os.Getenv("HSI_TESTBED_DIR"); d != "" {
+// binDir is where testbed/install.sh caches the servers: $HSI_TESTBED_CACHE/bin, by default
+// ~/.cache/hsi-profiling/bin (outside the clone, so other clones reuse them).
+func binDir() string {
+	if d := os.Getenv("HSI_TESTBED_CACHE"); d != "" {
 		return filepath.Join(d, "bin")
 	}
-	return filepath.Join(root, ".testbed", "bin")
+	cache := os.Getenv("XDG_CACHE_HOME")
+	if cache == "" {
+		home, _ := os.UserHomeDir()
+		cache = filepath.Join(home, ".cache")
+	}
+	return filepath.Join(cache, "hsi-profiling", "bin")
 }
 
 // RepoRoot finds the repository root (the folder holding testbed/versions.sh) from the working

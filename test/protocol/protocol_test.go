@@ -173,3 +173,36 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// With HSI_SELF_PROFILING_URL set, the binary pushes its own profiles to Pyroscope, and the plugin
+// itself can show them.
+func TestBinaryProfilesItselfWhenAsked(t *testing.T) {
+	var log bytes.Buffer
+	h, err := pluginhost.Start(binary, pluginhost.DataSource{UID: "hsi-self", JSONData: allUpstreams()}, &log,
+		"HSI_SELF_PROFILING_URL="+bed.PyroscopeURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Stop()
+	deadline := time.Now().Add(60 * time.Second) // pyroscope-go uploads every 15 s
+	for {
+		now := time.Now()
+		res, err := h.QueryData(ctx(t), pluginhost.Query{RefID: "self", From: now.Add(-5 * time.Minute), To: now, JSON: map[string]any{
+			"queryType": "profile", "labelSelector": `{service_name="hsi-profiling-datasource"}`,
+			"profileTypeId": "memory:inuse_space:bytes:space:bytes",
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := res.Responses["self"]; r.Error == "" {
+			frames, err := data.UnmarshalArrowFrames(r.Frames)
+			if err == nil && len(frames) == 1 && frames[0].Rows() > 1 {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no self-profile in Pyroscope after 60 s; plugin log:\n%s", log.String())
+		}
+		time.Sleep(2 * time.Second)
+	}
+}

@@ -1,0 +1,78 @@
+package jaeger
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/upstream"
+)
+
+func client(t *testing.T, h http.Handler) (*Client, *httptest.Server) {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	u := models.Upstream{Name: models.Jaeger, URL: srv.URL, Timeout: 5 * time.Second}
+	hc, err := upstream.NewHTTPClient(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return New(u, hc), srv
+}
+
+func TestServicesPrefersV3(t *testing.T) {
+	c, _ := client(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/api/v3/services" {
+			t.Errorf("unexpected call %s", r.URL.Path)
+		}
+		w.Write([]byte(`{"services":["a","b"]}`))
+	}))
+	services, api, err := c.Services(context.Background())
+	if err != nil || api != APIv3 || strings.Join(services, ",") != "a,b" {
+		t.Errorf("services %v api %q err %v", services, api, err)
+	}
+}
+
+func TestServicesFallsBackToV1AndRemembers(t *testing.T) {
+	var v3calls int
+	c, _ := client(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/api/v3/services":
+			v3calls++
+			http.NotFound(w, r)
+		case "/api/services":
+			w.Write([]byte(`{"data":["nemotron-backend"],"total":1}`))
+		}
+	}))
+	for range 2 {
+		services, api, err := c.Services(context.Background())
+		if err != nil || api != APIv1 || len(services) != 1 {
+			t.Fatalf("services %v api %q err %v", services, api, err)
+		}
+	}
+	if v3calls != 1 {
+		t.Errorf("v3 asked %d times; a v1-only server should be detected once", v3calls)
+	}
+}
+
+func TestServicesErrorsNameJaegerAndSayWhatCameBack(t *testing.T) {
+	c, srv := client(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "storage backend unavailable", http.StatusServiceUnavailable)
+	}))
+	_, _, err := c.Services(context.Background())
+	want := "Jaeger (" + srv.URL + "): HTTP 503: storage backend unavailable"
+	if err == nil || err.Error() != want {
+		t.Errorf("err = %v, want %q", err, want)
+	}
+
+	c, _ = client(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte(`<html>not jaeger</html>`))
+	}))
+	if _, _, err = c.Services(context.Background()); err == nil || !strings.Contains(err.Error(), "reply to /api/v3/services is not the JSON Jaeger sends") {
+		t.Errorf("garbage reply: err = %v", err)
+	}
+}
