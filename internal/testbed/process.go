@@ -2,7 +2,6 @@ package testbed
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -130,5 +129,3 @@ func freePorts(n int) ([]int, error) {
 }
 
 func addr(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }
-
-var errNotFound = errors.New("not found")

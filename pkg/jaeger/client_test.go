@@ -21,7 +21,8 @@ func client(t *testing.T, h http.Handler) (*Client, *httptest.Server) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return New(u, hc), srv
+	t.Cleanup(hc.Close)
+	return New(u, hc.Client), srv
 }
 
 func TestServicesPrefersV3(t *testing.T) {

@@ -2,6 +2,8 @@ package plugin
 
 import (
 	"context"
+	"encoding/json"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -180,5 +182,37 @@ func TestUpstreamRequestsCarryAuthTenantAndTraceContext(t *testing.T) {
 		if calls[want] == 0 {
 			t.Errorf("no span %q; spans with %s: %v", want, upstream.SpanAttribute, calls)
 		}
+	}
+}
+
+// Dispose must release the upstream connections: Grafana creates a new instance whenever the
+// settings change, and the old one's keep-alive connections would otherwise pile up.
+func TestDisposeClosesUpstreamConnections(t *testing.T) {
+	closed := make(chan struct{}, 16)
+	prom := newFakePrometheus(t, "2.42.0", nil)
+	prom.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateClosed {
+			closed <- struct{}{}
+		}
+	}
+	raw, _ := json.Marshal(map[string]any{"prometheusUrl": prom.URL})
+	inst, err := NewDatasource(context.Background(), backend.DataSourceInstanceSettings{JSONData: raw})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds := inst.(*Datasource)
+	if res := checkHealth(t, ds); res.Status != backend.HealthStatusOk {
+		t.Fatalf("health = %q", res.Message)
+	}
+	select {
+	case <-closed:
+		t.Fatal("connection closed before Dispose: keep-alive is not in use, the test proves nothing")
+	case <-time.After(200 * time.Millisecond):
+	}
+	ds.Dispose()
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the idle upstream connection was not closed by Dispose")
 	}
 }

@@ -5,7 +5,6 @@ package plugin
 import (
 	"context"
 	"fmt"
-	"net/http"
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	"github.com/grafana/grafana-plugin-sdk-go/backend/datasource"
@@ -39,7 +38,7 @@ type Datasource struct {
 	prometheus *prometheus.Client
 	jaeger     *jaeger.Client
 
-	httpClients []*http.Client
+	httpClients []*upstream.HTTPClient
 	queries     *datasource.QueryTypeMux
 	resources   backend.CallResourceHandler
 }
@@ -63,13 +62,13 @@ func NewDatasource(_ context.Context, s backend.DataSourceInstanceSettings) (ins
 		ds.httpClients = append(ds.httpClients, hc)
 		switch u.Name {
 		case models.Pyroscope:
-			ds.pyroscope = pyroscope.New(*u, hc)
+			ds.pyroscope = pyroscope.New(*u, hc.Client)
 		case models.Prometheus:
-			if ds.prometheus, err = prometheus.New(*u, hc); err != nil {
+			if ds.prometheus, err = prometheus.New(*u, hc.Client); err != nil {
 				u.Err = err
 			}
 		case models.Jaeger:
-			ds.jaeger = jaeger.New(*u, hc)
+			ds.jaeger = jaeger.New(*u, hc.Client)
 		}
 	}
 	if settings.SelfProfilingURL != "" {
@@ -84,7 +83,7 @@ func NewDatasource(_ context.Context, s backend.DataSourceInstanceSettings) (ins
 // change or the data source is deleted.
 func (d *Datasource) Dispose() {
 	for _, hc := range d.httpClients {
-		hc.CloseIdleConnections()
+		hc.Close()
 	}
 }
 

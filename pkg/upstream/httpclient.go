@@ -19,11 +19,27 @@ const SpanAttribute = "hsi.upstream"
 // out-of-memory plugin.
 const MaxResponseBytes = 256 << 20
 
+// HTTPClient is one upstream's HTTP client. Close releases its pooled connections (the
+// middleware chain hides the transport from http.Client.CloseIdleConnections).
+type HTTPClient struct {
+	*http.Client
+	transport *http.Transport
+}
+
+// Close closes the idle connections; requests still in flight finish normally.
+func (c *HTTPClient) Close() {
+	if c.transport != nil {
+		c.transport.CloseIdleConnections()
+	}
+}
+
 // NewHTTPClient returns the client for one configured upstream. The SDK's default middlewares
 // give each request an OpenTelemetry span (labelled with the upstream's name) and inject the
 // trace context into the outgoing headers.
-func NewHTTPClient(u models.Upstream) (*http.Client, error) {
+func NewHTTPClient(u models.Upstream) (*HTTPClient, error) {
+	out := &HTTPClient{}
 	opts := httpclient.Options{
+		ConfigureTransport: func(_ httpclient.Options, t *http.Transport) { out.transport = t },
 		Timeouts: &httpclient.TimeoutOptions{
 			Timeout:               u.Timeout,
 			DialTimeout:           u.Timeout,
@@ -71,5 +87,6 @@ func NewHTTPClient(u models.Upstream) (*http.Client, error) {
 		// The SDK's TLS errors name the PEM block, never its content.
 		return nil, fmt.Errorf("%s: cannot build HTTP client: %w", u.Name, err)
 	}
-	return c, nil
+	out.Client = c
+	return out, nil
 }

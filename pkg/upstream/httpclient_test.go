@@ -22,7 +22,7 @@ func get(t *testing.T, u models.Upstream) error {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.CloseIdleConnections()
+	defer c.Close()
 	req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, u.URL+"/ready", nil)
 	res, err := c.Do(req)
 	if err == nil {
