@@ -50,10 +50,13 @@ func TestDemoRequestIsOneTraceAcrossThreeServices(t *testing.T) {
 			} `json:"processes"`
 		} `json:"data"`
 	}
-	// Spans arrive in batches; wait until the three services' spans are all stored.
+	// Each service exports its spans in its own batches: wait until all three services' spans are
+	// stored (backend 5: server, db_query, two client calls, serialize_response; detector 2;
+	// enrichment 2).
+	const wantSpans = 9
 	for {
 		err = getJSON(ctx, bed.JaegerURL+"/api/traces/"+traceID, &trace)
-		if err == nil && len(trace.Data) == 1 && len(trace.Data[0].Spans) >= 7 {
+		if err == nil && len(trace.Data) == 1 && len(trace.Data[0].Spans) >= wantSpans {
 			break
 		}
 		select {

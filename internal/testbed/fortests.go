@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -53,7 +54,7 @@ func (b *Bed) Traffic(ctx context.Context, requests int, every time.Duration, ou
 // DemoDataTimeout bounds the wait for the demo's first profiles (uploaded every 2 s) and traces.
 const DemoDataTimeout = 60 * time.Second
 
-// WaitForDemoData waits until Pyroscope has CPU samples of the demo backend and Jaeger knows its
+// WaitForDemoData waits until Pyroscope has sampled the demo's hot functions and Jaeger knows its
 // three services.
 func WaitForDemoData(ctx context.Context, e Endpoints) error {
 	ctx, cancel := context.WithTimeout(ctx, DemoDataTimeout)
@@ -72,23 +73,18 @@ func WaitForDemoData(ctx context.Context, e Endpoints) error {
 }
 
 func demoDataReady(ctx context.Context, e Endpoints) error {
-	now := time.Now()
-	body, _ := json.Marshal(map[string]any{
-		"profileTypeID": "process_cpu:cpu:nanoseconds:cpu:nanoseconds",
-		"labelSelector": `{service_name="nemotron-backend"}`,
-		"start":         now.Add(-time.Hour).UnixMilli(), "end": now.UnixMilli(),
-	})
-	// Connect's JSON encoding: no need for generated code in a readiness probe.
-	var merged struct {
-		Flamegraph struct {
-			Total string `json:"total"`
-		} `json:"flamegraph"`
-	}
-	if err := postJSON(ctx, e.PyroscopeURL+"/querier.v1.QuerierService/SelectMergeStacktraces", body, &merged); err != nil {
-		return fmt.Errorf("pyroscope: %w", err)
-	}
-	if merged.Flamegraph.Total == "" || merged.Flamegraph.Total == "0" {
-		return fmt.Errorf("pyroscope has no CPU samples of nemotron-backend yet")
+	// The tests look for these functions; wait until each has been sampled at least once.
+	for _, want := range []struct{ service, profileType, function string }{
+		{"nemotron-backend", "process_cpu:cpu:nanoseconds:cpu:nanoseconds", "main.dbQuery"},
+		{"ai-enrichment", "memory:alloc_objects:count:space:bytes", "main.extractFeatures"},
+	} {
+		names, err := flameGraphNames(ctx, e, want.service, want.profileType)
+		if err != nil {
+			return fmt.Errorf("pyroscope: %w", err)
+		}
+		if !slices.Contains(names, want.function) {
+			return fmt.Errorf("pyroscope has no %s samples of %s in %s yet", want.profileType, want.function, want.service)
+		}
 	}
 	var services struct {
 		Services []string `json:"services"`
@@ -100,6 +96,23 @@ func demoDataReady(ctx context.Context, e Endpoints) error {
 		return fmt.Errorf("jaeger knows services %v, want the demo's three", services.Services)
 	}
 	return nil
+}
+
+func flameGraphNames(ctx context.Context, e Endpoints, service, profileType string) ([]string, error) {
+	now := time.Now()
+	body, _ := json.Marshal(map[string]any{
+		"profileTypeID": profileType,
+		"labelSelector": fmt.Sprintf("{service_name=%q}", service),
+		"start":         now.Add(-time.Hour).UnixMilli(), "end": now.UnixMilli(),
+	})
+	// Connect's JSON encoding: no need for generated code in a readiness probe.
+	var merged struct {
+		Flamegraph struct {
+			Names []string `json:"names"`
+		} `json:"flamegraph"`
+	}
+	err := postJSON(ctx, e.PyroscopeURL+"/querier.v1.QuerierService/SelectMergeStacktraces", body, &merged)
+	return merged.Flamegraph.Names, err
 }
 
 func postJSON(ctx context.Context, url string, body []byte, dst any) error {
