@@ -28,9 +28,9 @@ done
 log "health check, through the plugin binary over gRPC, as Grafana runs it:"
 scripts/query.sh health
 log "CPU flame graph of the demo backend over the last 15 minutes:"
-scripts/query.sh --rows 8 query '{"queryType":"profile","labelSelector":"{service_name=\"nemotron-backend\"}","profileTypeId":"process_cpu:cpu:nanoseconds:cpu:nanoseconds"}'
+scripts/query.sh --rows 25 query '{"queryType":"profile","labelSelector":"{service_name=\"nemotron-backend\"}","profileTypeId":"process_cpu:cpu:nanoseconds:cpu:nanoseconds"}'
 log "allocations (objects) of the enrichment service:"
-scripts/query.sh --rows 0 query '{"queryType":"profile","labelSelector":"{service_name=\"ai-enrichment\"}","profileTypeId":"memory:alloc_objects:count:space:bytes"}'
+scripts/query.sh --rows 12 query '{"queryType":"profile","labelSelector":"{service_name=\"ai-enrichment\"}","profileTypeId":"memory:alloc_objects:count:space:bytes"}'
 cat >&2 <<MSG
 
 The stack keeps running:

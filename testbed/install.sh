@@ -26,7 +26,7 @@ build() { # name version package
   if [ -x "$out" ]; then return; fi
   log "building $name $version from its Go module (first time only, a few minutes)"
   local start=$SECONDS
-  (cd "$here/tools/$name" && go build -trimpath -o "$out.tmp" "$pkg")
+  (cd "$here/tools/$name" && go build -trimpath -buildvcs=false -o "$out.tmp" "$pkg")
   mv "$out.tmp" "$out"
   log "built $name in $((SECONDS - start)) s"
 }

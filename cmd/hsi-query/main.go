@@ -126,56 +126,79 @@ func printFrame(f *data.Frame, rows int) {
 			fmt.Printf("notice (%s): %s\n", n.Severity, n.Text)
 		}
 	}
+	if f.Meta != nil && f.Meta.PreferredVisualization == data.VisTypeFlameGraph {
+		printFlameGraph(f, rows)
+		return
+	}
 	table, err := f.StringTable(-1, rows)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	fmt.Println(table)
-	if f.Meta != nil && f.Meta.PreferredVisualization == data.VisTypeFlameGraph {
-		printHottest(f, 10)
-	}
 }
 
-// printHottest sums self time per function: what a person reads first in a flame graph.
-func printHottest(f *data.Frame, n int) {
-	selfField, _ := f.FieldByName("self")
-	labelField, _ := f.FieldByName("label")
-	valueField, _ := f.FieldByName("value")
-	if selfField == nil || labelField == nil || valueField == nil || f.Rows() == 0 {
+// printFlameGraph prints the flame graph as an indented tree of its wide nodes (at least 2% of
+// the total), then the functions with the most self time: what a person reads first.
+func printFlameGraph(f *data.Frame, rows int) {
+	level, _ := f.FieldByName("level")
+	value, _ := f.FieldByName("value")
+	self, _ := f.FieldByName("self")
+	label, _ := f.FieldByName("label")
+	if level == nil || value == nil || self == nil || label == nil {
+		fmt.Println("flame graph frame without level/value/self/label fields")
 		return
 	}
 	var names []string
-	if labelField.Config != nil && labelField.Config.TypeConfig != nil && labelField.Config.TypeConfig.Enum != nil {
-		names = labelField.Config.TypeConfig.Enum.Text
+	if label.Config != nil && label.Config.TypeConfig != nil && label.Config.TypeConfig.Enum != nil {
+		names = label.Config.TypeConfig.Enum.Text
 	}
-	self := map[string]int64{}
-	for i := range f.Rows() {
-		idx := int(labelField.At(i).(data.EnumItemIndex))
-		if idx < len(names) {
-			self[names[idx]] += selfField.At(i).(int64)
+	name := func(i int) string {
+		if idx := int(label.At(i).(data.EnumItemIndex)); idx < len(names) {
+			return names[idx]
 		}
+		return "?"
 	}
-	type kv struct {
+	unit := ""
+	if value.Config != nil {
+		unit = value.Config.Unit
+	}
+	fmt.Printf("flame graph %q: %d nodes, unit %s\n", f.Name, f.Rows(), unit)
+	if f.Rows() == 0 {
+		fmt.Println("  (no samples in this range)")
+		return
+	}
+	total := max(value.At(0).(int64), 1)
+	pct := func(v int64) float64 { return 100 * float64(v) / float64(total) }
+	printed := 0
+	for i := range f.Rows() {
+		v := value.At(i).(int64)
+		if pct(v) < 2 || printed == rows {
+			continue
+		}
+		printed++
+		fmt.Printf("  %5.1f%%  %s%s\n", pct(v), strings.Repeat("  ", int(level.At(i).(int64))), name(i))
+	}
+
+	bySelf := map[string]int64{}
+	for i := range f.Rows() {
+		bySelf[name(i)] += self.At(i).(int64)
+	}
+	type entry struct {
 		name string
 		v    int64
 	}
-	var list []kv
-	for k, v := range self {
-		list = append(list, kv{k, v})
+	var list []entry
+	for k, v := range bySelf {
+		list = append(list, entry{k, v})
 	}
 	sort.Slice(list, func(i, j int) bool { return list[i].v > list[j].v })
-	total := valueField.At(0).(int64)
-	unit := ""
-	if valueField.Config != nil {
-		unit = valueField.Config.Unit
-	}
-	fmt.Printf("hottest functions by self (total %d %s):\n", total, unit)
+	fmt.Printf("most self %s (of %d):\n", unit, total)
 	for i, e := range list {
-		if i == n {
+		if i == 10 {
 			break
 		}
-		fmt.Printf("  %5.1f%%  %s\n", 100*float64(e.v)/float64(max(total, 1)), e.name)
+		fmt.Printf("  %5.1f%%  %s\n", pct(e.v), e.name)
 	}
 }
 
