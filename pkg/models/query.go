@@ -5,12 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/promql/parser"
 )
 
 // Query types, as dashboards store them (PRODUCT.md). Only the ones this build answers are
 // registered with the query mux; the others say so in a per-query error.
 const (
 	QueryTypeProfile = "profile"
+	QueryTypeMetrics = "metrics"
+	QueryTypeBoth    = "both"
+	QueryTypeDiff    = "diff"
 )
 
 // DefaultProfileTypeID is used when a query (such as Grafana's trace-to-profile link with no
@@ -20,24 +27,51 @@ const DefaultProfileTypeID = "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
 // DefaultMaxNodes matches Grafana's Pyroscope data source.
 const DefaultMaxNodes = 16384
 
-// ProfileQuery asks for a flame graph. Field names and meanings are those of Grafana's Pyroscope
-// data source, so its dashboards and trace-to-profile links work unchanged.
+// ProfileQuery is the query of the profile, metrics, both and diff types. Field names and
+// meanings are those of Grafana's Pyroscope data source (labelSelector, profileTypeId, groupBy,
+// spanSelector, maxNodes, limit), so its dashboards and trace-to-profile links work unchanged;
+// traceId, perService, baseline and comparison are this plugin's own.
 type ProfileQuery struct {
 	LabelSelector string   `json:"labelSelector"`
 	ProfileTypeID string   `json:"profileTypeId"`
 	MaxNodes      int64    `json:"maxNodes"`
 	GroupBy       []string `json:"groupBy"`
+	// SpanSelector restricts the profile to these spans (the span attribute pyroscope.profile.id,
+	// which otel-profiling-go sets to the span ID).
+	SpanSelector []string `json:"spanSelector"`
+	// TraceID asks for the whole request: every service's span profiles of this trace.
+	TraceID string `json:"traceId"`
+	// PerService adds one flame graph frame per service to a traceId profile.
+	PerService bool `json:"perService"`
+	// Limit keeps the top series of a metrics query (0: all), as Grafana's Pyroscope data source.
+	Limit int64 `json:"limit"`
+
+	// Baseline and Comparison are the two sides of a diff query.
+	Baseline   *DiffSide `json:"baseline"`
+	Comparison *DiffSide `json:"comparison"`
 }
 
-// ParseProfileQuery decodes and validates a profile query, filling defaults.
+// DiffSide is one side of a diff: a time range, a label selector, a span selector or a trace ID.
+// Unset fields take the query's: its label selector and the panel's time range.
+type DiffSide struct {
+	// From and To are Unix milliseconds or Grafana-style relative times ("now-1h", "now").
+	From string `json:"from"`
+	To   string `json:"to"`
+
+	LabelSelector string   `json:"labelSelector"`
+	SpanSelector  []string `json:"spanSelector"`
+	TraceID       string   `json:"traceId"`
+}
+
+// ParseProfileQuery decodes and validates a query of the profile family, filling defaults.
 func ParseProfileQuery(raw json.RawMessage) (*ProfileQuery, error) {
 	q := &ProfileQuery{}
 	if err := Decode(raw, q); err != nil {
 		return nil, err
 	}
-	q.LabelSelector = strings.TrimSpace(q.LabelSelector)
-	if q.LabelSelector == "" {
-		q.LabelSelector = "{}"
+	var err error
+	if q.LabelSelector, err = NormalizeLabelSelector("labelSelector", q.LabelSelector); err != nil {
+		return nil, err
 	}
 	q.ProfileTypeID = strings.TrimSpace(q.ProfileTypeID)
 	if q.ProfileTypeID == "" {
@@ -46,13 +80,186 @@ func ParseProfileQuery(raw json.RawMessage) (*ProfileQuery, error) {
 	if err := ValidateProfileTypeID(q.ProfileTypeID); err != nil {
 		return nil, err
 	}
+	if q.SpanSelector, err = NormalizeSpanSelector("spanSelector", q.SpanSelector); err != nil {
+		return nil, err
+	}
+	if q.TraceID, err = NormalizeTraceID("traceId", q.TraceID); err != nil {
+		return nil, err
+	}
+	if q.TraceID != "" && len(q.SpanSelector) > 0 {
+		return nil, errors.New(`fields "traceId" and "spanSelector" exclude each other: a trace ID already selects its spans`)
+	}
+	for i, g := range q.GroupBy {
+		if !labelNameOK(g) {
+			return nil, fmt.Errorf("field \"groupBy\" item %d must be a label name, got %q", i+1, truncate(g, 40))
+		}
+	}
 	switch {
 	case q.MaxNodes == 0:
 		q.MaxNodes = DefaultMaxNodes
 	case q.MaxNodes < 0:
 		return nil, fmt.Errorf("field \"maxNodes\" must be positive, got %d", q.MaxNodes)
 	}
+	if q.Limit < 0 {
+		return nil, fmt.Errorf("field \"limit\" must be zero (all series) or positive, got %d", q.Limit)
+	}
+	for name, side := range map[string]*DiffSide{"baseline": q.Baseline, "comparison": q.Comparison} {
+		if side == nil {
+			continue
+		}
+		if err := side.normalize(name); err != nil {
+			return nil, err
+		}
+	}
 	return q, nil
+}
+
+func (s *DiffSide) normalize(name string) (err error) {
+	s.From, s.To = strings.TrimSpace(s.From), strings.TrimSpace(s.To)
+	if s.LabelSelector != "" {
+		if s.LabelSelector, err = NormalizeLabelSelector(name+".labelSelector", s.LabelSelector); err != nil {
+			return err
+		}
+	}
+	if s.SpanSelector, err = NormalizeSpanSelector(name+".spanSelector", s.SpanSelector); err != nil {
+		return err
+	}
+	if s.TraceID, err = NormalizeTraceID(name+".traceId", s.TraceID); err != nil {
+		return err
+	}
+	if s.TraceID != "" && len(s.SpanSelector) > 0 {
+		return fmt.Errorf(`fields "%s.traceId" and "%s.spanSelector" exclude each other`, name, name)
+	}
+	return nil
+}
+
+// Range resolves the side's time range against now; unset ends take the panel's range.
+func (s *DiffSide) Range(panelFrom, panelTo, now time.Time, name string) (from, to time.Time, err error) {
+	from, to = panelFrom, panelTo
+	if s.From != "" {
+		if from, err = ParseTime(s.From, now); err != nil {
+			return from, to, fmt.Errorf("field \"%s.from\": %w", name, err)
+		}
+	}
+	if s.To != "" {
+		if to, err = ParseTime(s.To, now); err != nil {
+			return from, to, fmt.Errorf("field \"%s.to\": %w", name, err)
+		}
+	}
+	if !from.Before(to) {
+		return from, to, fmt.Errorf("field \"%s.from\" must be before \"%s.to\"", name, name)
+	}
+	return from, to, nil
+}
+
+// ParseTime reads Unix milliseconds or a Grafana-style relative time: "now", "now-1h", "now-90m".
+func ParseTime(s string, now time.Time) (time.Time, error) {
+	if s == "now" {
+		return now, nil
+	}
+	if rest, ok := strings.CutPrefix(s, "now-"); ok {
+		d, err := time.ParseDuration(expandDays(rest))
+		if err != nil || d <= 0 {
+			return time.Time{}, fmt.Errorf("%q is not a relative time such as now-1h, now-30m or now-2d", s)
+		}
+		return now.Add(-d), nil
+	}
+	var ms int64
+	if _, err := fmt.Sscanf(s, "%d", &ms); err != nil || fmt.Sprint(ms) != s || ms < 0 {
+		return time.Time{}, fmt.Errorf("%q is neither Unix milliseconds nor a relative time such as now-1h", s)
+	}
+	return time.UnixMilli(ms), nil
+}
+
+// expandDays lets "2d" through time.ParseDuration, which stops at hours.
+func expandDays(s string) string {
+	if n, ok := strings.CutSuffix(s, "d"); ok {
+		var days int
+		if _, err := fmt.Sscanf(n, "%d", &days); err == nil && fmt.Sprint(days) == n {
+			return fmt.Sprintf("%dh", days*24)
+		}
+	}
+	return s
+}
+
+// NormalizeLabelSelector checks that s is a Prometheus-style label selector ({a="b", c=~"d"}),
+// as Pyroscope reads them, so a typo is reported here with the field's name rather than by
+// Pyroscope. Empty means every series: "{}".
+func NormalizeLabelSelector(field, s string) (string, error) {
+	s = strings.TrimSpace(s)
+	if s == "" || s == "{}" {
+		return "{}", nil
+	}
+	if _, err := ParseLabelSelector(s); err != nil {
+		return "", fmt.Errorf("field %q is not a label selector such as {service_name=\"api\"}: %v", field, err)
+	}
+	return s, nil
+}
+
+// ParseLabelSelector parses a selector with the PromQL parser; "{}" gives no matchers.
+func ParseLabelSelector(s string) ([]*labels.Matcher, error) {
+	s = strings.TrimSpace(s)
+	if s == "" || s == "{}" {
+		return nil, nil
+	}
+	return selectorParser.ParseMetricSelector(s)
+}
+
+// selectorParser is Prometheus' own PromQL parser: selectors are never hand-parsed.
+var selectorParser = parser.NewParser(parser.Options{})
+
+// NormalizeSpanSelector lower-cases and checks span IDs (16 hex digits each).
+func NormalizeSpanSelector(field string, ids []string) ([]string, error) {
+	out := make([]string, 0, len(ids))
+	for i, id := range ids {
+		id = strings.ToLower(strings.TrimSpace(id))
+		if !isHex(id, 16) {
+			return nil, fmt.Errorf("field %q item %d must be a span ID of 16 hex digits, got %q", field, i+1, truncate(ids[i], 40))
+		}
+		out = append(out, id)
+	}
+	return out, nil
+}
+
+// NormalizeTraceID accepts a trace ID of 32 hex digits, or 16 (Jaeger's 64-bit IDs, padded to
+// 32 with leading zeros as Jaeger stores them); empty stays empty.
+func NormalizeTraceID(field, id string) (string, error) {
+	id = strings.ToLower(strings.TrimSpace(id))
+	switch {
+	case id == "":
+		return "", nil
+	case isHex(id, 32):
+		return id, nil
+	case isHex(id, 16):
+		return strings.Repeat("0", 16) + id, nil
+	}
+	return "", fmt.Errorf("field %q must be a trace ID of 16 or 32 hex digits, got %q", field, truncate(id, 40))
+}
+
+// isHex reports whether s is exactly n hex digits.
+func isHex(s string, n int) bool {
+	if len(s) != n {
+		return false
+	}
+	for _, c := range s {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+			return false
+		}
+	}
+	return true
+}
+
+// labelNameOK reports whether s is a valid Prometheus/Pyroscope label name.
+func labelNameOK(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, c := range s {
+		if !(c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || i > 0 && '0' <= c && c <= '9') {
+			return false
+		}
+	}
+	return true
 }
 
 // ValidateProfileTypeID checks the name:type:unit:period_type:period_unit form.
@@ -102,7 +309,7 @@ func describeGoType(kind string) string {
 		return "true or false"
 	case "slice", "array":
 		return "a list"
-	case "map", "struct":
+	case "map", "struct", "ptr":
 		return "an object"
 	}
 	return kind

@@ -56,8 +56,10 @@ func (c *Client) ProfileTypes(ctx context.Context, start, end time.Time) (types 
 type FlameGraphQuery struct {
 	ProfileTypeID string
 	LabelSelector string
-	Start, End    time.Time
-	MaxNodes      int64
+	// SpanSelector keeps only the samples of these span IDs (16 hex digits each).
+	SpanSelector []string
+	Start, End   time.Time
+	MaxNodes     int64
 }
 
 // FlameGraph is Pyroscope's level-encoded flame graph: Levels[i] holds 4 numbers per node
@@ -70,7 +72,17 @@ type FlameGraph struct {
 }
 
 // MergedFlameGraph merges every sample matching q into one flame graph.
-func (c *Client) MergedFlameGraph(ctx context.Context, q FlameGraphQuery) (fg *FlameGraph, err error) {
+//
+// With a span selector it asks SelectMergeSpanProfile: Pyroscope 1.12 ignores the span selector
+// of SelectMergeStacktraces and would answer with the unfiltered profile (INTEROP.md §3).
+func (c *Client) MergedFlameGraph(ctx context.Context, q FlameGraphQuery) (*FlameGraph, error) {
+	if len(q.SpanSelector) > 0 {
+		return c.spanFlameGraph(ctx, q)
+	}
+	return c.mergedFlameGraph(ctx, q)
+}
+
+func (c *Client) mergedFlameGraph(ctx context.Context, q FlameGraphQuery) (fg *FlameGraph, err error) {
 	ctx, span := upstream.StartSpan(ctx, models.Pyroscope, "SelectMergeStacktraces",
 		attribute.String("profile_type", q.ProfileTypeID), attribute.String("label_selector", q.LabelSelector))
 	defer func() { err = upstream.EndSpan(span, c.wrap(err)) }()
@@ -78,6 +90,26 @@ func (c *Client) MergedFlameGraph(ctx context.Context, q FlameGraphQuery) (fg *F
 	res, err := c.querier.SelectMergeStacktraces(ctx, connect.NewRequest(&querierv1.SelectMergeStacktracesRequest{
 		ProfileTypeID: q.ProfileTypeID,
 		LabelSelector: q.LabelSelector,
+		Start:         q.Start.UnixMilli(),
+		End:           q.End.UnixMilli(),
+		MaxNodes:      &maxNodes,
+	}))
+	if err != nil {
+		return nil, err
+	}
+	return fromProto(res.Msg.GetFlamegraph()), nil
+}
+
+func (c *Client) spanFlameGraph(ctx context.Context, q FlameGraphQuery) (fg *FlameGraph, err error) {
+	ctx, span := upstream.StartSpan(ctx, models.Pyroscope, "SelectMergeSpanProfile",
+		attribute.String("profile_type", q.ProfileTypeID), attribute.String("label_selector", q.LabelSelector),
+		attribute.Int("spans", len(q.SpanSelector)))
+	defer func() { err = upstream.EndSpan(span, c.wrap(err)) }()
+	maxNodes := q.MaxNodes
+	res, err := c.querier.SelectMergeSpanProfile(ctx, connect.NewRequest(&querierv1.SelectMergeSpanProfileRequest{
+		ProfileTypeID: q.ProfileTypeID,
+		LabelSelector: q.LabelSelector,
+		SpanSelector:  q.SpanSelector,
 		Start:         q.Start.UnixMilli(),
 		End:           q.End.UnixMilli(),
 		MaxNodes:      &maxNodes,
