@@ -6,6 +6,7 @@ import (
 
 	"github.com/grafana/grafana-plugin-sdk-go/data"
 
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/flamegraph"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/pyroscope"
 )
 
@@ -17,32 +18,65 @@ const FlameGraphFrameName = "response"
 // panel reads: fields level, value, self, label (an enum), one row per node in depth-first order.
 // A nil or empty graph gives the same frame with no rows.
 func FlameGraph(fg *pyroscope.FlameGraph, profileTypeID string) *data.Frame {
-	unit := ProfileUnit(profileTypeID)
-	levels := []int64{}
-	values := []int64{}
-	selfs := []int64{}
-	labels := []data.EnumItemIndex{}
-	enum := newEnum()
+	if fg == nil || len(fg.Levels) == 0 {
+		return FlameGraphTree(FlameGraphFrameName, nil, profileTypeID)
+	}
+	return FlameGraphTree(FlameGraphFrameName, flamegraph.FromPyroscope(fg), profileTypeID)
+}
 
-	if fg != nil {
-		walkDepthFirst(fg, func(level int, total, self, name int64) {
-			levels = append(levels, int64(level))
-			values = append(values, total)
-			selfs = append(selfs, self)
-			labels = append(labels, enum.index(nameAt(fg.Names, name)))
+// FlameGraphTree is FlameGraph for a tree (a merged or service-level graph); nil gives no rows.
+func FlameGraphTree(name string, root *flamegraph.Node, profileTypeID string) *data.Frame {
+	return nestedSet(name, root, profileTypeID, false)
+}
+
+// DiffFlameGraph is the diff frame: Grafana's panel switches to diff colouring when it finds
+// valueRight and selfRight. As the panel expects, value and self hold both sides together
+// (left + right) and the right fields the comparison alone.
+func DiffFlameGraph(root *flamegraph.Node, profileTypeID string) *data.Frame {
+	return nestedSet(FlameGraphFrameName, root, profileTypeID, true)
+}
+
+func nestedSet(name string, root *flamegraph.Node, profileTypeID string, diff bool) *data.Frame {
+	unit := ProfileUnit(profileTypeID)
+	var levels, values, selfs, valuesRight, selfsRight []int64
+	var labels []data.EnumItemIndex
+	enum := newEnum()
+	if root != nil && !root.Empty() {
+		root.Walk(func(depth int, n *flamegraph.Node) {
+			levels = append(levels, int64(depth))
+			values = append(values, n.Total+n.TotalRight)
+			selfs = append(selfs, n.Self+n.SelfRight)
+			labels = append(labels, enum.index(n.Name))
+			if diff {
+				valuesRight = append(valuesRight, n.TotalRight)
+				selfsRight = append(selfsRight, n.SelfRight)
+			}
 		})
 	}
-
-	labelField := data.NewField("label", nil, labels)
+	labelField := data.NewField("label", nil, nonNil(labels))
 	labelField.Config = &data.FieldConfig{TypeConfig: &data.FieldTypeConfig{Enum: &data.EnumFieldConfig{Text: enum.text}}}
-	frame := data.NewFrame(FlameGraphFrameName,
-		data.NewField("level", nil, levels),
-		data.NewField("value", nil, values).SetConfig(&data.FieldConfig{Unit: unit}),
-		data.NewField("self", nil, selfs).SetConfig(&data.FieldConfig{Unit: unit}),
+	frame := data.NewFrame(name,
+		data.NewField("level", nil, nonNil(levels)),
+		data.NewField("value", nil, nonNil(values)).SetConfig(&data.FieldConfig{Unit: unit}),
+		data.NewField("self", nil, nonNil(selfs)).SetConfig(&data.FieldConfig{Unit: unit}),
 		labelField,
 	)
+	if diff {
+		frame.Fields = append(frame.Fields,
+			data.NewField("valueRight", nil, nonNil(valuesRight)).SetConfig(&data.FieldConfig{Unit: unit}),
+			data.NewField("selfRight", nil, nonNil(selfsRight)).SetConfig(&data.FieldConfig{Unit: unit}),
+		)
+	}
 	frame.Meta = &data.FrameMeta{PreferredVisualization: data.VisTypeFlameGraph}
 	return frame
+}
+
+// nonNil keeps empty fields typed and serialised as [] rather than null.
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
 }
 
 // ProfileUnit maps the sample unit (third part of a profile type ID) to a Grafana unit.
@@ -59,60 +93,6 @@ func ProfileUnit(profileTypeID string) string {
 	default:
 		return parts[2]
 	}
-}
-
-type node struct {
-	level       int
-	start, end  int64 // x range on its level
-	total, self int64
-	name        int64
-	children    []*node
-}
-
-// walkDepthFirst rebuilds the tree from the levels (a node's parent is the node one level up
-// whose x range contains it) and visits it depth first, children in order.
-func walkDepthFirst(fg *pyroscope.FlameGraph, visit func(level int, total, self, name int64)) {
-	var prev []*node
-	var roots []*node
-	for li, values := range fg.Levels {
-		var cur []*node
-		x := int64(0)
-		p := 0
-		for i := 0; i+3 < len(values); i += 4 {
-			start := x + values[i]
-			n := &node{level: li, start: start, end: start + values[i+1], total: values[i+1], self: values[i+2], name: values[i+3]}
-			x = n.end
-			cur = append(cur, n)
-			if li == 0 {
-				roots = append(roots, n)
-				continue
-			}
-			for p < len(prev) && prev[p].end <= n.start {
-				p++
-			}
-			if p < len(prev) {
-				prev[p].children = append(prev[p].children, n)
-			}
-		}
-		prev = cur
-	}
-	var walk func(n *node)
-	walk = func(n *node) {
-		visit(n.level, n.total, n.self, n.name)
-		for _, c := range n.children {
-			walk(c)
-		}
-	}
-	for _, r := range roots {
-		walk(r)
-	}
-}
-
-func nameAt(names []string, i int64) string {
-	if i < 0 || int(i) >= len(names) {
-		return "<unknown>"
-	}
-	return names[i]
 }
 
 // enum collects unique labels in first-seen order.

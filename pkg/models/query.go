@@ -90,7 +90,7 @@ func ParseProfileQuery(raw json.RawMessage) (*ProfileQuery, error) {
 		return nil, errors.New(`fields "traceId" and "spanSelector" exclude each other: a trace ID already selects its spans`)
 	}
 	for i, g := range q.GroupBy {
-		if !labelNameOK(g) {
+		if !ValidLabelName(g) {
 			return nil, fmt.Errorf("field \"groupBy\" item %d must be a label name, got %q", i+1, truncate(g, 40))
 		}
 	}
@@ -249,8 +249,8 @@ func isHex(s string, n int) bool {
 	return true
 }
 
-// labelNameOK reports whether s is a valid Prometheus/Pyroscope label name.
-func labelNameOK(s string) bool {
+// ValidLabelName reports whether s is a valid Prometheus/Pyroscope label name.
+func ValidLabelName(s string) bool {
 	if s == "" {
 		return false
 	}

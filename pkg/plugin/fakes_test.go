@@ -52,7 +52,7 @@ func (f *fakePyroscope) ProfileTypes(context.Context, *connect.Request[querierv1
 }
 
 func (f *fakePyroscope) SelectMergeStacktraces(_ context.Context, req *connect.Request[querierv1.SelectMergeStacktracesRequest]) (*connect.Response[querierv1.SelectMergeStacktracesResponse], error) {
-	if req.Msg.LabelSelector == "{bad" {
+	if req.Msg.LabelSelector == `{service_name="rejected"}` {
 		return nil, connect.NewError(connect.CodeInvalidArgument, errString("parse error: unexpected end of input"))
 	}
 	return connect.NewResponse(&querierv1.SelectMergeStacktracesResponse{Flamegraph: f.graph}), nil
@@ -63,7 +63,7 @@ type errString string
 func (e errString) Error() string { return string(e) }
 
 // serve starts h on a loopback httptest server whose requests pass through wrap (nil: none).
-func serve(t *testing.T, h http.Handler, wrap func(http.Handler) http.Handler) *httptest.Server {
+func serve(t testing.TB, h http.Handler, wrap func(http.Handler) http.Handler) *httptest.Server {
 	t.Helper()
 	if wrap != nil {
 		h = wrap(h)
@@ -98,7 +98,7 @@ func newFakeJaeger(t *testing.T, services []string, wrap func(http.Handler) http
 }
 
 // closedURL is a loopback URL nothing listens on.
-func closedURL(t *testing.T) string {
+func closedURL(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -109,7 +109,7 @@ func closedURL(t *testing.T) string {
 	return url
 }
 
-func newTestDatasource(t *testing.T, jsonData map[string]any, secure map[string]string) *Datasource {
+func newTestDatasource(t testing.TB, jsonData map[string]any, secure map[string]string) *Datasource {
 	t.Helper()
 	raw, err := json.Marshal(jsonData)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	"github.com/grafana/grafana-plugin-sdk-go/data"
@@ -71,7 +72,11 @@ func TestRealProfileQueryShowsTheDemosHotFunctions(t *testing.T) {
 }
 
 func TestRealPyroscopeRejectionNamesTheUpstream(t *testing.T) {
-	res := run(t, bedDatasource(t), query("A", `{"queryType":"profile","labelSelector":"{service_name=}"}`))
+	// The plugin checks selectors itself; a range beyond Pyroscope's max_query_length (1 day by
+	// default) is something only Pyroscope refuses.
+	q := query("A", `{"queryType":"profile","labelSelector":"{service_name=\"nemotron-backend\"}"}`)
+	q.TimeRange.From = q.TimeRange.To.Add(-40 * 24 * time.Hour)
+	res := run(t, bedDatasource(t), q)
 	wantError(t, res.Responses["A"], backend.ErrorSourceDownstream, "Pyroscope ("+bed.PyroscopeURL+")")
 }
 

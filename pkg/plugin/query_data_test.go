@@ -49,8 +49,8 @@ func wantError(t *testing.T, r backend.DataResponse, source backend.ErrorSource,
 func TestUnknownOrMissingQueryTypeNamesTheValidOnes(t *testing.T) {
 	ds := newTestDatasource(t, map[string]any{}, nil)
 	res := run(t, ds, query("A", `{"queryType":"flamegraph"}`), query("B", `{}`))
-	wantError(t, res.Responses["A"], backend.ErrorSourceDownstream, `unknown query type "flamegraph"`, "valid query types are profile")
-	wantError(t, res.Responses["B"], backend.ErrorSourceDownstream, "the query has no queryType", "valid query types are profile")
+	wantError(t, res.Responses["A"], backend.ErrorSourceDownstream, `unknown query type "flamegraph"`, "valid query types are both, diff, metrics, profile")
+	wantError(t, res.Responses["B"], backend.ErrorSourceDownstream, "the query has no queryType", "valid query types are both, diff, metrics, profile")
 }
 
 func TestOneBadQueryDoesNotSpoilTheOthers(t *testing.T) {
@@ -62,17 +62,19 @@ func TestOneBadQueryDoesNotSpoilTheOthers(t *testing.T) {
 		query("good", `{"queryType":"profile","labelSelector":"{service_name=\"nemotron-backend\"}"}`),
 		query("badJSON", `{"queryType":"profile","maxNodes":"lots"}`),
 		query("badSelector", `{"queryType":"profile","labelSelector":"{bad"}`),
+		query("rejected", `{"queryType":"profile","labelSelector":"{service_name=\"rejected\"}"}`),
 		query("unknown", `{"queryType":"nope"}`),
 	)
-	if len(res.Responses) != 4 {
-		t.Fatalf("responses = %d, want 4", len(res.Responses))
+	if len(res.Responses) != 5 {
+		t.Fatalf("responses = %d, want 5", len(res.Responses))
 	}
 	good := res.Responses["good"]
 	if good.Error != nil || len(good.Frames) != 1 || good.Frames[0].Name != "response" || good.Frames[0].Rows() != 2 {
 		t.Errorf("good query = %+v", good)
 	}
 	wantError(t, res.Responses["badJSON"], backend.ErrorSourceDownstream, `invalid profile query: field "maxNodes" must be a number, got string`)
-	wantError(t, res.Responses["badSelector"], backend.ErrorSourceDownstream, "Pyroscope ("+pyro.URL+")", "invalid_argument", "parse error")
+	wantError(t, res.Responses["badSelector"], backend.ErrorSourceDownstream, `invalid profile query: field "labelSelector" is not a label selector`, "unexpected end of input")
+	wantError(t, res.Responses["rejected"], backend.ErrorSourceDownstream, "Pyroscope ("+pyro.URL+")", "invalid_argument", "parse error")
 	wantError(t, res.Responses["unknown"], backend.ErrorSourceDownstream, "unknown query type")
 }
 

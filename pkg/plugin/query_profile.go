@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
+	"github.com/grafana/grafana-plugin-sdk-go/data"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/frames"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
@@ -14,6 +15,8 @@ import (
 func (d *Datasource) queryHandlers() map[string]queryHandler {
 	return map[string]queryHandler{
 		models.QueryTypeProfile: d.queryProfile,
+		models.QueryTypeDiff:    d.queryDiff,
+		models.QueryTypeMetrics: d.queryMetrics, models.QueryTypeBoth: d.queryBoth,
 	}
 }
 
@@ -32,6 +35,9 @@ func (d *Datasource) queryProfile(ctx context.Context, q backend.DataQuery) back
 	if err := d.unavailable(&d.settings.Pyroscope); err != nil {
 		return errorResponse(err)
 	}
+	if pq.TraceID != "" {
+		return d.queryRequestProfile(ctx, q, pq)
+	}
 	start, end := q.TimeRange.From, q.TimeRange.To
 	if len(pq.SpanSelector) > 0 {
 		start, end = start.Add(-SpanWindowPadding), end.Add(SpanWindowPadding)
@@ -48,4 +54,26 @@ func (d *Datasource) queryProfile(ctx context.Context, q backend.DataQuery) back
 		return errorResponse(err)
 	}
 	return withFrames(frames.FlameGraph(fg, pq.ProfileTypeID))
+}
+
+// queryRequestProfile answers a profile query with a traceId: the whole request's flame graph,
+// one service level under the root, plus one frame per service when perService is set. Notices
+// say how the samples were matched (span IDs or the trace_id label) and what is missing.
+func (d *Datasource) queryRequestProfile(ctx context.Context, q backend.DataQuery, pq *models.ProfileQuery) backend.DataResponse {
+	rp, err := d.profileOfRequest(ctx, requestProfileQuery{
+		TraceID: pq.TraceID, LabelSelector: pq.LabelSelector, ProfileTypeID: pq.ProfileTypeID,
+		MaxNodes: pq.MaxNodes, From: q.TimeRange.From, To: q.TimeRange.To,
+	})
+	if err != nil {
+		return errorResponse(err)
+	}
+	main := frames.FlameGraphTree(frames.FlameGraphFrameName, rp.Tree, pq.ProfileTypeID)
+	main.Meta.Notices = rp.Notices
+	out := []*data.Frame{main}
+	if pq.PerService {
+		for _, svc := range sortedKeys(rp.Services) {
+			out = append(out, frames.FlameGraphTree(svc, rp.Services[svc], pq.ProfileTypeID))
+		}
+	}
+	return withFrames(out...)
 }

@@ -97,7 +97,7 @@ func (c *Client) mergedFlameGraph(ctx context.Context, q FlameGraphQuery) (fg *F
 	if err != nil {
 		return nil, err
 	}
-	return fromProto(res.Msg.GetFlamegraph()), nil
+	return FromProto(res.Msg.GetFlamegraph()), nil
 }
 
 func (c *Client) spanFlameGraph(ctx context.Context, q FlameGraphQuery) (fg *FlameGraph, err error) {
@@ -117,10 +117,11 @@ func (c *Client) spanFlameGraph(ctx context.Context, q FlameGraphQuery) (fg *Fla
 	if err != nil {
 		return nil, err
 	}
-	return fromProto(res.Msg.GetFlamegraph()), nil
+	return FromProto(res.Msg.GetFlamegraph()), nil
 }
 
-func fromProto(f *querierv1.FlameGraph) *FlameGraph {
+// FromProto converts the flame graph of a Pyroscope reply into the local type.
+func FromProto(f *querierv1.FlameGraph) *FlameGraph {
 	fg := &FlameGraph{Names: f.GetNames(), Total: f.GetTotal(), MaxSelf: f.GetMaxSelf()}
 	for _, l := range f.GetLevels() {
 		fg.Levels = append(fg.Levels, l.GetValues())

@@ -1,0 +1,199 @@
+// Package flamegraph holds flame graphs as trees, so that several profiles (a trace's services,
+// the two sides of a diff) can be merged and compared before they become a frame. Pure, no I/O.
+package flamegraph
+
+import (
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/pyroscope"
+)
+
+// RootName is the name of a flame graph's root, as Pyroscope calls it.
+const RootName = "total"
+
+// Node is one function in a call stack: Total includes its callees, Self does not. TotalRight
+// and SelfRight hold the comparison side of a diff; they stay zero otherwise.
+type Node struct {
+	Name       string
+	Total      int64
+	Self       int64
+	TotalRight int64
+	SelfRight  int64
+	Children   []*Node
+
+	index map[string]int // child position by name, built lazily by child()
+}
+
+// New returns an empty root.
+func New() *Node { return &Node{Name: RootName} }
+
+// FromPyroscope rebuilds the tree from Pyroscope's level encoding: on each level, 4 numbers per
+// node (x offset from the previous sibling's end, total, self, name index); a node's parent is the
+// node one level up whose x range contains it. A nil or empty graph gives an empty root.
+func FromPyroscope(fg *pyroscope.FlameGraph) *Node {
+	if fg == nil || len(fg.Levels) == 0 {
+		return New()
+	}
+	type placed struct {
+		n          *Node
+		start, end int64
+	}
+	var prev []placed
+	var roots []*Node
+	for li, values := range fg.Levels {
+		cur := make([]placed, 0, len(values)/4)
+		x := int64(0)
+		p := 0
+		for i := 0; i+3 < len(values); i += 4 {
+			start := x + values[i]
+			n := &Node{Name: nameAt(fg.Names, values[i+3]), Total: values[i+1], Self: values[i+2]}
+			x = start + n.Total
+			cur = append(cur, placed{n, start, x})
+			if li == 0 {
+				roots = append(roots, n)
+				continue
+			}
+			for p < len(prev) && prev[p].end <= start {
+				p++
+			}
+			if p < len(prev) {
+				prev[p].n.Children = append(prev[p].n.Children, n)
+			}
+		}
+		prev = cur
+	}
+	if len(roots) == 1 {
+		return roots[0]
+	}
+	root := New()
+	for _, r := range roots {
+		root.Total += r.Total
+		root.Children = append(root.Children, r)
+	}
+	return root
+}
+
+func nameAt(names []string, i int64) string {
+	if i < 0 || int(i) >= len(names) {
+		return "<unknown>"
+	}
+	return names[i]
+}
+
+// Empty reports whether the tree holds no samples.
+func (n *Node) Empty() bool { return n == nil || n.Total == 0 && n.TotalRight == 0 }
+
+// child returns the child named name, creating it (last) when absent.
+func (n *Node) child(name string) *Node {
+	if n.index == nil {
+		n.index = make(map[string]int, len(n.Children))
+		for i, c := range n.Children {
+			n.index[c.Name] = i
+		}
+	}
+	if i, ok := n.index[name]; ok {
+		return n.Children[i]
+	}
+	c := &Node{Name: name}
+	n.index[name] = len(n.Children)
+	n.Children = append(n.Children, c)
+	return c
+}
+
+// Merge adds src's samples into n, node by node along equal call paths. The roots are merged
+// whatever their names.
+func (n *Node) Merge(src *Node) {
+	if src == nil {
+		return
+	}
+	n.Total += src.Total
+	n.Self += src.Self
+	n.TotalRight += src.TotalRight
+	n.SelfRight += src.SelfRight
+	for _, c := range src.Children {
+		n.child(c.Name).Merge(c)
+	}
+}
+
+// AddUnder puts the children of sub under a new (or existing) child of n named name, so that a
+// service's stacks appear below a node carrying the service's name.
+func (n *Node) AddUnder(name string, sub *Node) {
+	if sub.Empty() {
+		return
+	}
+	c := n.child(name)
+	c.Total += sub.Total
+	c.Self += sub.Self
+	for _, sc := range sub.Children {
+		c.child(sc.Name).Merge(sc)
+	}
+	n.Total += sub.Total
+}
+
+// Diff returns one tree holding baseline as the left values and comparison as the right ones.
+func Diff(baseline, comparison *Node) *Node {
+	out := New()
+	out.Merge(baseline)
+	out.mergeRight(comparison)
+	return out
+}
+
+func (n *Node) mergeRight(src *Node) {
+	if src == nil {
+		return
+	}
+	n.TotalRight += src.Total
+	n.SelfRight += src.Self
+	for _, c := range src.Children {
+		n.child(c.Name).mergeRight(c)
+	}
+}
+
+// ScaleLeft multiplies the left values by f (rounded), keeping a parent's total at least the sum
+// of its children's so the frame stays a valid flame graph.
+func (n *Node) ScaleLeft(f float64) {
+	var sum int64
+	for _, c := range n.Children {
+		c.ScaleLeft(f)
+		sum += c.Total
+	}
+	n.Self = int64(float64(n.Self)*f + 0.5)
+	n.Total = max(int64(float64(n.Total)*f+0.5), sum+n.Self)
+}
+
+// ScaleRight is ScaleLeft for the comparison side.
+func (n *Node) ScaleRight(f float64) {
+	var sum int64
+	for _, c := range n.Children {
+		c.ScaleRight(f)
+		sum += c.TotalRight
+	}
+	n.SelfRight = int64(float64(n.SelfRight)*f + 0.5)
+	n.TotalRight = max(int64(float64(n.TotalRight)*f+0.5), sum+n.SelfRight)
+}
+
+// Walk visits the tree depth first, children in order, with each node's depth (root: 0).
+func (n *Node) Walk(visit func(depth int, n *Node)) {
+	var walk func(depth int, n *Node)
+	walk = func(depth int, n *Node) {
+		visit(depth, n)
+		for _, c := range n.Children {
+			walk(depth+1, c)
+		}
+	}
+	walk(0, n)
+}
+
+// SelfByFunction sums the self values of each function over the whole tree (a function can appear
+// on many paths), left and right.
+func (n *Node) SelfByFunction() map[string][2]int64 {
+	out := map[string][2]int64{}
+	n.Walk(func(depth int, c *Node) {
+		if depth == 0 {
+			return
+		}
+		v := out[c.Name]
+		v[0] += c.Self
+		v[1] += c.SelfRight
+		out[c.Name] = v
+	})
+	return out
+}

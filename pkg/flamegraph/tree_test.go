@@ -1,0 +1,147 @@
+package flamegraph
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/pyroscope"
+)
+
+// sample in Pyroscope's level encoding:
+//
+//	total 100
+//	├── handle 60 (self 10)
+//	│   └── serialize 50
+//	└── db 40 (self 10)
+//	    ├── sha256 10 (starts 10 into db: a gap of self time before it)
+//	    └── serialize 20 (the same name again, under another parent)
+var sample = &pyroscope.FlameGraph{
+	Names: []string{"total", "handle", "db", "serialize", "sha256"},
+	Levels: [][]int64{
+		{0, 100, 0, 0},
+		{0, 60, 10, 1, 0, 40, 10, 2},
+		{0, 50, 50, 3, 10, 10, 10, 4, 0, 20, 20, 3},
+	},
+	Total: 100,
+}
+
+// dump prints a tree one node per line: depth-indented "name total/self[ right totalRight/selfRight]".
+func dump(n *Node) string {
+	var b strings.Builder
+	n.Walk(func(depth int, c *Node) {
+		fmt.Fprintf(&b, "%s%s %d/%d", strings.Repeat("  ", depth), c.Name, c.Total, c.Self)
+		if c.TotalRight != 0 || c.SelfRight != 0 {
+			fmt.Fprintf(&b, " right %d/%d", c.TotalRight, c.SelfRight)
+		}
+		b.WriteString("\n")
+	})
+	return b.String()
+}
+
+func TestFromPyroscopeRebuildsParentsFromXRanges(t *testing.T) {
+	want := `total 100/0
+  handle 60/10
+    serialize 50/50
+  db 40/10
+    sha256 10/10
+    serialize 20/20
+`
+	if got := dump(FromPyroscope(sample)); got != want {
+		t.Errorf("tree:\n%s\nwant:\n%s", got, want)
+	}
+	if !FromPyroscope(nil).Empty() || !FromPyroscope(&pyroscope.FlameGraph{}).Empty() {
+		t.Error("a nil or empty graph must give an empty root")
+	}
+}
+
+func TestFromPyroscopeSurvivesBadNameIndexes(t *testing.T) {
+	fg := &pyroscope.FlameGraph{Names: []string{"total"}, Levels: [][]int64{{0, 5, 0, 0}, {0, 5, 5, 9}, {0, 1}}}
+	if got := dump(FromPyroscope(fg)); got != "total 5/0\n  <unknown> 5/5\n" {
+		t.Errorf("tree = %q", got)
+	}
+}
+
+func TestMergeAddsAlongEqualPaths(t *testing.T) {
+	a := FromPyroscope(sample)
+	a.Merge(FromPyroscope(sample))
+	want := `total 200/0
+  handle 120/20
+    serialize 100/100
+  db 80/20
+    sha256 20/20
+    serialize 40/40
+`
+	if got := dump(a); got != want {
+		t.Errorf("merged:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+func TestAddUnderPutsAServiceLevelBelowTheRoot(t *testing.T) {
+	root := New()
+	root.AddUnder("ai-detector", FromPyroscope(sample))
+	root.AddUnder("ai-enrichment", FromPyroscope(&pyroscope.FlameGraph{
+		Names: []string{"total", "extract"}, Levels: [][]int64{{0, 30, 0, 0}, {0, 30, 30, 1}},
+	}))
+	root.AddUnder("idle-service", New()) // no samples: no node
+	want := `total 130/0
+  ai-detector 100/0
+    handle 60/10
+      serialize 50/50
+    db 40/10
+      sha256 10/10
+      serialize 20/20
+  ai-enrichment 30/0
+    extract 30/30
+`
+	if got := dump(root); got != want {
+		t.Errorf("tree:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+func TestDiffKeepsBothSidesAndScaling(t *testing.T) {
+	right := &pyroscope.FlameGraph{
+		Names:  []string{"total", "handle", "serialize", "new"},
+		Levels: [][]int64{{0, 10, 0, 0}, {0, 8, 0, 1, 0, 2, 2, 3}, {0, 8, 8, 2}},
+	}
+	d := Diff(FromPyroscope(sample), FromPyroscope(right))
+	want := `total 100/0 right 10/0
+  handle 60/10 right 8/0
+    serialize 50/50 right 8/8
+  db 40/10
+    sha256 10/10
+    serialize 20/20
+  new 0/0 right 2/2
+`
+	if got := dump(d); got != want {
+		t.Errorf("diff:\n%s\nwant:\n%s", got, want)
+	}
+	d.ScaleRight(10)
+	if d.TotalRight != 100 || d.Children[0].TotalRight != 80 || d.Children[2].SelfRight != 20 {
+		t.Errorf("scaled right:\n%s", dump(d))
+	}
+	d.ScaleLeft(0.5)
+	if d.Total != 50 || d.Children[1].Total != 20 {
+		t.Errorf("scaled left:\n%s", dump(d))
+	}
+	// A parent never ends below the sum of its children, whatever the rounding.
+	d.Walk(func(_ int, n *Node) {
+		var sum, sumR int64
+		for _, c := range n.Children {
+			sum, sumR = sum+c.Total, sumR+c.TotalRight
+		}
+		if n.Total < sum+n.Self || n.TotalRight < sumR+n.SelfRight {
+			t.Errorf("node %s: total %d/%d below children %d/%d", n.Name, n.Total, n.TotalRight, sum, sumR)
+		}
+	})
+}
+
+func TestSelfByFunctionSumsEveryPath(t *testing.T) {
+	got := FromPyroscope(sample).SelfByFunction()
+	if got["serialize"] != [2]int64{70, 0} || got["db"] != [2]int64{10, 0} {
+		t.Errorf("self by function = %v", got)
+	}
+	if _, ok := got["total"]; ok {
+		t.Error("the root is not a function")
+	}
+}

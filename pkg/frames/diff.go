@@ -1,0 +1,99 @@
+package frames
+
+import (
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/grafana/grafana-plugin-sdk-go/data"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/flamegraph"
+)
+
+// DiffSummaryFrameName names the table of functions whose share changed most in a diff.
+const DiffSummaryFrameName = "diff summary"
+
+// DiffSummary lists the functions whose share of self time (or of allocations) moved most
+// between the baseline and the comparison, biggest move first, at most rows of them: the table a
+// user reads next to the diff flame graph ("serializeResponse: 4% → 61%").
+func DiffSummary(tree *flamegraph.Node, rows int) *data.Frame {
+	type move struct {
+		name        string
+		left, right float64 // shares in percent
+	}
+	var moves []move
+	if tree != nil && tree.Total+tree.TotalRight > 0 {
+		for name, v := range tree.SelfByFunction() {
+			m := move{name: name, left: share(v[0], tree.Total), right: share(v[1], tree.TotalRight)}
+			if m.left != 0 || m.right != 0 {
+				moves = append(moves, m)
+			}
+		}
+	}
+	sort.Slice(moves, func(i, j int) bool {
+		di, dj := math.Abs(moves[i].right-moves[i].left), math.Abs(moves[j].right-moves[j].left)
+		if di != dj {
+			return di > dj
+		}
+		return moves[i].name < moves[j].name
+	})
+	if len(moves) > rows {
+		moves = moves[:rows]
+	}
+	names := make([]string, len(moves))
+	left := make([]float64, len(moves))
+	right := make([]float64, len(moves))
+	change := make([]float64, len(moves))
+	for i, m := range moves {
+		names[i], left[i], right[i] = m.name, round2(m.left), round2(m.right)
+		change[i] = round2(m.right - m.left)
+	}
+	pct := &data.FieldConfig{Unit: "percent", Decimals: ptr(uint16(2))}
+	frame := data.NewFrame(DiffSummaryFrameName,
+		data.NewField("function", nil, names),
+		data.NewField("baseline self share", nil, left).SetConfig(pct),
+		data.NewField("comparison self share", nil, right).SetConfig(pct),
+		data.NewField("change", nil, change).SetConfig(&data.FieldConfig{
+			Unit: "percent", Decimals: ptr(uint16(2)),
+			Description: "comparison share minus baseline share, in percentage points",
+		}),
+	)
+	frame.Meta = &data.FrameMeta{PreferredVisualization: data.VisTypeTable}
+	return frame
+}
+
+func share(v, total int64) float64 {
+	if total == 0 {
+		return 0
+	}
+	return 100 * float64(v) / float64(total)
+}
+
+func round2(f float64) float64 { return math.Round(f*100) / 100 }
+
+func ptr[T any](v T) *T { return &v }
+
+// FormatValue prints a profile value in its Grafana unit for notices: "1.25 s", "3.4 MiB", "1200".
+func FormatValue(v int64, unit string) string {
+	f := float64(v)
+	switch unit {
+	case "ns":
+		switch {
+		case f >= 1e9:
+			return fmt.Sprintf("%.3g s", f/1e9)
+		case f >= 1e6:
+			return fmt.Sprintf("%.3g ms", f/1e6)
+		case f >= 1e3:
+			return fmt.Sprintf("%.3g µs", f/1e3)
+		}
+		return fmt.Sprintf("%d ns", v)
+	case "bytes":
+		for i, u := range []string{"GiB", "MiB", "KiB"} {
+			if d := math.Pow(1024, float64(3-i)); f >= d {
+				return fmt.Sprintf("%.3g %s", f/d, u)
+			}
+		}
+		return fmt.Sprintf("%d B", v)
+	}
+	return fmt.Sprint(v)
+}

@@ -1,0 +1,287 @@
+package plugin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/grafana/grafana-plugin-sdk-go/backend"
+	"github.com/grafana/grafana-plugin-sdk-go/data"
+	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/correlate"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/flamegraph"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/jaeger"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/pyroscope"
+)
+
+// maxParallelProfileQueries bounds the Pyroscope calls one query makes at once: enough for a
+// request's spans to be asked in one round, few enough not to flood Pyroscope.
+const maxParallelProfileQueries = 16
+
+// requestProfileQuery asks for the profile of one whole request.
+type requestProfileQuery struct {
+	TraceID       string
+	LabelSelector string // the user's; service_name is set per service
+	ProfileTypeID string
+	MaxNodes      int64
+	// From and To are the panel's range: the trace_id fallback searches it when Jaeger cannot
+	// say when the trace happened.
+	From, To time.Time
+}
+
+// requestProfile is the profile of one whole request: a root, one node per service, their stacks.
+type requestProfile struct {
+	Tree       *flamegraph.Node
+	Services   map[string]*flamegraph.Node
+	Notices    []data.Notice
+	Start, End time.Time // the window asked of Pyroscope
+}
+
+// profileOfRequest fetches the trace from Jaeger, asks Pyroscope for each service's span profiles
+// in parallel and merges them under one root with a service level. When no span has samples it
+// falls back to the trace_id label (older SDKs); when Jaeger cannot answer, it goes straight to
+// that fallback with a notice. It fails only when nothing can be said about the request.
+func (d *Datasource) profileOfRequest(ctx context.Context, q requestProfileQuery) (*requestProfile, error) {
+	if err := d.unavailable(&d.settings.Pyroscope); err != nil {
+		return nil, err
+	}
+	matchers, err := models.ParseLabelSelector(q.LabelSelector)
+	if err != nil {
+		return nil, backend.DownstreamError(err)
+	}
+	trace, jaegerErr := d.traceFromJaeger(ctx, q.TraceID)
+	if jaegerErr != nil {
+		return d.profileByTraceIDLabel(ctx, q, matchers, nil, q.From, q.To, jaegerErr)
+	}
+	plan := correlate.PlanTraceProfile(trace, matchers)
+	if len(plan.Queries) == 0 {
+		return nil, backend.DownstreamError(fmt.Errorf("trace %s has no spans of a service matching %s (its services: %s)",
+			q.TraceID, q.LabelSelector, strings.Join(correlate.TraceServices(trace, nil), ", ")))
+	}
+	results := make([]spanProfileResult, len(plan.Queries))
+	for i := range results {
+		results[i].err = errPanicked
+	}
+	fanOut(len(plan.Queries), func(i int) {
+		sq := plan.Queries[i]
+		fg, err := d.pyroscope.MergedFlameGraph(ctx, pyroscope.FlameGraphQuery{
+			ProfileTypeID: q.ProfileTypeID,
+			LabelSelector: correlate.ServiceSelector(matchers, sq.Service),
+			SpanSelector:  sq.SpanIDs,
+			Start:         sq.Start.Add(-SpanWindowPadding),
+			End:           sq.End.Add(SpanWindowPadding),
+			MaxNodes:      q.MaxNodes,
+		})
+		results[i] = spanProfileResult{query: sq, tree: flamegraph.FromPyroscope(fg), err: err}
+	})
+	rp := newRequestProfile(plan.Start.Add(-SpanWindowPadding), plan.End.Add(SpanWindowPadding))
+	var failed []spanProfileResult
+	spansWithSamples := 0
+	for _, r := range results {
+		if r.err != nil {
+			failed = append(failed, r)
+			continue
+		}
+		if !r.tree.Empty() {
+			spansWithSamples += len(r.query.SpanIDs)
+			rp.add(r.query.Service, r.tree)
+		}
+	}
+	if len(failed) == len(results) {
+		return nil, failed[0].err
+	}
+	if len(failed) > 0 {
+		rp.warn(fmt.Sprintf("%d of %d span-profile queries failed, so the graph lacks their samples: %v",
+			len(failed), len(results), failed[0].err))
+	}
+	if rp.Tree.Empty() && len(failed) == 0 {
+		return d.profileByTraceIDLabel(ctx, q, matchers, plan.Services, rp.Start, rp.End, nil)
+	}
+	rp.info(spanMatchNotice(q.TraceID, plan, spansWithSamples, rp.Services))
+	return rp, nil
+}
+
+// errPanicked stands for the result of a call that panicked (fanOut logged it).
+var errPanicked = errors.New("internal error while reading a profile; the plugin logged the details")
+
+type spanProfileResult struct {
+	query correlate.SpanProfileQuery
+	tree  *flamegraph.Node
+	err   error
+}
+
+func (d *Datasource) traceFromJaeger(ctx context.Context, traceID string) (*jaeger.Trace, error) {
+	if err := d.unavailable(&d.settings.Jaeger); err != nil {
+		return nil, err
+	}
+	return d.jaeger.Trace(ctx, traceID)
+}
+
+// profileByTraceIDLabel is the fallback for SDKs that label samples with trace_id (the seeds'
+// Python tag_wrapper): one query per service when the services are known, else one for all.
+// jaegerErr, when set, is why the trace's spans could not be used.
+func (d *Datasource) profileByTraceIDLabel(ctx context.Context, q requestProfileQuery, matchers []*labels.Matcher,
+	services []string, start, end time.Time, jaegerErr error,
+) (*requestProfile, error) {
+	traceMatcher := correlate.TraceIDMatcher(q.TraceID)
+	selectors := map[string]string{}
+	for _, svc := range services {
+		selectors[svc] = correlate.ServiceSelector(matchers, svc, traceMatcher)
+	}
+	if len(services) == 0 {
+		selectors[""] = correlate.Selector(append(append([]*labels.Matcher{}, matchers...), traceMatcher))
+	}
+	keys := make([]string, 0, len(selectors))
+	for k := range selectors {
+		keys = append(keys, k)
+	}
+	results := make([]spanProfileResult, len(keys))
+	for i := range results {
+		results[i].err = errPanicked
+	}
+	fanOut(len(keys), func(i int) {
+		fg, err := d.pyroscope.MergedFlameGraph(ctx, pyroscope.FlameGraphQuery{
+			ProfileTypeID: q.ProfileTypeID, LabelSelector: selectors[keys[i]],
+			Start: start, End: end, MaxNodes: q.MaxNodes,
+		})
+		results[i] = spanProfileResult{query: correlate.SpanProfileQuery{Service: keys[i]}, tree: flamegraph.FromPyroscope(fg), err: err}
+	})
+	rp := newRequestProfile(start, end)
+	var firstErr error
+	for _, r := range results {
+		switch {
+		case r.err != nil:
+			firstErr = cmpOr(firstErr, r.err)
+		case r.query.Service == "":
+			rp.Tree.Merge(r.tree) // services unknown without the trace: no service level
+		default:
+			rp.add(r.query.Service, r.tree)
+		}
+	}
+	found := !rp.Tree.Empty()
+	switch {
+	case jaegerErr != nil && !found && firstErr == nil:
+		return nil, fmt.Errorf("%w; and no profile sample in the panel's time range carries the label trace_id=%q", jaegerErr, q.TraceID)
+	case jaegerErr != nil && !found:
+		return nil, errors.Join(jaegerErr, firstErr)
+	case jaegerErr != nil:
+		rp.warn(fmt.Sprintf("Could not read the trace's spans (%v); matched the samples labelled trace_id=%q in the panel's time range instead, without span detail.", jaegerErr, q.TraceID))
+		return rp, nil
+	case firstErr != nil && !found:
+		return nil, firstErr
+	case firstErr != nil:
+		rp.warn(fmt.Sprintf("Some trace_id queries failed, so the graph may lack samples: %v", firstErr))
+	}
+	if !found {
+		rp.warn(fmt.Sprintf("No profile samples for trace %s: none of its spans has span-profile samples (span_id labels, as otel-profiling-go adds) and no sample carries trace_id=%q. Check that its services push span profiles to this Pyroscope, and that the profile type %s is collected.",
+			q.TraceID, q.TraceID, q.ProfileTypeID))
+		return rp, nil
+	}
+	rp.info(fmt.Sprintf("No span of trace %s has span-profile samples; matched by the trace_id label instead (older SDKs tag samples this way): samples in %d service(s)%s.",
+		q.TraceID, max(len(rp.Services), 1), serviceList(rp.Services)))
+	return rp, nil
+}
+
+func spanMatchNotice(traceID string, plan correlate.TraceProfilePlan, spansWithSamples int, services map[string]*flamegraph.Node) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Whole request %s, matched by span ID: ", traceID)
+	if plan.PerSpan {
+		fmt.Fprintf(&b, "%d of %d profiled span(s) had samples", spansWithSamples, plan.AskedSpans)
+	} else {
+		fmt.Fprintf(&b, "%d span(s) asked in one query per service", plan.AskedSpans)
+	}
+	fmt.Fprintf(&b, ", in %d of %d service(s)%s.", len(services), len(plan.Services), serviceList(services))
+	if plan.ProfiledSpans == 0 {
+		b.WriteString(" No span carries pyroscope.profile.id, so every span of the trace was asked for.")
+	} else if !plan.PerSpan {
+		fmt.Fprintf(&b, " Spans with samples are counted per service above %d profiled spans.", correlate.MaxSpanQueries)
+	}
+	var missing []string
+	for _, svc := range plan.Services {
+		if services[svc] == nil {
+			missing = append(missing, svc)
+		}
+	}
+	if len(missing) > 0 {
+		fmt.Fprintf(&b, " No samples for: %s.", strings.Join(missing, ", "))
+	}
+	return b.String()
+}
+
+func serviceList(services map[string]*flamegraph.Node) string {
+	if len(services) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(sortedKeys(services), ", ") + ")"
+}
+
+func newRequestProfile(start, end time.Time) *requestProfile {
+	return &requestProfile{Tree: flamegraph.New(), Services: map[string]*flamegraph.Node{}, Start: start, End: end}
+}
+
+// add merges a service's samples: under the service's node in the whole graph, and into the
+// service's own graph.
+func (rp *requestProfile) add(service string, tree *flamegraph.Node) {
+	if tree.Empty() {
+		return
+	}
+	rp.Tree.AddUnder(service, tree)
+	own := rp.Services[service]
+	if own == nil {
+		own = flamegraph.New()
+		rp.Services[service] = own
+	}
+	own.Merge(tree)
+}
+
+func (rp *requestProfile) info(text string) {
+	rp.Notices = append(rp.Notices, data.Notice{Severity: data.NoticeSeverityInfo, Text: text})
+}
+
+func (rp *requestProfile) warn(text string) {
+	rp.Notices = append(rp.Notices, data.Notice{Severity: data.NoticeSeverityWarning, Text: text})
+}
+
+// fanOut runs fn(0..n-1) in parallel, at most maxParallelProfileQueries at once, and waits. A
+// panic in one call is logged and leaves that call's result untouched: the query's own recover
+// cannot reach these goroutines, and the plugin must not die of one bad reply.
+func fanOut(n int, fn func(i int)) {
+	sem := make(chan struct{}, maxParallelProfileQueries)
+	var wg sync.WaitGroup
+	for i := range n {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() {
+				<-sem
+				if p := recover(); p != nil {
+					backend.Logger.Error("parallel upstream call panicked", "panic", p, "stack", string(debug.Stack()))
+				}
+			}()
+			fn(i)
+		})
+	}
+	wg.Wait()
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func cmpOr(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}
