@@ -1,9 +1,21 @@
-import { DataSourceInstanceSettings } from '@grafana/data';
+import { DataSourceInstanceSettings, dateTime } from '@grafana/data';
 
 import { DataSource } from './datasource';
 import { HsiOptions } from './types';
 
-const replace = jest.fn((s: string) => s.replace('$service', 'nemotron-backend').replace('$span', 'abc123'));
+/** Dashboard variables: $spans is multi-valued, $empty has no value yet. */
+const vars: Record<string, string> = {
+  service: 'nemotron-backend',
+  span: 'abc123',
+  trace_id: '4bf92f3577b34da6a3ce929d0e0e4736',
+  window: '1h',
+  empty: '',
+};
+const replace = jest.fn((s: string, _scoped?: unknown, format?: string) =>
+  s
+    .replace(/\$spans/g, format === 'csv' ? '00f067aa0ba902b7,4bf92f3577b34da6' : '{00f067aa0ba902b7,4bf92f3577b34da6}')
+    .replace(/\$(\w+)/g, (v, name) => vars[name] ?? v)
+);
 
 jest.mock('@grafana/runtime', () => ({
   ...jest.requireActual('@grafana/runtime'),
@@ -37,9 +49,46 @@ describe('DataSource', () => {
     expect(out.spanSelector).toBeUndefined();
   });
 
+  it('interpolates the trace ID, multi-value list variables and both diff sides', () => {
+    const out = ds.applyTemplateVariables(
+      {
+        refId: 'A',
+        queryType: 'diff',
+        traceId: '$trace_id',
+        spanSelector: ['$spans', '$span'],
+        baseline: { from: 'now-$window', to: 'now', labelSelector: '{service_name="$service"}' },
+        comparison: { traceId: '$trace_id', spanSelector: ['$span'] },
+      },
+      {}
+    );
+    expect(out.traceId).toBe('4bf92f3577b34da6a3ce929d0e0e4736');
+    expect(out.spanSelector).toEqual(['00f067aa0ba902b7', '4bf92f3577b34da6', 'abc123']);
+    expect(out.baseline).toEqual({
+      from: 'now-1h',
+      to: 'now',
+      labelSelector: '{service_name="nemotron-backend"}',
+    });
+    expect(out.comparison).toEqual({ traceId: '4bf92f3577b34da6a3ce929d0e0e4736', spanSelector: ['abc123'] });
+  });
+
+  it('passes scoped variables on', () => {
+    const scoped = { service: { text: 'x', value: 'x' } };
+    ds.applyTemplateVariables({ refId: 'A', traceId: '$trace_id' }, scoped);
+    expect(replace).toHaveBeenCalledWith('$trace_id', scoped);
+  });
+
   it('skips hidden queries', () => {
     expect(ds.filterQuery({ refId: 'A', hide: true })).toBe(false);
     expect(ds.filterQuery({ refId: 'A' })).toBe(true);
+  });
+
+  it('skips a query for one request while its trace or span variable is empty', () => {
+    expect(ds.filterQuery({ refId: 'A', queryType: 'profile', traceId: '$empty' })).toBe(false);
+    expect(ds.filterQuery({ refId: 'A', queryType: 'profile', spanSelector: ['$empty'] })).toBe(false);
+    expect(ds.filterQuery({ refId: 'A', queryType: 'diff', comparison: { traceId: '$empty' } })).toBe(false);
+    expect(ds.filterQuery({ refId: 'A', queryType: 'profile', traceId: '$trace_id' })).toBe(true);
+    expect(ds.filterQuery({ refId: 'A', queryType: 'profile', traceId: '' })).toBe(true);
+    expect(ds.filterQuery({ refId: 'A', queryType: 'diff', baseline: { from: 'now-1h' } })).toBe(true);
   });
 
   it('defaults to a CPU flame graph', () => {
@@ -47,6 +96,62 @@ describe('DataSource', () => {
       queryType: 'profile',
       labelSelector: '{}',
       profileTypeId: 'process_cpu:cpu:nanoseconds:cpu:nanoseconds',
+    });
+  });
+
+  describe('resources', () => {
+    const from = dateTime(1700000000000);
+    const to = dateTime(1700003600000);
+    const range = { from, to, raw: { from, to } };
+    let getResource: jest.Mock;
+    beforeEach(() => {
+      getResource = jest.fn().mockResolvedValue([]);
+      ds.getResource = getResource;
+    });
+
+    it('answers variable queries from the variable resource, interpolated, over the dashboard range', async () => {
+      getResource.mockResolvedValue([
+        { text: 'nemotron-backend', value: 'nemotron-backend' },
+        { text: 'POST /generate 1.2 s', value: '4bf92f3577b34da6a3ce929d0e0e4736' },
+      ]);
+      const values = await ds.metricFindQuery('traces($service)', { range });
+      expect(getResource).toHaveBeenCalledWith('variable', {
+        query: 'traces(nemotron-backend)',
+        from: 1700000000000,
+        to: 1700003600000,
+      });
+      expect(values).toEqual([
+        { text: 'nemotron-backend', value: 'nemotron-backend' },
+        { text: 'POST /generate 1.2 s', value: '4bf92f3577b34da6a3ce929d0e0e4736' },
+      ]);
+    });
+
+    it('sends a variable query without a range when there is none', async () => {
+      getResource.mockResolvedValue([{ text: 'only-text' }]);
+      expect(await ds.metricFindQuery({ query: 'services()' })).toEqual([{ text: 'only-text', value: 'only-text' }]);
+      expect(getResource).toHaveBeenCalledWith('variable', { query: 'services()' });
+    });
+
+    it('asks each editor lookup of its route, with selectors interpolated', async () => {
+      await ds.getServices(1, 2);
+      expect(getResource).toHaveBeenLastCalledWith('services', { from: 1, to: 2 });
+      await ds.getLabelNames('{service_name="$service"}', 1, 2);
+      expect(getResource).toHaveBeenLastCalledWith('label-names', {
+        selector: '{service_name="nemotron-backend"}',
+        from: 1,
+        to: 2,
+      });
+      await ds.getLabelValues('env', '{}');
+      expect(getResource).toHaveBeenLastCalledWith('label-values', { label: 'env', selector: '{}' });
+      await ds.getTraceServices();
+      expect(getResource).toHaveBeenLastCalledWith('trace-services');
+      await ds.getTraces({ service: '$service', minDuration: '500ms', operation: '' }, 1, 2);
+      expect(getResource).toHaveBeenLastCalledWith('traces', {
+        service: 'nemotron-backend',
+        minDuration: '500ms',
+        from: 1,
+        to: 2,
+      });
     });
   });
 });

@@ -1,7 +1,15 @@
-import { CoreApp, DataSourceInstanceSettings, ScopedVars } from '@grafana/data';
+import {
+  CoreApp,
+  DataSourceInstanceSettings,
+  LegacyMetricFindQueryOptions,
+  MetricFindValue,
+  ScopedVars,
+} from '@grafana/data';
 import { DataSourceWithBackend, getTemplateSrv } from '@grafana/runtime';
 
-import { DEFAULT_QUERY, HsiOptions, HsiQuery, ProfileType } from './types';
+import { DEFAULT_QUERY, DiffSide, HsiOptions, HsiQuery, ProfileType, TraceSearch, TraceSummary } from './types';
+
+type Params = Record<string, string | number>;
 
 /** All logic lives in the Go backend; the frontend interpolates variables and fills dropdowns. */
 export class DataSource extends DataSourceWithBackend<HsiQuery, HsiOptions> {
@@ -15,26 +23,108 @@ export class DataSource extends DataSourceWithBackend<HsiQuery, HsiOptions> {
 
   applyTemplateVariables(query: HsiQuery, scopedVars: ScopedVars): HsiQuery {
     const srv = getTemplateSrv();
+    const text = (s?: string) => (s === undefined ? undefined : srv.replace(s, scopedVars));
+    // List items may be multi-value variables: 'csv' gives a,b, which becomes two items.
+    const list = (l?: string[]) =>
+      l
+        ?.flatMap((item) => srv.replace(item, scopedVars, 'csv').split(','))
+        .map((s) => s.trim())
+        .filter(Boolean);
+    const side = (s?: DiffSide): DiffSide | undefined =>
+      s && {
+        ...s,
+        from: text(s.from),
+        to: text(s.to),
+        labelSelector: text(s.labelSelector),
+        traceId: text(s.traceId),
+        spanSelector: list(s.spanSelector),
+      };
     return {
       ...query,
-      labelSelector: query.labelSelector === undefined ? undefined : srv.replace(query.labelSelector, scopedVars),
-      profileTypeId: query.profileTypeId === undefined ? undefined : srv.replace(query.profileTypeId, scopedVars),
-      spanSelector: query.spanSelector?.map((id) => srv.replace(id, scopedVars)),
-      groupBy: query.groupBy?.map((label) => srv.replace(label, scopedVars)),
+      labelSelector: text(query.labelSelector),
+      profileTypeId: text(query.profileTypeId),
+      traceId: text(query.traceId),
+      spanSelector: list(query.spanSelector),
+      groupBy: list(query.groupBy),
+      baseline: side(query.baseline),
+      comparison: side(query.comparison),
     };
   }
 
+  /**
+   * Hidden queries are not sent. Neither is a query aimed at one request whose trace or span
+   * variable is empty (the Request-Level dashboard before a trace is picked): without its
+   * `$trace_id` it would silently become the profile of all traffic, so the panel shows "No data"
+   * instead. Grafana filters before interpolating and passes no scoped variables here, so a
+   * panel repeated over trace_id is judged by the variable's current value.
+   */
   filterQuery(query: HsiQuery): boolean {
-    return !query.hide;
+    if (query.hide) {
+      return false;
+    }
+    const srv = getTemplateSrv();
+    const requestIds = [query, query.baseline, query.comparison].flatMap((q) => [
+      q?.traceId,
+      ...(q?.spanSelector ?? []),
+    ]);
+    return !requestIds.some((id) => id?.trim() && !srv.replace(id).trim());
+  }
+
+  /** Variable query: the backend reads the query text and answers [{text, value}]. */
+  async metricFindQuery(query: string | { query?: string }, options?: LegacyMetricFindQueryOptions) {
+    const text = typeof query === 'string' ? query : (query?.query ?? '');
+    const params: Params = {
+      query: getTemplateSrv().replace(text, options?.scopedVars),
+      ...rangeParams(options?.range?.from.valueOf(), options?.range?.to.valueOf()),
+    };
+    const values = await this.getResource<Array<{ text: string; value?: string | number }>>('variable', params);
+    return (values ?? []).map((v): MetricFindValue => ({ text: v.text, value: v.value ?? v.text }));
   }
 
   /** Profile types with data in the range (Unix ms), for the editor's picker. */
   getProfileTypes(from?: number, to?: number): Promise<ProfileType[]> {
-    const params: Record<string, number> = {};
-    if (from !== undefined && to !== undefined) {
-      params.from = from;
-      params.to = to;
-    }
-    return this.getResource<ProfileType[]>('profile-types', params);
+    return this.getResource<ProfileType[]>('profile-types', rangeParams(from, to));
   }
+
+  /** Pyroscope's service_name values. */
+  getServices(from?: number, to?: number): Promise<string[]> {
+    return this.getResource<string[]>('services', rangeParams(from, to));
+  }
+
+  getLabelNames(selector: string, from?: number, to?: number): Promise<string[]> {
+    return this.getResource<string[]>('label-names', {
+      selector: this.interpolate(selector),
+      ...rangeParams(from, to),
+    });
+  }
+
+  getLabelValues(label: string, selector: string, from?: number, to?: number): Promise<string[]> {
+    const params = { label, selector: this.interpolate(selector), ...rangeParams(from, to) };
+    return this.getResource<string[]>('label-values', params);
+  }
+
+  /** Jaeger's services. */
+  getTraceServices(): Promise<string[]> {
+    return this.getResource<string[]>('trace-services');
+  }
+
+  /** Recent traces of a service in the range, from Jaeger. */
+  getTraces(search: TraceSearch, from?: number, to?: number): Promise<TraceSummary[]> {
+    const params: Params = { service: this.interpolate(search.service), ...rangeParams(from, to) };
+    for (const key of ['operation', 'minDuration', 'limit'] as const) {
+      if (search[key] !== undefined && search[key] !== '') {
+        params[key] = search[key];
+      }
+    }
+    return this.getResource<TraceSummary[]>('traces', params);
+  }
+
+  /** Lookups run before the query does, so dashboard variables in them are replaced here. */
+  private interpolate(s: string): string {
+    return getTemplateSrv().replace(s);
+  }
+}
+
+function rangeParams(from?: number, to?: number): Params {
+  return from !== undefined && to !== undefined ? { from, to } : {};
 }

@@ -1,30 +1,52 @@
 import { DataSourceJsonData } from '@grafana/data';
 import { DataQuery } from '@grafana/schema';
 
-/** Query types this build answers; later ones (metrics, trace, gpuClass, ...) join this list. */
+/**
+ * Query types the editor offers, in picker order. Later types (trace, gpuMetrics, ...) join this
+ * list with their own fields in the editor.
+ */
 export const QUERY_TYPES = [
-  {
-    value: 'profile',
-    label: 'Profile',
-    description: 'Flame graph for a label selector and profile type (Pyroscope)',
-  },
+  { value: 'profile', label: 'Profile', description: 'Flame graph; optionally of one request (trace ID) or spans' },
+  { value: 'metrics', label: 'Metrics', description: 'Profile values over time, grouped by labels' },
+  { value: 'both', label: 'Both', description: 'Flame graph and profile values over time' },
+  { value: 'diff', label: 'Diff', description: 'Diff flame graph: a baseline against a comparison' },
 ] as const;
 
 export type QueryType = (typeof QUERY_TYPES)[number]['value'];
 
 export const DEFAULT_PROFILE_TYPE = 'process_cpu:cpu:nanoseconds:cpu:nanoseconds';
 
+/** One side of a diff; unset fields take the query's label selector and the panel's time range. */
+export interface DiffSide {
+  /** Unix milliseconds or relative: now-1h, now. */
+  from?: string;
+  to?: string;
+  labelSelector?: string;
+  spanSelector?: string[];
+  traceId?: string;
+}
+
 /**
- * One panel query. Field names for profiles are those of Grafana's Pyroscope data source, so its
- * dashboards and the trace-to-profile link work when pointed at this plugin.
+ * One panel query, as the backend reads it (pkg/models/query.go). Field names for profiles are
+ * those of Grafana's Pyroscope data source, so its dashboards and the trace-to-profile link work
+ * when pointed at this plugin; traceId, perService, baseline and comparison are this plugin's own.
  */
 export interface HsiQuery extends DataQuery {
   queryType?: QueryType;
   labelSelector?: string;
   profileTypeId?: string;
   maxNodes?: number;
+  /** Span IDs (16 hex digits each). */
   spanSelector?: string[];
   groupBy?: string[];
+  /** Metrics: keep the top N series; 0 or unset: all. */
+  limit?: number;
+  /** The whole request, across services: 16 or 32 hex digits. */
+  traceId?: string;
+  /** With traceId: also one flame graph per service. */
+  perService?: boolean;
+  baseline?: DiffSide;
+  comparison?: DiffSide;
 }
 
 export const DEFAULT_QUERY: Partial<HsiQuery> = {
@@ -72,4 +94,23 @@ export interface ProfileType {
   name: string;
   sampleType: string;
   sampleUnit: string;
+}
+
+/** A recent trace, as the `traces` resource lists them. */
+export interface TraceSummary {
+  traceId: string;
+  rootService: string;
+  rootOperation: string;
+  start: number;
+  durationMs: number;
+  spans: number;
+  services: string[];
+}
+
+export interface TraceSearch {
+  service: string;
+  operation?: string;
+  /** Jaeger duration, e.g. 500ms. */
+  minDuration?: string;
+  limit?: number;
 }

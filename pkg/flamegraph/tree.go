@@ -182,18 +182,35 @@ func (n *Node) Walk(visit func(depth int, n *Node)) {
 	walk(0, n)
 }
 
-// SelfByFunction sums the self values of each function over the whole tree (a function can appear
-// on many paths), left and right.
-func (n *Node) SelfByFunction() map[string][2]int64 {
-	out := map[string][2]int64{}
-	n.Walk(func(depth int, c *Node) {
-		if depth == 0 {
-			return
-		}
+// FunctionTotals is what one function holds over the whole tree, on each side of a diff: Self
+// sums its self values on every path; Total sums its inclusive values, counting a recursive call
+// once (only the outermost occurrence on a path), so it never exceeds the root.
+type FunctionTotals struct {
+	Self, SelfRight, Total, TotalRight int64
+}
+
+// ByFunction sums each function's values over the whole tree (a function appears on many paths).
+func (n *Node) ByFunction() map[string]FunctionTotals {
+	out := map[string]FunctionTotals{}
+	onPath := map[string]int{}
+	var walk func(c *Node)
+	walk = func(c *Node) {
 		v := out[c.Name]
-		v[0] += c.Self
-		v[1] += c.SelfRight
+		v.Self += c.Self
+		v.SelfRight += c.SelfRight
+		if onPath[c.Name] == 0 {
+			v.Total += c.Total
+			v.TotalRight += c.TotalRight
+		}
 		out[c.Name] = v
-	})
+		onPath[c.Name]++
+		for _, k := range c.Children {
+			walk(k)
+		}
+		onPath[c.Name]--
+	}
+	for _, c := range n.Children {
+		walk(c)
+	}
 	return out
 }

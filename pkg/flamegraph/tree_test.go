@@ -136,12 +136,20 @@ func TestDiffKeepsBothSidesAndScaling(t *testing.T) {
 	})
 }
 
-func TestSelfByFunctionSumsEveryPath(t *testing.T) {
-	got := FromPyroscope(sample).SelfByFunction()
-	if got["serialize"] != [2]int64{70, 0} || got["db"] != [2]int64{10, 0} {
-		t.Errorf("self by function = %v", got)
+func TestByFunctionSumsEveryPathAndCountsRecursionOnce(t *testing.T) {
+	got := FromPyroscope(sample).ByFunction()
+	if got["serialize"] != (FunctionTotals{Self: 70, Total: 70}) || got["db"] != (FunctionTotals{Self: 10, Total: 40}) {
+		t.Errorf("by function = %+v", got)
 	}
 	if _, ok := got["total"]; ok {
 		t.Error("the root is not a function")
+	}
+	// walk → walk → leaf: walk holds 10 inclusive, not 10 + 8.
+	rec := FromPyroscope(&pyroscope.FlameGraph{
+		Names:  []string{"total", "walk", "leaf"},
+		Levels: [][]int64{{0, 10, 0, 0}, {0, 10, 2, 1}, {0, 8, 0, 1}, {0, 8, 8, 2}},
+	}).ByFunction()
+	if rec["walk"] != (FunctionTotals{Self: 2, Total: 10}) {
+		t.Errorf("recursive walk = %+v", rec["walk"])
 	}
 }

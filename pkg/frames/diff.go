@@ -13,18 +13,20 @@ import (
 // DiffSummaryFrameName names the table of functions whose share changed most in a diff.
 const DiffSummaryFrameName = "diff summary"
 
-// DiffSummary lists the functions whose share of self time (or of allocations) moved most
-// between the baseline and the comparison, biggest move first, at most rows of them: the table a
-// user reads next to the diff flame graph ("serializeResponse: 4% → 61%").
+// DiffSummary lists the functions whose share moved most between the baseline and the
+// comparison, biggest move first, at most rows of them: the table a user reads next to the diff
+// flame graph ("main.dbQuery: 12% → 85%"). Shares are inclusive (a function with its callees,
+// as wide as it is drawn); the self change says whether the function itself or its callees moved.
 func DiffSummary(tree *flamegraph.Node, rows int) *data.Frame {
 	type move struct {
-		name        string
-		left, right float64 // shares in percent
+		name                  string
+		left, right, selfMove float64 // percent of each side's total; self: percentage points
 	}
 	var moves []move
 	if tree != nil && tree.Total+tree.TotalRight > 0 {
-		for name, v := range tree.SelfByFunction() {
-			m := move{name: name, left: share(v[0], tree.Total), right: share(v[1], tree.TotalRight)}
+		for name, v := range tree.ByFunction() {
+			m := move{name: name, left: share(v.Total, tree.Total), right: share(v.TotalRight, tree.TotalRight),
+				selfMove: share(v.SelfRight, tree.TotalRight) - share(v.Self, tree.Total)}
 			if m.left != 0 || m.right != 0 {
 				moves = append(moves, m)
 			}
@@ -44,19 +46,20 @@ func DiffSummary(tree *flamegraph.Node, rows int) *data.Frame {
 	left := make([]float64, len(moves))
 	right := make([]float64, len(moves))
 	change := make([]float64, len(moves))
+	selfChange := make([]float64, len(moves))
 	for i, m := range moves {
 		names[i], left[i], right[i] = m.name, round2(m.left), round2(m.right)
-		change[i] = round2(m.right - m.left)
+		change[i], selfChange[i] = round2(m.right-m.left), round2(m.selfMove)
 	}
-	pct := &data.FieldConfig{Unit: "percent", Decimals: ptr(uint16(2))}
+	pct := func(description string) *data.FieldConfig {
+		return &data.FieldConfig{Unit: "percent", Decimals: ptr(uint16(2)), Description: description}
+	}
 	frame := data.NewFrame(DiffSummaryFrameName,
 		data.NewField("function", nil, names),
-		data.NewField("baseline self share", nil, left).SetConfig(pct),
-		data.NewField("comparison self share", nil, right).SetConfig(pct),
-		data.NewField("change", nil, change).SetConfig(&data.FieldConfig{
-			Unit: "percent", Decimals: ptr(uint16(2)),
-			Description: "comparison share minus baseline share, in percentage points",
-		}),
+		data.NewField("baseline share", nil, left).SetConfig(pct("the function with its callees, in percent of the baseline's total")),
+		data.NewField("comparison share", nil, right).SetConfig(pct("the function with its callees, in percent of the comparison's total")),
+		data.NewField("change", nil, change).SetConfig(pct("comparison share minus baseline share, in percentage points")),
+		data.NewField("self change", nil, selfChange).SetConfig(pct("the same for the function's own (self) time, without its callees")),
 	)
 	frame.Meta = &data.FrameMeta{PreferredVisualization: data.VisTypeTable}
 	return frame

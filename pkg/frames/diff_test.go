@@ -1,6 +1,7 @@
 package frames
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/flamegraph"
@@ -37,9 +38,14 @@ func TestDiffSummaryListsTheBiggestMoverFirst(t *testing.T) {
 	if f.Rows() != 3 {
 		t.Fatalf("rows = %d", f.Rows())
 	}
-	// serializeResponse: 70 of 100 self in the baseline (70%), 180 of 200 (90%) in the comparison.
-	if f.Fields[0].At(0) != "serializeResponse" || f.Fields[1].At(0) != 70.0 || f.Fields[2].At(0) != 90.0 || f.Fields[3].At(0) != 20.0 {
-		t.Errorf("first row = %v %v %v %v", f.Fields[0].At(0), f.Fields[1].At(0), f.Fields[2].At(0), f.Fields[3].At(0))
+	// dbQuery: 40 of 100 in the baseline, 20 of 200 in the comparison (−30 points); equal moves
+	// sort by name. handle_request: 60% → 90%, all of it in its callee serializeResponse (self
+	// change 0 − 10 = −10 points).
+	row := func(i int) []any {
+		return []any{f.Fields[0].At(i), f.Fields[1].At(i), f.Fields[2].At(i), f.Fields[3].At(i), f.Fields[4].At(i)}
+	}
+	if got := fmt.Sprint(row(0), row(1)); got != "[dbQuery 40 10 -30 0] [handle_request 60 90 30 -10]" {
+		t.Errorf("rows = %s", got)
 	}
 	checkGolden(t, "diff_summary", f)
 	if empty := DiffSummary(flamegraph.New(), 10); empty.Rows() != 0 {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 
@@ -41,28 +42,77 @@ func (c *Client) Services(ctx context.Context) (services []string, api string, e
 	ctx, span := upstream.StartSpan(ctx, models.Jaeger, "Services")
 	defer func() { err = upstream.EndSpan(span, upstream.Wrap(models.Jaeger, c.url, err)) }()
 
-	if c.apiVersion() != APIv1 {
-		var v3 struct {
-			Services []string `json:"services"`
-		}
-		err = c.getJSON(ctx, "/api/v3/services", &v3)
-		if err == nil {
-			c.setAPIVersion(APIv3)
-			return v3.Services, APIv3, nil
-		}
-		if st, ok := errors.AsType[*upstream.HTTPStatusError](err); !ok || st.Status != http.StatusNotFound {
-			return nil, "", err
-		}
+	switch api = c.apiVersion(); api {
+	case APIv3:
+		services, err = c.servicesV3(ctx)
+	case APIv1:
+		services, err = c.servicesV1(ctx)
+	default:
+		// Detection asks for the services anyway: no second request.
+		services, api, err = c.probe(ctx)
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	return services, api, nil
+}
+
+// UseAPI forces the API version (APIv3 or APIv1) instead of detecting it, so that tests can ask
+// one server through both APIs; "" goes back to detecting on the next call.
+func (c *Client) UseAPI(api string) error {
+	switch api {
+	case APIv3, APIv1, "":
+		c.setAPIVersion(api)
+		return nil
+	}
+	return fmt.Errorf("unknown Jaeger API %q: use %q or %q", api, APIv3, APIv1)
+}
+
+// detectAPI says which API the server speaks, asking it once per client: the answer is cached.
+func (c *Client) detectAPI(ctx context.Context) (string, error) {
+	if api := c.apiVersion(); api != "" {
+		return api, nil
+	}
+	_, api, err := c.probe(ctx)
+	return api, err
+}
+
+// probe asks /api/v3/services and, only when that route does not exist (404), /api/services; the
+// API that answered is remembered. Listing services is the cheapest call both APIs have, and the
+// only v3 route whose 404 cannot mean "no such trace".
+func (c *Client) probe(ctx context.Context) ([]string, string, error) {
+	services, err := c.servicesV3(ctx)
+	if err == nil {
+		c.setAPIVersion(APIv3)
+		return services, APIv3, nil
+	}
+	// No v3 route: a 404, or the UI page that a server with a UI serves for unknown paths.
+	_, html := errors.AsType[*htmlReplyError](err)
+	if st, ok := errors.AsType[*upstream.HTTPStatusError](err); !html && (!ok || st.Status != http.StatusNotFound) {
+		return nil, "", err
 	}
 	// Older Jaeger (v1 binaries) only has the v1 JSON API.
-	var v1 struct {
-		Data []string `json:"data"`
-	}
-	if err = c.getJSON(ctx, "/api/services", &v1); err != nil {
+	if services, err = c.servicesV1(ctx); err != nil {
 		return nil, "", err
 	}
 	c.setAPIVersion(APIv1)
-	return v1.Data, APIv1, nil
+	return services, APIv1, nil
+}
+
+func (c *Client) servicesV3(ctx context.Context) ([]string, error) {
+	var v3 struct {
+		Services []string `json:"services"`
+	}
+	err := c.getJSON(ctx, "/api/v3/services", nil, &v3)
+	return v3.Services, err
+}
+
+func (c *Client) servicesV1(ctx context.Context) ([]string, error) {
+	var v1 struct {
+		Data []string `json:"data"`
+	}
+	err := c.getJSON(ctx, "/api/services", nil, &v1)
+	return v1.Data, err
 }
 
 func (c *Client) apiVersion() string {
@@ -77,10 +127,15 @@ func (c *Client) setAPIVersion(v string) {
 	c.api = v
 }
 
-// getJSON fetches path and decodes a JSON reply into dst; non-2xx replies become
-// *upstream.HTTPStatusError with the start of the body, which is where Jaeger explains itself.
-func (c *Client) getJSON(ctx context.Context, path string, dst any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.url+path, nil)
+// getJSON fetches path (with the query parameters, if any) and decodes a JSON reply into dst;
+// non-2xx replies become *upstream.HTTPStatusError with the start of the body, which is where
+// Jaeger explains itself.
+func (c *Client) getJSON(ctx context.Context, path string, query url.Values, dst any) error {
+	u := c.url + path
+	if len(query) > 0 {
+		u += "?" + query.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return err
 	}
@@ -94,8 +149,23 @@ func (c *Client) getJSON(ctx context.Context, path string, dst any) error {
 		body, _ := io.ReadAll(io.LimitReader(res.Body, 512))
 		return &upstream.HTTPStatusError{Status: res.StatusCode, Body: strings.TrimSpace(string(body))}
 	}
+	if strings.HasPrefix(res.Header.Get("Content-Type"), "text/html") {
+		return &htmlReplyError{path: path}
+	}
 	if err := json.NewDecoder(res.Body).Decode(dst); err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			// A proxy's timeout or a size limit cut the reply short.
+			return fmt.Errorf("reply to %s is truncated (the JSON ends early): %w", path, err)
+		}
 		return fmt.Errorf("reply to %s is not the JSON Jaeger sends: %w", path, err)
 	}
 	return nil
+}
+
+// htmlReplyError is a 2xx HTML page where JSON was expected. Jaeger v2 answers any unknown path,
+// /api/v3/... included, with its UI page and HTTP 200; elsewhere it is a UI or a login page.
+type htmlReplyError struct{ path string }
+
+func (e *htmlReplyError) Error() string {
+	return fmt.Sprintf("reply to %s is an HTML page, not the JSON Jaeger sends: is this URL Jaeger's query service (default port 16686)?", e.path)
 }

@@ -70,8 +70,24 @@ func TestServicesErrorsNameJaegerAndSayWhatCameBack(t *testing.T) {
 		t.Errorf("err = %v, want %q", err, want)
 	}
 
+	// An HTML page on v3 may be Jaeger's UI catch-all (no v3 API): v1 is asked next, and its
+	// answer is what the user sees.
 	c, _ = client(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte(`<html>not jaeger</html>`))
+	}))
+	if _, _, err = c.Services(context.Background()); err == nil || !strings.Contains(err.Error(), "reply to /api/services is an HTML page, not the JSON Jaeger sends: is this URL Jaeger's query service") {
+		t.Errorf("HTML reply: err = %v", err)
+	}
+	c, _ = client(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"services": [`))
+	}))
+	if _, _, err = c.Services(context.Background()); err == nil || !strings.Contains(err.Error(), "reply to /api/v3/services is truncated (the JSON ends early)") {
+		t.Errorf("truncated reply: err = %v", err)
+	}
+	c, _ = client(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"services": 42}`))
 	}))
 	if _, _, err = c.Services(context.Background()); err == nil || !strings.Contains(err.Error(), "reply to /api/v3/services is not the JSON Jaeger sends") {
 		t.Errorf("garbage reply: err = %v", err)

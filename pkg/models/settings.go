@@ -76,7 +76,16 @@ type Settings struct {
 
 	// SelfProfilingURL names a Pyroscope the plugin pushes its own profiles to; empty means off.
 	SelfProfilingURL string
+
+	// MinStep is the smallest step of a metrics query (jsonData.minStep, the key and default of
+	// Grafana's Pyroscope data source). MinStepErr is set when the value is invalid: metrics
+	// queries then report it instead of silently using the default as Grafana does.
+	MinStep    time.Duration
+	MinStepErr error
 }
+
+// DefaultMinStep is Grafana's Pyroscope data source's default for jsonData.minStep.
+const DefaultMinStep = 15 * time.Second
 
 // Upstreams lists the three upstreams in the order messages name them.
 func (s *Settings) Upstreams() []*Upstream {
@@ -99,6 +108,7 @@ func LoadSettings(s backend.DataSourceInstanceSettings) (*Settings, error) {
 		Prometheus: loadUpstream(Prometheus, "prometheus", j, s.DecryptedSecureJSONData),
 		Jaeger:     loadUpstream(Jaeger, "jaeger", j, s.DecryptedSecureJSONData),
 	}
+	out.MinStep, out.MinStepErr = loadMinStep(j)
 	var err error
 	if out.SelfProfilingURL, err = j.str("selfProfilingUrl"); err == nil && out.SelfProfilingURL != "" {
 		err = checkURL(out.SelfProfilingURL)
@@ -109,6 +119,39 @@ func LoadSettings(s backend.DataSourceInstanceSettings) (*Settings, error) {
 		out.SelfProfilingURL = ""
 	}
 	return out, nil
+}
+
+// loadMinStep reads jsonData.minStep, a duration as Grafana's Pyroscope data source stores it
+// ("15s", "1m", "1h", also whole days and weeks: "1d", "1w"). Empty means DefaultMinStep.
+func loadMinStep(j jsonFields) (time.Duration, error) {
+	raw, err := j.str("minStep")
+	if err != nil {
+		return DefaultMinStep, fmt.Errorf("%v: set it to a duration such as 15s or 1m in the data source settings", err)
+	}
+	raw = strings.TrimSpace(raw)
+	if raw == "" {
+		return DefaultMinStep, nil
+	}
+	d, err := parseStepDuration(raw)
+	if err != nil || d <= 0 {
+		return DefaultMinStep, fmt.Errorf("jsonData.minStep must be a positive duration such as 15s or 1m, got %q", truncate(raw, 40))
+	}
+	return d, nil
+}
+
+// parseStepDuration is time.ParseDuration plus Grafana's whole-day and whole-week suffixes (gtime
+// accepts them; gtime itself is not used because it pulls in a date-math dependency).
+func parseStepDuration(s string) (time.Duration, error) {
+	for suffix, unit := range map[string]time.Duration{"d": 24 * time.Hour, "w": 7 * 24 * time.Hour} {
+		if n, ok := strings.CutSuffix(s, suffix); ok {
+			var v int64
+			if _, err := fmt.Sscanf(n, "%d", &v); err != nil || fmt.Sprint(v) != n {
+				return 0, fmt.Errorf("%q is not a whole number of %s", n, suffix)
+			}
+			return time.Duration(v) * unit, nil
+		}
+	}
+	return time.ParseDuration(s)
 }
 
 func loadUpstream(name, key string, j jsonFields, secure map[string]string) Upstream {

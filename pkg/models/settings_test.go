@@ -104,3 +104,44 @@ func TestLoadSettingsIgnoresInvalidSelfProfilingURL(t *testing.T) {
 		t.Errorf("SelfProfilingURL = %q", s.SelfProfilingURL)
 	}
 }
+
+func TestLoadSettingsReadsMinStepAsGrafanasPyroscopeDataSource(t *testing.T) {
+	cases := map[string]time.Duration{
+		`{}`:                   DefaultMinStep,
+		`{"minStep": ""}`:      DefaultMinStep,
+		`{"minStep": null}`:    DefaultMinStep,
+		`{"minStep": "30s"}`:   30 * time.Second,
+		`{"minStep": " 1m "}`:  time.Minute,
+		`{"minStep": "250ms"}`: 250 * time.Millisecond,
+		`{"minStep": "1d"}`:    24 * time.Hour,
+		`{"minStep": "2w"}`:    14 * 24 * time.Hour,
+	}
+	for jsonData, want := range cases {
+		s := load(t, jsonData, nil)
+		if s.MinStep != want || s.MinStepErr != nil {
+			t.Errorf("%s: minStep = %v (err %v), want %v", jsonData, s.MinStep, s.MinStepErr, want)
+		}
+	}
+}
+
+func TestLoadSettingsNamesAnInvalidMinStepAndKeepsTheUpstreams(t *testing.T) {
+	cases := map[string]string{
+		`{"minStep": "fast"}`: `jsonData.minStep must be a positive duration such as 15s or 1m, got "fast"`,
+		`{"minStep": "0s"}`:   `jsonData.minStep must be a positive duration such as 15s or 1m, got "0s"`,
+		`{"minStep": "-5s"}`:  `got "-5s"`,
+		`{"minStep": 15}`:     "jsonData.minStep must be a string, got 15",
+		`{"minStep": "1.5d"}`: `got "1.5d"`,
+	}
+	for jsonData, want := range cases {
+		s := load(t, strings.Replace(jsonData, "{", `{"pyroscopeUrl": "http://pyro:4040", `, 1), nil)
+		if s.MinStepErr == nil || !strings.Contains(s.MinStepErr.Error(), want) {
+			t.Errorf("%s: error = %v, want it to contain %q", jsonData, s.MinStepErr, want)
+		}
+		if s.MinStep != DefaultMinStep {
+			t.Errorf("%s: minStep = %v, want the default kept alongside the error", jsonData, s.MinStep)
+		}
+		if s.Pyroscope.Err != nil || !s.Pyroscope.Configured() {
+			t.Errorf("%s: an invalid minStep must not disable Pyroscope: %+v", jsonData, s.Pyroscope)
+		}
+	}
+}

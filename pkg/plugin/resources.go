@@ -23,6 +23,12 @@ func (d *Datasource) newResourceMux() *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /upstreams", d.resourceUpstreams)
 	mux.HandleFunc("GET /profile-types", d.resourceProfileTypes)
+	mux.HandleFunc("GET /services", d.resourceServices)
+	mux.HandleFunc("GET /label-names", d.resourceLabelNames)
+	mux.HandleFunc("GET /label-values", d.resourceLabelValues)
+	mux.HandleFunc("GET /variable", d.resourceVariable)
+	mux.HandleFunc("GET /trace-services", d.resourceTraceServices)
+	mux.HandleFunc("GET /traces", d.resourceTraces)
 	return mux
 }
 

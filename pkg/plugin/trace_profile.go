@@ -102,7 +102,16 @@ func (d *Datasource) profileOfRequest(ctx context.Context, q requestProfileQuery
 			len(failed), len(results), failed[0].err))
 	}
 	if rp.Tree.Empty() && len(failed) == 0 {
-		return d.profileByTraceIDLabel(ctx, q, matchers, plan.Services, rp.Start, rp.End, nil)
+		byLabel, err := d.profileByTraceIDLabel(ctx, q, matchers, plan.Services, rp.Start, rp.End, nil)
+		if err != nil || !byLabel.Tree.Empty() {
+			return byLabel, err
+		}
+		if isHeapProfile(q.ProfileTypeID) {
+			return d.profileOverWindow(ctx, q, matchers, plan.Services, plan.Start, plan.End)
+		}
+		byLabel.warn(fmt.Sprintf("No profile samples for trace %s yet: none of its spans has span-profile samples (span_id labels, as otel-profiling-go adds) and no sample carries trace_id=%q. Profilers upload every 10–15 s, so a request of the last seconds may not be there yet; otherwise check that its services (%s) push span profiles of type %s to this Pyroscope.",
+			q.TraceID, q.TraceID, strings.Join(plan.Services, ", "), q.ProfileTypeID))
+		return byLabel, nil
 	}
 	rp.info(spanMatchNotice(q.TraceID, plan, spansWithSamples, rp.Services))
 	return rp, nil
@@ -138,10 +147,72 @@ func (d *Datasource) profileByTraceIDLabel(ctx context.Context, q requestProfile
 	if len(services) == 0 {
 		selectors[""] = correlate.Selector(append(append([]*labels.Matcher{}, matchers...), traceMatcher))
 	}
-	keys := make([]string, 0, len(selectors))
-	for k := range selectors {
-		keys = append(keys, k)
+	rp, firstErr := d.profilesBySelector(ctx, q, selectors, start, end)
+	found := !rp.Tree.Empty()
+	switch {
+	case jaegerErr != nil && !found && firstErr == nil:
+		return nil, fmt.Errorf("%w; and no profile sample in the panel's time range carries the label trace_id=%q", jaegerErr, q.TraceID)
+	case jaegerErr != nil && !found:
+		return nil, errors.Join(jaegerErr, firstErr)
+	case jaegerErr != nil:
+		rp.warn(fmt.Sprintf("Could not read the trace's spans (%v); matched the samples labelled trace_id=%q in the panel's time range instead, without span detail.", jaegerErr, q.TraceID))
+		return rp, nil
+	case firstErr != nil && !found:
+		return nil, firstErr
+	case firstErr != nil:
+		rp.warn(fmt.Sprintf("Some trace_id queries failed, so the graph may lack samples: %v", firstErr))
 	}
+	if found {
+		rp.info(fmt.Sprintf("No span of trace %s has span-profile samples; matched by the trace_id label instead (older SDKs tag samples this way): samples in %d service(s)%s.",
+			q.TraceID, max(len(rp.Services), 1), serviceList(rp.Services)))
+	}
+	return rp, nil
+}
+
+// isHeapProfile reports whether samples of this type come from a heap profile (Pyroscope names
+// them memory:...): those are taken at allocation, outside any span's labels, so span and trace
+// IDs can never match them.
+func isHeapProfile(profileTypeID string) bool {
+	return strings.HasPrefix(profileTypeID, "memory:")
+}
+
+// uploadPeriod is how long a profiler collects before it uploads: samples are stamped with the
+// start of their period, so a request's samples sit up to one period before it. 15 s is
+// pyroscope-go's default, and longer than the seeds' SDKs use.
+const uploadPeriod = 15 * time.Second
+
+// profileOverWindow is the last resort for heap profiles, whose samples no span or trace label can
+// reach: each service's samples stamped in the request's upload period. It is how a request's
+// allocations can be shown at all; the notice says that other requests of that period are included.
+func (d *Datasource) profileOverWindow(ctx context.Context, q requestProfileQuery, matchers []*labels.Matcher,
+	services []string, start, end time.Time,
+) (*requestProfile, error) {
+	selectors := map[string]string{}
+	for _, svc := range services {
+		selectors[svc] = correlate.ServiceSelector(matchers, svc)
+	}
+	start, end = start.Add(-uploadPeriod), end.Add(time.Second)
+	rp, err := d.profilesBySelector(ctx, q, selectors, start, end)
+	if rp.Tree.Empty() {
+		if err != nil {
+			return nil, err
+		}
+		rp.warn(fmt.Sprintf("No profile samples for trace %s: its services (%s) have no %s samples around it. Check that they push profiles of this type to this Pyroscope.",
+			q.TraceID, strings.Join(services, ", "), q.ProfileTypeID))
+		return rp, nil
+	}
+	rp.warn(fmt.Sprintf("No %s sample carries the span or trace IDs of trace %s (heap profiles cannot record them); showing what its services (%s) sampled from %s before the request to its end instead, which includes other requests of that period.",
+		q.ProfileTypeID, q.TraceID, strings.Join(sortedKeys(rp.Services), ", "), uploadPeriod))
+	if err != nil {
+		rp.warn(fmt.Sprintf("Some services' queries failed, so the graph may lack samples: %v", err))
+	}
+	return rp, nil
+}
+
+// profilesBySelector asks one flame graph per selector in parallel and merges them; a selector
+// keyed "" goes straight under the root (no service level). It returns the first error besides.
+func (d *Datasource) profilesBySelector(ctx context.Context, q requestProfileQuery, selectors map[string]string, start, end time.Time) (*requestProfile, error) {
+	keys := sortedKeys(selectors)
 	results := make([]spanProfileResult, len(keys))
 	for i := range results {
 		results[i].err = errPanicked
@@ -165,28 +236,7 @@ func (d *Datasource) profileByTraceIDLabel(ctx context.Context, q requestProfile
 			rp.add(r.query.Service, r.tree)
 		}
 	}
-	found := !rp.Tree.Empty()
-	switch {
-	case jaegerErr != nil && !found && firstErr == nil:
-		return nil, fmt.Errorf("%w; and no profile sample in the panel's time range carries the label trace_id=%q", jaegerErr, q.TraceID)
-	case jaegerErr != nil && !found:
-		return nil, errors.Join(jaegerErr, firstErr)
-	case jaegerErr != nil:
-		rp.warn(fmt.Sprintf("Could not read the trace's spans (%v); matched the samples labelled trace_id=%q in the panel's time range instead, without span detail.", jaegerErr, q.TraceID))
-		return rp, nil
-	case firstErr != nil && !found:
-		return nil, firstErr
-	case firstErr != nil:
-		rp.warn(fmt.Sprintf("Some trace_id queries failed, so the graph may lack samples: %v", firstErr))
-	}
-	if !found {
-		rp.warn(fmt.Sprintf("No profile samples for trace %s: none of its spans has span-profile samples (span_id labels, as otel-profiling-go adds) and no sample carries trace_id=%q. Check that its services push span profiles to this Pyroscope, and that the profile type %s is collected.",
-			q.TraceID, q.TraceID, q.ProfileTypeID))
-		return rp, nil
-	}
-	rp.info(fmt.Sprintf("No span of trace %s has span-profile samples; matched by the trace_id label instead (older SDKs tag samples this way): samples in %d service(s)%s.",
-		q.TraceID, max(len(rp.Services), 1), serviceList(rp.Services)))
-	return rp, nil
+	return rp, firstErr
 }
 
 func spanMatchNotice(traceID string, plan correlate.TraceProfilePlan, spansWithSamples int, services map[string]*flamegraph.Node) string {

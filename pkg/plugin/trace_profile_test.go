@@ -301,8 +301,29 @@ func TestTraceProfileWithoutAnySamplesSaysWhatToCheck(t *testing.T) {
 	if r.Error != nil {
 		t.Fatal(r.Error)
 	}
-	if r.Frames[0].Rows() != 0 || !strings.Contains(notices(r.Frames[0]), "[warning] No profile samples for trace 4bf92f3577b34da6a3ce929d0e0e4736") {
+	if r.Frames[0].Rows() != 0 || !strings.Contains(notices(r.Frames[0]), "[warning] No profile samples for trace 4bf92f3577b34da6a3ce929d0e0e4736 yet") {
 		t.Errorf("%d rows, notices %s", r.Frames[0].Rows(), notices(r.Frames[0]))
+	}
+}
+
+func TestTraceProfileOfAllocationsUsesTheRequestsUploadPeriod(t *testing.T) {
+	pyro := &spanPyroscope{bySpan: map[string][]string{}, bySelector: map[string][]string{
+		`{service_name="ai-enrichment"}`: {"main.handleEnrichment;main.extractFeatures 5000"},
+	}}
+	b := newTraceProfileBed(t, pyro, false)
+	r := b.query(t, `{"queryType":"profile","traceId":"4bf92f3577b34da6a3ce929d0e0e4736","profileTypeId":"memory:alloc_objects:count:space:bytes"}`)
+	if r.Error != nil {
+		t.Fatal(r.Error)
+	}
+	if got := rows(r.Frames[0]); !slices.Equal(got, []string{"0 total 5000", "1 ai-enrichment 5000", "2 main.handleEnrichment 5000", "3 main.extractFeatures 5000"}) {
+		t.Errorf("rows %v", got)
+	}
+	if n := notices(r.Frames[0]); !strings.Contains(n, "[warning] No memory:alloc_objects:count:space:bytes sample carries the span or trace IDs") || !strings.Contains(n, "includes other requests") {
+		t.Errorf("notice = %s", n)
+	}
+	// span IDs, then trace_id per service, then the services over the request's period.
+	if len(pyro.spanCalls) != 3 || len(pyro.mergeSels) != 6 {
+		t.Errorf("%d span calls, selectors %v", len(pyro.spanCalls), pyro.mergeSels)
 	}
 }
 
@@ -340,7 +361,7 @@ func TestTraceProfileNeedsPyroscopeAndValidIDs(t *testing.T) {
 		`{"queryType":"profile","traceId":"xyz"}`:                                                  `field "traceId" must be a trace ID of 16 or 32 hex digits, got "xyz"`,
 		`{"queryType":"profile","traceId":"4bf92f3577b34da6","spanSelector":["a"]}`:                `field "spanSelector" item 1 must be a span ID of 16 hex digits`,
 		`{"queryType":"profile","traceId":"4bf92f3577b34da6","spanSelector":["4bf92f3577b34da6"]}`: `exclude each other`,
-		`{"queryType":"profile","labelSelector":"{service_name=\"x\""}`:                              `field "labelSelector" is not a label selector`,
+		`{"queryType":"profile","labelSelector":"{service_name=\"x\""}`:                            `field "labelSelector" is not a label selector`,
 	} {
 		wantError(t, run(t, ds, query("A", model)).Responses["A"], backend.ErrorSourceDownstream, want)
 	}

@@ -1,51 +1,136 @@
-import React from 'react';
+import React, { useState } from 'react';
 import { act, fireEvent, render, screen, waitFor } from '@testing-library/react';
-import { dateTime } from '@grafana/data';
+import { DataSourceInstanceSettings, dateTime } from '@grafana/data';
 
 import { QueryEditor } from './QueryEditor';
 import { DataSource } from '../datasource';
-import { HsiQuery, ProfileType } from '../types';
+import { HsiOptions, HsiQuery, TraceSummary } from '../types';
 
-function fakeDatasource(types: ProfileType[] | Error) {
-  const getProfileTypes = jest.fn((_from?: number, _to?: number) =>
-    types instanceof Error ? Promise.reject(types) : Promise.resolve(types)
+jest.mock('@grafana/runtime', () => ({
+  ...jest.requireActual('@grafana/runtime'),
+  getTemplateSrv: () => ({ replace: (s: string) => s }),
+}));
+
+beforeAll(() => {
+  // Combobox virtualises its menu (sized by clientHeight) and watches scrolling; jsdom has neither.
+  Object.defineProperty(HTMLElement.prototype, 'clientHeight', { configurable: true, value: 400 });
+  Object.defineProperty(HTMLElement.prototype, 'clientWidth', { configurable: true, value: 400 });
+  Object.assign(global, {
+    IntersectionObserver: class {
+      observe() {}
+      unobserve() {}
+      disconnect() {}
+    },
+  });
+});
+
+const traces: TraceSummary[] = [
+  {
+    traceId: '4bf92f3577b34da6a3ce929d0e0e4736',
+    rootService: 'api',
+    rootOperation: 'GET /health',
+    start: 1700000100000,
+    durationMs: 12,
+    spans: 2,
+    services: ['api'],
+  },
+  {
+    traceId: '00f067aa0ba902b700f067aa0ba902b7',
+    rootService: 'api',
+    rootOperation: 'POST /generate',
+    start: 1700000200000,
+    durationMs: 1200,
+    spans: 14,
+    services: ['api', 'nemotron-backend'],
+  },
+];
+
+/** A real data source whose resource calls answer from this table (or fail with its Error). */
+function fakeDatasource(answers: Record<string, unknown> = {}) {
+  const ds = new DataSource({ id: 1, uid: 'hsi', jsonData: {} } as unknown as DataSourceInstanceSettings<HsiOptions>);
+  const table: Record<string, unknown> = {
+    'profile-types': [],
+    services: ['api', 'nemotron-backend'],
+    'label-names': ['env', 'service_name'],
+    'label-values': ['prod', 'staging'],
+    traces,
+    ...answers,
+  };
+  const getResource = jest.fn((path: string) =>
+    table[path] instanceof Error ? Promise.reject(table[path]) : Promise.resolve(table[path])
   );
-  return { ds: { getProfileTypes } as unknown as DataSource, getProfileTypes };
+  ds.getResource = getResource as unknown as DataSource['getResource'];
+  return { ds, getResource };
 }
 
 const from = dateTime(1700000000000);
 const to = dateTime(1700003600000);
 const range = { from, to, raw: { from, to } };
+const rangeParams = { from: 1700000000000, to: 1700003600000 };
 
-/** Renders the editor and lets its profile-type lookup settle. */
-async function renderEditor(query: HsiQuery, ds: DataSource) {
+/** Renders the editor as Grafana does: it owns the query and passes every change back. */
+async function renderEditor(initial: HsiQuery, ds = fakeDatasource().ds) {
   const onChange = jest.fn();
   const onRunQuery = jest.fn();
+  function Host() {
+    const [query, setQuery] = useState(initial);
+    return (
+      <QueryEditor
+        query={query}
+        onChange={(q) => {
+          onChange(q);
+          setQuery(q);
+        }}
+        onRunQuery={onRunQuery}
+        datasource={ds}
+        range={range}
+      />
+    );
+  }
   await act(async () => {
-    render(<QueryEditor query={query} onChange={onChange} onRunQuery={onRunQuery} datasource={ds} range={range} />);
+    render(<Host />);
   });
-  return { onChange, onRunQuery };
+  return { onChange, onRunQuery, last: (): HsiQuery => onChange.mock.calls[onChange.mock.calls.length - 1][0] };
+}
+
+/** Opens the labelled Combobox and clicks the option with that name. */
+async function pick(label: string, option: string | RegExp) {
+  fireEvent.click(screen.getByLabelText(label));
+  fireEvent.click(await screen.findByRole('option', { name: option }));
+}
+
+/** Types into a text field and leaves it, which is when the editor writes the query. */
+function type(label: string, value: string) {
+  const input = screen.getByLabelText(label);
+  fireEvent.change(input, { target: { value } });
+  fireEvent.blur(input);
 }
 
 describe('QueryEditor', () => {
   it('offers the query types, the profile type selected for a query without one', async () => {
-    const { ds } = fakeDatasource([]);
-    await renderEditor({ refId: 'A' }, ds);
+    await renderEditor({ refId: 'A' });
     expect(screen.getByRole('radio', { name: 'Profile' })).toBeChecked();
+    for (const name of ['Metrics', 'Both', 'Diff']) {
+      expect(screen.getByRole('radio', { name })).not.toBeChecked();
+    }
     expect(screen.getByLabelText('Label selector')).toHaveValue('{}');
   });
 
+  it('switches the query type', async () => {
+    const { last, onRunQuery } = await renderEditor({ refId: 'A' });
+    fireEvent.click(screen.getByRole('radio', { name: 'Diff' }));
+    expect(last()).toEqual({ refId: 'A', queryType: 'diff' });
+    expect(onRunQuery).toHaveBeenCalled();
+  });
+
   it('asks the backend for profile types of the dashboard range', async () => {
-    const { ds, getProfileTypes } = fakeDatasource([
-      { id: 'memory:alloc_objects:count:space:bytes', name: 'memory', sampleType: 'alloc_objects', sampleUnit: 'count' },
-    ]);
+    const { ds, getResource } = fakeDatasource();
     await renderEditor({ refId: 'A', queryType: 'profile' }, ds);
-    await waitFor(() => expect(getProfileTypes).toHaveBeenCalledWith(1700000000000, 1700003600000));
+    await waitFor(() => expect(getResource).toHaveBeenCalledWith('profile-types', rangeParams));
   });
 
   it('writes the label selector when the field loses focus', async () => {
-    const { ds } = fakeDatasource([]);
-    const { onChange, onRunQuery } = await renderEditor({ refId: 'A', queryType: 'profile' }, ds);
+    const { onChange, onRunQuery } = await renderEditor({ refId: 'A', queryType: 'profile' });
     const input = screen.getByLabelText('Label selector');
     fireEvent.change(input, { target: { value: '{service_name="nemotron-backend"}' } });
     expect(onChange).not.toHaveBeenCalled();
@@ -59,15 +144,180 @@ describe('QueryEditor', () => {
   });
 
   it('writes max nodes as a number', async () => {
-    const { ds } = fakeDatasource([]);
-    const { onChange } = await renderEditor({ refId: 'A', queryType: 'profile' }, ds);
+    const { onChange } = await renderEditor({ refId: 'A', queryType: 'profile' });
     fireEvent.change(screen.getByLabelText('Max nodes'), { target: { value: '512' } });
     expect(onChange).toHaveBeenLastCalledWith({ refId: 'A', queryType: 'profile', maxNodes: 512 });
   });
 
   it('says why profile types could not be listed', async () => {
-    const { ds } = fakeDatasource(Object.assign(new Error('x'), { data: { error: 'Pyroscope is not configured' } }));
+    const { ds } = fakeDatasource({
+      'profile-types': Object.assign(new Error('x'), { data: { error: 'Pyroscope is not configured' } }),
+    });
     await renderEditor({ refId: 'A', queryType: 'profile' }, ds);
     expect(await screen.findByText('Pyroscope is not configured')).toBeInTheDocument();
+  });
+
+  describe('service and label pickers', () => {
+    it('adds the picked service to the label selector', async () => {
+      const { ds, getResource } = fakeDatasource();
+      const { last } = await renderEditor({ refId: 'A', queryType: 'profile', labelSelector: '{env="prod"}' }, ds);
+      await pick('Service', 'nemotron-backend');
+      expect(getResource).toHaveBeenCalledWith('services', rangeParams);
+      expect(last().labelSelector).toBe('{service_name="nemotron-backend", env="prod"}');
+    });
+
+    it('replaces the service already in the selector and shows it', async () => {
+      const { last } = await renderEditor({
+        refId: 'A',
+        queryType: 'profile',
+        labelSelector: '{env="prod", service_name=~"old.*"}',
+      });
+      await pick('Service', 'api');
+      expect(last().labelSelector).toBe('{env="prod", service_name="api"}');
+      expect(screen.getByLabelText('Service')).toHaveValue('api');
+    });
+
+    it('appends a label and a value picked from the backend', async () => {
+      const { ds, getResource } = fakeDatasource();
+      const selector = '{service_name="api"}';
+      const { last } = await renderEditor({ refId: 'A', queryType: 'metrics', labelSelector: selector }, ds);
+      await pick('Label', 'env');
+      expect(getResource).toHaveBeenCalledWith('label-names', { selector, ...rangeParams });
+      await pick('=', 'prod');
+      expect(getResource).toHaveBeenCalledWith('label-values', { label: 'env', selector, ...rangeParams });
+      expect(last().labelSelector).toBe('{service_name="api", env="prod"}');
+      expect(screen.getByLabelText('Label selector')).toHaveValue('{service_name="api", env="prod"}');
+    });
+  });
+
+  describe('profile of one request', () => {
+    it('sets the trace ID from the slowest recent traces of the chosen service', async () => {
+      const { ds, getResource } = fakeDatasource();
+      const { last } = await renderEditor(
+        { refId: 'A', queryType: 'profile', labelSelector: '{service_name="api"}' },
+        ds
+      );
+      fireEvent.click(screen.getByLabelText('Slow traces'));
+      const options = await screen.findAllByRole('option');
+      expect(options[0]).toHaveTextContent('POST /generate · 1.20 s');
+      expect(options[1]).toHaveTextContent('GET /health · 12 ms');
+      fireEvent.click(options[0]);
+      expect(getResource).toHaveBeenCalledWith('traces', { service: 'api', limit: 20, ...rangeParams });
+      expect(last().traceId).toBe('00f067aa0ba902b700f067aa0ba902b7');
+      expect(screen.getByLabelText('Trace ID')).toHaveValue('00f067aa0ba902b700f067aa0ba902b7');
+    });
+
+    it('offers no traces until a service is chosen', async () => {
+      await renderEditor({ refId: 'A', queryType: 'profile' });
+      expect(screen.getByLabelText('Slow traces')).toBeDisabled();
+    });
+
+    it('writes a typed trace ID, span IDs as a list and the per-service switch', async () => {
+      const { last } = await renderEditor({ refId: 'A', queryType: 'profile' });
+      expect(screen.getByLabelText('Per service')).toBeDisabled();
+      type('Span IDs', '00f067aa0ba902b7, 4bf92f3577b34da6');
+      expect(last().spanSelector).toEqual(['00f067aa0ba902b7', '4bf92f3577b34da6']);
+      type('Span IDs', '');
+      expect(last().spanSelector).toBeUndefined();
+      type('Trace ID', '$trace_id');
+      expect(last().traceId).toBe('$trace_id');
+      fireEvent.click(screen.getByLabelText('Per service'));
+      expect(last()).toEqual({ refId: 'A', queryType: 'profile', traceId: '$trace_id', perService: true });
+    });
+
+    it('is not offered for metrics', async () => {
+      await renderEditor({ refId: 'A', queryType: 'metrics' });
+      expect(screen.queryByLabelText('Trace ID')).not.toBeInTheDocument();
+      expect(screen.queryByLabelText('Max nodes')).not.toBeInTheDocument();
+    });
+  });
+
+  describe('validation', () => {
+    it.each([
+      ['Trace ID', '4bf92f35', 'A trace ID has 16 or 32 hex digits'],
+      ['Span IDs', '00f067aa0ba902b7, xyz', '"xyz" is not a span ID (16 hex digits)'],
+      ['Label selector', 'service_name="api"', 'A label selector looks like {service_name="api", env=~"prod.*"}'],
+      ['Label selector', '{service_name="api}', 'The label selector has an unclosed quote'],
+    ])('%s %s: %s', async (label, value, message) => {
+      await renderEditor({ refId: 'A', queryType: 'profile' });
+      fireEvent.change(screen.getByLabelText(label), { target: { value } });
+      expect(screen.getByText(message)).toBeInTheDocument();
+    });
+
+    it.each([
+      ['Trace ID', '$trace_id'],
+      ['Trace ID', '${trace_id}'],
+      ['Trace ID', '00f067aa0ba902b7'],
+      ['Span IDs', '${span:csv}'],
+      ['Label selector', '{service_name="${service}"}'],
+    ])('lets %s %s through', async (label, value) => {
+      await renderEditor({ refId: 'A', queryType: 'profile' });
+      fireEvent.change(screen.getByLabelText(label), { target: { value } });
+      expect(screen.getByLabelText(label)).not.toHaveAttribute('aria-invalid', 'true');
+      expect(screen.queryByText(/hex digits|looks like|unclosed/)).not.toBeInTheDocument();
+    });
+
+    it('checks a stored query too, and that trace and spans exclude each other', async () => {
+      await renderEditor({
+        refId: 'A',
+        queryType: 'profile',
+        profileTypeId: 'process_cpu:cpu',
+        traceId: '4bf92f3577b34da6a3ce929d0e0e4736',
+        spanSelector: ['00f067aa0ba902b7'],
+      });
+      expect(screen.getByText(/A profile type has five parts/)).toBeInTheDocument();
+      expect(screen.getByText(/Use either a trace ID or span IDs/)).toBeInTheDocument();
+    });
+  });
+
+  describe('metrics and both', () => {
+    it('groups by labels picked from the backend and keeps the top N', async () => {
+      const { last, onRunQuery } = await renderEditor({ refId: 'A', queryType: 'metrics' });
+      await pick('Group by', 'env');
+      expect(last().groupBy).toEqual(['env']);
+      fireEvent.change(screen.getByLabelText('Limit'), { target: { value: '5' } });
+      expect(last()).toEqual({ refId: 'A', queryType: 'metrics', groupBy: ['env'], limit: 5 });
+      const runs = onRunQuery.mock.calls.length;
+      fireEvent.blur(screen.getByLabelText('Limit'));
+      expect(onRunQuery).toHaveBeenCalledTimes(runs + 1);
+    });
+
+    it('has both the series fields and max nodes for both', async () => {
+      await renderEditor({ refId: 'A', queryType: 'both' });
+      expect(screen.getByLabelText('Group by')).toBeInTheDocument();
+      expect(screen.getByLabelText('Limit')).toBeInTheDocument();
+      expect(screen.getByLabelText('Max nodes')).toBeInTheDocument();
+    });
+  });
+
+  describe('diff', () => {
+    it('writes each side: a request against the service over the last hour', async () => {
+      const { last } = await renderEditor({ refId: 'A', queryType: 'diff', labelSelector: '{service_name="api"}' });
+      type('Comparison trace ID', '$trace_id');
+      type('Baseline from', 'now-1h');
+      type('Baseline to', 'now');
+      expect(last()).toEqual({
+        refId: 'A',
+        queryType: 'diff',
+        labelSelector: '{service_name="api"}',
+        baseline: { from: 'now-1h', to: 'now' },
+        comparison: { traceId: '$trace_id' },
+      });
+    });
+
+    it('writes a side selector and span IDs, and drops a side left empty', async () => {
+      const { last } = await renderEditor({ refId: 'A', queryType: 'diff', comparison: { traceId: 'abc' } });
+      type('Baseline label selector', '{env="staging"}');
+      type('Baseline span IDs', '00f067aa0ba902b7');
+      expect(last().baseline).toEqual({ labelSelector: '{env="staging"}', spanSelector: ['00f067aa0ba902b7'] });
+      type('Comparison trace ID', '');
+      expect(last().comparison).toBeUndefined();
+    });
+
+    it('checks each side', async () => {
+      await renderEditor({ refId: 'A', queryType: 'diff', comparison: { traceId: 'abc' }, baseline: { from: '1h' } });
+      expect(screen.getByText('A trace ID has 16 or 32 hex digits')).toBeInTheDocument();
+      expect(screen.getByText('Unix milliseconds or a relative time: now, now-1h, now-2d')).toBeInTheDocument();
+    });
   });
 });

@@ -1,9 +1,13 @@
-import React, { useEffect, useState } from 'react';
+import React, { useId } from 'react';
 import { QueryEditorProps } from '@grafana/data';
-import { Combobox, ComboboxOption, InlineField, InlineFieldRow, Input, RadioButtonGroup } from '@grafana/ui';
+import { InlineField, InlineFieldRow, MultiCombobox, RadioButtonGroup } from '@grafana/ui';
 
 import { DataSource } from '../datasource';
-import { DEFAULT_PROFILE_TYPE, HsiOptions, HsiQuery, ProfileType, QUERY_TYPES, QueryType } from '../types';
+import { HsiOptions, HsiQuery, QUERY_TYPES, QueryType } from '../types';
+import { DiffFields } from './DiffFields';
+import { RequestFields } from './RequestFields';
+import { FieldsProps, SelectorFields } from './SelectorFields';
+import { LABEL_WIDTH, NumberField, stringOptions } from './fields';
 
 type Props = QueryEditorProps<DataSource, HsiQuery, HsiOptions>;
 
@@ -16,11 +20,21 @@ export function QueryEditor({ query, onChange, onRunQuery, datasource, range }: 
       onRunQuery();
     }
   };
+  const fields: FieldsProps = {
+    query,
+    update,
+    runQuery: onRunQuery,
+    datasource,
+    from: range?.from.valueOf(),
+    to: range?.to.valueOf(),
+  };
+  const hasFlameGraph = queryType !== 'metrics';
+  const hasSeries = queryType === 'metrics' || queryType === 'both';
 
   return (
     <>
       <InlineFieldRow>
-        <InlineField label="Query type" labelWidth={16}>
+        <InlineField label="Query type" labelWidth={LABEL_WIDTH}>
           <RadioButtonGroup<QueryType>
             aria-label="Query type"
             options={QUERY_TYPES.map((t) => ({ value: t.value, label: t.label, description: t.description }))}
@@ -29,93 +43,62 @@ export function QueryEditor({ query, onChange, onRunQuery, datasource, range }: 
           />
         </InlineField>
       </InlineFieldRow>
-      {queryType === 'profile' && (
-        <ProfileFields
-          query={query}
-          update={update}
-          datasource={datasource}
-          from={range?.from.valueOf()}
-          to={range?.to.valueOf()}
-        />
-      )}
+      <SelectorFields {...fields} />
+      {queryType === 'profile' && <RequestFields {...fields} />}
+      {queryType === 'diff' && <DiffFields query={query} update={update} />}
+      <InlineFieldRow>
+        {hasSeries && <SeriesFields {...fields} />}
+        {hasFlameGraph && (
+          <NumberField
+            label="Max nodes"
+            value={query.maxNodes}
+            placeholder="16384"
+            tooltip="Flame graph nodes kept; the smallest are merged"
+            onChange={(maxNodes) => update({ maxNodes }, false)}
+            onBlur={onRunQuery}
+          />
+        )}
+      </InlineFieldRow>
     </>
   );
 }
 
-interface ProfileFieldsProps {
-  query: HsiQuery;
-  update: (patch: Partial<HsiQuery>, run?: boolean) => void;
-  datasource: DataSource;
-  from?: number;
-  to?: number;
-}
-
-function ProfileFields({ query, update, datasource, from, to }: ProfileFieldsProps) {
-  const [types, setTypes] = useState<Array<ComboboxOption<string>>>([]);
-  const [typesError, setTypesError] = useState<string>();
-  const [selector, setSelector] = useState(query.labelSelector ?? '{}');
-
-  useEffect(() => {
-    let cancelled = false;
-    datasource
-      .getProfileTypes(from, to)
-      .then((list: ProfileType[]) => {
-        if (!cancelled) {
-          setTypes((list ?? []).map((t) => ({ value: t.id, label: `${t.name} · ${t.sampleType}`, description: t.id })));
-          setTypesError(undefined);
-        }
-      })
-      .catch((e) => !cancelled && setTypesError(e?.data?.error ?? e?.message ?? 'could not list profile types'));
-    return () => {
-      cancelled = true;
-    };
-  }, [datasource, from, to]);
-
-  const profileTypeId = query.profileTypeId || DEFAULT_PROFILE_TYPE;
-  const options = types.some((t) => t.value === profileTypeId)
-    ? types
-    : [{ value: profileTypeId, label: profileTypeId }, ...types];
-
+/** Metrics and both: series grouped by labels, the top N kept. */
+function SeriesFields({ query, update, runQuery, datasource, from, to }: FieldsProps) {
+  const selector = query.labelSelector ?? '{}';
+  const id = useId();
   return (
-    <InlineFieldRow>
+    <>
       <InlineField
-        label="Profile type"
-        labelWidth={16}
-        invalid={Boolean(typesError)}
-        error={typesError}
-        tooltip="Types with data in the dashboard's time range"
+        label="Group by"
+        labelWidth={LABEL_WIDTH}
+        tooltip="One series per value of these labels"
+        htmlFor={id}
       >
-        <Combobox<string>
-          id="hsi-profile-type"
-          width={40}
-          options={options}
-          value={profileTypeId}
+        <MultiCombobox<string>
+          id={id}
+          width="auto"
+          minWidth={24}
+          maxWidth={60}
+          placeholder="No grouping"
+          value={query.groupBy ?? []}
           createCustomValue
-          onChange={(v) => update({ profileTypeId: v.value })}
+          options={async (typed) =>
+            stringOptions(await datasource.getLabelNames(selector, from, to)).filter((o) =>
+              o.value.toLowerCase().includes(typed.toLowerCase())
+            )
+          }
+          onChange={(opts) => update({ groupBy: opts.length ? opts.map((o) => o.value) : undefined })}
         />
       </InlineField>
-      <InlineField label="Label selector" labelWidth={16} grow tooltip='e.g. {service_name="nemotron-backend"}'>
-        <Input
-          aria-label="Label selector"
-          value={selector}
-          onChange={(e) => setSelector(e.currentTarget.value)}
-          onBlur={() => update({ labelSelector: selector })}
-        />
-      </InlineField>
-      <InlineField label="Max nodes" labelWidth={12}>
-        <Input
-          aria-label="Max nodes"
-          type="number"
-          width={12}
-          placeholder="16384"
-          value={query.maxNodes ?? ''}
-          onChange={(e) => {
-            const v = e.currentTarget.value;
-            update({ maxNodes: v === '' ? undefined : Number(v) }, false);
-          }}
-          onBlur={() => update({})}
-        />
-      </InlineField>
-    </InlineFieldRow>
+      <NumberField
+        label="Limit"
+        value={query.limit}
+        placeholder="all"
+        tooltip="Keep the top N series"
+        onChange={(limit) => update({ limit }, false)}
+        onBlur={runQuery}
+      />
+    </>
   );
 }

@@ -1,0 +1,195 @@
+package jaeger
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+)
+
+// ServiceNameAttribute is the resource attribute naming the service (OpenTelemetry semantic
+// conventions); v1 moves it out of the process tags into serviceName.
+const ServiceNameAttribute = "service.name"
+
+// v3Reply is the envelope of Jaeger's v3 HTTP API: {"result": <OTLP JSON TracesData>} or
+// {"error": {...}}.
+type v3Reply struct {
+	// Result stays raw: it is OTLP JSON, which the OpenTelemetry collector's decoder reads (hex
+	// trace and span IDs, 64-bit integers as strings), unlike plain protojson (base64 IDs).
+	Result json.RawMessage `json:"result"`
+	Error  *struct {
+		HTTPCode int    `json:"httpCode"`
+		Message  string `json:"message"`
+	} `json:"error"`
+}
+
+func (r *v3Reply) spans(path string) ([]Span, error) {
+	if r.Error != nil {
+		return nil, fmt.Errorf("reply to %s is an error (code %d): %s", path, r.Error.HTTPCode, r.Error.Message)
+	}
+	if len(r.Result) == 0 || string(r.Result) == "null" {
+		return nil, fmt.Errorf("reply to %s has no \"result\" field: is this URL Jaeger's query service (default port 16686)?", path)
+	}
+	td, err := new(ptrace.JSONUnmarshaler).UnmarshalTraces(r.Result)
+	if err != nil {
+		return nil, fmt.Errorf("reply to %s is not the OTLP JSON Jaeger sends: %w", path, err)
+	}
+	var out []Span
+	for _, rs := range td.ResourceSpans().All() {
+		resource := attributes(rs.Resource().Attributes())
+		service := resource[ServiceNameAttribute]
+		for _, ss := range rs.ScopeSpans().All() {
+			for _, s := range ss.Spans().All() {
+				if s.TraceID().IsEmpty() || s.SpanID().IsEmpty() {
+					return nil, fmt.Errorf("reply to %s has a span (%q) without traceId or spanId", path, s.Name())
+				}
+				sp := Span{
+					TraceID:    s.TraceID().String(),
+					SpanID:     s.SpanID().String(),
+					Service:    service,
+					Operation:  s.Name(),
+					Start:      s.StartTimestamp().AsTime(),
+					Duration:   s.EndTimestamp().AsTime().Sub(s.StartTimestamp().AsTime()),
+					Attributes: attributes(s.Attributes()),
+					Resource:   resource,
+				}
+				if !s.ParentSpanID().IsEmpty() {
+					sp.ParentSpanID = s.ParentSpanID().String()
+				}
+				out = append(out, sp)
+			}
+		}
+	}
+	return out, nil
+}
+
+// attributes flattens OTLP attributes to strings (AsString: numbers and booleans as printed,
+// arrays and maps as JSON).
+func attributes(m pcommon.Map) map[string]string {
+	out := make(map[string]string, m.Len())
+	for k, v := range m.All() {
+		out[k] = v.AsString()
+	}
+	return out
+}
+
+// v1Reply is the envelope of Jaeger's v1 JSON API (the UI's): {"data": [...], "errors": [...]}.
+type v1Reply struct {
+	Data   *[]v1Trace `json:"data"`
+	Errors []struct {
+		Code int    `json:"code"`
+		Msg  string `json:"msg"`
+	} `json:"errors"`
+}
+
+type v1Trace struct {
+	TraceID   string               `json:"traceID"`
+	Spans     []v1Span             `json:"spans"`
+	Processes map[string]v1Process `json:"processes"`
+}
+
+type v1Span struct {
+	TraceID       string `json:"traceID"`
+	SpanID        string `json:"spanID"`
+	OperationName string `json:"operationName"`
+	References    []struct {
+		RefType string `json:"refType"`
+		TraceID string `json:"traceID"`
+		SpanID  string `json:"spanID"`
+	} `json:"references"`
+	StartTime int64      `json:"startTime"` // µs since the epoch
+	Duration  int64      `json:"duration"`  // µs
+	Tags      []v1KV     `json:"tags"`
+	ProcessID string     `json:"processID"`
+	Process   *v1Process `json:"process"` // inline in some replies instead of processes
+}
+
+type v1Process struct {
+	ServiceName string `json:"serviceName"`
+	Tags        []v1KV `json:"tags"`
+}
+
+type v1KV struct {
+	Key   string          `json:"key"`
+	Value json.RawMessage `json:"value"`
+}
+
+func (r *v1Reply) spans(path string) ([]Span, error) {
+	if r.Data == nil || len(*r.Data) == 0 {
+		if len(r.Errors) > 0 {
+			var msgs []string
+			for _, e := range r.Errors {
+				msgs = append(msgs, e.Msg)
+			}
+			return nil, fmt.Errorf("reply to %s is an error: %s", path, strings.Join(msgs, "; "))
+		}
+		if r.Data == nil {
+			return nil, fmt.Errorf("reply to %s has no \"data\" field: is this URL Jaeger's query service (default port 16686)?", path)
+		}
+	}
+	var out []Span
+	for _, t := range *r.Data {
+		for _, s := range t.Spans {
+			if s.SpanID == "" {
+				return nil, fmt.Errorf("reply to %s has a span (%q) without spanID", path, s.OperationName)
+			}
+			p, ok := t.Processes[s.ProcessID]
+			if s.Process != nil {
+				p, ok = *s.Process, true
+			}
+			if !ok {
+				return nil, fmt.Errorf("reply to %s: span %s names process %q, which the trace does not list", path, s.SpanID, s.ProcessID)
+			}
+			traceID := s.TraceID
+			if traceID == "" {
+				traceID = t.TraceID
+			}
+			sp := Span{
+				TraceID:      padTraceID(traceID),
+				SpanID:       s.SpanID,
+				ParentSpanID: v1Parent(s),
+				Service:      p.ServiceName,
+				Operation:    s.OperationName,
+				Start:        time.UnixMicro(s.StartTime).UTC(),
+				Duration:     time.Duration(s.Duration) * time.Microsecond,
+				Attributes:   tags(s.Tags),
+				Resource:     tags(p.Tags),
+			}
+			// v1 moved service.name out of the tags; put it back so both APIs give the same
+			// resource.
+			if _, ok := sp.Resource[ServiceNameAttribute]; !ok && p.ServiceName != "" {
+				sp.Resource[ServiceNameAttribute] = p.ServiceName
+			}
+			out = append(out, sp)
+		}
+	}
+	return out, nil
+}
+
+// v1Parent is the CHILD_OF reference's span, else the FOLLOWS_FROM one (Jaeger's UI does the
+// same), else "".
+func v1Parent(s v1Span) string {
+	parent := ""
+	for _, ref := range s.References {
+		switch ref.RefType {
+		case "CHILD_OF":
+			return ref.SpanID
+		case "FOLLOWS_FROM":
+			if parent == "" {
+				parent = ref.SpanID
+			}
+		}
+	}
+	return parent
+}
+
+func tags(kvs []v1KV) map[string]string {
+	out := make(map[string]string, len(kvs))
+	for _, kv := range kvs {
+		out[kv.Key] = rawString(kv.Value)
+	}
+	return out
+}

@@ -1,0 +1,269 @@
+package jaeger
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/upstream"
+)
+
+// ErrTraceNotFound is what Trace returns (wrapped, with the upstream's name and URL) when Jaeger
+// has no span of the trace; check it with errors.Is.
+var ErrTraceNotFound = errors.New("trace not found")
+
+// traceNotFoundError says which trace and the usual reasons; it is ErrTraceNotFound for
+// errors.Is. It deliberately does not wrap the HTTP 404, so upstream.Describe says this, not
+// "HTTP 404".
+type traceNotFoundError struct{ traceID string }
+
+func (e *traceNotFoundError) Error() string {
+	return fmt.Sprintf("trace %s not found (older than Jaeger's retention, not yet flushed, or a different Jaeger)", e.traceID)
+}
+
+func (e *traceNotFoundError) Is(target error) bool { return target == ErrTraceNotFound }
+
+// Trace fetches all spans of one trace. traceID is 32 lower-case hex digits (16 are accepted, as
+// Jaeger accepts 64-bit IDs).
+func (c *Client) Trace(ctx context.Context, traceID string) (tr *Trace, err error) {
+	// The ID goes into the URL path: only hex may pass. A bad ID is the caller's error, not
+	// Jaeger's, so it is not wrapped as an upstream failure.
+	if !isHexID(traceID) {
+		return nil, fmt.Errorf("trace ID %q is not 16 or 32 hex digits", traceID)
+	}
+	ctx, span := upstream.StartSpan(ctx, models.Jaeger, "Trace", attribute.String("hsi.trace_id", traceID))
+	defer func() { err = upstream.EndSpan(span, upstream.Wrap(models.Jaeger, c.url, err)) }()
+
+	api, err := c.detectAPI(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var spans []Span
+	switch api {
+	case APIv3:
+		spans, err = c.traceV3(ctx, traceID)
+	default:
+		spans, err = c.traceV1(ctx, traceID)
+	}
+	if st, ok := errors.AsType[*upstream.HTTPStatusError](err); ok && st.Status == http.StatusNotFound {
+		// The API is known to exist (detectAPI), so a 404 here is about the trace, not the route.
+		err = &traceNotFoundError{traceID: traceID}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(spans) == 0 {
+		return nil, &traceNotFoundError{traceID: traceID}
+	}
+	sortSpans(spans)
+	return &Trace{TraceID: padTraceID(traceID), Spans: spans, API: api}, nil
+}
+
+func (c *Client) traceV3(ctx context.Context, traceID string) ([]Span, error) {
+	path := "/api/v3/traces/" + traceID
+	var reply v3Reply
+	if err := c.getJSON(ctx, path, nil, &reply); err != nil {
+		return nil, err
+	}
+	return reply.spans(path)
+}
+
+func (c *Client) traceV1(ctx context.Context, traceID string) ([]Span, error) {
+	path := "/api/traces/" + traceID
+	var reply v1Reply
+	if err := c.getJSON(ctx, path, nil, &reply); err != nil {
+		return nil, err
+	}
+	return reply.spans(path)
+}
+
+// FindTraces searches one service's traces, as Jaeger's search page does, and summarises each:
+// slowest first, at most q.Limit. Zero Start/End mean the last hour.
+func (c *Client) FindTraces(ctx context.Context, q TraceQuery) (found []TraceSummary, err error) {
+	if q.Service == "" {
+		// Not Jaeger's fault: no span, no upstream in the message.
+		return nil, errors.New("a trace search needs a service (Jaeger searches one service at a time): set the service")
+	}
+	ctx, span := upstream.StartSpan(ctx, models.Jaeger, "FindTraces", attribute.String("hsi.service", q.Service))
+	defer func() { err = upstream.EndSpan(span, upstream.Wrap(models.Jaeger, c.url, err)) }()
+
+	q = q.withDefaults(time.Now())
+	api, err := c.detectAPI(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var spans []Span
+	switch api {
+	case APIv3:
+		spans, err = c.findV3(ctx, q)
+	default:
+		spans, err = c.findV1(ctx, q)
+	}
+	if err != nil {
+		return nil, err
+	}
+	found = summarise(spans)
+	if len(found) > q.Limit {
+		found = found[:q.Limit]
+	}
+	return found, nil
+}
+
+func (q TraceQuery) withDefaults(now time.Time) TraceQuery {
+	if q.End.IsZero() {
+		q.End = now
+	}
+	if q.Start.IsZero() {
+		q.Start = q.End.Add(-time.Hour)
+	}
+	if q.Limit <= 0 {
+		q.Limit = DefaultTraceLimit
+	}
+	return q
+}
+
+func (c *Client) findV3(ctx context.Context, q TraceQuery) ([]Span, error) {
+	const path = "/api/v3/traces"
+	params := url.Values{
+		"query.service_name":   {q.Service},
+		"query.start_time_min": {q.Start.UTC().Format(time.RFC3339Nano)},
+		"query.start_time_max": {q.End.UTC().Format(time.RFC3339Nano)},
+		// search_depth is the current name; servers before it read num_traces, and each
+		// ignores the other's.
+		"query.search_depth": {strconv.Itoa(q.Limit)},
+		"query.num_traces":   {strconv.Itoa(q.Limit)},
+	}
+	if q.Operation != "" {
+		params.Set("query.operation_name", q.Operation)
+	}
+	if q.MinDuration > 0 {
+		params.Set("query.duration_min", q.MinDuration.String())
+	}
+	var reply v3Reply
+	err := c.getJSON(ctx, path, params, &reply)
+	if st, ok := errors.AsType[*upstream.HTTPStatusError](err); ok && st.Status == http.StatusNotFound {
+		// Jaeger's v3 search answers "No traces found" with a 404.
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return reply.spans(path)
+}
+
+func (c *Client) findV1(ctx context.Context, q TraceQuery) ([]Span, error) {
+	const path = "/api/traces"
+	params := url.Values{
+		"service": {q.Service},
+		"start":   {strconv.FormatInt(q.Start.UnixMicro(), 10)},
+		"end":     {strconv.FormatInt(q.End.UnixMicro(), 10)},
+		"limit":   {strconv.Itoa(q.Limit)},
+	}
+	if q.Operation != "" {
+		params.Set("operation", q.Operation)
+	}
+	if q.MinDuration > 0 {
+		params.Set("minDuration", q.MinDuration.String())
+	}
+	var reply v1Reply
+	if err := c.getJSON(ctx, path, params, &reply); err != nil {
+		return nil, err
+	}
+	return reply.spans(path)
+}
+
+// summarise groups spans by trace. The root is the span without a parent (the earliest if
+// several, or the earliest span at all when the root is missing, as in a trace still arriving).
+func summarise(spans []Span) []TraceSummary {
+	byTrace := map[string][]Span{}
+	var order []string
+	for _, s := range spans {
+		if _, ok := byTrace[s.TraceID]; !ok {
+			order = append(order, s.TraceID)
+		}
+		byTrace[s.TraceID] = append(byTrace[s.TraceID], s)
+	}
+	out := make([]TraceSummary, 0, len(order))
+	for _, id := range order {
+		ts := byTrace[id]
+		sortSpans(ts)
+		root := ts[0]
+		for _, s := range ts {
+			if s.ParentSpanID == "" {
+				root = s
+				break
+			}
+		}
+		start, end := ts[0].Start, ts[0].Start
+		services := map[string]bool{}
+		for _, s := range ts {
+			if e := s.Start.Add(s.Duration); e.After(end) {
+				end = e
+			}
+			services[s.Service] = true
+		}
+		sum := TraceSummary{
+			TraceID: id, RootService: root.Service, RootOperation: root.Operation,
+			Start: start, Duration: end.Sub(start), Spans: len(ts),
+		}
+		sum.DurationMs = float64(sum.Duration) / float64(time.Millisecond)
+		for s := range services {
+			sum.Services = append(sum.Services, s)
+		}
+		slices.Sort(sum.Services)
+		out = append(out, sum)
+	}
+	slices.SortFunc(out, func(a, b TraceSummary) int {
+		return cmp.Or(cmp.Compare(b.Duration, a.Duration), a.Start.Compare(b.Start), cmp.Compare(a.TraceID, b.TraceID))
+	})
+	return out
+}
+
+// sortSpans orders spans by start, then ID, so that both APIs give the same order.
+func sortSpans(spans []Span) {
+	slices.SortStableFunc(spans, func(a, b Span) int {
+		return cmp.Or(a.Start.Compare(b.Start), cmp.Compare(a.SpanID, b.SpanID))
+	})
+}
+
+func isHexID(id string) bool {
+	if len(id) != 16 && len(id) != 32 {
+		return false
+	}
+	for _, r := range id {
+		if !('0' <= r && r <= '9' || 'a' <= r && r <= 'f' || 'A' <= r && r <= 'F') {
+			return false
+		}
+	}
+	return true
+}
+
+// padTraceID makes a 64-bit trace ID (v1 prints those with 16 digits) the 32-digit form OTLP
+// uses, so that IDs from both APIs compare equal.
+func padTraceID(id string) string {
+	if len(id) < 32 {
+		return strings.Repeat("0", 32-len(id)) + strings.ToLower(id)
+	}
+	return strings.ToLower(id)
+}
+
+// rawString turns a v1 tag value (a JSON string, number or boolean) into the string form the
+// rest of the plugin compares: strings unquoted, anything else as Jaeger printed it.
+func rawString(v json.RawMessage) string {
+	var s string
+	if json.Unmarshal(v, &s) == nil {
+		return s
+	}
+	return string(v)
+}

@@ -1,0 +1,159 @@
+package plugin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/grafana/grafana-plugin-sdk-go/backend"
+	"github.com/grafana/grafana-plugin-sdk-go/data"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/frames"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/pyroscope"
+)
+
+// seriesOptions are the metrics fields beyond models.ProfileQuery. Grafana's Pyroscope data
+// source has no such field and always gets Pyroscope's default (the sum of each step); averaging
+// suits instantaneous types such as inuse_space when a step spans several profiles.
+type seriesOptions struct {
+	Aggregation string `json:"aggregation"`
+}
+
+// parseMetricsQuery reads the query of the metrics and both types: Grafana's Pyroscope query
+// (labelSelector, profileTypeId, groupBy, limit, maxNodes, spanSelector) plus aggregation.
+func parseMetricsQuery(raw json.RawMessage) (*models.ProfileQuery, string, error) {
+	pq, err := models.ParseProfileQuery(raw)
+	if err != nil {
+		return nil, "", err
+	}
+	var opts seriesOptions
+	if err := models.Decode(raw, &opts); err != nil {
+		return nil, "", err
+	}
+	switch opts.Aggregation {
+	case "", pyroscope.AggregationSum, pyroscope.AggregationAverage:
+	default:
+		return nil, "", fmt.Errorf("field \"aggregation\" must be %q (the default) or %q, got %q",
+			pyroscope.AggregationSum, pyroscope.AggregationAverage, opts.Aggregation)
+	}
+	return pq, opts.Aggregation, nil
+}
+
+// queryMetrics answers the profile type's values over time: one "series" frame per series, as
+// Grafana's Pyroscope data source (see frames.SeriesFrames for the shape and the rates).
+func (d *Datasource) queryMetrics(ctx context.Context, q backend.DataQuery) backend.DataResponse {
+	pq, agg, err := parseMetricsQuery(q.JSON)
+	if err != nil {
+		return badQuery(models.QueryTypeMetrics, err)
+	}
+	series, err := d.seriesFrames(ctx, q, pq, agg)
+	if err != nil {
+		return errorResponse(err)
+	}
+	return withFrames(series...)
+}
+
+// seriesStep is Grafana's rule: the panel's interval, but never below the data source's minStep
+// (default 15 s), so a short range does not ask Pyroscope for steps shorter than a profile's
+// upload period, which would leave most steps empty and the rest spiky.
+func (d *Datasource) seriesStep(q backend.DataQuery) time.Duration {
+	return max(q.Interval, d.settings.MinStep)
+}
+
+func (d *Datasource) seriesFrames(ctx context.Context, q backend.DataQuery, pq *models.ProfileQuery, agg string) ([]*data.Frame, error) {
+	if err := d.unavailable(&d.settings.Pyroscope); err != nil {
+		return nil, err
+	}
+	if d.settings.MinStepErr != nil {
+		return nil, backend.DownstreamError(fmt.Errorf("invalid data source settings: %w", d.settings.MinStepErr))
+	}
+	step := d.seriesStep(q)
+	series, err := d.pyroscope.Series(ctx, pyroscope.SeriesQuery{
+		ProfileTypeID: pq.ProfileTypeID,
+		LabelSelector: pq.LabelSelector,
+		Start:         q.TimeRange.From,
+		End:           q.TimeRange.To,
+		Step:          step,
+		GroupBy:       pq.GroupBy,
+		Limit:         pq.Limit,
+		Aggregation:   agg,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return frames.SeriesFrames(series, pq.ProfileTypeID, step), nil
+}
+
+// queryBoth answers the flame graph and the series of one query, as Grafana's Pyroscope data
+// source does for "both", fetched concurrently. Unlike Grafana, which fails the whole query when
+// either half fails, a failing half is reported as a notice on the frames of the other, so a
+// dashboard still shows what could be loaded; only when both fail is the query an error.
+func (d *Datasource) queryBoth(ctx context.Context, q backend.DataQuery) backend.DataResponse {
+	pq, agg, err := parseMetricsQuery(q.JSON)
+	if err != nil {
+		return badQuery(models.QueryTypeBoth, err)
+	}
+
+	var (
+		profile   backend.DataResponse
+		series    []*data.Frame
+		seriesErr error
+		wg        sync.WaitGroup
+	)
+	wg.Go(func() {
+		if perr := recovered(func() { profile = d.queryProfile(ctx, q) }); perr != nil {
+			profile = backend.ErrDataResponseWithSource(backend.StatusInternal, backend.ErrorSourcePlugin, perr.Error())
+		}
+	})
+	wg.Go(func() {
+		if perr := recovered(func() { series, seriesErr = d.seriesFrames(ctx, q, pq, agg) }); perr != nil {
+			series, seriesErr = nil, perr
+		}
+	})
+	wg.Wait()
+
+	switch {
+	case profile.Error != nil && seriesErr != nil:
+		msg := fmt.Sprintf("flame graph failed: %v; series failed: %v", profile.Error, seriesErr)
+		if profile.ErrorSource == backend.ErrorSourceDownstream && backend.IsDownstreamError(seriesErr) {
+			return backend.ErrDataResponseWithSource(backend.StatusBadRequest, backend.ErrorSourceDownstream, msg)
+		}
+		return backend.ErrDataResponseWithSource(backend.StatusInternal, backend.ErrorSourcePlugin, msg)
+
+	case profile.Error != nil:
+		// An empty flame graph carries the notice, so the flame graph panel says why it is empty
+		// while the time series panel shows the series.
+		flame := frames.FlameGraph(nil, pq.ProfileTypeID)
+		flame.AppendNotices(data.Notice{Severity: data.NoticeSeverityWarning,
+			Text: fmt.Sprintf("flame graph unavailable, series shown: %v", profile.Error)})
+		return withFrames(append([]*data.Frame{flame}, series...)...)
+
+	case seriesErr != nil:
+		out := profile.Frames
+		if len(out) == 0 {
+			out = []*data.Frame{frames.FlameGraph(nil, pq.ProfileTypeID)}
+		}
+		out[0].AppendNotices(data.Notice{Severity: data.NoticeSeverityWarning,
+			Text: fmt.Sprintf("series unavailable, flame graph shown: %v", seriesErr)})
+		return withFrames(out...)
+	}
+	return withFrames(append(profile.Frames, series...)...)
+}
+
+// recovered runs f and turns a panic into an error: a panic in a goroutine of queryBoth would
+// otherwise escape runQuery's recover and take the plugin process down.
+func recovered(f func()) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			backend.Logger.Error("query half panicked", "panic", p, "stack", string(debug.Stack()))
+			err = errors.New("internal error while answering the both query; the plugin logged the details")
+		}
+	}()
+	f()
+	return nil
+}

@@ -1,0 +1,308 @@
+package plugin
+
+import (
+	"math"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+	"github.com/grafana/grafana-plugin-sdk-go/backend"
+	"github.com/grafana/grafana-plugin-sdk-go/data"
+	querierv1 "github.com/grafana/pyroscope/api/gen/proto/go/querier/v1"
+	typesv1 "github.com/grafana/pyroscope/api/gen/proto/go/types/v1"
+)
+
+// twoServices is what Pyroscope answers to a CPU query grouped by service_name over 15 s steps:
+// 30e9 ns in 15 s is 2 cores.
+func twoServices(start time.Time) []*typesv1.Series {
+	ms := start.UnixMilli()
+	return []*typesv1.Series{
+		pyroSeries([]*typesv1.Point{{Timestamp: ms, Value: 30e9}, {Timestamp: ms + 15000, Value: 15e9}}, "service_name", "ai-detector"),
+		pyroSeries([]*typesv1.Point{{Timestamp: ms, Value: 3e9}}, "service_name", "nemotron-backend"),
+	}
+}
+
+var testGraph = &querierv1.FlameGraph{
+	Names:  []string{"total", "main.dbQuery"},
+	Levels: []*querierv1.Level{{Values: []int64{0, 10, 0, 0}}, {Values: []int64{0, 10, 10, 1}}},
+	Total:  10,
+}
+
+func metricsQuery(refID, model string, interval time.Duration) backend.DataQuery {
+	q := query(refID, model)
+	q.Interval = interval
+	return q
+}
+
+func TestMetricsQueryAsksPyroscopeWhatGrafanaWouldAsk(t *testing.T) {
+	fake := &seriesPyroscope{}
+	pyro := newSeriesPyroscope(t, fake)
+	ds := newTestDatasource(t, map[string]any{"pyroscopeUrl": pyro.URL}, nil)
+	q := metricsQuery("A", `{"queryType":"metrics","labelSelector":"{service_name=~\"ai-.*\"}",
+		"profileTypeId":"memory:alloc_objects:count:space:bytes","groupBy":["service_name","span_name"],"limit":3}`, time.Minute)
+	fake.series = twoServices(q.TimeRange.From)
+
+	r := run(t, ds, q).Responses["A"]
+	if r.Error != nil {
+		t.Fatal(r.Error)
+	}
+	req := fake.lastSeriesRequest(t)
+	if req.ProfileTypeID != "memory:alloc_objects:count:space:bytes" || req.LabelSelector != `{service_name=~"ai-.*"}` {
+		t.Errorf("type %q selector %q", req.ProfileTypeID, req.LabelSelector)
+	}
+	if req.Start != q.TimeRange.From.UnixMilli() || req.End != q.TimeRange.To.UnixMilli() {
+		t.Errorf("range %d..%d, want the panel's %d..%d in ms", req.Start, req.End, q.TimeRange.From.UnixMilli(), q.TimeRange.To.UnixMilli())
+	}
+	if !slices.Equal(req.GroupBy, []string{"service_name", "span_name"}) {
+		t.Errorf("groupBy = %v", req.GroupBy)
+	}
+	if req.Limit == nil || *req.Limit != 3 {
+		t.Errorf("limit = %v, want 3", req.Limit)
+	}
+	if req.Step != 60 {
+		t.Errorf("step = %v s, want the panel's interval (60 s) since it exceeds minStep", req.Step)
+	}
+	if req.Aggregation != nil {
+		t.Errorf("aggregation = %v, want unset as Grafana leaves it", req.Aggregation)
+	}
+	if len(r.Frames) != 2 {
+		t.Fatalf("frames = %d, want one per series", len(r.Frames))
+	}
+	f := r.Frames[0]
+	if f.Name != "series" || f.Fields[1].Name != "alloc_objects" || f.Fields[1].Config.Unit != "ops" {
+		t.Errorf("frame %q field %q unit %q", f.Name, f.Fields[1].Name, f.Fields[1].Config.Unit)
+	}
+	// 30e9 objects in a 60 s step: 5e8 per second.
+	if got := f.Fields[1].At(0).(float64); got != 5e8 {
+		t.Errorf("first value = %v, want 5e8 per second", got)
+	}
+}
+
+func TestMetricsStepIsTheIntervalButNeverBelowMinStep(t *testing.T) {
+	cases := []struct {
+		name     string
+		jsonData map[string]any
+		interval time.Duration
+		want     float64
+	}{
+		{"default minStep wins over a short interval", nil, time.Second, 15},
+		{"no interval at all", nil, 0, 15},
+		{"a long interval wins", nil, 2 * time.Minute, 120},
+		{"configured minStep", map[string]any{"minStep": "1m"}, 30 * time.Second, 60},
+		{"configured sub-second minStep", map[string]any{"minStep": "500ms"}, 0, 0.5},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			fake := &seriesPyroscope{}
+			pyro := newSeriesPyroscope(t, fake)
+			jsonData := map[string]any{"pyroscopeUrl": pyro.URL}
+			for k, v := range c.jsonData {
+				jsonData[k] = v
+			}
+			ds := newTestDatasource(t, jsonData, nil)
+			q := metricsQuery("A", `{"queryType":"metrics"}`, c.interval)
+			fake.series = []*typesv1.Series{pyroSeries([]*typesv1.Point{{Timestamp: q.TimeRange.From.UnixMilli(), Value: 60e9}})}
+			r := run(t, ds, q).Responses["A"]
+			if r.Error != nil {
+				t.Fatal(r.Error)
+			}
+			if got := fake.lastSeriesRequest(t).Step; got != c.want {
+				t.Errorf("step = %v s, want %v", got, c.want)
+			}
+			// The default type is CPU: 60e9 ns over the step, in cores.
+			if got, want := r.Frames[0].Fields[1].At(0).(float64), 60/c.want; math.Abs(got-want) > 1e-9 {
+				t.Errorf("cores = %v, want %v (divided by the step actually asked for)", got, want)
+			}
+			if r.Frames[0].Fields[1].Config.Unit != "cores" {
+				t.Errorf("unit = %q", r.Frames[0].Fields[1].Config.Unit)
+			}
+		})
+	}
+}
+
+func TestMetricsLimitZeroMeansAllSeries(t *testing.T) {
+	fake := &seriesPyroscope{}
+	pyro := newSeriesPyroscope(t, fake)
+	ds := newTestDatasource(t, map[string]any{"pyroscopeUrl": pyro.URL}, nil)
+	run(t, ds, metricsQuery("A", `{"queryType":"metrics","limit":0}`, 0))
+	if l := fake.lastSeriesRequest(t).Limit; l != nil {
+		t.Errorf("limit = %d, want unset (all series)", *l)
+	}
+}
+
+func TestMetricsAggregationIsPassedOnOrRejected(t *testing.T) {
+	fake := &seriesPyroscope{}
+	pyro := newSeriesPyroscope(t, fake)
+	ds := newTestDatasource(t, map[string]any{"pyroscopeUrl": pyro.URL}, nil)
+	res := run(t, ds,
+		metricsQuery("avg", `{"queryType":"metrics","profileTypeId":"memory:inuse_space:bytes:space:bytes","aggregation":"average"}`, 0),
+		metricsQuery("bad", `{"queryType":"metrics","aggregation":"max"}`, 0),
+	)
+	if res.Responses["avg"].Error != nil {
+		t.Fatal(res.Responses["avg"].Error)
+	}
+	req := fake.lastSeriesRequest(t)
+	if req.Aggregation == nil || *req.Aggregation != typesv1.TimeSeriesAggregationType_TIME_SERIES_AGGREGATION_TYPE_AVERAGE {
+		t.Errorf("aggregation = %v, want average", req.Aggregation)
+	}
+	wantError(t, res.Responses["bad"], backend.ErrorSourceDownstream, `invalid metrics query: field "aggregation" must be "sum" (the default) or "average", got "max"`)
+}
+
+func TestMetricsQueryErrorsNameTheFieldTheSettingOrTheUpstream(t *testing.T) {
+	fake := &seriesPyroscope{seriesErr: connect.NewError(connect.CodeInvalidArgument, errString("the query time range exceeds the limit"))}
+	pyro := newSeriesPyroscope(t, fake)
+
+	ds := newTestDatasource(t, map[string]any{"pyroscopeUrl": pyro.URL}, nil)
+	res := run(t, ds,
+		metricsQuery("upstream", `{"queryType":"metrics"}`, 0),
+		metricsQuery("groupBy", `{"queryType":"metrics","groupBy":["service-name"]}`, 0),
+		metricsQuery("limit", `{"queryType":"metrics","limit":-1}`, 0),
+		metricsQuery("selector", `{"queryType":"metrics","labelSelector":"service_name=x"}`, 0),
+	)
+	wantError(t, res.Responses["upstream"], backend.ErrorSourceDownstream, "Pyroscope ("+pyro.URL+")", "invalid_argument", "exceeds the limit")
+	wantError(t, res.Responses["groupBy"], backend.ErrorSourceDownstream, `invalid metrics query: field "groupBy" item 1 must be a label name`)
+	wantError(t, res.Responses["limit"], backend.ErrorSourceDownstream, `field "limit" must be zero (all series) or positive`)
+	wantError(t, res.Responses["selector"], backend.ErrorSourceDownstream, `field "labelSelector" is not a label selector`)
+
+	bad := newTestDatasource(t, map[string]any{"pyroscopeUrl": pyro.URL, "minStep": "soon"}, nil)
+	r := run(t, bad, metricsQuery("A", `{"queryType":"metrics"}`, 0)).Responses["A"]
+	wantError(t, r, backend.ErrorSourceDownstream, "invalid data source settings", `jsonData.minStep must be a positive duration such as 15s or 1m, got "soon"`)
+
+	unset := newTestDatasource(t, map[string]any{}, nil)
+	r = run(t, unset, metricsQuery("A", `{"queryType":"metrics"}`, 0)).Responses["A"]
+	wantError(t, r, backend.ErrorSourceDownstream, "Pyroscope is not configured", "jsonData.pyroscopeUrl")
+}
+
+func TestMetricsQueryWithNoSeriesGivesNoFrames(t *testing.T) {
+	pyro := newSeriesPyroscope(t, &seriesPyroscope{})
+	ds := newTestDatasource(t, map[string]any{"pyroscopeUrl": pyro.URL}, nil)
+	r := run(t, ds, metricsQuery("A", `{"queryType":"metrics"}`, 0)).Responses["A"]
+	if r.Error != nil || len(r.Frames) != 0 {
+		t.Errorf("error %v, frames %d; want no error and no frames, as Grafana's Pyroscope data source", r.Error, len(r.Frames))
+	}
+}
+
+func TestBothQueryGivesTheFlameGraphAndTheSeries(t *testing.T) {
+	fake := &seriesPyroscope{fakePyroscope: &fakePyroscope{graph: testGraph}}
+	pyro := newSeriesPyroscope(t, fake)
+	ds := newTestDatasource(t, map[string]any{"pyroscopeUrl": pyro.URL}, nil)
+	q := metricsQuery("A", `{"queryType":"both","labelSelector":"{service_name=\"nemotron-backend\"}","groupBy":["service_name"]}`, 0)
+	fake.series = twoServices(q.TimeRange.From)
+
+	r := run(t, ds, q).Responses["A"]
+	if r.Error != nil {
+		t.Fatal(r.Error)
+	}
+	if got := frameNames(r.Frames); !slices.Equal(got, []string{"response", "series", "series"}) {
+		t.Fatalf("frames = %v, want the flame graph then one series per service", got)
+	}
+	if r.Frames[0].Rows() != 2 || r.Frames[0].Meta.PreferredVisualization != data.VisTypeFlameGraph {
+		t.Errorf("flame graph: %d rows, meta %+v", r.Frames[0].Rows(), r.Frames[0].Meta)
+	}
+	if got := r.Frames[1].Fields[1].At(0).(float64); got != 2 {
+		t.Errorf("first series value = %v cores, want 2", got)
+	}
+	for _, f := range r.Frames {
+		if f.Meta != nil && len(f.Meta.Notices) > 0 {
+			t.Errorf("frame %q has notices %v although both halves worked", f.Name, f.Meta.Notices)
+		}
+	}
+	if fake.profileReqs != 1 || len(fake.seriesReqs) != 1 {
+		t.Errorf("profile calls %d, series calls %d; want one each", fake.profileReqs, len(fake.seriesReqs))
+	}
+}
+
+func TestBothQueryKeepsTheHalfThatWorked(t *testing.T) {
+	down := connect.NewError(connect.CodeUnavailable, errString("ingester ring has no healthy instances"))
+
+	t.Run("series fail", func(t *testing.T) {
+		fake := &seriesPyroscope{fakePyroscope: &fakePyroscope{graph: testGraph}, seriesErr: down}
+		pyro := newSeriesPyroscope(t, fake)
+		ds := newTestDatasource(t, map[string]any{"pyroscopeUrl": pyro.URL}, nil)
+		r := run(t, ds, metricsQuery("A", `{"queryType":"both"}`, 0)).Responses["A"]
+		if r.Error != nil {
+			t.Fatalf("the flame graph worked, yet the query failed: %v", r.Error)
+		}
+		if got := frameNames(r.Frames); !slices.Equal(got, []string{"response"}) || r.Frames[0].Rows() != 2 {
+			t.Fatalf("frames = %v", got)
+		}
+		wantNotice(t, r.Frames[0], "series unavailable", "Pyroscope ("+pyro.URL+")", "ingester ring")
+	})
+
+	t.Run("flame graph fails", func(t *testing.T) {
+		fake := &seriesPyroscope{profileErr: down}
+		pyro := newSeriesPyroscope(t, fake)
+		ds := newTestDatasource(t, map[string]any{"pyroscopeUrl": pyro.URL}, nil)
+		q := metricsQuery("A", `{"queryType":"both","groupBy":["service_name"]}`, 0)
+		fake.series = twoServices(q.TimeRange.From)
+		r := run(t, ds, q).Responses["A"]
+		if r.Error != nil {
+			t.Fatalf("the series worked, yet the query failed: %v", r.Error)
+		}
+		if got := frameNames(r.Frames); !slices.Equal(got, []string{"response", "series", "series"}) {
+			t.Fatalf("frames = %v", got)
+		}
+		if r.Frames[0].Rows() != 0 || r.Frames[0].Meta.PreferredVisualization != data.VisTypeFlameGraph {
+			t.Errorf("the failed flame graph should be an empty flame graph frame, got %d rows", r.Frames[0].Rows())
+		}
+		wantNotice(t, r.Frames[0], "flame graph unavailable", "Pyroscope ("+pyro.URL+")", "unavailable")
+	})
+
+	t.Run("both fail", func(t *testing.T) {
+		fake := &seriesPyroscope{profileErr: down, seriesErr: down}
+		pyro := newSeriesPyroscope(t, fake)
+		ds := newTestDatasource(t, map[string]any{"pyroscopeUrl": pyro.URL}, nil)
+		r := run(t, ds, metricsQuery("A", `{"queryType":"both"}`, 0)).Responses["A"]
+		wantError(t, r, backend.ErrorSourceDownstream, "flame graph failed: Pyroscope ("+pyro.URL+")", "series failed: Pyroscope ("+pyro.URL+")")
+	})
+
+	t.Run("bad query fails once, before any call", func(t *testing.T) {
+		fake := &seriesPyroscope{}
+		pyro := newSeriesPyroscope(t, fake)
+		ds := newTestDatasource(t, map[string]any{"pyroscopeUrl": pyro.URL}, nil)
+		r := run(t, ds, metricsQuery("A", `{"queryType":"both","maxNodes":-1}`, 0)).Responses["A"]
+		wantError(t, r, backend.ErrorSourceDownstream, `invalid both query: field "maxNodes" must be positive`)
+		if fake.profileReqs != 0 || len(fake.seriesReqs) != 0 {
+			t.Errorf("an invalid query still reached Pyroscope")
+		}
+	})
+}
+
+func TestBothQuerySurvivesAPanickingHalf(t *testing.T) {
+	err := recovered(func() {
+		var m map[string]int
+		m["x"]++ // nil map write: a real panic
+	})
+	if err == nil || !strings.Contains(err.Error(), "internal error while answering the both query") {
+		t.Errorf("recovered = %v", err)
+	}
+	if err := recovered(func() {}); err != nil {
+		t.Errorf("no panic, yet %v", err)
+	}
+}
+
+func wantNotice(t *testing.T, f *data.Frame, parts ...string) {
+	t.Helper()
+	if f.Meta == nil || len(f.Meta.Notices) != 1 {
+		t.Fatalf("frame %q: want one notice, got meta %+v", f.Name, f.Meta)
+	}
+	n := f.Meta.Notices[0]
+	if n.Severity != data.NoticeSeverityWarning {
+		t.Errorf("notice severity = %v, want warning", n.Severity)
+	}
+	for _, p := range parts {
+		if !strings.Contains(n.Text, p) {
+			t.Errorf("notice %q lacks %q", n.Text, p)
+		}
+	}
+}
+
+func frameNames(frames []*data.Frame) []string {
+	names := []string{}
+	for _, f := range frames {
+		names = append(names, f.Name)
+	}
+	return names
+}

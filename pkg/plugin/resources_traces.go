@@ -1,0 +1,88 @@
+package plugin
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/jaeger"
+)
+
+// traceSearchWindow is how far back the editor's trace search looks when it sends no range.
+const traceSearchWindow = time.Hour
+
+// maxTraceSearchLimit bounds one search: each hit is a whole trace that Jaeger loads and sends.
+const maxTraceSearchLimit = 1000
+
+// resourceTraceServices lists the services Jaeger knows, for the trace editor's service picker.
+func (d *Datasource) resourceTraceServices(w http.ResponseWriter, r *http.Request) {
+	if err := d.unavailable(&d.settings.Jaeger); err != nil {
+		writeError(w, err)
+		return
+	}
+	services, _, err := d.jaeger.Services(r.Context())
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	// Sorted for the picker; never null, so the editor need not special-case an empty Jaeger.
+	services = append([]string{}, services...)
+	slices.Sort(services)
+	writeJSON(w, http.StatusOK, services)
+}
+
+// resourceTraces searches Jaeger for the trace editor:
+// service (required), operation, minDuration (500ms, 1s, ...), limit (1-1000, default 20), and
+// from/to in Unix milliseconds (default the last hour). Slowest first.
+func (d *Datasource) resourceTraces(w http.ResponseWriter, r *http.Request) {
+	if err := d.unavailable(&d.settings.Jaeger); err != nil {
+		writeError(w, err)
+		return
+	}
+	q, err := traceQuery(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	found, err := d.jaeger.FindTraces(r.Context(), q)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if found == nil {
+		found = []jaeger.TraceSummary{}
+	}
+	writeJSON(w, http.StatusOK, found)
+}
+
+// traceQuery reads the search parameters; each error names the parameter and what it accepts.
+func traceQuery(r *http.Request) (jaeger.TraceQuery, error) {
+	p := r.URL.Query()
+	q := jaeger.TraceQuery{Service: p.Get("service"), Operation: p.Get("operation"), Limit: jaeger.DefaultTraceLimit}
+	if q.Service == "" {
+		return q, fmt.Errorf("parameter \"service\" is required: Jaeger searches one service at a time")
+	}
+	if v := p.Get("minDuration"); v != "" {
+		// Go's syntax, which is also Jaeger's and Grafana's for sub-day durations.
+		dur, err := time.ParseDuration(v)
+		if err != nil || dur < 0 {
+			return q, fmt.Errorf("parameter \"minDuration\" must be a duration such as 500ms or 1s, got %q", v)
+		}
+		q.MinDuration = dur
+	}
+	if v := p.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxTraceSearchLimit {
+			return q, fmt.Errorf("parameter \"limit\" must be a whole number from 1 to %d, got %q", maxTraceSearchLimit, v)
+		}
+		q.Limit = n
+	}
+	from, to, err := timeRange(r, traceSearchWindow)
+	if err != nil {
+		return q, err
+	}
+	q.Start, q.End = from, to
+	return q, nil
+}
