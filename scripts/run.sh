@@ -31,6 +31,20 @@ log "CPU flame graph of the demo backend over the last 15 minutes:"
 scripts/query.sh --rows 25 query '{"queryType":"profile","labelSelector":"{service_name=\"nemotron-backend\"}","profileTypeId":"process_cpu:cpu:nanoseconds:cpu:nanoseconds"}'
 log "allocations (objects) of the enrichment service:"
 scripts/query.sh --rows 12 query '{"queryType":"profile","labelSelector":"{service_name=\"ai-enrichment\"}","profileTypeId":"memory:alloc_objects:count:space:bytes"}'
+demo=$(grep DEMO_URL "$ENV_FILE" | cut -d= -f2)
+# One request, slow in its database step (the traffic generator's first slow step); it prints the
+# trace ID first on its line.
+trace_id=$(go run ./cmd/hsi-demo traffic --backend "$demo" --requests 1 --slow-every 1 | cut -f1)
+if [ -n "$trace_id" ]; then
+  log "one slow request (slow database query), trace $trace_id: its whole-request CPU profile"
+  log "across the three services (waiting for the profilers' next upload):"
+  request_query="{\"queryType\":\"profile\",\"traceId\":\"$trace_id\"}"
+  for _ in $(seq 15); do
+    scripts/query.sh query "$request_query" 2>/dev/null | grep -q "matched by span ID" && break
+    sleep 2
+  done
+  scripts/query.sh --rows 25 query "$request_query"
+fi
 cat >&2 <<MSG
 
 The stack keeps running:
@@ -38,5 +52,8 @@ The stack keeps running:
   Pyroscope UI   $(grep PYROSCOPE_URL "$ENV_FILE" | cut -d= -f2)
   Prometheus     $(grep PROMETHEUS_URL "$ENV_FILE" | cut -d= -f2)
 Ask it more:     scripts/query.sh query '{"queryType":"profile","labelSelector":"{service_name=\"ai-detector\"}"}'
+                 scripts/query.sh query '{"queryType":"profile","traceId":"$trace_id","perService":true}'
+                 scripts/query.sh query '{"queryType":"diff","labelSelector":"{service_name=\"nemotron-backend\"}","baseline":{"from":"now-15m","to":"now"},"comparison":{"traceId":"$trace_id"}}'
+                 scripts/query.sh query '{"queryType":"metrics","groupBy":["service_name"]}'
 Stop it:         scripts/stop.sh
 MSG

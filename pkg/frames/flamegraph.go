@@ -42,6 +42,11 @@ func nestedSet(name string, root *flamegraph.Node, profileTypeID string, diff bo
 	var labels []data.EnumItemIndex
 	enum := newEnum()
 	if root != nil && !root.Empty() {
+		n := root.Count()
+		levels, values, selfs, labels = make([]int64, 0, n), make([]int64, 0, n), make([]int64, 0, n), make([]data.EnumItemIndex, 0, n)
+		if diff {
+			valuesRight, selfsRight = make([]int64, 0, n), make([]int64, 0, n)
+		}
 		root.Walk(func(depth int, n *flamegraph.Node) {
 			levels = append(levels, int64(depth))
 			values = append(values, n.Total+n.TotalRight)

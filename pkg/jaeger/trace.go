@@ -35,8 +35,8 @@ type TraceQuery struct {
 	Service     string // required by Jaeger
 	Operation   string
 	MinDuration time.Duration
-	Start, End  time.Time
-	Limit       int // 0: DefaultTraceLimit
+	Start, End  time.Time // zero End: now; zero Start: an hour before End
+	Limit       int       // 0: DefaultTraceLimit
 }
 
 // DefaultTraceLimit is how many traces a search returns unless asked otherwise.
