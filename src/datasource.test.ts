@@ -114,9 +114,9 @@ describe('DataSource', () => {
         { text: 'nemotron-backend', value: 'nemotron-backend' },
         { text: 'POST /generate 1.2 s', value: '4bf92f3577b34da6a3ce929d0e0e4736' },
       ]);
-      const values = await ds.metricFindQuery('traces($service)', { range });
+      const values = await ds.metricFindQuery('trace_ids($service)', { range });
       expect(getResource).toHaveBeenCalledWith('variable', {
-        query: 'traces(nemotron-backend)',
+        query: 'trace_ids(nemotron-backend)',
         from: 1700000000000,
         to: 1700003600000,
       });

@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strings"
 	"time"
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend/grpcplugin"
@@ -196,14 +197,17 @@ type ResourceResponse struct {
 	Body   []byte
 }
 
-// CallResource makes a GET on one of the plugin's resource routes (path without leading slash).
+// CallResource makes a GET on one of the plugin's resource routes (path without leading slash,
+// with its query string if any). As Grafana does, Path is the route alone and URL carries the
+// query string.
 func (h *Host) CallResource(ctx context.Context, path string) (*ResourceResponse, error) {
 	pc, err := h.pluginContext()
 	if err != nil {
 		return nil, err
 	}
+	route, _, _ := strings.Cut(path, "?")
 	stream, err := h.resource.CallResource(ctx, &pluginv2.CallResourceRequest{
-		PluginContext: pc, Path: path, Method: "GET", Url: "/" + path,
+		PluginContext: pc, Path: route, Method: "GET", Url: "/" + path,
 	})
 	if err != nil {
 		return nil, err

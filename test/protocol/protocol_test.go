@@ -9,6 +9,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -135,7 +137,7 @@ func TestBinaryAnswersQueriesAndKeepsRunningAfterBadOnes(t *testing.T) {
 	if !contains(label.Config.TypeConfig.Enum.Text, "main.dbQuery") {
 		t.Errorf("A: flame graph of the demo backend lacks main.dbQuery")
 	}
-	if b := res.Responses["B"]; !strings.Contains(b.Error, `unknown query type "nope": valid query types are profile`) || b.ErrorSource != "downstream" {
+	if b := res.Responses["B"]; !strings.Contains(b.Error, `unknown query type "nope": valid query types are both, diff, metrics, profile`) || b.ErrorSource != "downstream" {
 		t.Errorf("B: %q (%s)", b.Error, b.ErrorSource)
 	}
 	if c := res.Responses["C"]; !strings.Contains(c.Error, `field "maxNodes" must be a number, got array`) {
@@ -162,6 +164,73 @@ func TestBinaryServesResources(t *testing.T) {
 	res, err = h.CallResource(ctx(t), "upstreams")
 	if err != nil || res.Status != 200 || !strings.Contains(string(res.Body), `"name":"Jaeger","configured":true`) {
 		t.Errorf("upstreams: %v %+v", err, res)
+	}
+}
+
+func TestBinaryAnswersAWholeRequestProfile(t *testing.T) {
+	h, _ := start(t, allUpstreams())
+	res, err := http.Get(bed.DemoURL + "/api/detect?slow=model")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	traceID := res.Header.Get("X-Trace-Id")
+	// Spans reach Jaeger within a second, span profiles Pyroscope at the demo's next upload (2 s).
+	var services []string
+	var notice string
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(time.Second) {
+		now := time.Now()
+		qr, err := h.QueryData(ctx(t), pluginhost.Query{RefID: "A", From: now.Add(-time.Minute), To: now, JSON: map[string]any{
+			"queryType": "profile", "traceId": traceID, "perService": true,
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := qr.Responses["A"]
+		if a.Error != "" {
+			notice = a.Error
+			continue
+		}
+		frames, err := data.UnmarshalArrowFrames(a.Frames)
+		if err != nil {
+			t.Fatal(err)
+		}
+		services = services[:0]
+		for _, f := range frames[1:] {
+			services = append(services, f.Name)
+		}
+		if len(frames[0].Meta.Notices) > 0 {
+			notice = frames[0].Meta.Notices[0].Text
+		}
+		if strings.Contains(notice, "matched by span ID") && len(services) == 3 {
+			label, _ := frames[1].FieldByName("label") // ai-detector (frames in service order) is slow in modelPredict
+			if frames[0].Name != "response" || frames[1].Name != "ai-detector" || !contains(label.Config.TypeConfig.Enum.Text, "main.modelPredict") {
+				t.Errorf("frames %q, %q: %v", frames[0].Name, frames[1].Name, label.Config.TypeConfig.Enum.Text)
+			}
+			return
+		}
+	}
+	t.Fatalf("trace %s: services %v, last notice or error: %s", traceID, services, notice)
+}
+
+func TestBinaryFillsTemplateVariables(t *testing.T) {
+	h, _ := start(t, allUpstreams())
+	res, err := h.CallResource(ctx(t), "variable?query="+url.QueryEscape("services()"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var values []struct{ Text, Value string }
+	if res.Status != 200 || json.Unmarshal(res.Body, &values) != nil {
+		t.Fatalf("variable: HTTP %d %s", res.Status, res.Body)
+	}
+	var names []string
+	for _, v := range values {
+		names = append(names, v.Value)
+	}
+	for _, want := range []string{"ai-detector", "ai-enrichment", "nemotron-backend"} {
+		if !contains(names, want) {
+			t.Errorf("services() = %v, lacks %s", names, want)
+		}
 	}
 }
 
