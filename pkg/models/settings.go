@@ -3,6 +3,7 @@ package models
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -82,6 +83,16 @@ type Settings struct {
 	// queries then report it instead of silently using the default as Grafana does.
 	MinStep    time.Duration
 	MinStepErr error
+
+	// DCGM names the metrics and labels of the GPU series (settings_dcgm.go).
+	DCGM DCGMSettings
+	// Classify holds the workload-classification thresholds (settings_classify.go).
+	Classify ClassifySettings
+	// Join says how spans map to hosts and GPUs, and where links point (settings_join.go).
+	Join JoinSettings
+	// GPUSettingsErr is the first invalid GPU-related setting: the GPU query types report it
+	// rather than silently using defaults; the other query types are unaffected.
+	GPUSettingsErr error
 }
 
 // DefaultMinStep is Grafana's Pyroscope data source's default for jsonData.minStep.
@@ -109,6 +120,7 @@ func LoadSettings(s backend.DataSourceInstanceSettings) (*Settings, error) {
 		Jaeger:     loadUpstream(Jaeger, "jaeger", j, s.DecryptedSecureJSONData),
 	}
 	out.MinStep, out.MinStepErr = loadMinStep(j)
+	out.GPUSettingsErr = errors.Join(loadDCGM(j, &out.DCGM), loadClassify(j, &out.Classify), loadJoin(j, &out.Join))
 	var err error
 	if out.SelfProfilingURL, err = j.str("selfProfilingUrl"); err == nil && out.SelfProfilingURL != "" {
 		err = checkURL(out.SelfProfilingURL)
