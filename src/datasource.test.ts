@@ -3,18 +3,26 @@ import { DataSourceInstanceSettings, dateTime } from '@grafana/data';
 import { DataSource } from './datasource';
 import { HsiOptions } from './types';
 
-/** Dashboard variables: $spans is multi-valued, $empty has no value yet. */
-const vars: Record<string, string> = {
+/** Dashboard variables: $spans and $hosts are multi-valued, $empty has no value yet. */
+const vars: Record<string, string | string[]> = {
   service: 'nemotron-backend',
   span: 'abc123',
+  spans: ['00f067aa0ba902b7', '4bf92f3577b34da6'],
+  hosts: ['gpu-node-1', 'gpu-node-2'],
   trace_id: '4bf92f3577b34da6a3ce929d0e0e4736',
   window: '1h',
+  min: '500ms',
+  metric: 'gpu_utilization',
   empty: '',
 };
 const replace = jest.fn((s: string, _scoped?: unknown, format?: string) =>
-  s
-    .replace(/\$spans/g, format === 'csv' ? '00f067aa0ba902b7,4bf92f3577b34da6' : '{00f067aa0ba902b7,4bf92f3577b34da6}')
-    .replace(/\$(\w+)/g, (v, name) => vars[name] ?? v)
+  s.replace(/\$(\w+)/g, (v, name) => {
+    const value = vars[name] ?? v;
+    if (!Array.isArray(value)) {
+      return value;
+    }
+    return format === 'csv' ? value.join(',') : `{${value.join(',')}}`;
+  })
 );
 
 jest.mock('@grafana/runtime', () => ({
@@ -71,6 +79,66 @@ describe('DataSource', () => {
     expect(out.comparison).toEqual({ traceId: '4bf92f3577b34da6a3ce929d0e0e4736', spanSelector: ['abc123'] });
   });
 
+  it('interpolates the GPU filters, a multi-value host variable becoming several hosts', () => {
+    const out = ds.applyTemplateVariables(
+      {
+        refId: 'A',
+        queryType: 'gpuMetrics',
+        metrics: ['$metric', 'fb_used'],
+        hosts: ['$hosts'],
+        gpus: ['0', '$empty'],
+        models: ['$service'],
+        pods: ['$service-0'],
+        namespaces: ['$service'],
+        aggregation: 'host',
+      },
+      {}
+    );
+    expect(out).toEqual({
+      refId: 'A',
+      queryType: 'gpuMetrics',
+      metrics: ['gpu_utilization', 'fb_used'],
+      hosts: ['gpu-node-1', 'gpu-node-2'],
+      gpus: ['0'],
+      models: ['nemotron-backend'],
+      pods: ['nemotron-backend-0'],
+      namespaces: ['nemotron-backend'],
+      aggregation: 'host',
+    });
+  });
+
+  it('interpolates the trace and slow-request fields', () => {
+    const trace = ds.applyTemplateVariables(
+      { refId: 'A', queryType: 'trace', traceId: '$trace_id', allocTypeId: '$empty' },
+      {}
+    );
+    expect(trace).toEqual({
+      refId: 'A',
+      queryType: 'trace',
+      traceId: '4bf92f3577b34da6a3ce929d0e0e4736',
+      allocTypeId: '',
+    });
+    const slow = ds.applyTemplateVariables(
+      {
+        refId: 'A',
+        queryType: 'slowRequests',
+        service: '$service',
+        endpoint: 'POST /$window',
+        minDuration: '$min',
+        limit: 5,
+      },
+      {}
+    );
+    expect(slow).toEqual({
+      refId: 'A',
+      queryType: 'slowRequests',
+      service: 'nemotron-backend',
+      endpoint: 'POST /1h',
+      minDuration: '500ms',
+      limit: 5,
+    });
+  });
+
   it('passes scoped variables on', () => {
     const scoped = { service: { text: 'x', value: 'x' } };
     ds.applyTemplateVariables({ refId: 'A', traceId: '$trace_id' }, scoped);
@@ -89,6 +157,17 @@ describe('DataSource', () => {
     expect(ds.filterQuery({ refId: 'A', queryType: 'profile', traceId: '$trace_id' })).toBe(true);
     expect(ds.filterQuery({ refId: 'A', queryType: 'profile', traceId: '' })).toBe(true);
     expect(ds.filterQuery({ refId: 'A', queryType: 'diff', baseline: { from: 'now-1h' } })).toBe(true);
+  });
+
+  it('skips a trace query until it has a trace ID', () => {
+    expect(ds.filterQuery({ refId: 'A', queryType: 'trace', traceId: '$empty' })).toBe(false);
+    expect(ds.filterQuery({ refId: 'A', queryType: 'trace', traceId: ' ' })).toBe(false);
+    expect(ds.filterQuery({ refId: 'A', queryType: 'trace' })).toBe(false);
+    expect(ds.filterQuery({ refId: 'A', queryType: 'trace', traceId: '$trace_id' })).toBe(true);
+    expect(ds.filterQuery({ refId: 'A', queryType: 'trace', traceId: '00f067aa0ba902b7' })).toBe(true);
+    expect(ds.filterQuery({ refId: 'A', queryType: 'trace', traceId: '$trace_id', hide: true })).toBe(false);
+    expect(ds.filterQuery({ refId: 'A', queryType: 'slowRequests' })).toBe(true);
+    expect(ds.filterQuery({ refId: 'A', queryType: 'gpuClass', hosts: ['$empty'] })).toBe(true);
   });
 
   it('defaults to a CPU flame graph', () => {
@@ -152,6 +231,22 @@ describe('DataSource', () => {
         from: 1,
         to: 2,
       });
+    });
+
+    it('asks the GPU lookups of their routes, the GPU picker scoped to the chosen hosts', async () => {
+      await ds.getGpuMetrics();
+      expect(getResource).toHaveBeenLastCalledWith('gpu-metrics');
+      await ds.getGpuLabelValues('host', 1, 2);
+      expect(getResource).toHaveBeenLastCalledWith('gpu-label-values', { role: 'host', from: 1, to: 2 });
+      await ds.getGpuLabelValues('gpu', 1, 2, ['$hosts', 'gpu-node-9']);
+      expect(getResource).toHaveBeenLastCalledWith('gpu-label-values', {
+        role: 'gpu',
+        from: 1,
+        to: 2,
+        hosts: ['gpu-node-1', 'gpu-node-2', 'gpu-node-9'],
+      });
+      await ds.getGpuLabelValues('gpu', undefined, undefined, ['$empty']);
+      expect(getResource).toHaveBeenLastCalledWith('gpu-label-values', { role: 'gpu' });
     });
   });
 });

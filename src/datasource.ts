@@ -7,9 +7,19 @@ import {
 } from '@grafana/data';
 import { DataSourceWithBackend, getTemplateSrv } from '@grafana/runtime';
 
-import { DEFAULT_QUERY, DiffSide, HsiOptions, HsiQuery, ProfileType, TraceSearch, TraceSummary } from './types';
+import {
+  DEFAULT_QUERY,
+  DiffSide,
+  GpuMetric,
+  GpuRole,
+  HsiOptions,
+  HsiQuery,
+  ProfileType,
+  TraceSearch,
+  TraceSummary,
+} from './types';
 
-type Params = Record<string, string | number>;
+type Params = Record<string, string | number | string[]>;
 
 /** All logic lives in the Go backend; the frontend interpolates variables and fills dropdowns. */
 export class DataSource extends DataSourceWithBackend<HsiQuery, HsiOptions> {
@@ -24,12 +34,7 @@ export class DataSource extends DataSourceWithBackend<HsiQuery, HsiOptions> {
   applyTemplateVariables(query: HsiQuery, scopedVars: ScopedVars): HsiQuery {
     const srv = getTemplateSrv();
     const text = (s?: string) => (s === undefined ? undefined : srv.replace(s, scopedVars));
-    // List items may be multi-value variables: 'csv' gives a,b, which becomes two items.
-    const list = (l?: string[]) =>
-      l
-        ?.flatMap((item) => srv.replace(item, scopedVars, 'csv').split(','))
-        .map((s) => s.trim())
-        .filter(Boolean);
+    const list = (l?: string[]) => interpolateList(l, scopedVars);
     const side = (s?: DiffSide): DiffSide | undefined =>
       s && {
         ...s,
@@ -48,6 +53,16 @@ export class DataSource extends DataSourceWithBackend<HsiQuery, HsiOptions> {
       groupBy: list(query.groupBy),
       baseline: side(query.baseline),
       comparison: side(query.comparison),
+      allocTypeId: text(query.allocTypeId),
+      service: text(query.service),
+      endpoint: text(query.endpoint),
+      minDuration: text(query.minDuration),
+      metrics: list(query.metrics),
+      hosts: list(query.hosts),
+      gpus: list(query.gpus),
+      models: list(query.models),
+      pods: list(query.pods),
+      namespaces: list(query.namespaces),
     };
   }
 
@@ -55,7 +70,8 @@ export class DataSource extends DataSourceWithBackend<HsiQuery, HsiOptions> {
    * Hidden queries are not sent. Neither is a query aimed at one request whose trace or span
    * variable is empty (the Request-Level dashboard before a trace is picked): without its
    * `$trace_id` it would silently become the profile of all traffic, so the panel shows "No data"
-   * instead. Grafana filters before interpolating and passes no scoped variables here, so a
+   * instead. A trace query is about nothing else, so it waits for a trace ID even when the field
+   * is blank. Grafana filters before interpolating and passes no scoped variables here, so a
    * panel repeated over trace_id is judged by the variable's current value.
    */
   filterQuery(query: HsiQuery): boolean {
@@ -63,6 +79,9 @@ export class DataSource extends DataSourceWithBackend<HsiQuery, HsiOptions> {
       return false;
     }
     const srv = getTemplateSrv();
+    if (query.queryType === 'trace' && !srv.replace(query.traceId ?? '').trim()) {
+      return false;
+    }
     const requestIds = [query, query.baseline, query.comparison].flatMap((q) => [
       q?.traceId,
       ...(q?.spanSelector ?? []),
@@ -119,10 +138,36 @@ export class DataSource extends DataSourceWithBackend<HsiQuery, HsiOptions> {
     return this.getResource<TraceSummary[]>('traces', params);
   }
 
+  /** The DCGM series the gpuMetrics query knows, for its picker. */
+  getGpuMetrics(): Promise<GpuMetric[]> {
+    return this.getResource<GpuMetric[]>('gpu-metrics');
+  }
+
+  /**
+   * Hosts, GPUs (index or UUID), models, pods or namespaces with GPU series in the range; the
+   * GPUs of the chosen hosts only when given (sent as repeated hosts= parameters).
+   */
+  getGpuLabelValues(role: GpuRole, from?: number, to?: number, hosts?: string[]): Promise<string[]> {
+    const params: Params = { role, ...rangeParams(from, to) };
+    const scope = interpolateList(hosts);
+    if (scope?.length) {
+      params.hosts = scope;
+    }
+    return this.getResource<string[]>('gpu-label-values', params);
+  }
+
   /** Lookups run before the query does, so dashboard variables in them are replaced here. */
   private interpolate(s: string): string {
     return getTemplateSrv().replace(s);
   }
+}
+
+/** List items may be multi-value variables: 'csv' gives a,b, which becomes two items. */
+function interpolateList(list?: string[], scopedVars?: ScopedVars): string[] | undefined {
+  return list
+    ?.flatMap((item) => getTemplateSrv().replace(item, scopedVars, 'csv').split(','))
+    .map((s) => s.trim())
+    .filter(Boolean);
 }
 
 function rangeParams(from?: number, to?: number): Params {

@@ -1,20 +1,41 @@
 import { DataSourceJsonData } from '@grafana/data';
 import { DataQuery } from '@grafana/schema';
 
-/**
- * Query types the editor offers, in picker order. Later types (trace, gpuMetrics, ...) join this
- * list with their own fields in the editor.
- */
+/** Query types the editor offers, in picker order; each has its own fields in the editor. */
 export const QUERY_TYPES = [
   { value: 'profile', label: 'Profile', description: 'Flame graph; optionally of one request (trace ID) or spans' },
   { value: 'metrics', label: 'Metrics', description: 'Profile values over time, grouped by labels' },
   { value: 'both', label: 'Both', description: 'Flame graph and profile values over time' },
   { value: 'diff', label: 'Diff', description: 'Diff flame graph: a baseline against a comparison' },
+  {
+    value: 'trace',
+    label: 'Request (trace)',
+    description: "One request: each span's time, CPU, allocations and GPU state, and its flame graph",
+  },
+  {
+    value: 'slowRequests',
+    label: 'Slow requests',
+    description: 'Latency percentiles by endpoint and the slowest traces',
+  },
+  { value: 'gpuMetrics', label: 'GPU metrics', description: 'DCGM series by name, per GPU, per host or fleet-wide' },
+  {
+    value: 'gpuClass',
+    label: 'GPU class',
+    description: 'Per GPU: compute-, memory-, PCIe-bound, throttled or idle, with the recommended action',
+  },
 ] as const;
 
 export type QueryType = (typeof QUERY_TYPES)[number]['value'];
 
 export const DEFAULT_PROFILE_TYPE = 'process_cpu:cpu:nanoseconds:cpu:nanoseconds';
+/** The trace query's allocation profile when allocTypeId is unset. */
+export const DEFAULT_ALLOC_TYPE = 'memory:alloc_space:bytes:space:bytes';
+
+/** What the gpu-label-values resource lists: hosts, GPUs (index or UUID), models, pods, namespaces. */
+export type GpuRole = 'host' | 'gpu' | 'model' | 'pod' | 'namespace';
+
+/** GPU metrics: one series per GPU, per host, or one for the fleet. */
+export type GpuAggregation = 'gpu' | 'host' | 'fleet';
 
 /** One side of a diff; unset fields take the query's label selector and the panel's time range. */
 export interface DiffSide {
@@ -29,7 +50,7 @@ export interface DiffSide {
 /**
  * One panel query, as the backend reads it (pkg/models/query.go). Field names for profiles are
  * those of Grafana's Pyroscope data source, so its dashboards and the trace-to-profile link work
- * when pointed at this plugin; traceId, perService, baseline and comparison are this plugin's own.
+ * when pointed at this plugin; the rest are this plugin's own.
  */
 export interface HsiQuery extends DataQuery {
   queryType?: QueryType;
@@ -39,14 +60,29 @@ export interface HsiQuery extends DataQuery {
   /** Span IDs (16 hex digits each). */
   spanSelector?: string[];
   groupBy?: string[];
-  /** Metrics: keep the top N series; 0 or unset: all. */
+  /** Metrics: keep the top N series; 0 or unset: all. Slow requests: the N slowest traces. */
   limit?: number;
-  /** The whole request, across services: 16 or 32 hex digits. */
+  /** The whole request, across services (profile, trace): 16 or 32 hex digits. */
   traceId?: string;
   /** With traceId: also one flame graph per service. */
   perService?: boolean;
   baseline?: DiffSide;
   comparison?: DiffSide;
+  /** Trace: the allocation profile type of each span (profileTypeId is its CPU one). */
+  allocTypeId?: string;
+  /** Slow requests: Jaeger's service, an endpoint (operation) and a Go duration, e.g. 500ms. */
+  service?: string;
+  endpoint?: string;
+  minDuration?: string;
+  /** GPU metrics: names from the gpu-metrics catalogue. */
+  metrics?: string[];
+  aggregation?: GpuAggregation;
+  /** GPU metrics and class: label filters, each item a value or a variable (GPU index or UUID). */
+  hosts?: string[];
+  gpus?: string[];
+  models?: string[];
+  pods?: string[];
+  namespaces?: string[];
 }
 
 export const DEFAULT_QUERY: Partial<HsiQuery> = {
@@ -105,6 +141,13 @@ export interface TraceSummary {
   durationMs: number;
   spans: number;
   services: string[];
+}
+
+/** One series of the gpu-metrics catalogue. */
+export interface GpuMetric {
+  name: string;
+  description: string;
+  unit: string;
 }
 
 export interface TraceSearch {

@@ -7,6 +7,8 @@
 //
 //	hsi-demo serve   --service backend|detector|enrichment --listen ADDR ...
 //	hsi-demo traffic --backend URL [--requests N] [--every D] [--slow-every K]
+//	hsi-demo gpus    --listen ADDR --host gpu-node-1 --gpus 2      (simulated dcgm-exporter)
+//	hsi-demo gpus    --history 2h --step 15s --end UNIX --out FILE  (GPU test fixtures)
 package main
 
 import (
@@ -24,6 +26,8 @@ func main() {
 		err = serve(os.Args[2:])
 	case "traffic":
 		err = traffic(os.Args[2:])
+	case "gpus":
+		err = gpus(os.Args[2:])
 	default:
 		usage()
 	}
@@ -34,6 +38,6 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: hsi-demo serve|traffic [flags] (see -h of each)")
+	fmt.Fprintln(os.Stderr, "usage: hsi-demo serve|traffic|gpus [flags] (see -h of each)")
 	os.Exit(2)
 }

@@ -1,6 +1,7 @@
 // Package testbed starts and stops the real servers the tests and the demo run against:
 // Prometheus, Pyroscope 1.12 and Jaeger v2, on 127.0.0.1 with free ports, plus the demo
-// workload (cmd/hsi-demo) whose traces, profiles and metrics they hold. Binaries come from
+// workload (cmd/hsi-demo) whose traces, profiles and metrics they hold, plus GPU series without a
+// GPU (a simulated dcgm-exporter and recorded fixtures, see gpus.go). Binaries come from
 // testbed/install.sh; everything a bed writes lives in one temporary folder, removed on Stop.
 package testbed
 
@@ -11,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -22,6 +24,11 @@ type Endpoints struct {
 	JaegerURL     string // query API (v1 and v3 JSON)
 	JaegerOTLP    string // OTLP gRPC host:port
 	DemoURL       string // the demo's backend service, "" without the demo
+	// GPUSimulatorURL is the simulated dcgm-exporter (GET /metrics), "" without the demo.
+	GPUSimulatorURL string
+	// FixtureStart and FixtureEnd are the window of the GPU fixtures backfilled into Prometheus
+	// (gpusim.FixtureClass takes them); zero without the demo.
+	FixtureStart, FixtureEnd time.Time
 }
 
 // Env lists the endpoints as the variables tests and scripts read (see FromEnv).
@@ -32,7 +39,26 @@ func (e Endpoints) Env() []string {
 		"HSI_TESTBED_JAEGER_URL=" + e.JaegerURL,
 		"HSI_TESTBED_JAEGER_OTLP=" + e.JaegerOTLP,
 		"HSI_TESTBED_DEMO_URL=" + e.DemoURL,
+		"HSI_TESTBED_GPU_SIMULATOR_URL=" + e.GPUSimulatorURL,
+		"HSI_TESTBED_FIXTURE_START=" + unixOrEmpty(e.FixtureStart),
+		"HSI_TESTBED_FIXTURE_END=" + unixOrEmpty(e.FixtureEnd),
 	}
+}
+
+// unixOrEmpty writes a time as Unix seconds, the zero time as "".
+func unixOrEmpty(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return strconv.FormatInt(t.Unix(), 10)
+}
+
+func unixFromEnv(name string) time.Time {
+	sec, err := strconv.ParseInt(os.Getenv(name), 10, 64)
+	if err != nil {
+		return time.Time{}
+	}
+	return time.Unix(sec, 0)
 }
 
 // FromEnv returns the endpoints of a bed started elsewhere (scripts/test.sh starts one for the
@@ -44,13 +70,19 @@ func FromEnv() (Endpoints, bool) {
 		JaegerURL:     os.Getenv("HSI_TESTBED_JAEGER_URL"),
 		JaegerOTLP:    os.Getenv("HSI_TESTBED_JAEGER_OTLP"),
 		DemoURL:       os.Getenv("HSI_TESTBED_DEMO_URL"),
+
+		GPUSimulatorURL: os.Getenv("HSI_TESTBED_GPU_SIMULATOR_URL"),
+		FixtureStart:    unixFromEnv("HSI_TESTBED_FIXTURE_START"),
+		FixtureEnd:      unixFromEnv("HSI_TESTBED_FIXTURE_END"),
 	}
 	return e, e.PrometheusURL != "" && e.PyroscopeURL != "" && e.JaegerURL != ""
 }
 
 // Options choose what a bed runs.
 type Options struct {
-	Demo bool // start the demo workload's three services
+	// Demo starts the demo workload's three services, the simulated dcgm-exporter, and loads the
+	// GPU fixtures into Prometheus.
+	Demo bool
 	// KeepDir leaves the bed's folder (logs, data) in place after Stop.
 	KeepDir bool
 	// Log receives progress lines; nil discards them.
@@ -94,26 +126,34 @@ func Start(ctx context.Context, opts Options) (b *Bed, err error) {
 	ctx, cancel := context.WithTimeout(ctx, ReadyTimeout)
 	defer cancel()
 
-	ports, err := freePorts(13)
+	ports, err := freePorts(14)
 	if err != nil {
 		return nil, err
 	}
 	promPort, pyroHTTP, pyroGRPC, pyroMember := ports[0], ports[1], ports[2], ports[3]
 	jOTLPgrpc, jOTLPhttp, jQueryHTTP, jQueryGRPC, jHealth := ports[4], ports[5], ports[6], ports[7], ports[8]
 	demoPorts := map[string]int{"backend": ports[9], "detector": ports[10], "enrichment": ports[11]}
+	gpuSimPort := ports[13]
 
 	b.PrometheusURL = "http://" + addr(promPort)
 	b.PyroscopeURL = "http://" + addr(pyroHTTP)
 	b.JaegerURL = "http://" + addr(jQueryHTTP)
 	b.JaegerOTLP = addr(jOTLPgrpc)
 
-	var scrapeTargets []string
+	promData := filepath.Join(dir, "prometheus-data")
+	jobs := map[string][]string{}
 	if opts.Demo {
 		for _, s := range DemoServices {
-			scrapeTargets = append(scrapeTargets, addr(demoPorts[s]))
+			jobs[DemoJob] = append(jobs[DemoJob], addr(demoPorts[s]))
+		}
+		jobs[GPUJob] = []string{addr(gpuSimPort)}
+		b.GPUSimulatorURL = "http://" + addr(gpuSimPort)
+		// Before Prometheus opens its data folder, so it loads the blocks.
+		if err := b.loadGPUFixtures(ctx, promData); err != nil {
+			return nil, err
 		}
 	}
-	prom, err := b.startPrometheus(promPort, scrapeTargets)
+	prom, err := b.startPrometheus(root, promPort, promData, jobs)
 	if err != nil {
 		return nil, err
 	}
@@ -139,7 +179,10 @@ func Start(ctx context.Context, opts Options) (b *Bed, err error) {
 	}
 	opts.Log("Prometheus %s · Pyroscope %s · Jaeger %s", b.PrometheusURL, b.PyroscopeURL, b.JaegerURL)
 	if opts.Demo {
-		if err := b.startDemo(ctx, root, demoPorts); err != nil {
+		if err := checkGPUFixtures(ctx, b.Endpoints); err != nil {
+			return nil, err
+		}
+		if err := b.startDemo(ctx, root, demoPorts, gpuSimPort); err != nil {
 			return nil, err
 		}
 	}

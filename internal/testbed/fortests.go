@@ -54,8 +54,8 @@ func (b *Bed) Traffic(ctx context.Context, requests int, every time.Duration, ou
 // DemoDataTimeout bounds the wait for the demo's first profiles (uploaded every 2 s) and traces.
 const DemoDataTimeout = 60 * time.Second
 
-// WaitForDemoData waits until Pyroscope has sampled the demo's hot functions and Jaeger knows its
-// three services.
+// WaitForDemoData waits until Pyroscope has sampled the demo's hot functions, Jaeger knows its
+// three services and Prometheus has scraped the simulated GPUs.
 func WaitForDemoData(ctx context.Context, e Endpoints) error {
 	ctx, cancel := context.WithTimeout(ctx, DemoDataTimeout)
 	defer cancel()
@@ -95,7 +95,7 @@ func demoDataReady(ctx context.Context, e Endpoints) error {
 	if len(services.Services) < 3 {
 		return fmt.Errorf("jaeger knows services %v, want the demo's three", services.Services)
 	}
-	return nil
+	return gpuSimDataReady(ctx, e)
 }
 
 func flameGraphNames(ctx context.Context, e Endpoints, service, profileType string) ([]string, error) {

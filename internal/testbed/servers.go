@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -13,20 +14,42 @@ import (
 // DemoServices are the demo workload's services, in the order they start.
 var DemoServices = []string{"detector", "enrichment", "backend"}
 
-func (b *Bed) startPrometheus(port int, scrapeTargets []string) (*process, error) {
-	cfg := "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n"
-	if len(scrapeTargets) > 0 {
-		cfg += "  - job_name: hsi-demo\n    static_configs:\n      - targets: [" + strings.Join(quoteAll(scrapeTargets), ", ") + "]\n"
-	} else {
-		cfg = strings.TrimSuffix(cfg, "scrape_configs:\n")
+// DemoJob is the Prometheus job of the demo's services.
+const DemoJob = "hsi-demo"
+
+// RulesDir holds the project's Prometheus rule files (relative to the repository root); the bed
+// loads its *.yml when the folder exists.
+const RulesDir = "provisioning/prometheus/rules"
+
+// prometheusConfig is the bed's Prometheus configuration: every job at the bed's 1 s interval,
+// and the project's rule files if there are any.
+func prometheusConfig(root string, jobs map[string][]string) string {
+	cfg := "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+	if st, err := os.Stat(filepath.Join(root, RulesDir)); err == nil && st.IsDir() {
+		cfg += "rule_files:\n  - " + strconv.Quote(filepath.Join(root, RulesDir, "*.yml")) + "\n"
 	}
+	names := make([]string, 0, len(jobs))
+	for name := range jobs {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	if len(names) > 0 {
+		cfg += "scrape_configs:\n"
+	}
+	for _, name := range names {
+		cfg += "  - job_name: " + name + "\n    static_configs:\n      - targets: [" + strings.Join(quoteAll(jobs[name]), ", ") + "]\n"
+	}
+	return cfg
+}
+
+func (b *Bed) startPrometheus(root string, port int, dataDir string, jobs map[string][]string) (*process, error) {
 	path := filepath.Join(b.Dir, "prometheus.yml")
-	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte(prometheusConfig(root, jobs)), 0o644); err != nil {
 		return nil, err
 	}
 	return b.start("prometheus", nil, "prometheus",
 		"--config.file="+path,
-		"--storage.tsdb.path="+filepath.Join(b.Dir, "prometheus-data"),
+		"--storage.tsdb.path="+dataDir,
 		"--web.listen-address="+addr(port),
 		"--web.enable-lifecycle",
 	)
@@ -106,8 +129,8 @@ func (b *Bed) startJaeger(bin string, otlpGRPC, otlpHTTP, queryHTTP, queryGRPC, 
 }
 
 // startDemo builds cmd/hsi-demo and runs its three services, each its own process (CPU profiles
-// are per process), pointed at the bed's Pyroscope and Jaeger.
-func (b *Bed) startDemo(ctx context.Context, root string, ports map[string]int) error {
+// are per process), pointed at the bed's Pyroscope and Jaeger, then the simulated dcgm-exporter.
+func (b *Bed) startDemo(ctx context.Context, root string, ports map[string]int, gpuSimPort int) error {
 	bin := filepath.Join(b.Dir, "hsi-demo")
 	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/hsi-demo")
 	build.Dir = root
@@ -132,7 +155,7 @@ func (b *Bed) startDemo(ctx context.Context, root string, ports map[string]int) 
 		}
 	}
 	b.opts.Log("demo workload: backend %s (detector, enrichment behind it)", b.DemoURL)
-	return nil
+	return b.startGPUSimulator(ctx, bin, gpuSimPort)
 }
 
 func quoteAll(ss []string) []string {

@@ -93,7 +93,11 @@ function UpstreamSection(p: SectionProps) {
 
   return (
     <FieldSet label={p.name}>
-      <InlineField label="URL" labelWidth={LABEL_WIDTH} tooltip={`Leave empty if you have no ${p.name}: query types that need it say so.`}>
+      <InlineField
+        label="URL"
+        labelWidth={LABEL_WIDTH}
+        tooltip={`Leave empty if you have no ${p.name}: query types that need it say so.`}
+      >
         <Input
           aria-label={`${p.name} URL`}
           width={50}

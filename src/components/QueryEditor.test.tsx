@@ -45,7 +45,18 @@ const traces: TraceSummary[] = [
   },
 ];
 
-/** A real data source whose resource calls answer from this table (or fail with its Error). */
+const gpuLabelValues: Record<string, string[]> = {
+  host: ['gpu-node-1', 'gpu-node-2'],
+  gpu: ['0', 'GPU-5fd4bd2f'],
+  model: ['NVIDIA H100 80GB HBM3'],
+  pod: ['triton-0'],
+  namespace: ['inference'],
+};
+
+/**
+ * A real data source whose resource calls answer from this table (or fail with its Error); a
+ * function answers from the call's parameters.
+ */
 function fakeDatasource(answers: Record<string, unknown> = {}) {
   const ds = new DataSource({ id: 1, uid: 'hsi', jsonData: {} } as unknown as DataSourceInstanceSettings<HsiOptions>);
   const table: Record<string, unknown> = {
@@ -54,11 +65,20 @@ function fakeDatasource(answers: Record<string, unknown> = {}) {
     'label-names': ['env', 'service_name'],
     'label-values': ['prod', 'staging'],
     traces,
+    'trace-services': ['frontend', 'api'],
+    'gpu-metrics': [
+      { name: 'gpu_utilization', description: 'GPU utilisation', unit: 'percent' },
+      { name: 'fb_used', description: 'Framebuffer used', unit: 'mbytes' },
+    ],
+    'gpu-label-values': (params: { role: string }) => gpuLabelValues[params.role],
     ...answers,
   };
-  const getResource = jest.fn((path: string) =>
-    table[path] instanceof Error ? Promise.reject(table[path]) : Promise.resolve(table[path])
-  );
+  const getResource = jest.fn((path: string, params?: unknown) => {
+    const answer = table[path];
+    return answer instanceof Error
+      ? Promise.reject(answer)
+      : Promise.resolve(typeof answer === 'function' ? answer(params) : answer);
+  });
   ds.getResource = getResource as unknown as DataSource['getResource'];
   return { ds, getResource };
 }
@@ -109,16 +129,25 @@ function type(label: string, value: string) {
 describe('QueryEditor', () => {
   it('offers the query types, the profile type selected for a query without one', async () => {
     await renderEditor({ refId: 'A' });
-    expect(screen.getByRole('radio', { name: 'Profile' })).toBeChecked();
-    for (const name of ['Metrics', 'Both', 'Diff']) {
-      expect(screen.getByRole('radio', { name })).not.toBeChecked();
-    }
+    expect(screen.getByLabelText('Query type')).toHaveValue('Profile');
     expect(screen.getByLabelText('Label selector')).toHaveValue('{}');
+    fireEvent.click(screen.getByLabelText('Query type'));
+    const options = await screen.findAllByRole('option');
+    expect(options.map((o) => o.textContent)).toEqual([
+      expect.stringMatching(/^Profile/),
+      expect.stringMatching(/^Metrics/),
+      expect.stringMatching(/^Both/),
+      expect.stringMatching(/^Diff/),
+      expect.stringMatching(/^Request \(trace\)/),
+      expect.stringMatching(/^Slow requests/),
+      expect.stringMatching(/^GPU metrics/),
+      expect.stringMatching(/^GPU class/),
+    ]);
   });
 
   it('switches the query type', async () => {
     const { last, onRunQuery } = await renderEditor({ refId: 'A' });
-    fireEvent.click(screen.getByRole('radio', { name: 'Diff' }));
+    await pick('Query type', /^Diff/);
     expect(last()).toEqual({ refId: 'A', queryType: 'diff' });
     expect(onRunQuery).toHaveBeenCalled();
   });
@@ -318,6 +347,159 @@ describe('QueryEditor', () => {
       await renderEditor({ refId: 'A', queryType: 'diff', comparison: { traceId: 'abc' }, baseline: { from: '1h' } });
       expect(screen.getByText('A trace ID has 16 or 32 hex digits')).toBeInTheDocument();
       expect(screen.getByText('Unix milliseconds or a relative time: now, now-1h, now-2d')).toBeInTheDocument();
+    });
+  });
+
+  describe('request (trace)', () => {
+    const profileTypes = [
+      {
+        id: 'memory:alloc_objects:count:space:bytes',
+        name: 'memory',
+        sampleType: 'alloc_objects',
+        sampleUnit: 'count',
+      },
+    ];
+
+    it('picks a trace from the slowest of a Jaeger service, and the profile types', async () => {
+      const { ds, getResource } = fakeDatasource({ 'profile-types': profileTypes });
+      const { last } = await renderEditor({ refId: 'A', queryType: 'trace' }, ds);
+      expect(screen.queryByLabelText('Label selector')).not.toBeInTheDocument();
+      expect(screen.queryByLabelText('Max nodes')).not.toBeInTheDocument();
+      expect(screen.getByLabelText('CPU profile')).toHaveValue('process_cpu:cpu:nanoseconds:cpu:nanoseconds');
+      expect(screen.getByLabelText('Allocations')).toHaveValue('memory:alloc_space:bytes:space:bytes');
+      expect(screen.getByLabelText('Slow traces')).toBeDisabled();
+
+      await pick('Service', 'api');
+      expect(getResource).toHaveBeenCalledWith('trace-services');
+      await pick('Slow traces', /POST \/generate/);
+      expect(getResource).toHaveBeenCalledWith('traces', { service: 'api', limit: 20, ...rangeParams });
+      await pick('Allocations', /alloc_objects/);
+      expect(last()).toEqual({
+        refId: 'A',
+        queryType: 'trace',
+        traceId: '00f067aa0ba902b700f067aa0ba902b7',
+        allocTypeId: 'memory:alloc_objects:count:space:bytes',
+      });
+      expect(screen.getByLabelText('Trace ID')).toHaveValue('00f067aa0ba902b700f067aa0ba902b7');
+    });
+
+    it('writes a typed trace ID and checks it', async () => {
+      const { last } = await renderEditor({ refId: 'A', queryType: 'trace', profileTypeId: 'process_cpu' });
+      expect(screen.getByText(/A profile type has five parts/)).toBeInTheDocument();
+      type('Trace ID', '$trace_id');
+      expect(last().traceId).toBe('$trace_id');
+      fireEvent.change(screen.getByLabelText('Trace ID'), { target: { value: '4bf92f35' } });
+      expect(screen.getByText('A trace ID has 16 or 32 hex digits')).toBeInTheDocument();
+    });
+  });
+
+  describe('slow requests', () => {
+    it('writes service, endpoint, minimum duration and limit', async () => {
+      const { ds, getResource } = fakeDatasource();
+      const { last, onRunQuery } = await renderEditor({ refId: 'A', queryType: 'slowRequests' }, ds);
+      expect(screen.getByLabelText('Limit')).toHaveAttribute('placeholder', '20');
+      await pick('Service', 'frontend');
+      expect(getResource).toHaveBeenCalledWith('trace-services');
+      type('Endpoint', 'POST /generate');
+      type('Min duration', '500ms');
+      fireEvent.change(screen.getByLabelText('Limit'), { target: { value: '10' } });
+      expect(last()).toEqual({
+        refId: 'A',
+        queryType: 'slowRequests',
+        service: 'frontend',
+        endpoint: 'POST /generate',
+        minDuration: '500ms',
+        limit: 10,
+      });
+      const runs = onRunQuery.mock.calls.length;
+      fireEvent.blur(screen.getByLabelText('Limit'));
+      expect(onRunQuery).toHaveBeenCalledTimes(runs + 1);
+    });
+
+    it('offers to clear the service and drops blank text fields', async () => {
+      const { last } = await renderEditor({ refId: 'A', queryType: 'slowRequests', service: 'api', endpoint: 'GET /' });
+      expect(screen.getByLabelText('Service')).toHaveValue('api');
+      // The clear icon (jest's SVG mock cannot be clicked): the service is optional.
+      expect(screen.getByTestId('times')).toBeInTheDocument();
+      type('Endpoint', ' ');
+      expect(last()).toEqual({ refId: 'A', queryType: 'slowRequests', service: 'api' });
+    });
+
+    it.each(['5 minutes', '1d', '-1s', '500 ms'])('says %s is no duration', async (value) => {
+      await renderEditor({ refId: 'A', queryType: 'slowRequests' });
+      fireEvent.change(screen.getByLabelText('Min duration'), { target: { value } });
+      expect(screen.getByText('A duration like 500ms, 1.5s or 1m30s')).toBeInTheDocument();
+    });
+
+    it.each(['500ms', '1.5s', '1m30s', '250us', '500', '0', '$min_duration', '${min}'])(
+      'lets %s through',
+      async (value) => {
+        await renderEditor({ refId: 'A', queryType: 'slowRequests' });
+        fireEvent.change(screen.getByLabelText('Min duration'), { target: { value } });
+        expect(screen.queryByText(/A duration like/)).not.toBeInTheDocument();
+      }
+    );
+  });
+
+  describe('GPU metrics', () => {
+    it('picks metrics from the catalogue and the aggregation', async () => {
+      const { ds, getResource } = fakeDatasource();
+      const { last } = await renderEditor({ refId: 'A', queryType: 'gpuMetrics' }, ds);
+      expect(screen.getByRole('radio', { name: 'Per GPU' })).toBeChecked();
+      fireEvent.click(screen.getByLabelText('Metrics'));
+      expect(await screen.findByRole('option', { name: /fb_used/ })).toHaveTextContent('Framebuffer used · mbytes');
+      fireEvent.click(screen.getByRole('option', { name: /gpu_utilization/ }));
+      expect(getResource).toHaveBeenCalledWith('gpu-metrics');
+      fireEvent.click(screen.getByRole('radio', { name: 'Fleet' }));
+      expect(last()).toEqual({
+        refId: 'A',
+        queryType: 'gpuMetrics',
+        metrics: ['gpu_utilization'],
+        aggregation: 'fleet',
+      });
+    });
+
+    it('filters by host, and lists the GPUs of the chosen hosts', async () => {
+      const { ds, getResource } = fakeDatasource();
+      const { last } = await renderEditor({ refId: 'A', queryType: 'gpuMetrics', metrics: ['gpu_utilization'] }, ds);
+      await pick('Hosts', 'gpu-node-2');
+      expect(getResource).toHaveBeenCalledWith('gpu-label-values', { role: 'host', ...rangeParams });
+      await pick('GPUs', 'GPU-5fd4bd2f');
+      expect(getResource).toHaveBeenCalledWith('gpu-label-values', {
+        role: 'gpu',
+        hosts: ['gpu-node-2'],
+        ...rangeParams,
+      });
+      expect(last()).toEqual({
+        refId: 'A',
+        queryType: 'gpuMetrics',
+        metrics: ['gpu_utilization'],
+        hosts: ['gpu-node-2'],
+        gpus: ['GPU-5fd4bd2f'],
+      });
+    });
+  });
+
+  describe('GPU class', () => {
+    it('has the GPU filters only', async () => {
+      const { ds, getResource } = fakeDatasource();
+      const { last } = await renderEditor({ refId: 'A', queryType: 'gpuClass' }, ds);
+      expect(screen.queryByLabelText('Metrics')).not.toBeInTheDocument();
+      expect(screen.queryByRole('radio', { name: 'Fleet' })).not.toBeInTheDocument();
+      expect(screen.queryByLabelText('Label selector')).not.toBeInTheDocument();
+      await pick('Models', 'NVIDIA H100 80GB HBM3');
+      await pick('Pods', 'triton-0');
+      await pick('Namespaces', 'inference');
+      for (const role of ['model', 'pod', 'namespace']) {
+        expect(getResource).toHaveBeenCalledWith('gpu-label-values', { role, ...rangeParams });
+      }
+      expect(last()).toEqual({
+        refId: 'A',
+        queryType: 'gpuClass',
+        models: ['NVIDIA H100 80GB HBM3'],
+        pods: ['triton-0'],
+        namespaces: ['inference'],
+      });
     });
   });
 });

@@ -1,13 +1,16 @@
 import React, { useId } from 'react';
 import { QueryEditorProps } from '@grafana/data';
-import { InlineField, InlineFieldRow, MultiCombobox, RadioButtonGroup } from '@grafana/ui';
+import { Combobox, InlineField, InlineFieldRow } from '@grafana/ui';
 
 import { DataSource } from '../datasource';
 import { HsiOptions, HsiQuery, QUERY_TYPES, QueryType } from '../types';
 import { DiffFields } from './DiffFields';
+import { GpuFilterFields, GpuMetricsFields } from './GpuFields';
 import { RequestFields } from './RequestFields';
 import { FieldsProps, SelectorFields } from './SelectorFields';
-import { LABEL_WIDTH, NumberField, stringOptions } from './fields';
+import { SlowRequestFields } from './SlowRequestFields';
+import { TraceFields } from './TraceFields';
+import { LABEL_WIDTH, MultiPicker, NumberField, stringOptions } from './fields';
 
 type Props = QueryEditorProps<DataSource, HsiQuery, HsiOptions>;
 
@@ -28,37 +31,46 @@ export function QueryEditor({ query, onChange, onRunQuery, datasource, range }: 
     from: range?.from.valueOf(),
     to: range?.to.valueOf(),
   };
-  const hasFlameGraph = queryType !== 'metrics';
+  const isProfile = ['profile', 'metrics', 'both', 'diff'].includes(queryType);
+  const hasFlameGraph = ['profile', 'both', 'diff'].includes(queryType);
   const hasSeries = queryType === 'metrics' || queryType === 'both';
+  const id = useId();
 
   return (
     <>
       <InlineFieldRow>
-        <InlineField label="Query type" labelWidth={LABEL_WIDTH}>
-          <RadioButtonGroup<QueryType>
-            aria-label="Query type"
+        <InlineField label="Query type" labelWidth={LABEL_WIDTH} htmlFor={id}>
+          <Combobox<QueryType>
+            id={id}
+            width={24}
             options={QUERY_TYPES.map((t) => ({ value: t.value, label: t.label, description: t.description }))}
             value={queryType}
-            onChange={(v) => update({ queryType: v })}
+            onChange={(t) => update({ queryType: t.value })}
           />
         </InlineField>
       </InlineFieldRow>
-      <SelectorFields {...fields} />
+      {isProfile && <SelectorFields {...fields} />}
       {queryType === 'profile' && <RequestFields {...fields} />}
       {queryType === 'diff' && <DiffFields query={query} update={update} />}
-      <InlineFieldRow>
-        {hasSeries && <SeriesFields {...fields} />}
-        {hasFlameGraph && (
-          <NumberField
-            label="Max nodes"
-            value={query.maxNodes}
-            placeholder="16384"
-            tooltip="Flame graph nodes kept; the smallest are merged"
-            onChange={(maxNodes) => update({ maxNodes }, false)}
-            onBlur={onRunQuery}
-          />
-        )}
-      </InlineFieldRow>
+      {queryType === 'trace' && <TraceFields {...fields} />}
+      {queryType === 'slowRequests' && <SlowRequestFields {...fields} />}
+      {queryType === 'gpuMetrics' && <GpuMetricsFields {...fields} />}
+      {queryType === 'gpuClass' && <GpuFilterFields {...fields} />}
+      {(hasSeries || hasFlameGraph) && (
+        <InlineFieldRow>
+          {hasSeries && <SeriesFields {...fields} />}
+          {hasFlameGraph && (
+            <NumberField
+              label="Max nodes"
+              value={query.maxNodes}
+              placeholder="16384"
+              tooltip="Flame graph nodes kept; the smallest are merged"
+              onChange={(maxNodes) => update({ maxNodes }, false)}
+              onBlur={onRunQuery}
+            />
+          )}
+        </InlineFieldRow>
+      )}
     </>
   );
 }
@@ -66,31 +78,17 @@ export function QueryEditor({ query, onChange, onRunQuery, datasource, range }: 
 /** Metrics and both: series grouped by labels, the top N kept. */
 function SeriesFields({ query, update, runQuery, datasource, from, to }: FieldsProps) {
   const selector = query.labelSelector ?? '{}';
-  const id = useId();
   return (
     <>
-      <InlineField
+      <MultiPicker
         label="Group by"
         labelWidth={LABEL_WIDTH}
         tooltip="One series per value of these labels"
-        htmlFor={id}
-      >
-        <MultiCombobox<string>
-          id={id}
-          width="auto"
-          minWidth={24}
-          maxWidth={60}
-          placeholder="No grouping"
-          value={query.groupBy ?? []}
-          createCustomValue
-          options={async (typed) =>
-            stringOptions(await datasource.getLabelNames(selector, from, to)).filter((o) =>
-              o.value.toLowerCase().includes(typed.toLowerCase())
-            )
-          }
-          onChange={(opts) => update({ groupBy: opts.length ? opts.map((o) => o.value) : undefined })}
-        />
-      </InlineField>
+        placeholder="No grouping"
+        value={query.groupBy}
+        load={async () => stringOptions(await datasource.getLabelNames(selector, from, to))}
+        onChange={(groupBy) => update({ groupBy })}
+      />
       <NumberField
         label="Limit"
         value={query.limit}

@@ -1,6 +1,7 @@
 import React from 'react';
 import { ComboboxOption, InlineField, InlineFieldRow, InlineSwitch } from '@grafana/ui';
 
+import { DataSource } from '../datasource';
 import { TraceSummary } from '../types';
 import { FieldsProps } from './SelectorFields';
 import { Picker, TextField } from './fields';
@@ -15,21 +16,30 @@ export const parseIds = (text: string): string[] | undefined => {
   return ids.length ? ids : undefined;
 };
 
-/** Narrowing a profile to one request: a trace ID (picked from slow traces or typed) or span IDs. */
-export function RequestFields({ query, update, datasource, from, to }: FieldsProps) {
-  const service = matcherValue(query.labelSelector ?? '', 'service_name');
-  const spans = (query.spanSelector ?? []).join(', ');
+interface TraceIdProps {
+  value?: string;
+  /** Whose slow traces the picker lists; none: the picker waits for one. */
+  service?: string;
+  tooltip: string;
+  validate: (traceId: string) => string | undefined;
+  onChange: (traceId: string | undefined) => void;
+  datasource: DataSource;
+  from?: number;
+  to?: number;
+}
 
+/** A trace ID, typed or picked from the slowest recent traces of a service. */
+export function TraceIdField({ value, service, tooltip, validate, onChange, datasource, from, to }: TraceIdProps) {
   return (
-    <InlineFieldRow>
+    <>
       <TextField
         label="Trace ID"
-        value={query.traceId}
+        value={value}
         width={36}
         placeholder="$trace_id"
-        tooltip="The whole request: every service's span profiles of this trace"
-        validate={(t) => requestErrors(t, query.spanSelector).traceId}
-        onCommit={(t) => update({ traceId: t.trim() || undefined })}
+        tooltip={tooltip}
+        validate={validate}
+        onCommit={(t) => onChange(t.trim() || undefined)}
       />
       <Picker
         label="Slow traces"
@@ -40,7 +50,28 @@ export function RequestFields({ query, update, datasource, from, to }: FieldsPro
         load={async () =>
           traceOptions(service ? await datasource.getTraces({ service, limit: RECENT_TRACES }, from, to) : [])
         }
+        onChange={onChange}
+      />
+    </>
+  );
+}
+
+/** Narrowing a profile to one request: a trace ID (picked from slow traces or typed) or span IDs. */
+export function RequestFields({ query, update, datasource, from, to }: FieldsProps) {
+  const service = matcherValue(query.labelSelector ?? '', 'service_name');
+  const spans = (query.spanSelector ?? []).join(', ');
+
+  return (
+    <InlineFieldRow>
+      <TraceIdField
+        value={query.traceId}
+        service={service}
+        tooltip="The whole request: every service's span profiles of this trace"
+        validate={(t) => requestErrors(t, query.spanSelector).traceId}
         onChange={(traceId) => update({ traceId })}
+        datasource={datasource}
+        from={from}
+        to={to}
       />
       <TextField
         label="Span IDs"

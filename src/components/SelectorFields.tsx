@@ -27,7 +27,7 @@ export function SelectorFields(props: FieldsProps) {
   return (
     <>
       <InlineFieldRow>
-        <ProfileTypeField {...props} />
+        <ProfileTypeField {...props} field="profileTypeId" label="Profile type" fallback={DEFAULT_PROFILE_TYPE} />
         <Picker
           label="Service"
           value={service}
@@ -69,8 +69,15 @@ export function SelectorFields(props: FieldsProps) {
   );
 }
 
+interface ProfileTypeProps extends FieldsProps {
+  field: 'profileTypeId' | 'allocTypeId';
+  label: string;
+  /** Shown while the field is unset: what the backend uses then. */
+  fallback: string;
+}
+
 /** Profile types with data in the dashboard's range; any other ID can be typed. */
-function ProfileTypeField({ query, update, datasource, from, to }: FieldsProps) {
+export function ProfileTypeField({ query, update, datasource, from, to, field, label, fallback }: ProfileTypeProps) {
   const [types, setTypes] = useState<Array<ComboboxOption<string>>>([]);
   const [typesError, setTypesError] = useState<string>();
   const id = useId();
@@ -91,7 +98,7 @@ function ProfileTypeField({ query, update, datasource, from, to }: FieldsProps) 
     };
   }, [datasource, from, to]);
 
-  const profileTypeId = query.profileTypeId || DEFAULT_PROFILE_TYPE;
+  const profileTypeId = query[field] || fallback;
   const options = types.some((t) => t.value === profileTypeId)
     ? types
     : [{ value: profileTypeId, label: profileTypeId }, ...types];
@@ -99,7 +106,7 @@ function ProfileTypeField({ query, update, datasource, from, to }: FieldsProps) 
 
   return (
     <InlineField
-      label="Profile type"
+      label={label}
       labelWidth={LABEL_WIDTH}
       invalid={Boolean(error)}
       error={error}
@@ -112,7 +119,7 @@ function ProfileTypeField({ query, update, datasource, from, to }: FieldsProps) 
         options={options}
         value={profileTypeId}
         createCustomValue
-        onChange={(v) => update({ profileTypeId: v.value })}
+        onChange={(v) => update({ [field]: v.value })}
       />
     </InlineField>
   );

@@ -1,5 +1,5 @@
 import React, { useId, useState } from 'react';
-import { Combobox, ComboboxOption, InlineField, Input } from '@grafana/ui';
+import { Combobox, ComboboxOption, InlineField, Input, MultiCombobox } from '@grafana/ui';
 
 export const LABEL_WIDTH = 16;
 
@@ -89,6 +89,8 @@ interface PickerProps {
   width?: number;
   labelWidth?: number;
   disabled?: boolean;
+  /** Shows an X that sets the value to '' (for optional fields). */
+  clearable?: boolean;
   /** Fetched when the menu opens (and as the user types), so closed pickers cost nothing. */
   load: () => Promise<Array<ComboboxOption<string>>>;
   onChange: (value: string) => void;
@@ -103,6 +105,7 @@ export function Picker({
   width,
   labelWidth,
   disabled,
+  clearable,
   load,
   onChange,
 }: PickerProps) {
@@ -115,15 +118,51 @@ export function Picker({
         placeholder={placeholder}
         value={value || null}
         createCustomValue
-        options={async (typed) => {
-          const t = typed.toLowerCase();
-          return (await load()).filter((o) => `${o.label ?? o.value} ${o.description ?? ''}`.toLowerCase().includes(t));
-        }}
-        onChange={(o) => onChange(o.value)}
+        isClearable={Boolean(clearable)}
+        options={async (typed) => matching(await load(), typed)}
+        onChange={(o: ComboboxOption<string> | null) => onChange(o?.value ?? '')}
       />
     </InlineField>
   );
 }
+
+interface MultiPickerProps {
+  label: string;
+  value?: string[];
+  placeholder: string;
+  tooltip?: string;
+  labelWidth?: number;
+  /** Fetched when the menu opens (and as the user types). */
+  load: () => Promise<Array<ComboboxOption<string>>>;
+  /** Undefined once the last value is removed, so the field leaves the query. */
+  onChange: (values: string[] | undefined) => void;
+}
+
+/** Several values from a backend resource; values not offered (e.g. $host) can be typed. */
+export function MultiPicker({ label, value, placeholder, tooltip, labelWidth, load, onChange }: MultiPickerProps) {
+  const id = useId();
+  return (
+    <InlineField label={label} labelWidth={labelWidth ?? 'auto'} tooltip={tooltip} htmlFor={id}>
+      <MultiCombobox<string>
+        id={id}
+        width="auto"
+        minWidth={24}
+        maxWidth={60}
+        placeholder={placeholder}
+        value={value ?? []}
+        createCustomValue
+        options={async (typed) => matching(await load(), typed)}
+        onChange={(opts) => onChange(opts.length ? opts.map((o) => o.value) : undefined)}
+      />
+    </InlineField>
+  );
+}
+
+/** The options whose label, value or description contain the typed text. */
+const matching = (options: Array<ComboboxOption<string>>, typed: string) => {
+  const t = typed.toLowerCase();
+  return options.filter((o) => `${o.label ?? o.value} ${o.description ?? ''}`.toLowerCase().includes(t));
+};
 
 /** Plain strings as Combobox options. */
 export const stringOptions = (list?: string[] | null): Array<ComboboxOption<string>> =>

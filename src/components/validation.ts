@@ -61,6 +61,17 @@ export function timeError(t = ''): string | undefined {
   return 'Unix milliseconds or a relative time: now, now-1h, now-2d';
 }
 
+const GO_DURATION = /^((\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h))+$/;
+
+/** Slow requests' minimum duration, as Go reads it (500ms, 1.5s, 1m30s), or plain milliseconds. */
+export function durationError(d = ''): string | undefined {
+  const s = d.trim();
+  if (s === '' || hasVariable(s) || /^\d+(\.\d+)?$/.test(s) || GO_DURATION.test(s)) {
+    return undefined;
+  }
+  return 'A duration like 500ms, 1.5s or 1m30s';
+}
+
 /** Everything the traceId and spanSelector fields of one query or diff side should say. */
 export function requestErrors(traceId?: string, spanIds?: string[]) {
   return {

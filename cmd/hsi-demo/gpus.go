@@ -1,0 +1,87 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/internal/gpusim"
+)
+
+// gpus simulates NVIDIA's dcgm-exporter for machines without a GPU (internal/gpusim).
+//
+//	hsi-demo gpus --listen ADDR --host gpu-node-1 --gpus 2
+//	    serves /metrics as dcgm-exporter 4.x does, every series labelled simulated="true"; the
+//	    GPUs move through the seven classes on a 14-minute cycle (gpusim.Live).
+//	hsi-demo gpus --history 2h --step 15s --end UNIX --out FILE
+//	    writes the test fixtures (hosts fixture-node-a and fixture-node-b) for [end-history, end]
+//	    in OpenMetrics, for `promtool tsdb create-blocks-from openmetrics FILE DIR`.
+func gpus(args []string) error {
+	fs := flag.NewFlagSet("gpus", flag.ExitOnError)
+	listen := fs.String("listen", "127.0.0.1:9400", "address to serve /metrics on")
+	host := fs.String("host", HostName, "Hostname label of the simulated GPUs")
+	count := fs.Int("gpus", 2, "number of simulated GPUs")
+	history := fs.Duration("history", 0, "write fixtures covering this long before --end instead of serving")
+	step := fs.Duration("step", gpusim.FixtureStep, "fixtures: time between samples")
+	end := fs.String("end", "", "fixtures: end of the window, Unix seconds (default now)")
+	out := fs.String("out", "-", "fixtures: output file (- for standard output)")
+	_ = fs.Parse(args)
+
+	if *history > 0 {
+		endTime := time.Now().Truncate(time.Second)
+		if *end != "" {
+			sec, err := strconv.ParseInt(*end, 10, 64)
+			if err != nil {
+				return fmt.Errorf("--end: want Unix seconds, got %q", *end)
+			}
+			endTime = time.Unix(sec, 0)
+		}
+		return writeFixtures(*out, endTime.Add(-*history), endTime, *step)
+	}
+	if *count < 1 {
+		return fmt.Errorf("--gpus must be at least 1")
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	srv := &http.Server{Addr: *listen, Handler: gpusim.NewSimulator(*host, *count), ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		<-ctx.Done()
+		c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(c)
+	}()
+	log.Printf("simulated dcgm-exporter: %d GPU(s) on host %s, /metrics on %s (simulated=\"true\")", *count, *host, *listen)
+	if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+func writeFixtures(path string, start, end time.Time, step time.Duration) error {
+	if path == "-" {
+		w := bufio.NewWriter(os.Stdout)
+		if err := gpusim.WriteFixtures(w, start, end, step); err != nil {
+			return err
+		}
+		return w.Flush()
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := gpusim.WriteFixtures(f, start, end, step); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
