@@ -49,8 +49,14 @@ func wantError(t *testing.T, r backend.DataResponse, source backend.ErrorSource,
 func TestUnknownOrMissingQueryTypeNamesTheValidOnes(t *testing.T) {
 	ds := newTestDatasource(t, map[string]any{}, nil)
 	res := run(t, ds, query("A", `{"queryType":"flamegraph"}`), query("B", `{}`))
-	wantError(t, res.Responses["A"], backend.ErrorSourceDownstream, `unknown query type "flamegraph"`, "valid query types are both, diff, metrics, profile")
-	wantError(t, res.Responses["B"], backend.ErrorSourceDownstream, "the query has no queryType", "valid query types are both, diff, metrics, profile")
+	valid := sortedKeys(ds.queryHandlers())
+	if len(valid) < 4 {
+		t.Fatalf("only %v registered", valid)
+	}
+	// Every registered type is named, in order, so the user can pick the right one.
+	list := "valid query types are " + strings.Join(valid, ", ")
+	wantError(t, res.Responses["A"], backend.ErrorSourceDownstream, `unknown query type "flamegraph"`, list)
+	wantError(t, res.Responses["B"], backend.ErrorSourceDownstream, "the query has no queryType", list)
 }
 
 func TestOneBadQueryDoesNotSpoilTheOthers(t *testing.T) {

@@ -17,6 +17,9 @@ func (d *Datasource) queryHandlers() map[string]queryHandler {
 		models.QueryTypeProfile: d.queryProfile,
 		models.QueryTypeDiff:    d.queryDiff,
 		models.QueryTypeMetrics: d.queryMetrics, models.QueryTypeBoth: d.queryBoth,
+		models.QueryTypeTrace: d.queryTrace, models.QueryTypeSlowRequests: d.querySlowRequests,
+		models.QueryTypeGPUMetrics: d.queryGPUMetrics,
+		models.QueryTypeGPUClass:   d.queryGPUClass,
 	}
 }
 

@@ -29,6 +29,8 @@ func (d *Datasource) newResourceMux() *http.ServeMux {
 	mux.HandleFunc("GET /variable", d.resourceVariable)
 	mux.HandleFunc("GET /trace-services", d.resourceTraceServices)
 	mux.HandleFunc("GET /traces", d.resourceTraces)
+	mux.HandleFunc("GET /gpu-metrics", d.resourceGPUMetrics)
+	mux.HandleFunc("GET /gpu-label-values", d.resourceGPULabelValues)
 	return mux
 }
 

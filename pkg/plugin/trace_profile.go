@@ -38,8 +38,12 @@ type requestProfileQuery struct {
 
 // requestProfile is the profile of one whole request: a root, one node per service, their stacks.
 type requestProfile struct {
-	Tree       *flamegraph.Node
-	Services   map[string]*flamegraph.Node
+	Tree     *flamegraph.Node
+	Services map[string]*flamegraph.Node
+	// Spans holds each profiled span's own profile, keyed by its pyroscope.profile.id, when its
+	// samples were matched by span (one query per span); empty otherwise. A span asked without
+	// error is present, with an empty tree when it had no samples.
+	Spans      correlate.SpanProfiles
 	Notices    []data.Notice
 	Start, End time.Time // the window asked of Pyroscope
 }
@@ -57,6 +61,14 @@ func (d *Datasource) profileOfRequest(ctx context.Context, q requestProfileQuery
 		return nil, backend.DownstreamError(err)
 	}
 	trace, jaegerErr := d.traceFromJaeger(ctx, q.TraceID)
+	return d.profileOfTrace(ctx, q, matchers, trace, jaegerErr)
+}
+
+// profileOfTrace is profileOfRequest once the trace has been read (or Jaeger failed with
+// jaegerErr), so that the trace query reads the trace once for its rows and its profile.
+func (d *Datasource) profileOfTrace(ctx context.Context, q requestProfileQuery, matchers []*labels.Matcher,
+	trace *jaeger.Trace, jaegerErr error,
+) (*requestProfile, error) {
 	if jaegerErr != nil {
 		return d.profileByTraceIDLabel(ctx, q, matchers, nil, q.From, q.To, jaegerErr)
 	}
@@ -65,22 +77,7 @@ func (d *Datasource) profileOfRequest(ctx context.Context, q requestProfileQuery
 		return nil, backend.DownstreamError(fmt.Errorf("trace %s has no spans of a service matching %s (its services: %s)",
 			q.TraceID, q.LabelSelector, strings.Join(correlate.TraceServices(trace, nil), ", ")))
 	}
-	results := make([]spanProfileResult, len(plan.Queries))
-	for i := range results {
-		results[i].err = errPanicked
-	}
-	fanOut(len(plan.Queries), func(i int) {
-		sq := plan.Queries[i]
-		fg, err := d.pyroscope.MergedFlameGraph(ctx, pyroscope.FlameGraphQuery{
-			ProfileTypeID: q.ProfileTypeID,
-			LabelSelector: correlate.ServiceSelector(matchers, sq.Service),
-			SpanSelector:  sq.SpanIDs,
-			Start:         sq.Start.Add(-SpanWindowPadding),
-			End:           sq.End.Add(SpanWindowPadding),
-			MaxNodes:      q.MaxNodes,
-		})
-		results[i] = spanProfileResult{query: sq, tree: flamegraph.FromPyroscope(fg), err: err}
-	})
+	results := d.spanProfiles(ctx, q.ProfileTypeID, q.MaxNodes, matchers, plan)
 	rp := newRequestProfile(plan.Start.Add(-SpanWindowPadding), plan.End.Add(SpanWindowPadding))
 	var failed []spanProfileResult
 	spansWithSamples := 0
@@ -88,6 +85,9 @@ func (d *Datasource) profileOfRequest(ctx context.Context, q requestProfileQuery
 		if r.err != nil {
 			failed = append(failed, r)
 			continue
+		}
+		if plan.PerSpan {
+			rp.Spans[r.query.SpanIDs[0]] = r.tree
 		}
 		if !r.tree.Empty() {
 			spansWithSamples += len(r.query.SpanIDs)
@@ -115,6 +115,30 @@ func (d *Datasource) profileOfRequest(ctx context.Context, q requestProfileQuery
 	}
 	rp.info(spanMatchNotice(q.TraceID, plan, spansWithSamples, rp.Services))
 	return rp, nil
+}
+
+// spanProfiles asks Pyroscope for each query of the plan in parallel (SelectMergeSpanProfile,
+// over the spans' window padded by SpanWindowPadding), one result per query in plan order.
+func (d *Datasource) spanProfiles(ctx context.Context, profileTypeID string, maxNodes int64, matchers []*labels.Matcher,
+	plan correlate.TraceProfilePlan,
+) []spanProfileResult {
+	results := make([]spanProfileResult, len(plan.Queries))
+	for i := range results {
+		results[i] = spanProfileResult{query: plan.Queries[i], err: errPanicked}
+	}
+	fanOut(len(plan.Queries), func(i int) {
+		sq := plan.Queries[i]
+		fg, err := d.pyroscope.MergedFlameGraph(ctx, pyroscope.FlameGraphQuery{
+			ProfileTypeID: profileTypeID,
+			LabelSelector: correlate.ServiceSelector(matchers, sq.Service),
+			SpanSelector:  sq.SpanIDs,
+			Start:         sq.Start.Add(-SpanWindowPadding),
+			End:           sq.End.Add(SpanWindowPadding),
+			MaxNodes:      maxNodes,
+		})
+		results[i] = spanProfileResult{query: sq, tree: flamegraph.FromPyroscope(fg), err: err}
+	})
+	return results
 }
 
 // errPanicked stands for the result of a call that panicked (fanOut logged it).
@@ -273,7 +297,7 @@ func serviceList(services map[string]*flamegraph.Node) string {
 }
 
 func newRequestProfile(start, end time.Time) *requestProfile {
-	return &requestProfile{Tree: flamegraph.New(), Services: map[string]*flamegraph.Node{}, Start: start, End: end}
+	return &requestProfile{Tree: flamegraph.New(), Services: map[string]*flamegraph.Node{}, Spans: correlate.SpanProfiles{}, Start: start, End: end}
 }
 
 // add merges a service's samples: under the service's node in the whole graph, and into the

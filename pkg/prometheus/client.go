@@ -16,6 +16,13 @@ import (
 type Client struct {
 	url string
 	api promv1.API
+
+	// dcgm names the GPU metrics and labels (WithDCGM); the zero value uses the built-in names.
+	dcgm models.DCGMSettings
+	// cat is dcgm applied to the catalogue, built once per WithDCGM.
+	cat *Catalogue
+	// cache holds label detections (inventory.go), shared by every copy of the client.
+	cache *inventoryCache
 }
 
 // New returns a client for the upstream's URL using hc (built by upstream.NewHTTPClient).
@@ -24,8 +31,38 @@ func New(u models.Upstream, hc *http.Client) (*Client, error) {
 	if err != nil {
 		return nil, upstream.Wrap(models.Prometheus, u.URL, err)
 	}
-	return &Client{url: u.URL, api: promv1.NewAPI(c)}, nil
+	return newClient(u.URL, promv1.NewAPI(c)), nil
 }
+
+func newClient(url string, api promv1.API) *Client {
+	return &Client{url: url, api: api, cat: NewCatalogue(models.DCGMSettings{}), cache: newInventoryCache()}
+}
+
+// WithDCGM returns a copy of the client that names DCGM metrics and labels as the data source
+// settings say (jsonData.dcgmMetricNames, dcgmLabelNames, gpuMaxSeries). The copy shares the
+// client's connections and label-detection cache, so it is cheap to make per query.
+func (c *Client) WithDCGM(s models.DCGMSettings) *Client {
+	cp := *c
+	cp.dcgm = s
+	cp.cat = NewCatalogue(s)
+	return &cp
+}
+
+// Catalogue is the GPU metric catalogue with the client's overrides applied.
+func (c *Client) Catalogue() *Catalogue { return c.catalogue() }
+
+func (c *Client) catalogue() *Catalogue {
+	if c.cat == nil {
+		return NewCatalogue(c.dcgm)
+	}
+	return c.cat
+}
+
+// URL is the server's base URL, as messages name it.
+func (c *Client) URL() string { return c.url }
+
+// wrap names Prometheus and its URL in an error of a call to it.
+func (c *Client) wrap(err error) error { return upstream.Wrap(models.Prometheus, c.url, err) }
 
 // Version asks the server for its build information: the cheapest call that proves the API
 // answers (Prometheus, Mimir and Thanos all serve it).

@@ -1,0 +1,388 @@
+package correlate
+
+import (
+	"cmp"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/classify"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/flamegraph"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/jaeger"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
+)
+
+// SpanProfiles are span profiles keyed by the span's pyroscope.profile.id. A key is present when
+// its span was asked for and the call succeeded; its tree is empty when the span had no samples.
+type SpanProfiles map[string]*flamegraph.Node
+
+// HasSamples reports whether any span of p has samples: only then does an empty span profile
+// mean "no CPU spent" rather than "this profile type carries no span labels" (Go's heap
+// profiles never do).
+func (p SpanProfiles) HasSamples() bool {
+	for _, t := range p {
+		if !t.Empty() {
+			return true
+		}
+	}
+	return false
+}
+
+// SpanRow is one span of the trace table: what the span did, what its own profile says, and what
+// the GPUs of its host were doing meanwhile.
+type SpanRow struct {
+	Span  jaeger.Span
+	Depth int // 0 for a root; rows come depth first, children by start
+	// Self is the span's duration minus the union of its children's time inside it.
+	Self time.Duration
+	// ProfileID is the span's pyroscope.profile.id ("" when the span has no profile of its own).
+	ProfileID string
+	// CPU and Alloc are the totals of the span's own profiles; nil when the span has none (not
+	// profiled, its query failed, or the profile type carries no span labels), never a made-up 0.
+	CPU, Alloc *int64
+	// HotFunction is the function with the largest self value in the span's CPU profile.
+	HotFunction string
+	HotSelf     int64
+	// Host is the span's host as DCGM labels it ("" when the span names none).
+	Host string
+	// GPUs are the GPUs the span's service names (attribute JoinSettings.GPUAttribute); nil means
+	// every GPU of the host.
+	GPUs []string
+	// GPU holds the GPU figures over the span's window; nil when there are none (no host, no
+	// DCGM series for it, or Prometheus not asked).
+	GPU *GPUWindow
+}
+
+// GPUWindow is what the span's GPUs did over its window.
+type GPUWindow struct {
+	// GPUs lists the GPUs whose samples were used ("host/index").
+	GPUs []string
+	// Class is the dominant class over the window and ClassShare its share of the samples (0..1).
+	Class      classify.Class
+	ClassShare float64
+	// Evidence says why: the figures and thresholds behind the class at one of its readings.
+	Evidence []string
+	// Util is the mean GPU utilisation in percent (DCGM_FI_DEV_GPU_UTIL, else the graphics
+	// engine's or SMs' activity), MemActivity the mean share of time device memory was busy in
+	// percent (DRAM_ACTIVE, else MEM_COPY_UTIL), PCIe the mean PCIe traffic in bytes per second
+	// (TX + RX). NaN when no GPU reported the figure.
+	Util, MemActivity, PCIe float64
+	// Samples counts the readings used; From and To bound them.
+	Samples  int
+	From, To time.Time
+}
+
+// ClassifyFunc names the dominant class of a span's GPU samples, its share (0..1) and the
+// evidence for it. The plugin passes the classifier with the data source's thresholds; tests
+// pass their own.
+type ClassifyFunc func(series []classify.GPUSeries) (class classify.Class, share float64, evidence []string)
+
+// TraceJoin is what the trace query knows once its upstream calls are back.
+type TraceJoin struct {
+	Trace *jaeger.Trace
+	// CPU and Alloc are the span profiles of the CPU and allocation types; nil when Pyroscope
+	// could not say (its notices tell why).
+	CPU, Alloc SpanProfiles
+	// GPUSeries are the DCGM series of the trace's hosts around it, at step GPUStep; GPUsKnown is
+	// false when Prometheus was not asked or failed, so the GPU cells stay empty.
+	GPUSeries []classify.GPUSeries
+	GPUStep   time.Duration
+	GPUsKnown bool
+	Classify  ClassifyFunc
+	Join      models.JoinSettings
+}
+
+// JoinTrace builds one row per span, depth first. Pure: the caller fetched everything.
+func JoinTrace(in TraceJoin) []SpanRow {
+	if in.Trace == nil {
+		return nil
+	}
+	spans := in.Trace.Spans
+	children := map[string][]int{}
+	ids := map[string]bool{}
+	for _, s := range spans {
+		ids[s.SpanID] = true
+	}
+	var roots []int
+	for i, s := range spans {
+		if s.ParentSpanID != "" && ids[s.ParentSpanID] && s.ParentSpanID != s.SpanID {
+			children[s.ParentSpanID] = append(children[s.ParentSpanID], i)
+		} else {
+			// A span whose parent is missing (still arriving, or in another trace) is shown as a
+			// root rather than dropped.
+			roots = append(roots, i)
+		}
+	}
+	byStart := func(a, b int) int {
+		return cmp.Or(spans[a].Start.Compare(spans[b].Start), cmp.Compare(spans[a].SpanID, spans[b].SpanID))
+	}
+	slices.SortFunc(roots, byStart)
+	for _, c := range children {
+		slices.SortFunc(c, byStart)
+	}
+	gpus := ServiceGPUs(in.Trace, in.Join)
+	cpuUsable, allocUsable := in.CPU.HasSamples(), in.Alloc.HasSamples()
+
+	rows := make([]SpanRow, 0, len(spans))
+	visited := make([]bool, len(spans))
+	var visit func(i, depth int)
+	visit = func(i, depth int) {
+		if visited[i] { // a cycle of parent IDs: each span once
+			return
+		}
+		visited[i] = true
+		s := spans[i]
+		row := SpanRow{Span: s, Depth: depth, ProfileID: s.Attributes[jaeger.ProfileIDAttribute]}
+		var kids []jaeger.Span
+		for _, c := range children[s.SpanID] {
+			kids = append(kids, spans[c])
+		}
+		row.Self = SelfTime(s, kids)
+		if row.ProfileID != "" {
+			if t, ok := in.CPU[row.ProfileID]; ok && cpuUsable {
+				row.CPU = total(t)
+				row.HotFunction, row.HotSelf = HotFunction(t)
+			}
+			if t, ok := in.Alloc[row.ProfileID]; ok && allocUsable {
+				row.Alloc = total(t)
+			}
+		}
+		row.Host = SpanHost(s, in.Join)
+		row.GPUs = gpus[ServiceHost{s.Service, row.Host}]
+		if in.GPUsKnown && row.Host != "" {
+			row.GPU = spanGPUWindow(s, row.Host, row.GPUs, in.GPUSeries, in.GPUStep, in.Classify)
+		}
+		rows = append(rows, row)
+		for _, c := range children[s.SpanID] {
+			visit(c, depth+1)
+		}
+	}
+	for _, r := range roots {
+		visit(r, 0)
+	}
+	for i := range spans { // spans only reachable through a cycle
+		if !visited[i] {
+			visit(i, 0)
+		}
+	}
+	return rows
+}
+
+func total(t *flamegraph.Node) *int64 {
+	v := int64(0)
+	if t != nil {
+		v = t.Total
+	}
+	return &v
+}
+
+// SelfTime is the span's duration minus the union of its children's intervals, each clipped to
+// the span: overlapping children (parallel calls) count once, and a child outliving its parent
+// (an async call) counts only inside it.
+func SelfTime(s jaeger.Span, children []jaeger.Span) time.Duration {
+	start, end := s.Start, s.Start.Add(s.Duration)
+	type iv struct{ a, b time.Time }
+	var ivs []iv
+	for _, c := range children {
+		a, b := c.Start, c.Start.Add(c.Duration)
+		if a.Before(start) {
+			a = start
+		}
+		if b.After(end) {
+			b = end
+		}
+		if b.After(a) {
+			ivs = append(ivs, iv{a, b})
+		}
+	}
+	slices.SortFunc(ivs, func(x, y iv) int { return x.a.Compare(y.a) })
+	var covered time.Duration
+	var cur iv
+	for i, v := range ivs {
+		switch {
+		case i == 0:
+			cur = v
+		case !v.a.After(cur.b):
+			if v.b.After(cur.b) {
+				cur.b = v.b
+			}
+		default:
+			covered += cur.b.Sub(cur.a)
+			cur = v
+		}
+	}
+	if len(ivs) > 0 {
+		covered += cur.b.Sub(cur.a)
+	}
+	return max(s.Duration-covered, 0)
+}
+
+// HotFunction is the function with the largest self value in t (summed over every call path),
+// ties broken by name; "" for an empty profile.
+func HotFunction(t *flamegraph.Node) (string, int64) {
+	if t.Empty() {
+		return "", 0
+	}
+	best, bestSelf := "", int64(0)
+	for name, v := range t.ByFunction() {
+		if v.Self > bestSelf || v.Self == bestSelf && v.Self > 0 && name < best {
+			best, bestSelf = name, v.Self
+		}
+	}
+	return best, bestSelf
+}
+
+// SpanHost is the DCGM host of a span: its resource attribute JoinSettings.HostAttribute (or a span
+// attribute of that name), mapped through JoinSettings.HostMap; "" when the span names none.
+func SpanHost(s jaeger.Span, j models.JoinSettings) string {
+	h := s.Resource[j.HostAttribute]
+	if h == "" {
+		h = s.Attributes[j.HostAttribute]
+	}
+	if h == "" {
+		return ""
+	}
+	return j.MapHost(h)
+}
+
+// TraceHosts lists the DCGM hosts of the trace's spans, sorted.
+func TraceHosts(t *jaeger.Trace, j models.JoinSettings) []string {
+	var out []string
+	for _, s := range t.Spans {
+		if h := SpanHost(s, j); h != "" && !slices.Contains(out, h) {
+			out = append(out, h)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TraceWindow is the time the trace's spans cover.
+func TraceWindow(t *jaeger.Trace) (start, end time.Time) {
+	for _, s := range t.Spans {
+		if start.IsZero() || s.Start.Before(start) {
+			start = s.Start
+		}
+		if e := s.Start.Add(s.Duration); e.After(end) {
+			end = e
+		}
+	}
+	return start, end
+}
+
+// ServiceHost is a service on one host.
+type ServiceHost struct{ Service, Host string }
+
+// ServiceGPUs lists, per service and host, the GPUs its spans name in JoinSettings.GPUAttribute
+// (an index or UUID; several separated by commas). Services usually set it on the span that runs
+// the model, not on their local root: every span of the service on that host is joined to those
+// GPUs. Services that name none are absent (every GPU of the host).
+func ServiceGPUs(t *jaeger.Trace, j models.JoinSettings) map[ServiceHost][]string {
+	out := map[ServiceHost][]string{}
+	for _, s := range t.Spans {
+		v := s.Attributes[j.GPUAttribute]
+		if v == "" {
+			continue
+		}
+		k := ServiceHost{s.Service, SpanHost(s, j)}
+		for g := range strings.SplitSeq(v, ",") {
+			if g = strings.TrimSpace(g); g != "" && !slices.Contains(out[k], g) {
+				out[k] = append(out[k], g)
+			}
+		}
+	}
+	for k := range out {
+		slices.Sort(out[k])
+	}
+	return out
+}
+
+// spanGPUWindow cuts the span's GPUs' series to its window and summarises them. The window runs
+// from the span's start to one step after its end: a range query's point at t holds the latest
+// scrape at or before t, so the first point after the span is the first reading that can include
+// it, and a span shorter than a step still gets one reading.
+func spanGPUWindow(s jaeger.Span, host string, gpus []string, series []classify.GPUSeries, step time.Duration, classifyFn ClassifyFunc) *GPUWindow {
+	from, to := s.Start, s.Start.Add(s.Duration).Add(step)
+	var cut []classify.GPUSeries
+	w := &GPUWindow{}
+	var util, mem, pcie mean
+	for _, sr := range series {
+		if sr.GPU.Host != host || gpus != nil && !slices.Contains(gpus, sr.GPU.Index) && !slices.Contains(gpus, sr.GPU.UUID) {
+			continue
+		}
+		part := classify.GPUSeries{GPU: sr.GPU}
+		for _, smp := range sr.Samples {
+			if smp.Time.Before(from) || !smp.Time.Before(to) {
+				continue
+			}
+			part.Samples = append(part.Samples, smp)
+			f := smp.Figures
+			util.add(first(f.GPUUtil, f.GrEngine*100, f.SMActive*100))
+			mem.add(first(f.DRAMActive*100, f.MemCopyUtil))
+			pcie.add(nanSum(f.PCIeTx, f.PCIeRx))
+			if w.From.IsZero() || smp.Time.Before(w.From) {
+				w.From = smp.Time
+			}
+			if smp.Time.After(w.To) {
+				w.To = smp.Time
+			}
+		}
+		if len(part.Samples) > 0 {
+			cut = append(cut, part)
+			w.GPUs = append(w.GPUs, sr.GPU.Host+"/"+sr.GPU.Index)
+			w.Samples += len(part.Samples)
+		}
+	}
+	if len(cut) == 0 {
+		return nil
+	}
+	slices.Sort(w.GPUs)
+	w.Util, w.MemActivity, w.PCIe = util.value(), mem.value(), pcie.value()
+	w.Class, w.ClassShare = classify.NoData, 0
+	if classifyFn != nil {
+		w.Class, w.ClassShare, w.Evidence = classifyFn(cut)
+	}
+	return w
+}
+
+// mean averages the readings that are there (not NaN).
+type mean struct {
+	sum float64
+	n   int
+}
+
+func (m *mean) add(v float64) {
+	if !math.IsNaN(v) {
+		m.sum += v
+		m.n++
+	}
+}
+
+func (m mean) value() float64 {
+	if m.n == 0 {
+		return math.NaN()
+	}
+	return m.sum / float64(m.n)
+}
+
+// first is the first reading that is there.
+func first(vs ...float64) float64 {
+	for _, v := range vs {
+		if !math.IsNaN(v) {
+			return v
+		}
+	}
+	return math.NaN()
+}
+
+// nanSum adds the readings that are there; NaN when none is.
+func nanSum(a, b float64) float64 {
+	switch {
+	case math.IsNaN(a):
+		return b
+	case math.IsNaN(b):
+		return a
+	}
+	return a + b
+}

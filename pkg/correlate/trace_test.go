@@ -1,0 +1,323 @@
+package correlate
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/classify"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/flamegraph"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/jaeger"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
+)
+
+func ms(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+
+func jspan(id, parent, service, op string, startMs, durMs int) jaeger.Span {
+	return jaeger.Span{
+		TraceID: "4bf92f3577b34da6a3ce929d0e0e4736", SpanID: id, ParentSpanID: parent, Service: service, Operation: op,
+		Start: t0.Add(ms(startMs)), Duration: ms(durMs),
+		Attributes: map[string]string{}, Resource: map[string]string{"host.name": "gpu-node-1"},
+	}
+}
+
+func TestSelfTimeCountsOverlappingChildrenOnce(t *testing.T) {
+	parent := jspan("p", "", "svc", "root", 0, 100)
+	cases := []struct {
+		name     string
+		children []jaeger.Span
+		want     time.Duration
+	}{
+		{"no children", nil, ms(100)},
+		{"two sequential", []jaeger.Span{jspan("a", "p", "svc", "a", 10, 20), jspan("b", "p", "svc", "b", 40, 30)}, ms(50)},
+		// Parallel calls 10–50 and 30–70 cover 10–70 once: 60 ms.
+		{"overlapping", []jaeger.Span{jspan("a", "p", "svc", "a", 10, 40), jspan("b", "p", "svc", "b", 30, 40)}, ms(40)},
+		{"nested inside another", []jaeger.Span{jspan("a", "p", "svc", "a", 10, 80), jspan("b", "p", "svc", "b", 20, 10)}, ms(20)},
+		// An async child that outlives its parent counts only inside it (90–100).
+		{"outliving the parent", []jaeger.Span{jspan("a", "p", "svc", "a", 90, 500)}, ms(90)},
+		{"starting before the parent", []jaeger.Span{jspan("a", "p", "svc", "a", -50, 60)}, ms(90)},
+		{"covering it all", []jaeger.Span{jspan("a", "p", "svc", "a", 0, 60), jspan("b", "p", "svc", "b", 60, 40)}, 0},
+		{"zero-length child", []jaeger.Span{jspan("a", "p", "svc", "a", 50, 0)}, ms(100)},
+	}
+	for _, c := range cases {
+		if got := SelfTime(parent, c.children); got != c.want {
+			t.Errorf("%s: self %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+func tree(stacks ...string) *flamegraph.Node {
+	root := flamegraph.New()
+	for _, st := range stacks {
+		path, val, _ := strings.Cut(st, " ")
+		var v int64
+		fmt.Sscan(val, &v)
+		leaf := &flamegraph.Node{Total: v, Self: v}
+		names := strings.Split(path, ";")
+		n := leaf
+		n.Name = names[len(names)-1]
+		for i := len(names) - 2; i >= 0; i-- {
+			n = &flamegraph.Node{Name: names[i], Total: v, Children: []*flamegraph.Node{n}}
+		}
+		sub := flamegraph.New()
+		sub.Total = v
+		sub.Children = []*flamegraph.Node{n}
+		root.Merge(sub)
+	}
+	return root
+}
+
+func TestHotFunctionSumsSelfOverEveryPath(t *testing.T) {
+	// sha256.block is called from two places: together it beats dbQuery's own 30.
+	name, self := HotFunction(tree("main.handle;main.dbQuery 30", "main.handle;main.dbQuery;sha256.block 25", "main.handle;main.hash;sha256.block 20"))
+	if name != "sha256.block" || self != 45 {
+		t.Errorf("hot function %s %d", name, self)
+	}
+	if name, self := HotFunction(flamegraph.New()); name != "" || self != 0 {
+		t.Errorf("empty profile: %q %d", name, self)
+	}
+}
+
+// demoJoinTrace is the demo's request: the backend's root with db_query and serialize_response, the
+// detector's root with model.predict (gpu.index=0), the enrichment's root with enrich
+// (gpu.index=1). The services' local roots carry pyroscope.profile.id.
+func demoJoinTrace() *jaeger.Trace {
+	spans := []jaeger.Span{
+		jspan("b000000000000001", "", "nemotron-backend", "GET /api/detect", 0, 500),
+		jspan("b000000000000002", "b000000000000001", "nemotron-backend", "db_query", 5, 300),
+		jspan("d000000000000001", "b000000000000001", "ai-detector", "GET /detect", 310, 80),
+		jspan("d000000000000002", "d000000000000001", "ai-detector", "model.predict", 312, 70),
+		jspan("e000000000000001", "b000000000000001", "ai-enrichment", "GET /enrich", 395, 70),
+		jspan("e000000000000002", "e000000000000001", "ai-enrichment", "enrich", 396, 65),
+		jspan("b000000000000003", "b000000000000001", "nemotron-backend", "serialize_response", 470, 25),
+	}
+	for _, i := range []int{0, 2, 4} {
+		spans[i].Attributes[jaeger.ProfileIDAttribute] = spans[i].SpanID
+	}
+	spans[3].Attributes["gpu.index"] = "0"
+	spans[5].Attributes["gpu.index"] = "1"
+	return &jaeger.Trace{TraceID: spans[0].TraceID, Spans: spans}
+}
+
+func nan() float64 { return math.NaN() }
+
+// gpuSeries is one GPU with a reading every second from t0-2s to t0+3s: util rises 10 per
+// second from 40 at t0 (30 at t0-1s), DRAM_ACTIVE 0.5, PCIe 1e9 + 2e9 bytes/s.
+func gpuSeries(host, index string, utilAtT0 float64) classify.GPUSeries {
+	s := classify.GPUSeries{GPU: classify.GPU{Host: host, Index: index, UUID: "GPU-" + index}}
+	for sec := -2; sec <= 3; sec++ {
+		f := classify.Missing()
+		f.GPUUtil = utilAtT0 + 10*float64(sec)
+		f.DRAMActive = 0.5
+		f.PCIeTx, f.PCIeRx = 1e9, 2e9
+		s.Samples = append(s.Samples, classify.Sample{Time: t0.Add(time.Duration(sec) * time.Second), Figures: f})
+	}
+	return s
+}
+
+// classifyByMeanUtil stands in for the classifier: compute-bound above 50 % mean utilisation,
+// idle below; share 1. It records what it was given.
+type classifyByMeanUtil struct{ calls [][]classify.GPUSeries }
+
+func (c *classifyByMeanUtil) fn(series []classify.GPUSeries) (classify.Class, float64, []string) {
+	c.calls = append(c.calls, series)
+	var m mean
+	for _, s := range series {
+		for _, smp := range s.Samples {
+			m.add(smp.Figures.GPUUtil)
+		}
+	}
+	evidence := []string{fmt.Sprintf("mean util %.0f", m.value())}
+	if m.value() > 50 {
+		return classify.ComputeBound, 1, evidence
+	}
+	return classify.Idle, 1, evidence
+}
+
+func rowByOp(rows []SpanRow, op string) SpanRow {
+	for _, r := range rows {
+		if r.Span.Operation == op {
+			return r
+		}
+	}
+	return SpanRow{}
+}
+
+func TestJoinTraceOrdersSpansDepthFirstWithSelfTime(t *testing.T) {
+	rows := JoinTrace(TraceJoin{Trace: demoJoinTrace(), Join: models.DefaultJoinSettings()})
+	var got []string
+	for _, r := range rows {
+		got = append(got, fmt.Sprintf("%s%s self=%v", strings.Repeat("  ", r.Depth), r.Span.Operation, r.Self))
+	}
+	want := []string{
+		// 500 ms minus db 300, detector 80, enrichment 70, serialise 25.
+		"GET /api/detect self=25ms",
+		"  db_query self=300ms",
+		"  GET /detect self=10ms",
+		"    model.predict self=70ms",
+		"  GET /enrich self=5ms",
+		"    enrich self=65ms",
+		"  serialize_response self=25ms",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("rows:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func TestJoinTraceShowsProfilesOnlyForSpansThatHaveThem(t *testing.T) {
+	tr := demoJoinTrace()
+	cpu := SpanProfiles{
+		"b000000000000001": tree("main.handleDetect;main.dbQuery;sha256.block 280", "main.handleDetect;main.serializeResponse 20"),
+		"d000000000000001": tree("main.handleDetector;main.modelPredict 60"),
+		// Profiled, asked, no samples: under one sample period of CPU.
+		"e000000000000001": flamegraph.New(),
+	}
+	// Heap profiles carry no span labels: every span asked, none with samples.
+	alloc := SpanProfiles{"b000000000000001": flamegraph.New(), "d000000000000001": flamegraph.New(), "e000000000000001": flamegraph.New()}
+	rows := JoinTrace(TraceJoin{Trace: tr, CPU: cpu, Alloc: alloc, Join: models.DefaultJoinSettings()})
+
+	root := rowByOp(rows, "GET /api/detect")
+	if root.CPU == nil || *root.CPU != 300 || root.HotFunction != "sha256.block" || root.HotSelf != 280 || root.ProfileID != "b000000000000001" {
+		t.Errorf("backend root: cpu %v hot %s %d", root.CPU, root.HotFunction, root.HotSelf)
+	}
+	if enrich := rowByOp(rows, "GET /enrich"); enrich.CPU == nil || *enrich.CPU != 0 || enrich.HotFunction != "" {
+		t.Errorf("a profiled span without samples shows %v, want 0", enrich.CPU)
+	}
+	for _, op := range []string{"db_query", "model.predict", "serialize_response"} {
+		if r := rowByOp(rows, op); r.CPU != nil || r.Alloc != nil || r.HotFunction != "" || r.ProfileID != "" {
+			t.Errorf("%s has no profile of its own, yet shows cpu %v alloc %v hot %q", op, r.CPU, r.Alloc, r.HotFunction)
+		}
+	}
+	for _, r := range rows {
+		if r.Alloc != nil {
+			t.Errorf("%s: allocations %d from a profile type without span labels", r.Span.Operation, *r.Alloc)
+		}
+	}
+	// Without span profiles at all (Pyroscope down), every cell is empty.
+	for _, r := range JoinTrace(TraceJoin{Trace: tr, Join: models.DefaultJoinSettings()}) {
+		if r.CPU != nil || r.Alloc != nil || r.GPU != nil {
+			t.Errorf("%s shows figures without upstream data", r.Span.Operation)
+		}
+	}
+}
+
+func TestJoinTraceJoinsEachSpanToItsServicesGPUs(t *testing.T) {
+	tr := demoJoinTrace()
+	series := []classify.GPUSeries{gpuSeries("gpu-node-1", "0", 90), gpuSeries("gpu-node-1", "1", 10), gpuSeries("other-node", "0", 100)}
+	c := &classifyByMeanUtil{}
+	rows := JoinTrace(TraceJoin{Trace: tr, GPUSeries: series, GPUStep: time.Second, GPUsKnown: true, Classify: c.fn, Join: models.DefaultJoinSettings()})
+
+	// The detector names GPU 0 on model.predict: its root span is joined to GPU 0 too. The span
+	// (t0+310ms..t0+390ms) gets the reading at t0+1s: the first at or after its end.
+	for _, op := range []string{"GET /detect", "model.predict"} {
+		r := rowByOp(rows, op)
+		if !slices.Equal(r.GPUs, []string{"0"}) || r.GPU == nil || !slices.Equal(r.GPU.GPUs, []string{"gpu-node-1/0"}) {
+			t.Fatalf("%s: gpus %v window %+v", op, r.GPUs, r.GPU)
+		}
+		if r.GPU.Util != 100 || r.GPU.MemActivity != 50 || r.GPU.PCIe != 3e9 || r.GPU.Samples != 1 || r.GPU.Class != classify.ComputeBound || r.GPU.ClassShare != 1 ||
+			!slices.Equal(r.GPU.Evidence, []string{"mean util 100"}) {
+			t.Errorf("%s: %+v", op, *r.GPU)
+		}
+	}
+	if r := rowByOp(rows, "enrich"); r.GPU == nil || r.GPU.Util != 20 || r.GPU.Class != classify.Idle {
+		t.Errorf("enrich (GPU 1): %+v", r.GPU)
+	}
+	// The backend names no GPU: all GPUs of its host, not the other host's. Its 500 ms window
+	// gets t0 and t0+1s from each GPU: util (90+100+10+20)/4.
+	root := rowByOp(rows, "GET /api/detect")
+	if root.GPUs != nil || root.GPU == nil || !slices.Equal(root.GPU.GPUs, []string{"gpu-node-1/0", "gpu-node-1/1"}) || root.GPU.Samples != 4 || root.GPU.Util != 55 {
+		t.Fatalf("backend root: gpus %v window %+v", root.GPUs, root.GPU)
+	}
+	if !root.GPU.From.Equal(t0) || !root.GPU.To.Equal(t0.Add(time.Second)) {
+		t.Errorf("backend window %v..%v", root.GPU.From, root.GPU.To)
+	}
+	// The classifier saw only the window's samples, per GPU.
+	for _, call := range c.calls {
+		for _, s := range call {
+			for _, smp := range s.Samples {
+				if smp.Time.Before(t0) || smp.Time.After(t0.Add(time.Second)) {
+					t.Errorf("classifier got a sample at %v, outside every span's window", smp.Time)
+				}
+			}
+		}
+	}
+}
+
+func TestJoinTraceMapsHostsAndLeavesUnknownOnesEmpty(t *testing.T) {
+	tr := demoJoinTrace()
+	for i := range tr.Spans {
+		tr.Spans[i].Resource = map[string]string{"k8s.node.name": "ip-10-0-0-1.ec2.internal"}
+	}
+	tr.Spans[6].Resource = map[string]string{} // serialize_response: no host at all
+	tr.Spans[5].Attributes["gpu.index"] = "GPU-1, 0"
+	join := models.DefaultJoinSettings()
+	join.HostAttribute = "k8s.node.name"
+	join.HostMap = map[string]string{"ip-10-0-0-1.ec2.internal": "gpu-node-1"}
+	series := []classify.GPUSeries{gpuSeries("gpu-node-1", "0", 90), gpuSeries("gpu-node-1", "1", 10)}
+	rows := JoinTrace(TraceJoin{Trace: tr, GPUSeries: series, GPUStep: time.Second, GPUsKnown: true, Join: join})
+
+	if got := TraceHosts(tr, join); !slices.Equal(got, []string{"gpu-node-1"}) {
+		t.Errorf("hosts %v", got)
+	}
+	root := rowByOp(rows, "GET /api/detect")
+	if root.Host != "gpu-node-1" || root.GPU == nil || root.GPU.Class != classify.NoData {
+		t.Errorf("mapped host %q, window %+v (no classifier: no data)", root.Host, root.GPU)
+	}
+	// A GPU named by UUID or index, several at once.
+	if r := rowByOp(rows, "enrich"); !slices.Equal(r.GPUs, []string{"0", "GPU-1"}) || r.GPU == nil || len(r.GPU.GPUs) != 2 {
+		t.Errorf("enrich: gpus %v window %+v", r.GPUs, r.GPU)
+	}
+	if r := rowByOp(rows, "serialize_response"); r.Host != "" || r.GPU != nil {
+		t.Errorf("a span without host shows host %q, GPU %+v", r.Host, r.GPU)
+	}
+	// Prometheus not asked or failed: no GPU cells even with a host.
+	for _, r := range JoinTrace(TraceJoin{Trace: tr, GPUSeries: series, GPUStep: time.Second, Join: join}) {
+		if r.GPU != nil {
+			t.Errorf("%s: GPU figures although Prometheus did not answer", r.Span.Operation)
+		}
+	}
+	// Readings missing from the exporter stay missing; a host without series has no window.
+	sparse := gpuSeries("gpu-node-1", "0", 90)
+	for i := range sparse.Samples {
+		sparse.Samples[i].Figures.PCIeTx, sparse.Samples[i].Figures.PCIeRx, sparse.Samples[i].Figures.DRAMActive = nan(), nan(), nan()
+		sparse.Samples[i].Figures.MemCopyUtil = 12
+	}
+	rows = JoinTrace(TraceJoin{Trace: tr, GPUSeries: []classify.GPUSeries{sparse}, GPUStep: time.Second, GPUsKnown: true, Join: join})
+	if r := rowByOp(rows, "model.predict"); r.GPU == nil || !math.IsNaN(r.GPU.PCIe) || r.GPU.MemActivity != 12 {
+		t.Errorf("sparse readings: %+v", r.GPU)
+	}
+	if r := rowByOp(rows, "enrich"); r.GPU == nil || len(r.GPU.GPUs) != 1 {
+		t.Errorf("enrich with only GPU 0 reporting: %+v", r.GPU)
+	}
+	join.HostMap = map[string]string{}
+	for _, r := range JoinTrace(TraceJoin{Trace: tr, GPUSeries: series, GPUStep: time.Second, GPUsKnown: true, Join: join}) {
+		if r.GPU != nil {
+			t.Errorf("%s: unmapped host %q matched DCGM's gpu-node-1", r.Span.Operation, r.Host)
+		}
+	}
+}
+
+func TestJoinTraceKeepsOrphansAndSurvivesCycles(t *testing.T) {
+	tr := &jaeger.Trace{Spans: []jaeger.Span{
+		jspan("a", "missing", "svc", "orphan", 0, 10),
+		jspan("b", "c", "svc", "b", 1, 5),
+		jspan("c", "b", "svc", "c", 2, 5),
+	}}
+	rows := JoinTrace(TraceJoin{Trace: tr, Join: models.DefaultJoinSettings()})
+	if len(rows) != 3 || rows[0].Span.Operation != "orphan" || rows[0].Depth != 0 {
+		t.Errorf("rows %+v", rows)
+	}
+	if JoinTrace(TraceJoin{}) != nil {
+		t.Error("rows without a trace")
+	}
+}
+
+func TestTraceWindowCoversEverySpan(t *testing.T) {
+	start, end := TraceWindow(demoJoinTrace())
+	if !start.Equal(t0) || !end.Equal(t0.Add(ms(500))) {
+		t.Errorf("window %v..%v", start, end)
+	}
+}

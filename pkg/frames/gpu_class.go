@@ -1,0 +1,214 @@
+package frames
+
+import (
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/grafana/grafana-plugin-sdk-go/data"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/classify"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
+)
+
+// Frames of the gpuClass query. Names say what each frame is, so panels and transformations
+// ("Filter data by query refId / frame name") can pick one.
+const (
+	GPUClassTimelineFrameName = "GPU class timeline"
+	GPUClassSummaryFrameName  = "GPU class summary"
+	GPUClassShareFrameName    = "GPU class share"
+)
+
+// GPUClassResult is one GPU's classification over a query's range.
+type GPUClassResult struct {
+	GPU     classify.GPU
+	Times   []time.Time
+	Classes []classify.Class
+	// Shares is each class's share of the classified steps over the trailing share window, at
+	// each step (classify.TrailingShares); NaN where the window holds no classified step.
+	Shares map[classify.Class][]float64
+	// Evidence explains one step of the dominant class (the latest), at EvidenceTime.
+	Evidence     []string
+	EvidenceTime time.Time
+}
+
+// ClassColors are the state colours, Grafana's named palette: compute-bound is the healthy
+// "busy" state (green), throttling is red/yellow, waiting on memory or the link orange/purple,
+// idle blue; gaps are grey.
+var ClassColors = map[classify.Class]string{
+	classify.ComputeBound:     "green",
+	classify.MemoryBound:      "orange",
+	classify.PCIeBound:        "purple",
+	classify.ThermalThrottled: "red",
+	classify.PowerThrottled:   "yellow",
+	classify.Idle:             "blue",
+	classify.Balanced:         "dark-green",
+	classify.NoData:           "#8e8e8e",
+}
+
+// classMappings gives each class its colour and display order, for the state timeline and the
+// summary's class columns.
+func classMappings() data.ValueMappings {
+	m := data.ValueMapper{}
+	for i, c := range classify.Classes {
+		m[string(c)] = data.ValueMappingResult{Color: ClassColors[c], Index: i}
+	}
+	return data.ValueMappings{m}
+}
+
+// gpuDisplayName is "host/index" (UUID without an index), plus the MIG instance.
+func gpuDisplayName(g classify.GPU) string {
+	name := strings.TrimSpace(GPUSeriesDisplayName("", models.AggregationGPU, gpuLabels(g)))
+	if name == "" {
+		return "GPU"
+	}
+	return name
+}
+
+// gpuLabels are the GPU's role labels (host, gpu, uuid, model, mig, ...), as every GPU query of
+// the plugin names them.
+func gpuLabels(g classify.GPU) data.Labels {
+	l := data.Labels{}
+	for k, v := range g.Labels {
+		if v != "" {
+			l[k] = v
+		}
+	}
+	for role, v := range map[string]string{models.RoleHost: g.Host, models.RoleGPU: g.Index, models.RoleUUID: g.UUID, models.RoleModel: g.Model} {
+		if v != "" {
+			l[role] = v
+		}
+	}
+	return l
+}
+
+// GPUClassTimeline is the state-timeline frame: a "time" field over every step of any GPU and
+// one string field per GPU whose values are class names (steps a GPU lacks read "no data").
+// Each GPU field carries the GPU's labels, a display name ("fixture-node-a/0") and value
+// mappings that colour each class, which Grafana's state timeline panel reads directly: one row
+// per field, one colour per value.
+func GPUClassTimeline(results []GPUClassResult) *data.Frame {
+	var times []time.Time
+	for _, r := range results {
+		times = append(times, r.Times...)
+	}
+	slices.SortFunc(times, func(a, b time.Time) int { return a.Compare(b) })
+	times = slices.CompactFunc(times, func(a, b time.Time) bool { return a.Equal(b) })
+	if times == nil {
+		times = []time.Time{}
+	}
+	index := make(map[int64]int, len(times))
+	for i, t := range times {
+		index[t.UnixNano()] = i
+	}
+	f := data.NewFrame(GPUClassTimelineFrameName, data.NewField("time", nil, times))
+	for _, r := range results {
+		vals := make([]string, len(times))
+		for i := range vals {
+			vals[i] = string(classify.NoData)
+		}
+		for i, t := range r.Times {
+			vals[index[t.UnixNano()]] = string(r.Classes[i])
+		}
+		f.Fields = append(f.Fields, data.NewField(gpuDisplayName(r.GPU), gpuLabels(r.GPU), vals).SetConfig(&data.FieldConfig{
+			DisplayNameFromDS: gpuDisplayName(r.GPU),
+			Mappings:          classMappings(),
+		}))
+	}
+	f.Meta = &data.FrameMeta{PreferredVisualizationPluginID: "state-timeline"}
+	return f
+}
+
+// GPUClassSummary is the table: one row per GPU with its share of steps in each class (no data
+// included, so a row sums to 1), the dominant class (the most frequent one other than no data)
+// and its share, the number of steps, the evidence of the latest dominant-class step, and the
+// seeds' recommended action for the dominant class.
+func GPUClassSummary(results []GPUClassResult) *data.Frame {
+	n := len(results)
+	gpu, host, index, model := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	dominant, evidence, action := make([]string, n), make([]string, n), make([]string, n)
+	domShare := make([]float64, n)
+	steps := make([]int64, n)
+	evidenceAt := make([]*time.Time, n)
+	shares := map[classify.Class][]float64{}
+	for _, c := range classify.Classes {
+		shares[c] = make([]float64, n)
+	}
+	for i, r := range results {
+		gpu[i], host[i], index[i], model[i] = gpuDisplayName(r.GPU), r.GPU.Host, r.GPU.Index, r.GPU.Model
+		res := make([]classify.Result, len(r.Classes))
+		for j, c := range r.Classes {
+			res[j] = classify.Result{Class: c}
+			shares[c][i]++
+		}
+		for _, c := range classify.Classes {
+			if len(r.Classes) > 0 {
+				shares[c][i] /= float64(len(r.Classes))
+			}
+		}
+		dom, share := classify.Dominant(res)
+		dominant[i], domShare[i], steps[i] = string(dom), share, int64(len(r.Classes))
+		evidence[i] = strings.Join(r.Evidence, "; ")
+		if !r.EvidenceTime.IsZero() {
+			t := r.EvidenceTime
+			evidenceAt[i] = &t
+		}
+		action[i] = classify.Action(dom)
+	}
+	pct := &data.FieldConfig{Unit: "percentunit", Min: ptr(data.ConfFloat64(0)), Max: ptr(data.ConfFloat64(1)), Decimals: ptr(uint16(1))}
+	f := data.NewFrame(GPUClassSummaryFrameName,
+		data.NewField("GPU", nil, gpu),
+		data.NewField("host", nil, host),
+		data.NewField("gpu", nil, index),
+		data.NewField("model", nil, model),
+		data.NewField("dominant class", nil, dominant).SetConfig(&data.FieldConfig{Mappings: classMappings()}),
+		data.NewField("dominant share", nil, domShare).SetConfig(pct),
+	)
+	for _, c := range classify.Classes {
+		f.Fields = append(f.Fields, data.NewField(string(c), nil, shares[c]).SetConfig(pct))
+	}
+	f.Fields = append(f.Fields,
+		data.NewField("steps", nil, steps),
+		data.NewField("evidence", nil, evidence),
+		data.NewField("evidence at", nil, evidenceAt),
+		data.NewField("action", nil, action),
+	)
+	f.Meta = &data.FrameMeta{PreferredVisualization: data.VisTypeTable}
+	return f
+}
+
+// GPUClassShareFrames are the numeric series for alerting and graphs, the dataplane's
+// timeseries-multi: one frame per GPU and class (no data excluded), a "time" field and a
+// nullable float64 "share" field (0..1, percentunit) labelled with the GPU's roles and
+// class=<class>, so a Grafana alert rule can reduce each to its last value and compare it, like
+// the recording rule hsi:gpu_class_share:ratio1h. A step whose trailing window holds no
+// classified step is null.
+func GPUClassShareFrames(results []GPUClassResult, window time.Duration) []*data.Frame {
+	var out []*data.Frame
+	for _, r := range results {
+		for _, c := range classify.Classes {
+			if c == classify.NoData {
+				continue
+			}
+			vals := make([]*float64, len(r.Times))
+			for i, v := range r.Shares[c] {
+				if i < len(vals) && !math.IsNaN(v) {
+					vals[i] = ptr(v)
+				}
+			}
+			labels := gpuLabels(r.GPU)
+			labels["class"] = string(c)
+			f := data.NewFrame(GPUClassShareFrameName,
+				data.NewField("time", nil, append([]time.Time{}, r.Times...)),
+				data.NewField("share", labels, vals).SetConfig(&data.FieldConfig{
+					DisplayNameFromDS: gpuDisplayName(r.GPU) + " " + string(c) + " share (" + classify.PromDuration(window) + ")",
+					Unit:              "percentunit", Min: ptr(data.ConfFloat64(0)), Max: ptr(data.ConfFloat64(1)),
+				}),
+			)
+			f.Meta = &data.FrameMeta{Type: data.FrameTypeTimeSeriesMulti, TypeVersion: data.FrameTypeVersion{0, 1}}
+			out = append(out, f)
+		}
+	}
+	return out
+}

@@ -1,0 +1,74 @@
+package models
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// QueryTypeGPUClass classifies GPUs' workloads over time (compute-, memory-, PCIe-bound,
+// throttled, idle, balanced) from DCGM series, with evidence and the seeds' actions.
+const QueryTypeGPUClass = "gpuClass"
+
+// GPU class query formats: which frames the query returns.
+const (
+	GPUClassFormatAll      = "all"      // timeline, summary and shares (the default)
+	GPUClassFormatTimeline = "timeline" // the state timeline only
+	GPUClassFormatSummary  = "summary"  // the table only
+	// GPUClassFormatShares returns only the numeric share series: what a Grafana alert rule
+	// must ask for, as server-side expressions refuse string fields.
+	GPUClassFormatShares = "shares"
+)
+
+// DCGMCollectInterval is dcgm-exporter's default collect interval: the default smallest step of
+// a gpuClass query, as finer steps only repeat samples.
+const DCGMCollectInterval = 30 * time.Second
+
+// GPUClassQuery is the query of the gpuClass type:
+//
+//	{"queryType":"gpuClass","hosts":["fixture-node-a"],"gpus":["0","3"],"models":[],
+//	 "pods":[],"namespaces":[],"format":"all","minStep":"30s"}
+//
+// The filter fields are GPUFilter's (gpuSelector too); format picks the frames; minStep is the
+// smallest step (default 30 s, DCGM's collect interval): the step is the panel's interval, but
+// never below it.
+type GPUClassQuery struct {
+	GPUFilter
+	Format  string        `json:"format"`
+	MinStep time.Duration `json:"-"`
+}
+
+// ParseGPUClassQuery decodes and validates a gpuClass query, filling defaults.
+func ParseGPUClassQuery(raw json.RawMessage) (*GPUClassQuery, error) {
+	// The filter and the rest are decoded apart so that type errors name "gpus", not the
+	// embedded struct's path "GPUFilter.gpus".
+	f, err := ParseGPUFilter(raw)
+	if err != nil {
+		return nil, err
+	}
+	var rest struct {
+		Format  string `json:"format"`
+		MinStep string `json:"minStep"`
+	}
+	if err := Decode(raw, &rest); err != nil {
+		return nil, err
+	}
+	q := &GPUClassQuery{GPUFilter: *f, Format: strings.TrimSpace(rest.Format), MinStep: DCGMCollectInterval}
+	switch q.Format {
+	case "":
+		q.Format = GPUClassFormatAll
+	case GPUClassFormatAll, GPUClassFormatTimeline, GPUClassFormatSummary, GPUClassFormatShares:
+	default:
+		return nil, fmt.Errorf("field \"format\" must be %q (the default: timeline, summary and shares), %q, %q or %q (numeric series, for alert rules), got %q",
+			GPUClassFormatAll, GPUClassFormatTimeline, GPUClassFormatSummary, GPUClassFormatShares, truncate(q.Format, 40))
+	}
+	if s := strings.TrimSpace(rest.MinStep); s != "" {
+		d, err := parseStepDuration(s)
+		if err != nil || d < time.Second || d%time.Second != 0 {
+			return nil, fmt.Errorf("field \"minStep\" must be whole seconds of at least 1s, such as \"15s\" or \"1m\", got %q", truncate(s, 40))
+		}
+		q.MinStep = d
+	}
+	return q, nil
+}

@@ -1,0 +1,223 @@
+package models
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/prometheus/prometheus/model/labels"
+)
+
+// QueryTypeGPUMetrics answers DCGM series from Prometheus by catalogue name (gpu_query.go).
+const QueryTypeGPUMetrics = "gpuMetrics"
+
+// GPU label roles: what a DCGM label means, whatever the exporter calls it (Hostname or
+// hostname, pod or pod_name, ...). Results carry the role names, never the exporter's.
+const (
+	RoleHost      = "host"
+	RoleGPU       = "gpu"
+	RoleUUID      = "uuid"
+	RoleModel     = "model"
+	RolePod       = "pod"
+	RoleNamespace = "namespace"
+	RoleContainer = "container"
+	RoleMIG       = "mig"
+)
+
+// GPURoles lists the roles in the order labels and messages name them.
+var GPURoles = []string{RoleHost, RoleGPU, RoleUUID, RoleModel, RolePod, RoleNamespace, RoleContainer, RoleMIG}
+
+// GPUMetricNames are the catalogue names a gpuMetrics query and jsonData.dcgmMetricNames accept,
+// in the editor's order. pkg/prometheus defines each (what it reads, its unit); they live here
+// because the query and settings validation needs them and pkg/prometheus imports this package.
+// A test in pkg/prometheus keeps the two lists equal.
+var GPUMetricNames = []string{
+	"gpu_utilization", "mem_copy_utilization", "sm_active", "sm_occupancy", "gr_engine_active",
+	"tensor_active", "dram_active", "fp64_active", "fp32_active", "fp16_active",
+	"fb_used", "fb_free", "fb_used_percent",
+	"temperature", "memory_temperature", "power", "energy", "energy_power",
+	"sm_clock", "mem_clock", "pcie_tx", "pcie_rx", "pcie_replay",
+	"nvlink_tx", "nvlink_rx", "nvlink_bandwidth",
+	"xid_errors", "clock_events", "enc_utilization", "dec_utilization",
+}
+
+// Aggregations of a gpuMetrics query: one series per GPU (the default), per host, or one for
+// the whole fleet that matches the filter.
+const (
+	AggregationGPU   = "gpu"
+	AggregationHost  = "host"
+	AggregationFleet = "fleet"
+)
+
+// GPUFilter selects GPUs by their roles; each list matches any of its values, the lists combine
+// with "and". Empty lists match everything. Values are matched exactly (never as regular
+// expressions), whatever label name the exporter uses for the role.
+//
+// Other query types can embed it: its JSON names are prefixed or specific enough not to collide
+// with the profile queries' fields (gpuSelector, not labelSelector).
+type GPUFilter struct {
+	Hosts []string `json:"hosts"`
+	// GPUs holds GPU indexes ("0", "3") or UUIDs ("GPU-5fd4…", "MIG-…"), mixed as needed.
+	GPUs       []string `json:"gpus"`
+	Models     []string `json:"models"`
+	Pods       []string `json:"pods"`
+	Namespaces []string `json:"namespaces"`
+	// GPUSelector adds raw Prometheus matchers to every DCGM selector, e.g. {cluster="prod"},
+	// for labels that have no role. Checked with Prometheus' parser.
+	GPUSelector string `json:"gpuSelector"`
+}
+
+// MaxGPUFilterValues bounds each filter list: every value becomes a regex alternative, and a
+// dashboard variable with thousands of values is better replaced by a selector.
+const MaxGPUFilterValues = 200
+
+// GPUIndexOrUUID splits a gpus entry: digits are an index, anything else a UUID.
+func GPUIndexOrUUID(v string) (index bool) {
+	if v == "" {
+		return false
+	}
+	for _, c := range v {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// Normalize trims and de-duplicates the filter's values and checks them; errors name the field
+// (prefix + its JSON name, so an embedding query can say "gpu.hosts").
+func (f *GPUFilter) Normalize(prefix string) error {
+	for _, l := range []struct {
+		name string
+		vals *[]string
+	}{{"hosts", &f.Hosts}, {"gpus", &f.GPUs}, {"models", &f.Models}, {"pods", &f.Pods}, {"namespaces", &f.Namespaces}} {
+		out, err := normalizeValues(prefix+l.name, *l.vals)
+		if err != nil {
+			return err
+		}
+		*l.vals = out
+	}
+	f.GPUSelector = strings.TrimSpace(f.GPUSelector)
+	if _, err := f.Matchers(prefix); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Matchers parses GPUSelector; the error names the field and, through Prometheus' parser, the
+// position of the mistake.
+func (f *GPUFilter) Matchers(prefix string) ([]*labels.Matcher, error) {
+	if f.GPUSelector == "" || f.GPUSelector == "{}" {
+		return nil, nil
+	}
+	ms, err := ParseLabelSelector(f.GPUSelector)
+	if err != nil {
+		return nil, fmt.Errorf("field %q is not a label selector such as {cluster=\"prod\"}: %v", prefix+"gpuSelector", err)
+	}
+	for _, m := range ms {
+		if m.Name == labels.MetricName {
+			// The metric is the catalogue's choice; a __name__ matcher would silently empty or
+			// widen every query.
+			return nil, fmt.Errorf("field %q must not match the metric name (%s); pick metrics with \"metrics\"", prefix+"gpuSelector", m)
+		}
+	}
+	return ms, nil
+}
+
+// Empty says whether the filter selects every GPU.
+func (f *GPUFilter) Empty() bool {
+	return len(f.Hosts)+len(f.GPUs)+len(f.Models)+len(f.Pods)+len(f.Namespaces) == 0 && (f.GPUSelector == "" || f.GPUSelector == "{}")
+}
+
+func normalizeValues(field string, in []string) ([]string, error) {
+	if len(in) > MaxGPUFilterValues {
+		return nil, fmt.Errorf("field %q has %d values, at most %d are allowed: narrow it or use gpuSelector", field, len(in), MaxGPUFilterValues)
+	}
+	out := make([]string, 0, len(in))
+	for i, v := range in {
+		v = strings.TrimSpace(v)
+		if v == "" {
+			return nil, fmt.Errorf("field %q item %d is empty", field, i+1)
+		}
+		if len(v) > 256 {
+			return nil, fmt.Errorf("field %q item %d is longer than 256 characters", field, i+1)
+		}
+		if !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	return out, nil
+}
+
+// ParseGPUFilter decodes and normalises a GPUFilter from a query's JSON (other fields ignored).
+func ParseGPUFilter(raw json.RawMessage) (*GPUFilter, error) {
+	f := &GPUFilter{}
+	if err := Decode(raw, f); err != nil {
+		return nil, err
+	}
+	if err := f.Normalize(""); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// GPUMetricsQuery is the query of the gpuMetrics type:
+//
+//	{"queryType":"gpuMetrics","metrics":["gpu_utilization","fb_used_percent"],
+//	 "hosts":["gpu-node-1"],"gpus":["0"],"aggregation":"gpu"}
+type GPUMetricsQuery struct {
+	GPUFilter
+	// Metrics are catalogue names (GPUMetricNames); default gpu_utilization.
+	Metrics []string `json:"metrics"`
+	// Aggregation is gpu (default), host or fleet.
+	Aggregation string `json:"aggregation"`
+}
+
+// DefaultGPUMetric is what a gpuMetrics query without metrics shows, so a new panel is useful.
+const DefaultGPUMetric = "gpu_utilization"
+
+// ParseGPUMetricsQuery decodes and validates a gpuMetrics query, filling defaults.
+func ParseGPUMetricsQuery(raw json.RawMessage) (*GPUMetricsQuery, error) {
+	// The filter and the rest are decoded apart so that type errors name "gpus", not the
+	// embedded struct's path "GPUFilter.gpus".
+	f, err := ParseGPUFilter(raw)
+	if err != nil {
+		return nil, err
+	}
+	var rest struct {
+		Metrics     []string `json:"metrics"`
+		Aggregation string   `json:"aggregation"`
+	}
+	if err := Decode(raw, &rest); err != nil {
+		return nil, err
+	}
+	q := &GPUMetricsQuery{GPUFilter: *f, Metrics: rest.Metrics, Aggregation: rest.Aggregation}
+	var metrics []string
+	for i, m := range q.Metrics {
+		m = strings.TrimSpace(m)
+		if !slices.Contains(GPUMetricNames, m) {
+			return nil, fmt.Errorf("field \"metrics\" item %d: unknown GPU metric %q; valid metrics are %s", i+1, truncate(m, 40), strings.Join(GPUMetricNames, ", "))
+		}
+		if !slices.Contains(metrics, m) {
+			metrics = append(metrics, m)
+		}
+	}
+	if len(metrics) == 0 {
+		metrics = []string{DefaultGPUMetric}
+	}
+	q.Metrics = metrics
+	q.Aggregation = strings.TrimSpace(q.Aggregation)
+	switch q.Aggregation {
+	case "":
+		q.Aggregation = AggregationGPU
+	case AggregationGPU, AggregationHost, AggregationFleet:
+	default:
+		return nil, fmt.Errorf("field \"aggregation\" must be %q (the default, one series per GPU), %q or %q, got %q",
+			AggregationGPU, AggregationHost, AggregationFleet, truncate(q.Aggregation, 40))
+	}
+	return q, nil
+}

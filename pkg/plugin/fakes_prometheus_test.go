@@ -1,0 +1,213 @@
+package plugin
+
+import (
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/prometheus/promql/parser"
+)
+
+// promFake is a Prometheus HTTP API for the glue's unit tests. It serves DCGM series of the GPUs
+// it is given: label APIs list their metrics and labels, a range query answers every GPU whose
+// labels match the selectors of the query (before a top-level "and", where the GPU client puts
+// its series limit) with the GPU's reading of each metric at each step. Instant queries answer
+// from instant, by fragments of the expression (the latency queries). Each request waits delay.
+// pkg/prometheus tests the queries themselves; the integration tests use the real Prometheus.
+type promFake struct {
+	GPUs    []fakeGPU
+	Instant map[string][]fakeSample // expression fragment → vector
+	Delay   time.Duration
+	Down    bool // every request answers 503
+
+	mu      sync.Mutex
+	queries []string // query and query_range expressions, in order
+}
+
+type fakeGPU struct {
+	Labels map[string]string // Hostname, gpu, UUID, modelName
+	// Value is the GPU's reading of a DCGM metric at t; ok false: the GPU does not export it.
+	Value func(metric string, t time.Time) (v float64, ok bool)
+}
+
+type fakeSample struct {
+	Labels map[string]string
+	Value  string
+}
+
+// dcgmMetrics are the series promFake's GPUs export.
+var dcgmMetrics = []string{
+	"DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_MEM_COPY_UTIL", "DCGM_FI_PROF_SM_ACTIVE", "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+	"DCGM_FI_PROF_DRAM_ACTIVE", "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "DCGM_FI_PROF_PCIE_TX_BYTES", "DCGM_FI_PROF_PCIE_RX_BYTES",
+	"DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_SM_CLOCK", "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_CLOCKS_EVENT_REASONS",
+}
+
+// steadyGPU is a GPU on host with fixed readings: util % and SM activity drive the class.
+func steadyGPU(host, index string, util, smActive, dramActive float64) fakeGPU {
+	values := map[string]float64{
+		"DCGM_FI_DEV_GPU_UTIL": util, "DCGM_FI_DEV_MEM_COPY_UTIL": dramActive * 100, "DCGM_FI_PROF_SM_ACTIVE": smActive,
+		"DCGM_FI_PROF_GR_ENGINE_ACTIVE": smActive, "DCGM_FI_PROF_DRAM_ACTIVE": dramActive, "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": smActive / 2,
+		"DCGM_FI_PROF_PCIE_TX_BYTES": 1e9, "DCGM_FI_PROF_PCIE_RX_BYTES": 2e9, "DCGM_FI_DEV_GPU_TEMP": 60,
+		"DCGM_FI_DEV_SM_CLOCK": 1410, "DCGM_FI_DEV_POWER_USAGE": 250, "DCGM_FI_DEV_CLOCKS_EVENT_REASONS": 0,
+	}
+	return fakeGPU{
+		Labels: map[string]string{"Hostname": host, "gpu": index, "UUID": "GPU-" + host + "-" + index, "modelName": "NVIDIA A100-SXM4-80GB"},
+		Value: func(metric string, _ time.Time) (float64, bool) {
+			v, ok := values[metric]
+			return v, ok
+		},
+	}
+}
+
+func newPromFake(t testing.TB, f *promFake) string {
+	t.Helper()
+	return serve(t, http.HandlerFunc(f.serveHTTP), nil).URL
+}
+
+func (f *promFake) Queries() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.queries)
+}
+
+func (f *promFake) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	time.Sleep(f.Delay)
+	_ = r.ParseForm()
+	if q := r.Form.Get("query"); q != "" {
+		f.mu.Lock()
+		f.queries = append(f.queries, q)
+		f.mu.Unlock()
+	}
+	if f.Down {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = w.Write([]byte(`{"status":"error","errorType":"unavailable","error":"storage is down"}`))
+		return
+	}
+	reply := func(data any) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"status": "success", "data": data})
+	}
+	switch path := r.URL.Path; {
+	case path == "/api/v1/status/buildinfo":
+		reply(map[string]string{"version": "2.53.0"})
+	case path == "/api/v1/label/__name__/values":
+		reply(f.metricNames())
+	case path == "/api/v1/labels":
+		reply([]string{"__name__", "Hostname", "UUID", "gpu", "modelName"})
+	case strings.HasPrefix(path, "/api/v1/label/") && strings.HasSuffix(path, "/values"):
+		name := strings.TrimSuffix(strings.TrimPrefix(path, "/api/v1/label/"), "/values")
+		var values []string
+		for _, g := range f.GPUs {
+			if v := g.Labels[name]; v != "" && !slices.Contains(values, v) {
+				values = append(values, v)
+			}
+		}
+		reply(append([]string{}, values...))
+	case path == "/api/v1/query_range":
+		reply(map[string]any{"resultType": "matrix", "result": f.rangeResult(r.Form.Get("query"), r.Form.Get("start"), r.Form.Get("end"), r.Form.Get("step"))})
+	case path == "/api/v1/query":
+		result := []map[string]any{}
+		q := r.Form.Get("query")
+		for frag, samples := range f.Instant {
+			if strings.Contains(q, frag) {
+				for _, s := range samples {
+					result = append(result, map[string]any{"metric": s.Labels, "value": []any{float64(time.Now().Unix()), s.Value}})
+				}
+			}
+		}
+		reply(map[string]any{"resultType": "vector", "result": result})
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+func (f *promFake) metricNames() []string {
+	if len(f.GPUs) == 0 {
+		return []string{}
+	}
+	return dcgmMetrics
+}
+
+// rangeResult answers each GPU matching a selector of the query, for the selector's metric.
+func (f *promFake) rangeResult(query, startS, endS, stepS string) []map[string]any {
+	out := []map[string]any{}
+	expr, err := parser.NewParser(parser.Options{}).ParseExpr(query)
+	if err != nil {
+		return out
+	}
+	if b, ok := expr.(*parser.BinaryExpr); ok && b.Op == parser.LAND {
+		expr = b.LHS
+	}
+	start, end, step := promTime(startS), promTime(endS), promStep(stepS)
+	if step <= 0 || end.Before(start) {
+		return out
+	}
+	seen := map[string]bool{}
+	parser.Inspect(expr, func(n parser.Node, _ []parser.Node) error {
+		vs, ok := n.(*parser.VectorSelector)
+		if !ok {
+			return nil
+		}
+		for _, g := range f.GPUs {
+			if !selects(vs, g.Labels) {
+				continue
+			}
+			key := vs.Name + "|" + g.Labels["UUID"]
+			if seen[key] {
+				continue
+			}
+			var values [][2]any
+			for t := start; !t.After(end); t = t.Add(step) {
+				if v, ok := g.Value(vs.Name, t); ok {
+					values = append(values, [2]any{float64(t.UnixMilli()) / 1000, strconv.FormatFloat(v, 'f', -1, 64)})
+				}
+			}
+			if len(values) == 0 {
+				continue
+			}
+			seen[key] = true
+			out = append(out, map[string]any{"metric": g.Labels, "values": values})
+		}
+		return nil
+	})
+	return out
+}
+
+// selects reports whether the selector's matchers (its name included) accept the GPU's series.
+func selects(vs *parser.VectorSelector, labels map[string]string) bool {
+	for _, m := range vs.LabelMatchers {
+		v := labels[m.Name]
+		if m.Name == "__name__" {
+			if !slices.Contains(dcgmMetrics, m.Value) && m.Type.String() == "=" {
+				return false
+			}
+			continue
+		}
+		if !m.Matches(v) {
+			return false
+		}
+	}
+	return vs.Name == "" || slices.Contains(dcgmMetrics, vs.Name)
+}
+
+func promTime(s string) time.Time {
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		t, _ := time.Parse(time.RFC3339Nano, s)
+		return t
+	}
+	return time.UnixMilli(int64(f * 1000))
+}
+
+func promStep(s string) time.Duration {
+	if f, err := strconv.ParseFloat(s, 64); err == nil {
+		return time.Duration(f * float64(time.Second))
+	}
+	d, _ := time.ParseDuration(s)
+	return d
+}

@@ -1,0 +1,99 @@
+package plugin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/grafana/grafana-plugin-sdk-go/backend"
+	"github.com/grafana/grafana-plugin-sdk-go/data"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/frames"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/prometheus"
+)
+
+// gpuMetricConcurrency bounds the Prometheus queries of one gpuMetrics query.
+const gpuMetricConcurrency = 4
+
+// gpuPrometheus is the Prometheus client for GPU queries, with the data source's DCGM names
+// applied, or the reason there is none: Prometheus not configured or invalid, or invalid GPU
+// settings. Every GPU query type (gpuMetrics, gpuClass, the request join) gets its client here:
+//
+//	prom, err := d.gpuPrometheus()
+//	series, notices, err := prom.GPUFigures(ctx, filter, from, to, step)
+func (d *Datasource) gpuPrometheus() (*prometheus.Client, error) {
+	if err := d.unavailable(&d.settings.Prometheus); err != nil {
+		return nil, err
+	}
+	if d.settings.GPUSettingsErr != nil {
+		return nil, backend.DownstreamError(fmt.Errorf("invalid GPU settings: %w", d.settings.GPUSettingsErr))
+	}
+	if d.prometheus == nil {
+		return nil, errors.New("the Prometheus client was not created although its settings are valid")
+	}
+	return d.prometheus.WithDCGM(d.settings.DCGM), nil
+}
+
+// queryGPUMetrics answers catalogue metrics of DCGM series: one frame per series and metric
+// (frames.GPUMetricFrames). A metric the exporters do not send becomes a notice naming the DCGM
+// metrics tried, not an error, and the other metrics still answer; a failing metric fails the
+// query only when every metric failed.
+func (d *Datasource) queryGPUMetrics(ctx context.Context, q backend.DataQuery) backend.DataResponse {
+	gq, err := models.ParseGPUMetricsQuery(q.JSON)
+	if err != nil {
+		return badQuery(models.QueryTypeGPUMetrics, err)
+	}
+	prom, err := d.gpuPrometheus()
+	if err != nil {
+		return errorResponse(err)
+	}
+	step := max(q.Interval, time.Second)
+
+	results := make([]*prometheus.MetricResult, len(gq.Metrics))
+	errs := make([]error, len(gq.Metrics))
+	sem := make(chan struct{}, gpuMetricConcurrency)
+	var wg sync.WaitGroup
+	for i, name := range gq.Metrics {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			// A panic here would escape runQuery's recover and end the plugin process.
+			defer func() {
+				if p := recover(); p != nil {
+					backend.Logger.Error("gpuMetrics metric panicked", "metric", name, "panic", p, "stack", string(debug.Stack()))
+					errs[i] = fmt.Errorf("internal error while fetching %s; the plugin logged the details", name)
+				}
+			}()
+			results[i], errs[i] = prom.GPUMetric(ctx, name, gq.GPUFilter, gq.Aggregation, q.TimeRange.From, q.TimeRange.To, step)
+		})
+	}
+	wg.Wait()
+
+	var out []*data.Frame
+	var failures []string
+	var firstErr error
+	for i, res := range results {
+		if errs[i] != nil {
+			failures = append(failures, fmt.Sprintf("%s failed: %v", gq.Metrics[i], errs[i]))
+			if firstErr == nil {
+				firstErr = errs[i]
+			}
+			continue
+		}
+		out = append(out, frames.GPUMetricFrames(res)...)
+	}
+	if len(out) == 0 {
+		if firstErr == nil {
+			return withFrames()
+		}
+		return errorResponse(firstErr)
+	}
+	for _, f := range failures {
+		out[0].AppendNotices(data.Notice{Severity: data.NoticeSeverityError, Text: f})
+	}
+	return withFrames(out...)
+}

@@ -1,0 +1,414 @@
+package plugin
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+	"github.com/grafana/grafana-plugin-sdk-go/backend"
+	"github.com/grafana/grafana-plugin-sdk-go/data"
+	querierv1 "github.com/grafana/pyroscope/api/gen/proto/go/querier/v1"
+	"github.com/grafana/pyroscope/api/gen/proto/go/querier/v1/querierv1connect"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/jaeger"
+)
+
+const (
+	cpuTypeID   = "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
+	allocTypeID = "memory:alloc_space:bytes:space:bytes"
+)
+
+// typedPyroscope answers span profiles by profile type: byType[type][span ID] are folded stacks.
+// SelectMergeStacktraces answers stacks of selectors containing a key of bySelector (the trace_id
+// fallback). Each call waits delay.
+type typedPyroscope struct {
+	querierv1connect.UnimplementedQuerierServiceHandler
+	byType     map[string]map[string][]string
+	bySelector map[string][]string
+	delay      time.Duration
+
+	mu    sync.Mutex
+	calls []string // "type span,span"
+}
+
+func (f *typedPyroscope) SelectMergeSpanProfile(_ context.Context, req *connect.Request[querierv1.SelectMergeSpanProfileRequest]) (*connect.Response[querierv1.SelectMergeSpanProfileResponse], error) {
+	f.mu.Lock()
+	f.calls = append(f.calls, req.Msg.ProfileTypeID+" "+strings.Join(req.Msg.SpanSelector, ","))
+	f.mu.Unlock()
+	time.Sleep(f.delay)
+	var stacks []string
+	for _, id := range req.Msg.SpanSelector {
+		stacks = append(stacks, f.byType[req.Msg.ProfileTypeID][id]...)
+	}
+	return connect.NewResponse(&querierv1.SelectMergeSpanProfileResponse{Flamegraph: folded(stacks...)}), nil
+}
+
+func (f *typedPyroscope) SelectMergeStacktraces(_ context.Context, req *connect.Request[querierv1.SelectMergeStacktracesRequest]) (*connect.Response[querierv1.SelectMergeStacktracesResponse], error) {
+	time.Sleep(f.delay)
+	var stacks []string
+	for frag, s := range f.bySelector {
+		if strings.Contains(req.Msg.LabelSelector, frag) {
+			stacks = append(stacks, s...)
+		}
+	}
+	return connect.NewResponse(&querierv1.SelectMergeStacktracesResponse{Flamegraph: folded(stacks...)}), nil
+}
+
+// joinTrace is the demo's request a minute ago: the backend's root (profiled) with db_query, the
+// detector's root (profiled) and its model.predict on GPU 0, the enrichment's root (profiled)
+// and its enrich on GPU 1, all on gpu-node-1.
+func joinTrace() jaeger.Trace {
+	start := time.Now().Add(-time.Minute).Truncate(time.Second)
+	tr := fakeTrace("4bf92f3577b34da6a3ce929d0e0e4736", start, 40*time.Millisecond,
+		"nemotron-backend/GET /api/detect", "nemotron-backend/db_query", "ai-detector/GET /detect", "ai-enrichment/GET /enrich",
+		"ai-detector/model.predict", "ai-enrichment/enrich")
+	s := tr.Spans
+	// fakeTrace makes every span a child of the root, 40 ms long, 1 ms apart: make the GPU spans
+	// children of their service's root, and db_query take most of the root.
+	s[0].Duration = 500 * time.Millisecond
+	s[1].Duration = 300 * time.Millisecond
+	s[2].Start, s[4].Start = start.Add(310*time.Millisecond), start.Add(312*time.Millisecond)
+	s[3].Start, s[5].Start = start.Add(395*time.Millisecond), start.Add(396*time.Millisecond)
+	s[4].ParentSpanID, s[5].ParentSpanID = s[2].SpanID, s[3].SpanID
+	for _, i := range []int{0, 2, 3} {
+		s[i].Attributes[jaeger.ProfileIDAttribute] = s[i].SpanID
+	}
+	s[4].Attributes["gpu.index"] = "0"
+	s[5].Attributes["gpu.index"] = "1"
+	return tr
+}
+
+type joinBed struct {
+	ds    *Datasource
+	pyro  *typedPyroscope
+	jae   *jaegerFake
+	prom  *promFake
+	trace jaeger.Trace
+}
+
+type joinBedOptions struct {
+	jaegerDown, promDown, pyroDown bool
+	pyroDelay, promDelay           time.Duration
+	settings                       map[string]any
+}
+
+func newJoinBed(t *testing.T, o joinBedOptions) *joinBed {
+	t.Helper()
+	tr := joinTrace()
+	id := func(i int) string { return tr.Spans[i].SpanID }
+	pyro := &typedPyroscope{delay: o.pyroDelay, byType: map[string]map[string][]string{
+		cpuTypeID: {
+			id(0): {"main.handleDetect;main.dbQuery;crypto/sha256.block 280", "main.handleDetect;main.dbQuery 20", "main.handleDetect;main.serializeResponse 20"},
+			id(2): {"main.handleDetector;main.modelPredict 60"},
+			// The enrichment's root was profiled but got no sample.
+		},
+		allocTypeID: {
+			id(0): {"main.handleDetect;encoding/json.Marshal 4096"},
+			id(3): {"main.handleEnrichment;main.extractFeatures 1048576"},
+		},
+	}, bySelector: map[string][]string{`trace_id="4bf92f3577b34da6a3ce929d0e0e4736"`: {"main.handleDetect;main.dbQuery 99"}}}
+	j := &jaegerFake{Traces: []jaeger.Trace{tr}, Down: o.jaegerDown}
+	prom := &promFake{Delay: o.promDelay, Down: o.promDown, GPUs: []fakeGPU{
+		steadyGPU("gpu-node-1", "0", 95, 0.95, 0.3),
+		steadyGPU("gpu-node-1", "1", 12, 0.1, 0.05),
+		steadyGPU("gpu-node-2", "0", 50, 0.5, 0.5),
+	}}
+	settings := map[string]any{
+		"pyroscopeUrl":  serveQuerier(t, pyro),
+		"jaegerUrl":     newJaegerFake(t, j, nil).URL,
+		"prometheusUrl": newPromFake(t, prom),
+	}
+	if o.pyroDown {
+		settings["pyroscopeUrl"] = closedURL(t)
+	}
+	for k, v := range o.settings {
+		settings[k] = v
+	}
+	return &joinBed{ds: newTestDatasource(t, settings, nil), pyro: pyro, jae: j, prom: prom, trace: tr}
+}
+
+// pluginCtx is what Grafana sends with each query: this data source's UID and name.
+var pluginCtx = backend.PluginContext{DataSourceInstanceSettings: &backend.DataSourceInstanceSettings{UID: "hsi-uid", Name: "HSI Profiling"}}
+
+func (b *joinBed) query(t *testing.T, model string) backend.DataResponse {
+	t.Helper()
+	ctx := backend.WithPluginContext(context.Background(), pluginCtx)
+	res, err := b.ds.QueryData(ctx, &backend.QueryDataRequest{PluginContext: pluginCtx, Queries: []backend.DataQuery{query("A", model)}})
+	if err != nil {
+		t.Fatalf("QueryData returned a Go error: %v", err)
+	}
+	return res.Responses["A"]
+}
+
+const traceModel = `{"queryType":"trace","traceId":"4bf92f3577b34da6a3ce929d0e0e4736"}`
+
+// table lists the frame's rows as "operation: field=value ..." for the named fields; null cells
+// print as "-".
+func table(t *testing.T, f *data.Frame, fields ...string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	op, i := f.FieldByName("operation")
+	if i < 0 {
+		t.Fatalf("frame %q has no operation field", f.Name)
+	}
+	for row := range f.Rows() {
+		var parts []string
+		for _, name := range fields {
+			fld, i := f.FieldByName(name)
+			if i < 0 {
+				t.Fatalf("frame %q has no field %q", f.Name, name)
+			}
+			v, ok := fld.ConcreteAt(row)
+			if !ok {
+				v = "-"
+			}
+			parts = append(parts, fmt.Sprintf("%s=%v", name, v))
+		}
+		out[op.At(row).(string)] = strings.Join(parts, " ")
+	}
+	return out
+}
+
+func TestTraceQueryJoinsSpansProfilesAndGPUs(t *testing.T) {
+	b := newJoinBed(t, joinBedOptions{})
+	r := b.query(t, traceModel)
+	if r.Error != nil {
+		t.Fatal(r.Error)
+	}
+	if len(r.Frames) != 2 || r.Frames[0].Name != "spans" || r.Frames[1].Name != "response" {
+		t.Fatalf("frames %v", r.Frames)
+	}
+	spans := r.Frames[0]
+	got := table(t, spans, "self", "cpu", "alloc_space", "hotFunction", "gpus", "gpuClass", "gpuUtil")
+	want := map[string]string{
+		// The root's own profile holds its children's samples in its service (db_query); its hot
+		// function is the largest self. Self times: 500 ms minus db_query (1–301 ms), the
+		// detector (310–350) and the enrichment (395–435); model.predict (312–352) covers its
+		// parent from 312 ms on, so the detector's root keeps 2 ms.
+		"GET /api/detect": "self=120 cpu=320 alloc_space=4096 hotFunction=crypto/sha256.block gpus=all gpuClass=compute-bound gpuUtil=53.5",
+		"db_query":        "self=300 cpu=- alloc_space=- hotFunction=- gpus=all gpuClass=compute-bound gpuUtil=53.5",
+		"GET /detect":     "self=2 cpu=60 alloc_space=0 hotFunction=main.modelPredict gpus=0 gpuClass=compute-bound gpuUtil=95",
+		"model.predict":   "self=40 cpu=- alloc_space=- hotFunction=- gpus=0 gpuClass=compute-bound gpuUtil=95",
+		"GET /enrich":     "self=1 cpu=0 alloc_space=1048576 hotFunction=- gpus=1 gpuClass=idle gpuUtil=12",
+		"enrich":          "self=40 cpu=- alloc_space=- hotFunction=- gpus=1 gpuClass=idle gpuUtil=12",
+	}
+	for op, w := range want {
+		if got[op] != w {
+			t.Errorf("%s:\n got %s\nwant %s", op, got[op], w)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("%d rows: %v", len(got), got)
+	}
+	// The evidence comes from the classifier with the data source's thresholds; over several
+	// GPUs it names the GPU it is about.
+	ev := table(t, spans, "gpuEvidence")
+	if !strings.HasPrefix(ev["GET /api/detect"], "gpuEvidence=GPU 0: ") || !strings.Contains(ev["GET /api/detect"], "computeBoundPct") ||
+		!strings.Contains(ev["GET /detect"], "computeBoundPct") || strings.Contains(ev["GET /detect"], "GPU 0:") || !strings.Contains(ev["enrich"], "idleBelowPct") {
+		t.Errorf("evidence %v", ev)
+	}
+	// The flame graph is the whole request's, as the profile query's.
+	if rows(r.Frames[1])[0] != "0 total 380" {
+		t.Errorf("flame graph root %s", rows(r.Frames[1])[0])
+	}
+	n := notices(spans)
+	if !strings.Contains(n, "[info] GPU figures for 6 of 6 span(s)") {
+		t.Errorf("notices:\n%s", n)
+	}
+	// One call per profiled span and type; the other host's GPUs are not asked for.
+	if len(b.pyro.calls) != 6 {
+		t.Errorf("Pyroscope calls %v", b.pyro.calls)
+	}
+	asked := b.prom.Queries()
+	if len(asked) == 0 || !strings.Contains(asked[0], `"gpu-node-1"`) {
+		t.Errorf("GPU queries do not name the trace's host: %v", asked)
+	}
+	for _, q := range asked {
+		if strings.Contains(q, "gpu-node-2") {
+			t.Errorf("asked for another host's GPUs: %s", q)
+		}
+	}
+}
+
+func TestTraceQueryLinksSpansFunctionsAndGPUs(t *testing.T) {
+	b := newJoinBed(t, joinBedOptions{settings: map[string]any{"traceDatasourceUid": "jaeger-uid"}})
+	r := b.query(t, traceModel)
+	if r.Error != nil {
+		t.Fatal(r.Error)
+	}
+	f := r.Frames[0]
+	linkOf := func(name string) string {
+		fld, _ := f.FieldByName(name)
+		raw, _ := json.Marshal(fld.Config.Links)
+		return string(raw)
+	}
+	for name, want := range map[string]string{
+		"spanID":      `"datasourceUid":"jaeger-uid"`,
+		"hotFunction": `"datasourceUid":"hsi-uid","datasourceName":"HSI Profiling"`,
+		"gpus":        `/d/hsi-gpu-metrics?var-host=${__data.fields.host}`,
+	} {
+		if !strings.Contains(linkOf(name), want) {
+			t.Errorf("%s links %s lack %s", name, linkOf(name), want)
+		}
+	}
+	// The function link's query is a profile query this plugin answers: the backend root's
+	// profile ID and service, filled in by Grafana from the row.
+	host, _ := f.FieldByName("host")
+	pid, _ := f.FieldByName("profileID")
+	if host.At(0) != "gpu-node-1" || pid.At(0) != b.trace.Spans[0].SpanID {
+		t.Errorf("row 0 host %v profile %v", host.At(0), pid.At(0))
+	}
+	model := fmt.Sprintf(`{"queryType":"profile","labelSelector":"{service_name=\"nemotron-backend\"}","profileTypeId":%q,"spanSelector":[%q]}`, cpuTypeID, pid.At(0))
+	if pr := b.query(t, model); pr.Error != nil || rows(pr.Frames[0])[0] != "0 total 320" {
+		t.Errorf("the linked profile query answers %v %v", pr.Error, pr.Frames)
+	}
+}
+
+func TestTraceQueryKeepsOtherColumnsWhenAnUpstreamFails(t *testing.T) {
+	t.Run("Prometheus down", func(t *testing.T) {
+		b := newJoinBed(t, joinBedOptions{promDown: true})
+		r := b.query(t, traceModel)
+		if r.Error != nil || len(r.Frames) != 2 {
+			t.Fatalf("%v %v", r.Error, r.Frames)
+		}
+		got := table(t, r.Frames[0], "cpu", "gpuClass", "gpuUtil")
+		if got["GET /api/detect"] != "cpu=320 gpuClass=- gpuUtil=-" {
+			t.Errorf("root: %s", got["GET /api/detect"])
+		}
+		if n := notices(r.Frames[0]); !strings.Contains(n, "[warning] No GPU columns: Prometheus (http://127.0.0.1:") {
+			t.Errorf("notices:\n%s", n)
+		}
+	})
+	t.Run("Pyroscope down", func(t *testing.T) {
+		b := newJoinBed(t, joinBedOptions{pyroDown: true})
+		r := b.query(t, traceModel)
+		if r.Error != nil || len(r.Frames) != 1 {
+			t.Fatalf("%v %v", r.Error, r.Frames)
+		}
+		got := table(t, r.Frames[0], "cpu", "alloc_space", "gpuClass")
+		if got["GET /detect"] != "cpu=- alloc_space=- gpuClass=compute-bound" {
+			t.Errorf("detector: %s", got["GET /detect"])
+		}
+		n := notices(r.Frames[0])
+		for _, part := range []string{"[warning] No CPU column or flame graph: Pyroscope (http://127.0.0.1:", "[warning] No allocation column: Pyroscope ("} {
+			if !strings.Contains(n, part) {
+				t.Errorf("notices lack %q:\n%s", part, n)
+			}
+		}
+	})
+	t.Run("Jaeger down", func(t *testing.T) {
+		b := newJoinBed(t, joinBedOptions{jaegerDown: true})
+		r := b.query(t, traceModel)
+		if r.Error != nil || len(r.Frames) != 2 {
+			t.Fatalf("%v %v", r.Error, r.Frames)
+		}
+		if r.Frames[0].Rows() != 0 || !strings.Contains(notices(r.Frames[0]), "[warning] No span table: could not read trace 4bf92f3577b34da6a3ce929d0e0e4736 (Jaeger (http://127.0.0.1:") {
+			t.Errorf("span table %d rows, notices %s", r.Frames[0].Rows(), notices(r.Frames[0]))
+		}
+		// The flame graph still comes, from the trace_id label.
+		if rows(r.Frames[1])[0] != "0 total 99" {
+			t.Errorf("flame graph %v", rows(r.Frames[1]))
+		}
+	})
+	t.Run("Jaeger and Pyroscope down", func(t *testing.T) {
+		b := newJoinBed(t, joinBedOptions{jaegerDown: true, pyroDown: true})
+		wantError(t, b.query(t, traceModel), backend.ErrorSourceDownstream, "Jaeger (http://127.0.0.1:")
+	})
+}
+
+func TestTraceQueryAsksItsUpstreamsInParallel(t *testing.T) {
+	// Each Pyroscope call takes 400 ms; the GPU figures take about 400 ms too (an inventory
+	// round, then the figures in a few rounds of 100 ms).
+	const pyroDelay = 400 * time.Millisecond
+	b := newJoinBed(t, joinBedOptions{pyroDelay: pyroDelay, promDelay: 100 * time.Millisecond})
+	start := time.Now()
+	r := b.query(t, traceModel)
+	took := time.Since(start)
+	if r.Error != nil {
+		t.Fatal(r.Error)
+	}
+	// One after another: 3 CPU and 3 allocation span calls (2.4 s) and the GPU figures. In
+	// parallel: about the slowest, 400 ms; 800 ms leaves room for a busy machine, and is still
+	// less than any two of the three parts one after the other.
+	if took > 2*pyroDelay {
+		t.Errorf("the trace query took %v: its upstream calls did not run in parallel", took)
+	}
+	if len(b.pyro.calls) != 6 {
+		t.Errorf("Pyroscope calls %v", b.pyro.calls)
+	}
+	if got := table(t, r.Frames[0], "cpu", "gpuUtil")["GET /detect"]; got != "cpu=60 gpuUtil=95" {
+		t.Errorf("detector %s", got)
+	}
+}
+
+func TestTraceQueryMapsSpanHostsToDCGMHosts(t *testing.T) {
+	renamed := func(b *joinBed) {
+		for i := range b.jae.Traces[0].Spans {
+			b.jae.Traces[0].Spans[i].Resource = map[string]string{"k8s.node.name": "ip-10-0-0-1.ec2.internal"}
+		}
+	}
+	b := newJoinBed(t, joinBedOptions{settings: map[string]any{
+		"joinHostAttribute": "k8s.node.name", "joinHostMap": map[string]string{"ip-10-0-0-1.ec2.internal": "gpu-node-1"},
+	}})
+	renamed(b)
+	r := b.query(t, traceModel)
+	if r.Error != nil {
+		t.Fatal(r.Error)
+	}
+	if got := table(t, r.Frames[0], "host", "gpus", "gpuUtil")["enrich"]; got != "host=gpu-node-1 gpus=1 gpuUtil=12" {
+		t.Errorf("mapped: %s", got)
+	}
+	// Without the mapping the span's host has no DCGM series, and the notice says what to set.
+	b = newJoinBed(t, joinBedOptions{settings: map[string]any{"joinHostAttribute": "k8s.node.name"}})
+	renamed(b)
+	r = b.query(t, traceModel)
+	if r.Error != nil {
+		t.Fatal(r.Error)
+	}
+	if got := table(t, r.Frames[0], "host", "gpuUtil")["enrich"]; got != "host=ip-10-0-0-1.ec2.internal gpuUtil=-" {
+		t.Errorf("unmapped: %s", got)
+	}
+	if n := notices(r.Frames[0]); !strings.Contains(n, "[warning] GPU figures for 0 of 6 span(s)") || !strings.Contains(n, "No DCGM series for host(s) ip-10-0-0-1.ec2.internal") || !strings.Contains(n, "jsonData.joinHostMap") {
+		t.Errorf("notices:\n%s", n)
+	}
+}
+
+func TestTraceQueryNeedsATraceID(t *testing.T) {
+	b := newJoinBed(t, joinBedOptions{})
+	wantError(t, b.query(t, `{"queryType":"trace"}`), backend.ErrorSourceDownstream, `invalid trace query: field "traceId" is required`)
+	wantError(t, b.query(t, `{"queryType":"trace","traceId":"4bf92f3577b34da6a3ce929d0e0e4736","allocTypeId":"bytes"}`), backend.ErrorSourceDownstream, `field "allocTypeId" must have the form`)
+}
+
+func TestTraceQueryWithoutProfiledSpansLeavesProfileCellsEmpty(t *testing.T) {
+	b := newJoinBed(t, joinBedOptions{})
+	for i := range b.jae.Traces[0].Spans {
+		delete(b.jae.Traces[0].Spans[i].Attributes, jaeger.ProfileIDAttribute)
+	}
+	r := b.query(t, traceModel)
+	if r.Error != nil {
+		t.Fatal(r.Error)
+	}
+	for op, cells := range table(t, r.Frames[0], "cpu", "alloc_space", "hotFunction") {
+		if cells != "cpu=- alloc_space=- hotFunction=-" {
+			t.Errorf("%s: %s", op, cells)
+		}
+	}
+	n := notices(r.Frames[0])
+	for _, part := range []string{
+		"[info] The cpu column is empty: no span carries pyroscope.profile.id",
+		"[info] No span carries pyroscope.profile.id, so no span has a profile of its own: the allocation column is empty.",
+	} {
+		if !strings.Contains(n, part) {
+			t.Errorf("notices lack %q:\n%s", part, n)
+		}
+	}
+	// The flame graph still asks every span, one query per service.
+	if len(r.Frames) != 2 || rows(r.Frames[1])[0] != "0 total 380" {
+		t.Errorf("flame graph %v", r.Frames)
+	}
+}

@@ -1,0 +1,112 @@
+package prometheus
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
+)
+
+// grafanaUnits are the Grafana unit ids the catalogue may use (packages/grafana-data/src/
+// valueFormats/categories.ts): a typo there would silently show raw numbers.
+var grafanaUnits = []string{"percent", "percentunit", "mbytes", "celsius", "watt", "joule", "rotmhz", "Bps", "ops", "hex0x", "none"}
+
+func TestCatalogueMatchesTheNamesQueriesAccept(t *testing.T) {
+	var names []string
+	for _, m := range catalogue {
+		names = append(names, m.Name)
+	}
+	if !slices.Equal(names, models.GPUMetricNames) {
+		t.Errorf("catalogue %v\nmodels.GPUMetricNames %v", names, models.GPUMetricNames)
+	}
+}
+
+func TestCatalogueEntriesAreComplete(t *testing.T) {
+	for _, m := range catalogue {
+		if m.Title == "" || m.Description == "" {
+			t.Errorf("%s: title %q, description %q", m.Name, m.Title, m.Description)
+		}
+		if !slices.Contains(grafanaUnits, m.Unit) {
+			t.Errorf("%s: unit %q is not a Grafana unit id", m.Name, m.Unit)
+		}
+		if m.Aggregate != aggAvg && m.Aggregate != aggSum && m.Aggregate != aggMax {
+			t.Errorf("%s: aggregate %q", m.Name, m.Aggregate)
+		}
+		if (len(m.Sources) == 0) == (len(m.ComputedFrom) == 0) || (len(m.ComputedFrom) > 0) != (m.combine != notComputed) {
+			t.Errorf("%s: needs either sources or parts with a combiner: %+v", m.Name, m)
+		}
+		for _, part := range m.ComputedFrom {
+			p, ok := NewCatalogue(models.DCGMSettings{}).Lookup(part)
+			if !ok || len(p.Sources) == 0 {
+				t.Errorf("%s: part %q is not a plain catalogue entry", m.Name, part)
+			}
+		}
+		for _, s := range m.Sources {
+			if len(s.Metric) < 8 || s.Metric[:8] != "DCGM_FI_" {
+				t.Errorf("%s: source %q is not a DCGM field", m.Name, s.Metric)
+			}
+		}
+	}
+}
+
+func TestCatalogueConvertsDeprecatedAndCounterUnits(t *testing.T) {
+	cat := NewCatalogue(models.DCGMSettings{})
+	tx, _ := cat.Lookup("pcie_tx")
+	if tx.Unit != "Bps" || len(tx.Sources) != 2 || tx.Sources[0] != (Source{Metric: "DCGM_FI_PROF_PCIE_TX_BYTES"}) ||
+		tx.Sources[1] != (Source{Metric: "DCGM_FI_DEV_PCIE_TX_THROUGHPUT", Scale: 1024}) {
+		t.Errorf("pcie_tx = %+v: bytes/s first, the deprecated KB/s series scaled by 1024", tx)
+	}
+	ep, _ := cat.Lookup("energy_power")
+	if ep.Unit != "watt" || !ep.Sources[0].Counter || ep.Sources[0].scale() != 0.001 {
+		t.Errorf("energy_power = %+v: the mJ counter's rate in W", ep)
+	}
+	clk, _ := cat.Lookup("clock_events")
+	if got := []string{clk.Sources[0].Metric, clk.Sources[1].Metric}; !slices.Equal(got, []string{"DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS"}) {
+		t.Errorf("clock_events sources %v", got)
+	}
+	sm, _ := cat.Lookup("sm_active")
+	if sm.Unit != "percentunit" || sm.Sources[1].Metric != "DCGM_FI_PROF_SM_UTIL_RATIO" {
+		t.Errorf("sm_active = %+v: a 0..1 ratio with DCGM 4.6's name as alias", sm)
+	}
+	if (Source{}).scale() != 1 {
+		t.Error("an unset scale must mean 1")
+	}
+}
+
+func TestCatalogueAppliesSettingsOverrides(t *testing.T) {
+	cat := NewCatalogue(models.DCGMSettings{
+		MetricNames: map[string]string{
+			"gpu_utilization": "nvidia_gpu_util",                // custom: read like DCGM_FI_DEV_GPU_UTIL
+			"pcie_rx":         "DCGM_FI_DEV_PCIE_RX_THROUGHPUT", // known: keeps its KB/s scale
+			"energy_power":    "gpu_energy_mj_total",            // custom counter stays a counter
+		},
+		LabelNames: map[string]string{models.RoleHost: "node"},
+	})
+	util, _ := cat.Lookup("gpu_utilization")
+	if len(util.Sources) != 1 || util.Sources[0] != (Source{Metric: "nvidia_gpu_util"}) {
+		t.Errorf("gpu_utilization sources %+v", util.Sources)
+	}
+	rx, _ := cat.Lookup("pcie_rx")
+	if len(rx.Sources) != 1 || rx.Sources[0] != (Source{Metric: "DCGM_FI_DEV_PCIE_RX_THROUGHPUT", Scale: 1024}) {
+		t.Errorf("pcie_rx sources %+v", rx.Sources)
+	}
+	ep, _ := cat.Lookup("energy_power")
+	if ep.Sources[0] != (Source{Metric: "gpu_energy_mj_total", Scale: 0.001, Counter: true}) {
+		t.Errorf("energy_power sources %+v", ep.Sources)
+	}
+	if got := cat.Aliases(models.RoleHost); !slices.Equal(got, []string{"node"}) {
+		t.Errorf("host aliases %v", got)
+	}
+	if got := cat.Aliases(models.RolePod); !slices.Equal(got, []string{"exported_pod", "pod", "pod_name"}) {
+		t.Errorf("pod aliases %v", got)
+	}
+	names := cat.MetricNames()
+	if !slices.IsSorted(names) || !slices.Contains(names, "nvidia_gpu_util") || slices.Contains(names, "DCGM_FI_DEV_GPU_UTIL") ||
+		!slices.Contains(names, "DCGM_FI_PROF_PCIE_TX_BYTES") {
+		t.Errorf("MetricNames %v", names)
+	}
+	// The built-in catalogue is not changed by an instance's overrides.
+	if u, _ := NewCatalogue(models.DCGMSettings{}).Lookup("gpu_utilization"); u.Sources[0].Metric != "DCGM_FI_DEV_GPU_UTIL" {
+		t.Errorf("overrides leaked into the built-in catalogue: %+v", u)
+	}
+}

@@ -1,0 +1,599 @@
+package prometheus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/grafana/grafana-plugin-sdk-go/backend"
+	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/promql/parser"
+	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/classify"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/upstream"
+)
+
+// Bounds of one GPU query. Prometheus refuses range queries of more than 11,000 points per
+// series; the plugin also caps the points a query can return (series limit × steps) so that
+// one panel cannot hold gigabytes, raising the step instead.
+const (
+	MaxPointsPerSeries = 11000
+	// maxPointsPerQuery bounds a GPUMetric answer: about 16 MB of points.
+	maxPointsPerQuery = 1_000_000
+	// maxFigureSamples bounds a GPUFigures answer (GPUs × steps, 12 figures each): about 60 MB.
+	maxFigureSamples = 500_000
+	// scrapeInterval is dcgm-exporter's default collect interval. Counter rates look back
+	// max(4 × it, step + it), as Grafana's $__rate_interval does, so every window holds
+	// enough samples for rate().
+	dcgmScrapeInterval = 30 * time.Second
+	// lookback is Prometheus' default look-back: a gauge sample answers for 5 minutes.
+	promLookback = 5 * time.Minute
+	// figureConcurrency bounds the parallel queries of GPUFigures.
+	figureConcurrency = 4
+)
+
+// MetricSeries is one series of a catalogue metric: its labels by role (host, gpu, uuid,
+// model, pod, namespace, container, mig; absent roles left out) and its values in the
+// catalogue's unit, at the steps where Prometheus had a value.
+type MetricSeries struct {
+	Labels map[string]string
+	Times  []time.Time
+	Values []float64
+}
+
+// MetricResult is the answer of GPUMetric.
+type MetricResult struct {
+	Metric      Metric
+	Aggregation string
+	Step        time.Duration
+	// Query is the PromQL sent; empty when Prometheus holds none of the metric's sources.
+	Query string
+	// Sources are the metric names Prometheus holds and the query read.
+	Sources []string
+	Series  []MetricSeries
+	// Notices explain gaps: the metric not exported (and which names were tried), a role's
+	// label not found, the series limit reached, Prometheus' warnings.
+	Notices []string
+}
+
+// gpuWindow is a query's time range after alignment and step bounds.
+type gpuWindow struct {
+	start, end time.Time
+	step       time.Duration
+	notes      []string
+}
+
+// planGPUWindow bounds the step: at least 1 s, at least (end−start)/11,000 (Prometheus' limit),
+// and at least what keeps series × points within budget. Start and end are aligned down to
+// the step, as Grafana's Prometheus data source does, so consecutive refreshes hit the same
+// steps (and Prometheus' caches).
+func planGPUWindow(start, end time.Time, step time.Duration, series, budget int) (gpuWindow, error) {
+	if end.Before(start) {
+		return gpuWindow{}, backend.DownstreamError(fmt.Errorf("the time range ends (%s) before it starts (%s)", end.Format(time.RFC3339), start.Format(time.RFC3339)))
+	}
+	requested := max(step, time.Second)
+	span := end.Sub(start).Seconds()
+	minStep := time.Duration(math.Ceil(span/MaxPointsPerSeries)) * time.Second
+	budgetStep := time.Duration(math.Ceil(span*float64(max(series, 1))/float64(budget))) * time.Second
+	w := gpuWindow{step: max(requested, minStep, budgetStep)}
+	w.step = (w.step + time.Second - 1).Truncate(time.Second)
+	if budgetStep > requested && budgetStep >= minStep {
+		w.notes = append(w.notes, fmt.Sprintf("step raised from %s to %s to keep up to %d series within %d points; narrow the range or the filter, or lower jsonData.gpuMaxSeries, for finer steps",
+			requested, w.step, series, budget))
+	}
+	w.start, w.end = alignToStep(start, w.step), alignToStep(end, w.step)
+	return w, nil
+}
+
+func alignToStep(t time.Time, step time.Duration) time.Time {
+	ns := t.UnixNano()
+	return time.Unix(0, ns-ns%int64(step)).UTC()
+}
+
+// counterRateWindow is the range of rate() over counters at this step.
+func counterRateWindow(step time.Duration) time.Duration {
+	return max(4*dcgmScrapeInterval, step+dcgmScrapeInterval)
+}
+
+// gpuGroupingRoles are the roles series are split by at each aggregation.
+func gpuGroupingRoles(aggregation string) ([]string, error) {
+	switch aggregation {
+	case models.AggregationGPU, "":
+		return []string{models.RoleHost, models.RoleGPU, models.RoleUUID, models.RoleModel, models.RoleMIG, models.RolePod, models.RoleNamespace, models.RoleContainer}, nil
+	case models.AggregationHost:
+		return []string{models.RoleHost}, nil
+	case models.AggregationFleet:
+		return nil, nil
+	}
+	return nil, backend.DownstreamError(fmt.Errorf("aggregation must be %q, %q or %q, got %q", models.AggregationGPU, models.AggregationHost, models.AggregationFleet, aggregation))
+}
+
+// gpuIdentityRoles name one GPU: what GPUFigures groups by.
+var gpuIdentityRoles = []string{models.RoleHost, models.RoleGPU, models.RoleUUID, models.RoleModel, models.RoleMIG}
+
+// gpuQuery is what a GPU query is built from: the plan, and which label names carry each role.
+type gpuQuery struct {
+	plan  gpuPlan
+	roles map[string][]string // role → label names grouped by, in order of preference
+	notes []string
+}
+
+// prepareGPUQuery detects label names and expands the filter.
+func (c *Client) prepareGPUQuery(inv *inventory, f models.GPUFilter, roles []string, w gpuWindow, limit int) (*gpuQuery, error) {
+	cat := c.catalogue()
+	q := &gpuQuery{roles: map[string][]string{}}
+	present := func(role string) []string {
+		_, fixed := c.dcgm.LabelNames[role]
+		return inv.aliases(cat, role, fixed)
+	}
+	for _, role := range roles {
+		names := present(role)
+		q.roles[role] = names
+		q.plan.grouping = append(q.plan.grouping, names...)
+	}
+	filtered := map[string]bool{
+		models.RoleHost: len(f.Hosts) > 0, models.RoleModel: len(f.Models) > 0,
+		models.RolePod: len(f.Pods) > 0, models.RoleNamespace: len(f.Namespaces) > 0,
+	}
+	for _, role := range []string{models.RoleHost, models.RoleModel, models.RolePod, models.RoleNamespace} {
+		if filtered[role] && len(present(role)) == 0 {
+			q.notes = append(q.notes, fmt.Sprintf("no DCGM series carry a %s label (tried %s), so the %s filter matches nothing; name the label in jsonData.dcgmLabelNames.%s",
+				role, strings.Join(cat.Aliases(role), ", "), gpuFilterField(role), role))
+		}
+	}
+	if len(f.GPUs) > 0 && len(present(models.RoleGPU))+len(present(models.RoleUUID)) == 0 {
+		q.notes = append(q.notes, "no DCGM series carry a gpu or UUID label, so the gpus filter matches nothing")
+	}
+	extra, err := f.Matchers("")
+	if err != nil {
+		return nil, backend.DownstreamError(err)
+	}
+	// A filtered role with no label in use still gets the role's names: the query then
+	// matches nothing, as the notice says, instead of ignoring the filter.
+	aliasesForFilter := func(role string) []string {
+		if names := present(role); len(names) > 0 {
+			return names
+		}
+		return cat.Aliases(role)
+	}
+	if q.plan.sel, err = buildGPUSelection(f, aliasesForFilter, extra); err != nil {
+		return nil, backend.DownstreamError(err)
+	}
+	q.plan.counterRateWindow = counterRateWindow(w.step)
+	q.plan.presenceWindow = w.end.Sub(w.start) + promLookback
+	q.plan.limit = limit
+	return q, nil
+}
+
+func gpuFilterField(role string) string {
+	switch role {
+	case models.RoleHost:
+		return "hosts"
+	case models.RoleModel:
+		return "models"
+	case models.RolePod:
+		return "pods"
+	case models.RoleNamespace:
+		return "namespaces"
+	}
+	return role
+}
+
+// gpuMetricQuery is an entry's per-GPU expression over the sources Prometheus holds, with the
+// names used and the names tried; nil expression when a needed source is missing.
+func (c *Client) gpuMetricQuery(m Metric, inv *inventory, p gpuPlan) (expr parser.Expr, used, tried []string) {
+	if len(m.ComputedFrom) == 0 {
+		for _, s := range m.Sources {
+			tried = append(tried, s.Metric)
+		}
+		e, used := p.metricExpr(m, inv.hasMetric)
+		return e, used, tried
+	}
+	var parts []parser.Expr
+	complete := true
+	for _, name := range m.ComputedFrom {
+		part, ok := c.catalogue().Lookup(name)
+		if !ok {
+			return nil, nil, tried
+		}
+		e, u, t := c.gpuMetricQuery(part, inv, p)
+		tried = append(tried, t...)
+		used = append(used, u...)
+		if e == nil {
+			complete = false
+		}
+		parts = append(parts, e)
+	}
+	if !complete {
+		return nil, used, tried
+	}
+	return combineParts(m.combine, parts), used, tried
+}
+
+func gpuMissingNotice(m Metric, tried []string) string {
+	what := m.Title + " (" + m.Name + ")"
+	if len(m.ComputedFrom) > 0 {
+		what += ", computed from " + strings.Join(m.ComputedFrom, " and ") + ","
+	}
+	return fmt.Sprintf("%s: Prometheus has no series of %s in this range; enable the field in the exporter's counters file, or name your metric in jsonData.dcgmMetricNames",
+		what, strings.Join(tried, " or "))
+}
+
+// GPUMetric fetches one catalogue metric (models.GPUMetricNames) for the GPUs matching filter,
+// aggregated per GPU ("gpu"), per host ("host") or over all of them ("fleet"), from start to end
+// at step (raised to Prometheus' 11,000-point limit and the plugin's point budget). Series carry
+// role-named labels and values in the catalogue's unit, deprecated units converted. A metric
+// Prometheus does not hold is no error: the result has no series and a notice naming the DCGM
+// names tried. At most jsonData.gpuMaxSeries series come back, with a notice when more match.
+func (c *Client) GPUMetric(ctx context.Context, name string, filter models.GPUFilter, aggregation string, start, end time.Time, step time.Duration) (res *MetricResult, err error) {
+	m, ok := c.catalogue().Lookup(name)
+	if !ok {
+		return nil, backend.DownstreamError(fmt.Errorf("unknown GPU metric %q; valid metrics are %s", name, strings.Join(models.GPUMetricNames, ", ")))
+	}
+	roles, err := gpuGroupingRoles(aggregation)
+	if err != nil {
+		return nil, err
+	}
+	if aggregation == "" {
+		aggregation = models.AggregationGPU
+	}
+	limit := c.dcgm.SeriesLimit()
+	w, err := planGPUWindow(start, end, step, limit+1, maxPointsPerQuery)
+	if err != nil {
+		return nil, err
+	}
+	ctx, span := upstream.StartSpan(ctx, models.Prometheus, "GPUMetric", attribute.String("hsi.gpu_metric", name))
+	defer func() { err = upstream.EndSpan(span, err) }()
+
+	inv, err := c.inventory(ctx, w.start.Add(-promLookback), w.end)
+	if err != nil {
+		return nil, err
+	}
+	q, err := c.prepareGPUQuery(inv, filter, roles, w, limit)
+	if err != nil {
+		return nil, err
+	}
+	res = &MetricResult{Metric: m, Aggregation: aggregation, Step: w.step, Notices: append(w.notes, q.notes...)}
+	expr, used, tried := c.gpuMetricQuery(m, inv, q.plan)
+	res.Sources = used
+	if expr == nil {
+		res.Notices = append(res.Notices, gpuMissingNotice(m, tried))
+		return res, nil
+	}
+	res.Query = q.plan.limited(m.Aggregate, expr, used).String()
+	rangeSelector, warnings, err := c.gpuQueryRange(ctx, res.Query, w)
+	if err != nil {
+		return nil, err
+	}
+	res.Notices = append(res.Notices, warnings...)
+	for _, s := range rangeSelector {
+		res.Series = append(res.Series, toMetricSeries(s, q.roles, roles))
+	}
+	sortMetricSeries(res.Series)
+	if len(res.Series) == 0 {
+		// The inventory is fleet-wide: a filter can still pick only GPUs whose exporter lacks
+		// the metric (an old exporter without profiling metrics, say).
+		res.Notices = append(res.Notices, fmt.Sprintf("%s (%s): no GPU matching the filter has series of %s in this range",
+			m.Title, m.Name, strings.Join(used, " or ")))
+	}
+	if len(res.Series) > limit {
+		res.Series = res.Series[:limit]
+		res.Notices = append(res.Notices, fmt.Sprintf("more than %d series match; showing %d. Narrow the filter or raise jsonData.gpuMaxSeries", limit, limit))
+	}
+	return res, nil
+}
+
+// gpuQueryRange runs one range query and returns its matrix and Prometheus' warnings.
+func (c *Client) gpuQueryRange(ctx context.Context, q string, w gpuWindow) (model.Matrix, []string, error) {
+	val, warnings, _, err := c.api.QueryRange(ctx, q, promv1.Range{Start: w.start, End: w.end, Step: w.step})
+	if err != nil {
+		return nil, nil, c.wrap(err)
+	}
+	rangeSelector, ok := val.(model.Matrix)
+	if !ok {
+		return nil, nil, c.wrap(fmt.Errorf("range query answered a %s, not a matrix: is this URL a Prometheus API?", val.Type()))
+	}
+	var notes []string
+	for _, w := range warnings {
+		notes = append(notes, "Prometheus warns: "+w)
+	}
+	return rangeSelector, notes, nil
+}
+
+// toMetricSeries names a stream's labels by role: the first label of the role's names that has a
+// value, so GPUs of old (hostname) and new (Hostname) exporters read alike.
+func toMetricSeries(s *model.SampleStream, aliases map[string][]string, roles []string) MetricSeries {
+	out := MetricSeries{Labels: gpuRoleLabels(s.Metric, aliases, roles)}
+	out.Times = make([]time.Time, 0, len(s.Values))
+	out.Values = make([]float64, 0, len(s.Values))
+	for _, p := range s.Values {
+		out.Times = append(out.Times, p.Timestamp.Time().UTC())
+		out.Values = append(out.Values, float64(p.Value))
+	}
+	return out
+}
+
+func gpuRoleLabels(m model.Metric, aliases map[string][]string, roles []string) map[string]string {
+	out := map[string]string{}
+	for _, role := range roles {
+		for _, name := range aliases[role] {
+			if v := string(m[model.LabelName(name)]); v != "" {
+				out[role] = v
+				break
+			}
+		}
+	}
+	return out
+}
+
+// sortMetricSeries orders series by host, then GPU index as a number, then the other roles.
+func sortMetricSeries(ss []MetricSeries) {
+	slices.SortFunc(ss, func(a, b MetricSeries) int { return compareGPURoles(a.Labels, b.Labels) })
+}
+
+func compareGPURoles(a, b map[string]string) int {
+	if c := strings.Compare(a[models.RoleHost], b[models.RoleHost]); c != 0 {
+		return c
+	}
+	ai, aerr := strconv.Atoi(a[models.RoleGPU])
+	bi, berr := strconv.Atoi(b[models.RoleGPU])
+	if aerr == nil && berr == nil && ai != bi {
+		return ai - bi
+	}
+	for _, role := range models.GPURoles {
+		if c := strings.Compare(a[role], b[role]); c != 0 {
+			return c
+		}
+	}
+	return 0
+}
+
+// gpuFigure is one reading of classify.Figures and the catalogue entry that answers it (units
+// agree: percent, 0..1 ratios, B/s, °C, MHz, W, the raw bitmask).
+type gpuFigure struct {
+	metric string
+	set    func(*classify.Figures, float64)
+}
+
+var gpuFigures = []gpuFigure{
+	{"gpu_utilization", func(f *classify.Figures, v float64) { f.GPUUtil = v }},
+	{"mem_copy_utilization", func(f *classify.Figures, v float64) { f.MemCopyUtil = v }},
+	{"sm_active", func(f *classify.Figures, v float64) { f.SMActive = v }},
+	{"gr_engine_active", func(f *classify.Figures, v float64) { f.GrEngine = v }},
+	{"dram_active", func(f *classify.Figures, v float64) { f.DRAMActive = v }},
+	{"tensor_active", func(f *classify.Figures, v float64) { f.Tensor = v }},
+	{"pcie_tx", func(f *classify.Figures, v float64) { f.PCIeTx = v }},
+	{"pcie_rx", func(f *classify.Figures, v float64) { f.PCIeRx = v }},
+	{"temperature", func(f *classify.Figures, v float64) { f.TempC = v }},
+	{"sm_clock", func(f *classify.Figures, v float64) { f.SMClockMHz = v }},
+	{"power", func(f *classify.Figures, v float64) { f.PowerW = v }},
+	{"clock_events", func(f *classify.Figures, v float64) { f.ClockEvents = v }},
+}
+
+// GPUFigures fetches, in parallel, every figure classify.Figures holds for each GPU matching
+// filter, from start to end at step, and joins them per GPU on one step grid.
+//
+//   - Series are per GPU (host, gpu index, UUID, model, MIG instance), ordered by host then
+//     index; GPU.Labels holds those roles by name (host, gpu, uuid, model, mig).
+//   - Samples cover every step from the aligned start to the aligned end; a figure without a
+//     value at a step is NaN, and a figure the exporter does not send is NaN throughout, with a
+//     notice naming the DCGM names tried. PCIe is in bytes/s (deprecated KB/s series converted).
+//   - step is raised to at least 1 s, (end−start)/11,000 and what keeps gpuMaxSeries GPUs within
+//     500,000 samples; start and end are aligned down to it. A window shorter than the step gives
+//     one sample: Prometheus' latest value within its 5 minute look-back.
+//   - At most jsonData.gpuMaxSeries GPUs come back, with a notice when more match.
+//   - Errors name Prometheus and its URL; notices never fail the call.
+func (c *Client) GPUFigures(ctx context.Context, filter models.GPUFilter, start, end time.Time, step time.Duration) (out []classify.GPUSeries, notices []string, err error) {
+	limit := c.dcgm.SeriesLimit()
+	w, err := planGPUWindow(start, end, step, limit+1, maxFigureSamples)
+	if err != nil {
+		return nil, nil, err
+	}
+	ctx, span := upstream.StartSpan(ctx, models.Prometheus, "GPUFigures")
+	defer func() { err = upstream.EndSpan(span, err) }()
+
+	inv, err := c.inventory(ctx, w.start.Add(-promLookback), w.end)
+	if err != nil {
+		return nil, nil, err
+	}
+	q, err := c.prepareGPUQuery(inv, filter, gpuIdentityRoles, w, limit)
+	if err != nil {
+		return nil, nil, err
+	}
+	notices = append(w.notes, q.notes...)
+
+	type job struct {
+		fig  gpuFigure
+		expr parser.Expr
+		agg  string
+	}
+	var jobs []job
+	var presentAll []string
+	for _, fig := range gpuFigures {
+		m, ok := c.catalogue().Lookup(fig.metric)
+		if !ok {
+			return nil, nil, fmt.Errorf("catalogue lacks %s", fig.metric)
+		}
+		expr, used, tried := c.gpuMetricQuery(m, inv, q.plan)
+		if expr == nil {
+			notices = append(notices, gpuMissingNotice(m, tried)+"; its figure is NaN")
+			continue
+		}
+		jobs = append(jobs, job{fig: fig, expr: expr, agg: m.Aggregate})
+		for _, u := range used {
+			if !slices.Contains(presentAll, u) {
+				presentAll = append(presentAll, u)
+			}
+		}
+	}
+	if len(jobs) == 0 {
+		return nil, notices, nil
+	}
+
+	// Every query shares one presence expression, so the series limit keeps the same GPUs in
+	// each (see queryPlan.limited).
+	results := make([]model.Matrix, len(jobs))
+	warnings := make([][]string, len(jobs))
+	errs := make([]error, len(jobs))
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sem := make(chan struct{}, figureConcurrency)
+	var wg sync.WaitGroup
+	for i, j := range jobs {
+		wg.Go(func() {
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				errs[i] = ctx.Err()
+				return
+			}
+			defer func() { <-sem }()
+			results[i], warnings[i], errs[i] = c.gpuQueryRange(ctx, q.plan.limited(j.agg, j.expr, presentAll).String(), w)
+			if errs[i] != nil {
+				cancel()
+			}
+		})
+	}
+	wg.Wait()
+	if err := firstGPUError(errs); err != nil {
+		return nil, nil, err
+	}
+	for _, ws := range warnings {
+		for _, wn := range ws {
+			if !slices.Contains(notices, wn) {
+				notices = append(notices, wn)
+			}
+		}
+	}
+
+	steps := int(w.end.Sub(w.start)/w.step) + 1
+	byGPU := map[string]*classify.GPUSeries{}
+	for i, rangeSelector := range results {
+		for _, s := range rangeSelector {
+			labels := gpuRoleLabels(s.Metric, q.roles, gpuIdentityRoles)
+			key := gpuKey(labels)
+			gs := byGPU[key]
+			if gs == nil {
+				gs = newGPUSeries(labels, w, steps)
+				byGPU[key] = gs
+			}
+			for _, p := range s.Values {
+				k := int(math.Round(float64(p.Timestamp.Time().Sub(w.start)) / float64(w.step)))
+				if k >= 0 && k < steps {
+					jobs[i].fig.set(&gs.Samples[k].Figures, float64(p.Value))
+				}
+			}
+		}
+	}
+	for _, gs := range byGPU {
+		out = append(out, *gs)
+	}
+	slices.SortFunc(out, func(a, b classify.GPUSeries) int { return compareGPURoles(a.GPU.Labels, b.GPU.Labels) })
+	if len(out) > limit {
+		out = out[:limit]
+		notices = append(notices, fmt.Sprintf("more than %d GPUs match; the first %d are used. Narrow the filter or raise jsonData.gpuMaxSeries", limit, limit))
+	}
+	return out, notices, nil
+}
+
+func gpuKey(labels map[string]string) string {
+	parts := make([]string, 0, len(gpuIdentityRoles))
+	for _, r := range gpuIdentityRoles {
+		parts = append(parts, labels[r])
+	}
+	return strings.Join(parts, "\x00")
+}
+
+func newGPUSeries(labels map[string]string, w gpuWindow, steps int) *classify.GPUSeries {
+	gs := &classify.GPUSeries{
+		GPU: classify.GPU{Host: labels[models.RoleHost], Index: labels[models.RoleGPU], UUID: labels[models.RoleUUID],
+			Model: labels[models.RoleModel], Labels: labels},
+		Samples: make([]classify.Sample, steps),
+	}
+	for k := range gs.Samples {
+		gs.Samples[k] = classify.Sample{Time: w.start.Add(time.Duration(k) * w.step), Figures: classify.Missing()}
+	}
+	return gs
+}
+
+func firstGPUError(errs []error) error {
+	var first error
+	for _, err := range errs {
+		if err == nil {
+			continue
+		}
+		// A cancellation caused by another query's failure is not the news.
+		if first == nil || errors.Is(first, context.Canceled) {
+			first = err
+		}
+	}
+	return first
+}
+
+// GPULabelValues lists the values of a role's labels (every label name the role goes by) among
+// the DCGM series matching filter between start and end: hosts, GPU indexes, UUIDs, models,
+// pods, namespaces, containers or MIG instances, for the editor's pickers. GPU indexes sort as
+// numbers, the rest as text.
+func (c *Client) GPULabelValues(ctx context.Context, role string, filter models.GPUFilter, start, end time.Time) (values []string, err error) {
+	if !slices.Contains(models.GPURoles, role) {
+		return nil, backend.DownstreamError(fmt.Errorf("unknown GPU label role %q; valid roles are %s", role, strings.Join(models.GPURoles, ", ")))
+	}
+	if end.Before(start) {
+		return nil, backend.DownstreamError(errors.New("the time range ends before it starts"))
+	}
+	ctx, span := upstream.StartSpan(ctx, models.Prometheus, "GPULabelValues", attribute.String("hsi.gpu_role", role))
+	defer func() { err = upstream.EndSpan(span, err) }()
+
+	inv, err := c.inventory(ctx, start, end)
+	if err != nil {
+		return nil, err
+	}
+	q, err := c.prepareGPUQuery(inv, filter, []string{role}, gpuWindow{start: start, end: end, step: time.Minute}, c.dcgm.SeriesLimit())
+	if err != nil {
+		return nil, err
+	}
+	present := inv.presentMetrics(c.catalogue().MetricNames())
+	if len(present) == 0 || len(q.roles[role]) == 0 {
+		return []string{}, nil
+	}
+	var matches []string
+	for _, alt := range q.plan.sel {
+		vs, err := metricNamesSelector(present, alt)
+		if err != nil {
+			return nil, backend.DownstreamError(err)
+		}
+		matches = append(matches, vs.String())
+	}
+	seen := map[string]bool{}
+	values = []string{}
+	for _, name := range q.roles[role] {
+		vs, _, _, err := c.api.LabelValues(ctx, name, matches, start, end)
+		if err != nil {
+			return nil, c.wrap(err)
+		}
+		for _, v := range vs {
+			if s := string(v); s != "" && !seen[s] {
+				seen[s] = true
+				values = append(values, s)
+			}
+		}
+	}
+	slices.SortFunc(values, func(a, b string) int {
+		ai, aerr := strconv.Atoi(a)
+		bi, berr := strconv.Atoi(b)
+		if aerr == nil && berr == nil {
+			return ai - bi
+		}
+		return strings.Compare(a, b)
+	})
+	return values, nil
+}

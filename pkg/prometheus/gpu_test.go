@@ -1,0 +1,449 @@
+package prometheus
+
+import (
+	"context"
+	"errors"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/grafana/grafana-plugin-sdk-go/backend"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/upstream"
+)
+
+// A fleet of two exporters: node-a current (Hostname, pod, profiling metrics, PCIe in B/s),
+// node-b old (hostname, pod_name, deprecated PCIe in KB/s).
+var (
+	nodeA0 = map[string]string{"Hostname": "node-a", "gpu": "0", "UUID": "GPU-a0", "modelName": "NVIDIA A100-SXM4-80GB", "pod": "detector-0", "namespace": "inference"}
+	nodeA1 = map[string]string{"Hostname": "node-a", "gpu": "1", "UUID": "GPU-a1", "modelName": "NVIDIA A100-SXM4-80GB"}
+	nodeB0 = map[string]string{"hostname": "node-b", "gpu": "0", "UUID": "GPU-b0", "modelName": "Tesla T4", "pod_name": "enricher-0", "pod_namespace": "inference"}
+	nodeB1 = map[string]string{"hostname": "node-b", "gpu": "10", "UUID": "GPU-b10", "modelName": "Tesla T4"}
+)
+
+var mixedFleetLabels = []string{"Hostname", "hostname", "gpu", "UUID", "modelName", "pod", "namespace", "pod_name", "pod_namespace", "container", "instance", "job", "pci_bus_id"}
+
+var (
+	t0   = time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)
+	tEnd = t0.Add(2 * time.Minute)
+)
+
+func points(values ...float64) [][2]any {
+	out := make([][2]any, len(values))
+	for i, v := range values {
+		out[i] = [2]any{float64(t0.Add(time.Duration(i) * 30 * time.Second).Unix()), formatFloat(v)}
+	}
+	return out
+}
+
+func formatFloat(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+
+func TestGPUMetricNamesRolesAcrossOldAndNewExporters(t *testing.T) {
+	f := &fakeDCGM{
+		metricNames: []string{"DCGM_FI_DEV_GPU_UTIL"},
+		labelNames:  mixedFleetLabels,
+		rangeAnswer: func(metrics []string, _ string) []fakeStream {
+			return []fakeStream{
+				{Metric: nodeB1, Values: points(5, 6)},
+				{Metric: nodeB0, Values: points(40, 41)},
+				{Metric: nodeA1, Values: points(2)},
+				{Metric: nodeA0, Values: points(95, 96, 97)},
+			}
+		},
+	}
+	c, _ := newFakeDCGM(t, f)
+	res, err := c.GPUMetric(context.Background(), "gpu_utilization", models.GPUFilter{}, "", t0, tEnd, 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Metric.Name != "gpu_utilization" || res.Metric.Unit != "percent" || res.Aggregation != models.AggregationGPU || res.Step != 30*time.Second {
+		t.Errorf("result %+v", res)
+	}
+	if len(res.Notices) != 0 {
+		t.Errorf("notices %v", res.Notices)
+	}
+	var got []map[string]string
+	for _, s := range res.Series {
+		got = append(got, s.Labels)
+	}
+	want := []map[string]string{
+		{"host": "node-a", "gpu": "0", "uuid": "GPU-a0", "model": "NVIDIA A100-SXM4-80GB", "pod": "detector-0", "namespace": "inference"},
+		{"host": "node-a", "gpu": "1", "uuid": "GPU-a1", "model": "NVIDIA A100-SXM4-80GB"},
+		{"host": "node-b", "gpu": "0", "uuid": "GPU-b0", "model": "Tesla T4", "pod": "enricher-0", "namespace": "inference"},
+		{"host": "node-b", "gpu": "10", "uuid": "GPU-b10", "model": "Tesla T4"},
+	}
+	if !slices.EqualFunc(got, want, func(a, b map[string]string) bool { return mapsEqual(a, b) }) {
+		t.Errorf("series labels\n%v\nwant\n%v", got, want)
+	}
+	if s := res.Series[0]; !slices.Equal(s.Values, []float64{95, 96, 97}) || !s.Times[1].Equal(t0.Add(30*time.Second)) {
+		t.Errorf("node-a/0 points %v %v", s.Times, s.Values)
+	}
+
+	ranges := f.requestsTo("/api/v1/query_range")
+	if len(ranges) != 1 || ranges[0].Step != "30" {
+		t.Fatalf("range requests %+v", ranges)
+	}
+	e := reparse(t, ranges[0].Query)
+	wantGrouping := "avg by (Hostname, hostname, gpu, UUID, modelName, pod, pod_name, namespace, pod_namespace, container) ("
+	if !strings.HasPrefix(e.String(), wantGrouping) {
+		t.Errorf("query %s\ndoes not group by every alias present (%s)", e, wantGrouping)
+	}
+	// Detection asked for label names among the catalogue's metrics only.
+	labelReqs := f.requestsTo("/api/v1/labels")
+	if len(labelReqs) != 1 || len(labelReqs[0].Matches) != 1 || !strings.HasPrefix(labelReqs[0].Matches[0], `{__name__=~"DCGM_FI_DEV_BOARD_POWER_WATTS|`) {
+		t.Errorf("label name requests %+v", labelReqs)
+	}
+}
+
+func mapsEqual(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func TestGPUMetricFilterCoversEveryHostAlias(t *testing.T) {
+	f := &fakeDCGM{metricNames: []string{"DCGM_FI_DEV_GPU_UTIL"}, labelNames: mixedFleetLabels}
+	c, _ := newFakeDCGM(t, f)
+	_, err := c.GPUMetric(context.Background(), "gpu_utilization", models.GPUFilter{Hosts: []string{"node-b"}, GPUs: []string{"0"}}, models.AggregationHost, t0, tEnd, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := f.requestsTo("/api/v1/query_range")[0].Query
+	want := `avg by (Hostname, hostname) (DCGM_FI_DEV_GPU_UTIL{Hostname="node-b",gpu="0"} or DCGM_FI_DEV_GPU_UTIL{gpu="0",hostname="node-b"}) and on (Hostname, hostname) topk(501, group by (Hostname, hostname) (last_over_time(DCGM_FI_DEV_GPU_UTIL{Hostname="node-b",gpu="0"}[7m] @ end()) or last_over_time(DCGM_FI_DEV_GPU_UTIL{gpu="0",hostname="node-b"}[7m] @ end())))`
+	if q != want {
+		t.Errorf("got  %s\nwant %s", q, want)
+	}
+}
+
+func TestGPUMetricPrefersBytesAndConvertsDeprecatedKBs(t *testing.T) {
+	f := &fakeDCGM{
+		metricNames: []string{"DCGM_FI_PROF_PCIE_TX_BYTES", "DCGM_FI_DEV_PCIE_TX_THROUGHPUT"},
+		labelNames:  []string{"Hostname", "gpu"},
+	}
+	c, _ := newFakeDCGM(t, f)
+	res, err := c.GPUMetric(context.Background(), "pcie_tx", models.GPUFilter{}, models.AggregationFleet, t0, tEnd, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(res.Sources, []string{"DCGM_FI_PROF_PCIE_TX_BYTES", "DCGM_FI_DEV_PCIE_TX_THROUGHPUT"}) {
+		t.Errorf("sources %v", res.Sources)
+	}
+	if !strings.HasPrefix(res.Query, `sum(DCGM_FI_PROF_PCIE_TX_BYTES or (DCGM_FI_DEV_PCIE_TX_THROUGHPUT * 1024)) and on () topk(501,`) {
+		t.Errorf("query %s", res.Query)
+	}
+}
+
+func TestGPUMetricNotExportedIsANoticeNamingTheDCGMNamesTried(t *testing.T) {
+	f := &fakeDCGM{metricNames: []string{"DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED"}, labelNames: []string{"hostname", "gpu"}}
+	c, _ := newFakeDCGM(t, f)
+	for name, tried := range map[string]string{
+		"sm_active":       "DCGM_FI_PROF_SM_ACTIVE or DCGM_FI_PROF_SM_UTIL_RATIO",
+		"fb_used_percent": "computed from fb_used and fb_free,: Prometheus has no series of DCGM_FI_DEV_FB_USED or DCGM_FI_DEV_FB_FREE",
+	} {
+		res, err := c.GPUMetric(context.Background(), name, models.GPUFilter{}, "", t0, tEnd, time.Minute)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if len(res.Series) != 0 || res.Query != "" || len(res.Notices) != 1 || !strings.Contains(res.Notices[0], tried) ||
+			!strings.Contains(res.Notices[0], "jsonData.dcgmMetricNames") {
+			t.Errorf("%s: %+v", name, res)
+		}
+	}
+	if n := len(f.requestsTo("/api/v1/query_range")); n != 0 {
+		t.Errorf("%d range queries for metrics Prometheus does not hold", n)
+	}
+}
+
+func TestGPUMetricCutsAtTheSeriesLimitWithANotice(t *testing.T) {
+	f := &fakeDCGM{
+		metricNames: []string{"DCGM_FI_DEV_POWER_USAGE"},
+		labelNames:  []string{"Hostname", "gpu"},
+		rangeAnswer: func([]string, string) []fakeStream {
+			return []fakeStream{{Metric: nodeA1, Values: points(1)}, {Metric: nodeA0, Values: points(1)}, {Metric: map[string]string{"Hostname": "node-c", "gpu": "0"}, Values: points(1)}}
+		},
+	}
+	c, _ := newFakeDCGM(t, f)
+	c = c.WithDCGM(models.DCGMSettings{MaxSeries: 2})
+	res, err := c.GPUMetric(context.Background(), "power", models.GPUFilter{}, "", t0, tEnd, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Series) != 2 || res.Series[1].Labels["gpu"] != "1" || len(res.Notices) != 1 ||
+		res.Notices[0] != "more than 2 series match; showing 2. Narrow the filter or raise jsonData.gpuMaxSeries" {
+		t.Errorf("series %v notices %v", res.Series, res.Notices)
+	}
+	if !strings.Contains(res.Query, "topk(3, group by (Hostname, gpu)") {
+		t.Errorf("the query does not bound the series it returns: %s", res.Query)
+	}
+}
+
+func TestGPUMetricUsesTheSettingsNames(t *testing.T) {
+	f := &fakeDCGM{metricNames: []string{"nvidia_gpu_util"}, labelNames: []string{"gpu"}} // "node" is not listed: fixed names are used anyway
+	c, _ := newFakeDCGM(t, f)
+	c = c.WithDCGM(models.DCGMSettings{MetricNames: map[string]string{"gpu_utilization": "nvidia_gpu_util"}, LabelNames: map[string]string{"host": "node"}})
+	res, err := c.GPUMetric(context.Background(), "gpu_utilization", models.GPUFilter{Hosts: []string{"n1"}}, "", t0, tEnd, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(res.Query, `avg by (node, gpu) (nvidia_gpu_util{node="n1"}) and on (node, gpu)`) {
+		t.Errorf("query %s", res.Query)
+	}
+	if m := f.requestsTo("/api/v1/labels")[0].Matches[0]; !strings.Contains(m, "nvidia_gpu_util") || strings.Contains(m, "|DCGM_FI_DEV_GPU_UTIL|") {
+		t.Errorf("detection selector %s", m)
+	}
+}
+
+func TestGPUMetricSaysWhenARoleLabelIsMissing(t *testing.T) {
+	f := &fakeDCGM{metricNames: []string{"DCGM_FI_DEV_GPU_UTIL"}, labelNames: []string{"Hostname", "gpu"}}
+	c, _ := newFakeDCGM(t, f)
+	res, err := c.GPUMetric(context.Background(), "gpu_utilization", models.GPUFilter{Pods: []string{"p"}}, "", t0, tEnd, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Notices) != 2 || !strings.Contains(res.Notices[0], "no DCGM series carry a pod label (tried exported_pod, pod, pod_name), so the pods filter matches nothing") ||
+		res.Notices[1] != "GPU utilisation (gpu_utilization): no GPU matching the filter has series of DCGM_FI_DEV_GPU_UTIL in this range" {
+		t.Errorf("notices %v", res.Notices)
+	}
+	// The filter still applies (and selects nothing) rather than being dropped.
+	if !strings.Contains(res.Query, `pod="p"`) {
+		t.Errorf("query %s", res.Query)
+	}
+}
+
+func TestGPULabelDetectionIsCachedForAMinute(t *testing.T) {
+	f := &fakeDCGM{metricNames: []string{"DCGM_FI_DEV_GPU_UTIL"}, labelNames: []string{"Hostname", "gpu"}}
+	c, _ := newFakeDCGM(t, f)
+	now := time.Now()
+	c.cache.now = func() time.Time { return now }
+	ctx := context.Background()
+	for range 3 {
+		if _, err := c.WithDCGM(models.DCGMSettings{}).GPUMetric(ctx, "gpu_utilization", models.GPUFilter{}, "", t0, tEnd.Add(10*time.Second), time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(f.requestsTo("/api/v1/labels")); n != 1 {
+		t.Errorf("%d label-name requests within a minute, want 1 (the copies share the cache)", n)
+	}
+	now = now.Add(61 * time.Second)
+	if _, err := c.GPUMetric(ctx, "gpu_utilization", models.GPUFilter{}, "", t0, tEnd.Add(10*time.Second), time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(f.requestsTo("/api/v1/labels")); n != 2 {
+		t.Errorf("%d label-name requests after a minute, want 2", n)
+	}
+}
+
+func TestGPUMetricErrorsNamePrometheusAndItsURL(t *testing.T) {
+	f := &fakeDCGM{status: 503}
+	c, srv := newFakeDCGM(t, f)
+	_, err := c.GPUMetric(context.Background(), "gpu_utilization", models.GPUFilter{}, "", t0, tEnd, time.Minute)
+	if err == nil || !strings.Contains(err.Error(), "Prometheus ("+srv.URL+")") || !backend.IsDownstreamError(err) {
+		t.Fatalf("error %v", err)
+	}
+	var ue *upstream.Error
+	if !errors.As(err, &ue) {
+		t.Errorf("error %T is not an upstream.Error", err)
+	}
+	if _, err := c.GPUMetric(context.Background(), "gpu_util", models.GPUFilter{}, "", t0, tEnd, time.Minute); err == nil ||
+		!strings.Contains(err.Error(), `unknown GPU metric "gpu_util"; valid metrics are gpu_utilization`) || !backend.IsDownstreamError(err) {
+		t.Errorf("unknown metric: %v", err)
+	}
+	if _, err := c.GPUMetric(context.Background(), "power", models.GPUFilter{}, "node", t0, tEnd, time.Minute); err == nil || !strings.Contains(err.Error(), `aggregation must be "gpu", "host" or "fleet", got "node"`) {
+		t.Errorf("unknown aggregation: %v", err)
+	}
+}
+
+func TestGPUMetricPassesPrometheusWarningsOn(t *testing.T) {
+	f := &fakeDCGM{metricNames: []string{"DCGM_FI_DEV_GPU_UTIL"}, labelNames: []string{"Hostname"}, warnings: []string{"partial response"}}
+	c, _ := newFakeDCGM(t, f)
+	res, err := c.GPUMetric(context.Background(), "gpu_utilization", models.GPUFilter{}, "", t0, tEnd, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(res.Notices, "Prometheus warns: partial response") {
+		t.Errorf("notices %v", res.Notices)
+	}
+}
+
+func TestPlanGPUWindowBoundsTheStep(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 7, 0, time.UTC)
+	w, err := planGPUWindow(start, start.Add(10*time.Minute), 15*time.Second, 501, maxPointsPerQuery)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.step != 15*time.Second || !w.start.Equal(start.Add(-7*time.Second)) || !w.end.Equal(start.Add(10*time.Minute-7*time.Second)) || len(w.notes) != 0 {
+		t.Errorf("short range: %+v", w)
+	}
+	// 30 days at 1 s: Prometheus allows 11,000 points (236 s), the point budget 501 series ×
+	// 1,000,000 points (1299 s).
+	w, _ = planGPUWindow(start, start.Add(30*24*time.Hour), time.Second, 501, maxPointsPerQuery)
+	if w.step != 1299*time.Second || len(w.notes) != 1 || !strings.Contains(w.notes[0], "step raised from 1s to 21m39s") {
+		t.Errorf("long range: step %s notes %v", w.step, w.notes)
+	}
+	w, _ = planGPUWindow(start, start.Add(30*24*time.Hour), time.Second, 1, maxPointsPerQuery)
+	if w.step != 236*time.Second || len(w.notes) != 0 {
+		t.Errorf("long range, one series: step %s notes %v", w.step, w.notes)
+	}
+	if int(w.end.Sub(w.start)/w.step) > MaxPointsPerSeries {
+		t.Errorf("%d points", int(w.end.Sub(w.start)/w.step))
+	}
+	w, _ = planGPUWindow(start, start.Add(time.Minute), 0, 1, maxPointsPerQuery)
+	if w.step != time.Second {
+		t.Errorf("zero step became %s", w.step)
+	}
+	if _, err := planGPUWindow(start, start.Add(-time.Second), time.Second, 1, 1); err == nil || !backend.IsDownstreamError(err) {
+		t.Errorf("reversed range: %v", err)
+	}
+}
+
+func TestGPUFiguresJoinsEveryFigurePerGPU(t *testing.T) {
+	values := map[string]map[string][]float64{ // metric → UUID → values
+		"DCGM_FI_DEV_GPU_UTIL":           {"GPU-a0": {95, 96}, "GPU-b0": {40, 41}},
+		"DCGM_FI_PROF_SM_ACTIVE":         {"GPU-a0": {0.92, 0.9}},
+		"DCGM_FI_DEV_PCIE_TX_THROUGHPUT": {"GPU-b0": {1024, 2048}}, // the fake answers as Prometheus would after × 1024
+		"DCGM_FI_DEV_SM_CLOCK":           {"GPU-a0": {1410}, "GPU-b0": {math.NaN(), 900}},
+	}
+	byUUID := map[string]map[string]string{"GPU-a0": nodeA0, "GPU-b0": nodeB0}
+	f := &fakeDCGM{
+		metricNames: []string{"DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_PROF_SM_ACTIVE", "DCGM_FI_DEV_PCIE_TX_THROUGHPUT", "DCGM_FI_DEV_SM_CLOCK"},
+		labelNames:  mixedFleetLabels,
+		rangeAnswer: func(metrics []string, _ string) []fakeStream {
+			var out []fakeStream
+			for _, m := range metrics {
+				for uuid, vs := range values[m] {
+					labels := map[string]string{}
+					for _, k := range []string{"Hostname", "hostname", "gpu", "UUID", "modelName"} {
+						if v := byUUID[uuid][k]; v != "" {
+							labels[k] = v
+						}
+					}
+					out = append(out, fakeStream{Metric: labels, Values: points(vs...)})
+				}
+			}
+			return out
+		},
+	}
+	c, _ := newFakeDCGM(t, f)
+	series, notices, err := c.GPUFigures(context.Background(), models.GPUFilter{}, t0, t0.Add(time.Minute), 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(series) != 2 {
+		t.Fatalf("%d GPUs: %+v", len(series), series)
+	}
+	a, b := series[0], series[1]
+	if a.GPU.Host != "node-a" || a.GPU.Index != "0" || a.GPU.UUID != "GPU-a0" || a.GPU.Model != "NVIDIA A100-SXM4-80GB" ||
+		b.GPU.Host != "node-b" || b.GPU.Labels["host"] != "node-b" || b.GPU.Labels["model"] != "Tesla T4" {
+		t.Errorf("GPUs %+v / %+v", a.GPU, b.GPU)
+	}
+	// Three steps (0, 30, 60 s): every step present, NaN where a value is missing.
+	if len(a.Samples) != 3 || !a.Samples[2].Time.Equal(t0.Add(time.Minute)) {
+		t.Fatalf("samples %+v", a.Samples)
+	}
+	fa, fb := a.Samples[0].Figures, b.Samples[1].Figures
+	if fa.GPUUtil != 95 || fa.SMActive != 0.92 || fa.SMClockMHz != 1410 || !math.IsNaN(fa.PCIeTx) || !math.IsNaN(fa.ClockEvents) {
+		t.Errorf("node-a/0 at 0 s: %+v", fa)
+	}
+	if fb.GPUUtil != 41 || fb.PCIeTx != 2048 || fb.SMClockMHz != 900 || !math.IsNaN(fb.SMActive) {
+		t.Errorf("node-b/0 at 30 s: %+v", fb)
+	}
+	if !math.IsNaN(b.Samples[0].Figures.SMClockMHz) || !math.IsNaN(a.Samples[2].Figures.GPUUtil) {
+		t.Errorf("missing values must be NaN: %+v %+v", b.Samples[0].Figures, a.Samples[2].Figures)
+	}
+	// Missing figures are notices naming the names tried.
+	joined := strings.Join(notices, "\n")
+	for _, want := range []string{"Clock event reasons (clock_events): Prometheus has no series of DCGM_FI_DEV_CLOCKS_EVENT_REASONS or DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", "DRAM active (dram_active)", "its figure is NaN"} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("notices lack %q:\n%s", want, joined)
+		}
+	}
+	if strings.Contains(joined, "gpu_utilization") || strings.Contains(joined, "sm_clock") {
+		t.Errorf("notices name a figure that is exported:\n%s", joined)
+	}
+	// One query per exported figure (gpu_utilization, sm_active, pcie_tx, sm_clock), all with
+	// the same series-limit part so that they keep the same GPUs.
+	ranges := f.requestsTo("/api/v1/query_range")
+	if len(ranges) != 4 {
+		t.Fatalf("%d range queries, want 4", len(ranges))
+	}
+	var limits []string
+	for _, r := range ranges {
+		reparse(t, r.Query)
+		i := strings.Index(r.Query, " and on ")
+		if i < 0 {
+			t.Fatalf("query without a series limit: %s", r.Query)
+		}
+		limits = append(limits, r.Query[i:])
+	}
+	for _, l := range limits[1:] {
+		if l != limits[0] {
+			t.Errorf("series-limit parts differ:\n%s\n%s", limits[0], l)
+		}
+	}
+	if !strings.Contains(limits[0], "group by (Hostname, hostname, gpu, UUID, modelName)") {
+		t.Errorf("GPUFigures must group by the GPU's identity only: %s", limits[0])
+	}
+}
+
+func TestGPUFiguresWithNothingExportedIsEmptyWithNotices(t *testing.T) {
+	f := &fakeDCGM{labelNames: []string{"Hostname"}}
+	c, _ := newFakeDCGM(t, f)
+	series, notices, err := c.GPUFigures(context.Background(), models.GPUFilter{}, t0, tEnd, time.Minute)
+	if err != nil || len(series) != 0 || len(notices) != len(gpuFigures) {
+		t.Errorf("series %v notices %d err %v", series, len(notices), err)
+	}
+}
+
+func TestGPUFiguresFailsWithTheUpstreamError(t *testing.T) {
+	f := &fakeDCGM{status: 502}
+	c, srv := newFakeDCGM(t, f)
+	_, _, err := c.GPUFigures(context.Background(), models.GPUFilter{}, t0, tEnd, time.Minute)
+	if err == nil || !strings.Contains(err.Error(), "Prometheus ("+srv.URL+")") {
+		t.Errorf("error %v", err)
+	}
+}
+
+func TestGPULabelValuesUnitesAliasesAndSortsIndexesAsNumbers(t *testing.T) {
+	f := &fakeDCGM{
+		metricNames: []string{"DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_PCIE_TX_THROUGHPUT"},
+		labelNames:  mixedFleetLabels,
+		labelValues: map[string][]string{"Hostname": {"node-a", "node-c"}, "hostname": {"node-b", "node-a"}, "gpu": {"10", "2", "0"}},
+	}
+	c, _ := newFakeDCGM(t, f)
+	hosts, err := c.GPULabelValues(context.Background(), models.RoleHost, models.GPUFilter{}, t0, tEnd)
+	if err != nil || !slices.Equal(hosts, []string{"node-a", "node-b", "node-c"}) {
+		t.Errorf("hosts %v %v", hosts, err)
+	}
+	gpus, err := c.GPULabelValues(context.Background(), models.RoleGPU, models.GPUFilter{Hosts: []string{"node-b"}}, t0, tEnd)
+	if err != nil || !slices.Equal(gpus, []string{"0", "2", "10"}) {
+		t.Errorf("gpus %v %v", gpus, err)
+	}
+	reqs := f.requestsTo("/api/v1/label/gpu/values")
+	if len(reqs) != 1 {
+		t.Fatalf("gpu label requests %+v", reqs)
+	}
+	wantMatches := []string{
+		`{Hostname="node-b",__name__=~"DCGM_FI_DEV_GPU_UTIL|DCGM_FI_DEV_PCIE_TX_THROUGHPUT"}`,
+		`{__name__=~"DCGM_FI_DEV_GPU_UTIL|DCGM_FI_DEV_PCIE_TX_THROUGHPUT",hostname="node-b"}`,
+	}
+	if !slices.Equal(reqs[0].Matches, wantMatches) {
+		t.Errorf("match[] %v\nwant %v", reqs[0].Matches, wantMatches)
+	}
+	pods, err := c.GPULabelValues(context.Background(), models.RoleMIG, models.GPUFilter{}, t0, tEnd)
+	if err != nil || pods == nil || len(pods) != 0 {
+		t.Errorf("a role no series carries: %v %v", pods, err)
+	}
+	if _, err := c.GPULabelValues(context.Background(), "node", models.GPUFilter{}, t0, tEnd); err == nil || !strings.Contains(err.Error(), `unknown GPU label role "node"`) {
+		t.Errorf("unknown role: %v", err)
+	}
+}

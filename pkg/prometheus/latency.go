@@ -1,0 +1,289 @@
+package prometheus
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/grafana/grafana-plugin-sdk-go/backend"
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/promql/parser"
+	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/upstream"
+)
+
+// LatencyQuantiles are the percentiles the latency table shows, in its column order.
+var LatencyQuantiles = []float64{0.5, 0.95, 0.99}
+
+// MinLatencyRange is the shortest rate window asked for: with fewer than two scrapes in the window
+// rate() has nothing to say, and 15–30 s scrape intervals are common.
+const MinLatencyRange = time.Minute
+
+// LatencyQuery asks for request-latency percentiles by endpoint over [End-Range, End].
+type LatencyQuery struct {
+	Histograms []models.LatencyHistogram
+	// Service and Endpoint are exact matches; empty matches all. They become label matchers in
+	// the PromQL AST, never text in a query string.
+	Service, Endpoint string
+	End               time.Time
+	Range             time.Duration
+}
+
+// EndpointLatency is one endpoint's latency over the range, from one histogram.
+type EndpointLatency struct {
+	Metric   string // the histogram, without _bucket
+	Service  string
+	Endpoint string
+	// Quantiles hold the seconds at LatencyQuantiles; NaN where Prometheus had no answer.
+	Quantiles []float64
+	// Requests counts the requests in the range (increase of _count); NaN when unknown.
+	Requests float64
+}
+
+// LatencyResult is the latency table's rows, slowest p99 first, and what Prometheus warned about.
+type LatencyResult struct {
+	Rows     []EndpointLatency
+	Warnings []string
+	// Queries are the PromQL expressions asked, for the notice and for users to paste elsewhere.
+	Queries []string
+}
+
+// latencyCall is one PromQL instant query of the latency table.
+type latencyCall struct {
+	hist     models.LatencyHistogram
+	quantile int // index into LatencyQuantiles; -1 for the request count
+	expr     string
+}
+
+// EndpointLatencies asks every histogram's percentiles and request counts, all in parallel. It
+// fails only when every call fails; otherwise failed calls become warnings.
+func (c *Client) EndpointLatencies(ctx context.Context, q LatencyQuery) (res LatencyResult, err error) {
+	if len(q.Histograms) == 0 {
+		return res, errors.New("no request-duration histogram is configured (jsonData.latencyHistograms)")
+	}
+	rng := max(q.Range.Round(time.Second), MinLatencyRange)
+	var calls []latencyCall
+	for _, h := range q.Histograms {
+		for i, quantile := range LatencyQuantiles {
+			expr, err := QuantileExpr(h, quantile, q.Service, q.Endpoint, rng)
+			if err != nil {
+				return res, err
+			}
+			calls = append(calls, latencyCall{hist: h, quantile: i, expr: expr})
+		}
+		expr, err := RequestCountExpr(h, q.Service, q.Endpoint, rng)
+		if err != nil {
+			return res, err
+		}
+		calls = append(calls, latencyCall{hist: h, quantile: -1, expr: expr})
+	}
+	ctx, span := upstream.StartSpan(ctx, models.Prometheus, "EndpointLatencies", attribute.Int("hsi.queries", len(calls)))
+	defer func() { err = upstream.EndSpan(span, err) }()
+
+	type answer struct {
+		vec      model.Vector
+		warnings []string
+		err      error
+	}
+	answers := make([]answer, len(calls))
+	var wg sync.WaitGroup
+	for i, call := range calls {
+		answers[i].err = errors.New("internal error while reading Prometheus' answer; the plugin logged the details")
+		wg.Go(func() {
+			// A panic here must not kill the plugin: the query's own recover cannot reach this
+			// goroutine.
+			defer func() {
+				if p := recover(); p != nil {
+					backend.Logger.Error("latency query panicked", "panic", p, "stack", string(debug.Stack()))
+				}
+			}()
+			vec, warnings, err := c.instantVector(ctx, call.expr, q.End)
+			answers[i] = answer{vec, warnings, err}
+		})
+	}
+	wg.Wait()
+
+	type key struct{ metric, service, endpoint string }
+	rows := map[key]*EndpointLatency{}
+	var firstErr error
+	failed := 0
+	for i, a := range answers {
+		call := calls[i]
+		res.Queries = append(res.Queries, call.expr)
+		res.Warnings = append(res.Warnings, a.warnings...)
+		if a.err != nil {
+			failed++
+			firstErr = cmp.Or(firstErr, a.err)
+			continue
+		}
+		for _, s := range a.vec {
+			k := key{call.hist.Metric, serviceOf(s.Metric, call.hist.ServiceLabels), string(s.Metric[model.LabelName(call.hist.EndpointLabel)])}
+			row := rows[k]
+			if row == nil {
+				row = &EndpointLatency{Metric: k.metric, Service: k.service, Endpoint: k.endpoint, Requests: math.NaN()}
+				for range LatencyQuantiles {
+					row.Quantiles = append(row.Quantiles, math.NaN())
+				}
+				rows[k] = row
+			}
+			if call.quantile < 0 {
+				row.Requests = float64(s.Value)
+			} else {
+				row.Quantiles[call.quantile] = float64(s.Value)
+			}
+		}
+	}
+	if failed == len(calls) {
+		return res, upstream.Wrap(models.Prometheus, c.url, firstErr)
+	}
+	if failed > 0 {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("%d of %d latency queries failed, so some cells are empty: %v",
+			failed, len(calls), upstream.Wrap(models.Prometheus, c.url, firstErr)))
+	}
+	for _, row := range rows {
+		// An endpoint without requests in the range has only NaN percentiles: it is not slow.
+		if row.Requests > 0 || slices.ContainsFunc(row.Quantiles, func(v float64) bool { return !math.IsNaN(v) }) {
+			res.Rows = append(res.Rows, *row)
+		}
+	}
+	SortLatencies(res.Rows)
+	return res, nil
+}
+
+// SortLatencies orders rows slowest first: by the highest quantile, then the next lower ones (a
+// row without p99 still ranks by its p95); missing values rank last.
+func SortLatencies(rows []EndpointLatency) {
+	at := func(r EndpointLatency, i int) float64 {
+		if i < len(r.Quantiles) && !math.IsNaN(r.Quantiles[i]) {
+			return r.Quantiles[i]
+		}
+		return math.Inf(-1)
+	}
+	slices.SortFunc(rows, func(a, b EndpointLatency) int {
+		for i := len(LatencyQuantiles) - 1; i >= 0; i-- {
+			if c := cmp.Compare(at(b, i), at(a, i)); c != 0 {
+				return c
+			}
+		}
+		return cmp.Or(cmp.Compare(a.Service, b.Service), cmp.Compare(a.Endpoint, b.Endpoint), cmp.Compare(a.Metric, b.Metric))
+	})
+}
+
+func (c *Client) instantVector(ctx context.Context, expr string, at time.Time) (model.Vector, []string, error) {
+	// Infos (such as "metric might not be a counter") are left out: the expressions are ours.
+	v, warnings, _, err := c.api.Query(ctx, expr, at)
+	if err != nil {
+		return nil, warnings, err
+	}
+	vec, ok := v.(model.Vector)
+	if !ok {
+		return nil, warnings, fmt.Errorf("query %s answered a %s, not an instant vector", expr, v.Type())
+	}
+	return vec, warnings, nil
+}
+
+// serviceOf is the first of the service labels a series carries.
+func serviceOf(m model.Metric, names []string) string {
+	for _, n := range names {
+		if v := m[model.LabelName(n)]; v != "" {
+			return string(v)
+		}
+	}
+	return ""
+}
+
+// QuantileExpr is histogram_quantile(q, sum by (le, <service labels>, <endpoint>)
+// (rate(<metric>_bucket{<filters>}[rng]))), built as a PromQL AST so that the service and endpoint
+// are quoted by the printer, never pasted into the text. With several service labels and a service
+// filter, each label gets its own selector, joined with "or".
+func QuantileExpr(h models.LatencyHistogram, q float64, service, endpoint string, rng time.Duration) (string, error) {
+	perSelector := func(vs *parser.VectorSelector) parser.Expr {
+		return &parser.AggregateExpr{
+			Op:       parser.SUM,
+			Grouping: append([]string{"le"}, groupLabels(h)...),
+			Expr:     call("rate", &parser.MatrixSelector{VectorSelector: vs, Range: rng}),
+		}
+	}
+	inner := orAll(h, "_bucket", service, endpoint, perSelector)
+	return checked(call("histogram_quantile", &parser.NumberLiteral{Val: q}, inner))
+}
+
+// RequestCountExpr is sum by (<service labels>, <endpoint>) (increase(<metric>_count{...}[rng])):
+// the requests of the range.
+func RequestCountExpr(h models.LatencyHistogram, service, endpoint string, rng time.Duration) (string, error) {
+	return checked(orAll(h, "_count", service, endpoint, func(vs *parser.VectorSelector) parser.Expr {
+		return &parser.AggregateExpr{
+			Op:       parser.SUM,
+			Grouping: groupLabels(h),
+			Expr:     call("increase", &parser.MatrixSelector{VectorSelector: vs, Range: rng}),
+		}
+	}))
+}
+
+func groupLabels(h models.LatencyHistogram) []string {
+	out := slices.Clone(h.ServiceLabels)
+	if !slices.Contains(out, h.EndpointLabel) {
+		out = append(out, h.EndpointLabel)
+	}
+	return out
+}
+
+// orAll builds one selector per service label when a service is asked (a series names its
+// service in one of them), wraps each with wrap and joins them with "or"; without a service filter
+// one selector suffices.
+func orAll(h models.LatencyHistogram, suffix, service, endpoint string, wrap func(*parser.VectorSelector) parser.Expr) parser.Expr {
+	serviceLabels := []string{""}
+	if service != "" {
+		serviceLabels = h.ServiceLabels
+	}
+	var out parser.Expr
+	for _, sl := range serviceLabels {
+		name := h.Metric + suffix
+		vs := &parser.VectorSelector{Name: name, LabelMatchers: []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, labels.MetricName, name)}}
+		if sl != "" {
+			vs.LabelMatchers = append(vs.LabelMatchers, labels.MustNewMatcher(labels.MatchEqual, sl, service))
+		}
+		if endpoint != "" {
+			vs.LabelMatchers = append(vs.LabelMatchers, labels.MustNewMatcher(labels.MatchEqual, h.EndpointLabel, endpoint))
+		}
+		e := wrap(vs)
+		if out == nil {
+			out = e
+			continue
+		}
+		out = &parser.BinaryExpr{Op: parser.LOR, LHS: out, RHS: e, VectorMatching: &parser.VectorMatching{Card: parser.CardManyToMany}}
+	}
+	return out
+}
+
+func call(name string, args ...parser.Expr) *parser.Call {
+	return &parser.Call{Func: parser.Functions[name], Args: args}
+}
+
+// promqlParser is Prometheus' own parser, with its default options (as the server's).
+var promqlParser = parser.NewParser(parser.Options{})
+
+// checked prints e and parses the text back: an expression the parser would not read never
+// reaches Prometheus (it would be the plugin's bug, said as such).
+func checked(e parser.Expr) (string, error) {
+	s := e.String()
+	if _, err := promqlParser.ParseExpr(s); err != nil {
+		return "", fmt.Errorf("internal error: the plugin built the PromQL %s, which does not parse: %v", s, err)
+	}
+	return s, nil
+}
+
+// LatencyQueriesText lists the distinct expressions, for notices.
+func LatencyQueriesText(queries []string) string {
+	return strings.Join(slices.Compact(slices.Clone(queries)), "\n")
+}
