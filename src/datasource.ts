@@ -93,7 +93,8 @@ export class DataSource extends DataSourceWithBackend<HsiQuery, HsiOptions> {
   async metricFindQuery(query: string | { query?: string }, options?: LegacyMetricFindQueryOptions) {
     const text = typeof query === 'string' ? query : (query?.query ?? '');
     const params: Params = {
-      query: getTemplateSrv().replace(text, options?.scopedVars),
+      // Multi-value variables as a|b: the backend splits them (gpu_label_values(gpu, "$host")).
+      query: getTemplateSrv().replace(text, options?.scopedVars, 'pipe'),
       ...rangeParams(options?.range?.from.valueOf(), options?.range?.to.valueOf()),
     };
     const values = await this.getResource<Array<{ text: string; value?: string | number }>>('variable', params);

@@ -31,22 +31,26 @@ import (
 //	trace_services()                   Jaeger's services
 //	trace_ids(service)                 the service's traces, slowest first: text
 //	trace_ids(service, minDuration)    "<traceId> · <root operation> · <duration>", value the ID
+//	gpu_label_values(role)             GPU hosts, indexes, models, ... from the DCGM series (role:
+//	gpu_label_values(role, host)       host, gpu, uuid, model, pod, namespace, container, mig),
+//	                                   optionally of one host (several: a regex-free list "a|b")
 //
 // Arguments other than selectors are bare words (nemotron-backend, 500ms) or quoted strings
 // ("my service"). Whitespace is free between tokens.
 
 // variableForms are the accepted forms of each function, quoted in parse errors.
 var variableForms = map[string][]string{
-	"profile_types":  {"profile_types()"},
-	"services":       {"services()"},
-	"label_names":    {"label_names()", "label_names({selector})"},
-	"label_values":   {"label_values(label)", "label_values({selector}, label)"},
-	"trace_services": {"trace_services()"},
-	"trace_ids":      {"trace_ids(service)", "trace_ids(service, minDuration)"},
+	"profile_types":    {"profile_types()"},
+	"services":         {"services()"},
+	"label_names":      {"label_names()", "label_names({selector})"},
+	"label_values":     {"label_values(label)", "label_values({selector}, label)"},
+	"trace_services":   {"trace_services()"},
+	"trace_ids":        {"trace_ids(service)", "trace_ids(service, minDuration)"},
+	"gpu_label_values": {"gpu_label_values(role)", "gpu_label_values(role, host)"},
 }
 
 // variableFunctions lists the functions in the order messages name them.
-var variableFunctions = []string{"profile_types", "services", "label_names", "label_values", "trace_services", "trace_ids"}
+var variableFunctions = []string{"profile_types", "services", "label_names", "label_values", "trace_services", "trace_ids", "gpu_label_values"}
 
 // variableTraceLimit bounds trace_ids: a dropdown of more traces is not something anyone reads.
 const variableTraceLimit = 50
@@ -64,12 +68,17 @@ type variableQuery struct {
 	Label       string // label_values
 	Service     string // trace_ids
 	MinDuration time.Duration
+	Role        string   // gpu_label_values
+	Hosts       []string // gpu_label_values: the hosts it is scoped to
 }
 
 // usesJaeger says which upstream the function reads, and so which default time window applies.
 func (v variableQuery) usesJaeger() bool {
 	return v.Function == "trace_services" || v.Function == "trace_ids"
 }
+
+// usesPrometheus says whether the function reads the GPU series.
+func (v variableQuery) usesPrometheus() bool { return v.Function == "gpu_label_values" }
 
 // resourceVariable answers a template variable's query.
 func (d *Datasource) resourceVariable(w http.ResponseWriter, r *http.Request) {
@@ -99,8 +108,11 @@ func (d *Datasource) resourceVariable(w http.ResponseWriter, r *http.Request) {
 // null for an empty answer.
 func (d *Datasource) variableValues(ctx context.Context, vq variableQuery, from, to time.Time) ([]variableValue, error) {
 	up := &d.settings.Pyroscope
-	if vq.usesJaeger() {
+	switch {
+	case vq.usesJaeger():
 		up = &d.settings.Jaeger
+	case vq.usesPrometheus():
+		up = &d.settings.Prometheus
 	}
 	if err := d.unavailable(up); err != nil {
 		return nil, err
@@ -157,6 +169,13 @@ func (d *Datasource) variableValues(ctx context.Context, vq variableQuery, from,
 			out = append(out, variableValue{Text: t.TraceID + " · " + op + " · " + formatTraceDuration(t.Duration), Value: t.TraceID})
 		}
 		return out, nil
+	case "gpu_label_values":
+		prom, err := d.gpuPrometheus()
+		if err != nil {
+			return nil, err
+		}
+		values, err := prom.GPULabelValues(ctx, vq.Role, models.GPUFilter{Hosts: vq.Hosts}, from, to)
+		return same(values), err
 	}
 	// parseVariableQuery only lets the functions above through.
 	return nil, fmt.Errorf("variable function %q is not implemented", vq.Function)
@@ -428,6 +447,29 @@ func checkVariableArgs(fn string, forms []string, args []token, closing token) (
 				return vq, varError(args[1].pos, forms, "expected a minimum duration such as 500ms or 1.5s, got %s", describe(args[1]))
 			}
 			vq.MinDuration = d
+		}
+	case "gpu_label_values":
+		switch {
+		case len(args) == 0:
+			return vq, varError(closing.pos, forms, "missing the role (%s)", strings.Join(models.GPURoles, ", "))
+		case len(args) > 2:
+			return vq, tooMany(2)
+		}
+		if !slices.Contains(models.GPURoles, args[0].text) || args[0].kind == tokSelector {
+			return vq, varError(args[0].pos, forms, "expected a role (%s), got %s", strings.Join(models.GPURoles, ", "), describe(args[0]))
+		}
+		vq.Role = args[0].text
+		if len(args) == 2 {
+			if args[1].kind == tokSelector {
+				return vq, varError(args[1].pos, forms, "expected a host name, got %s", describe(args[1]))
+			}
+			// A multi-value dashboard variable arrives as "a|b" (its regex format is not used:
+			// the hosts become matcher values, never a regex).
+			for _, h := range strings.Split(args[1].text, "|") {
+				if h = strings.TrimSpace(h); h != "" {
+					vq.Hosts = append(vq.Hosts, h)
+				}
+			}
 		}
 	}
 	return vq, nil

@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"encoding/json"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -35,6 +36,8 @@ func TestVariableGrammarAcceptsEachForm(t *testing.T) {
 		{`trace_ids("my service", "250ms")`, variableQuery{Function: "trace_ids", Selector: "{}", Service: "my service", MinDuration: 250 * time.Millisecond}},
 		{`trace_ids('it\'s', 500us)`, variableQuery{Function: "trace_ids", Selector: "{}", Service: "it's", MinDuration: 500 * time.Microsecond}},
 		{"trace_ids(svc,1m)", variableQuery{Function: "trace_ids", Selector: "{}", Service: "svc", MinDuration: time.Minute}},
+		{"gpu_label_values(host)", variableQuery{Function: "gpu_label_values", Selector: "{}", Role: "host"}},
+		{`gpu_label_values(gpu, "gpu-node-1|fixture-node-a")`, variableQuery{Function: "gpu_label_values", Selector: "{}", Role: "gpu", Hosts: []string{"gpu-node-1", "fixture-node-a"}}},
 	}
 	for _, c := range cases {
 		got, err := parseVariableQuery(c.query)
@@ -42,7 +45,7 @@ func TestVariableGrammarAcceptsEachForm(t *testing.T) {
 			t.Errorf("%s: %v", c.query, err)
 			continue
 		}
-		if got != c.want {
+		if !reflect.DeepEqual(got, c.want) {
 			t.Errorf("%s: %+v, want %+v", c.query, got, c.want)
 		}
 	}
@@ -52,7 +55,10 @@ func TestVariableGrammarErrorsNameThePositionAndTheForm(t *testing.T) {
 	labelValuesForms := "expected label_values(label) or label_values({selector}, label)"
 	traceIDsForms := "expected trace_ids(service) or trace_ids(service, minDuration)"
 	cases := []struct{ query, want string }{
-		{"", "is empty; expected profile_types() or services() or label_names() or label_names({selector}) or label_values(label) or label_values({selector}, label) or trace_services() or trace_ids(service) or trace_ids(service, minDuration)"},
+		{"", "is empty; expected profile_types() or services() or label_names() or label_names({selector}) or label_values(label) or label_values({selector}, label) or trace_services() or trace_ids(service) or trace_ids(service, minDuration) or gpu_label_values(role) or gpu_label_values(role, host)"},
+		{"gpu_label_values()", "at position 18: missing the role (host, gpu, uuid, model, pod, namespace, container, mig)"},
+		{"gpu_label_values(hostname)", `at position 18: expected a role (host, gpu, uuid, model, pod, namespace, container, mig), got "hostname"`},
+		{`gpu_label_values(gpu, {a="b"})`, `at position 23: expected a host name, got the selector {a="b"}`},
 		{"   ", "is empty; expected profile_types()"},
 		{"foo()", `at position 1: unknown function "foo"; expected profile_types() or services()`},
 		{"  Services()", `at position 3: unknown function "Services"`},
