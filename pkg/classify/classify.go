@@ -42,7 +42,25 @@ var classCodes = map[Class]int{
 // Code is the class's number in the recording rule hsi:gpu_class:code (1 compute-bound,
 // 2 memory-bound, 3 PCIe-bound, 4 thermal, 5 power, 6 idle, 7 balanced; 0 no data, which the
 // rule does not record).
-func (c Class) Code() int { return classCodes[c] }
+func (c Class) Code() int {
+	switch c { // a switch, not the map: classification loops call it per step
+	case ComputeBound:
+		return 1
+	case MemoryBound:
+		return 2
+	case PCIeBound:
+		return 3
+	case ThermalThrottled:
+		return 4
+	case PowerThrottled:
+		return 5
+	case Idle:
+		return 6
+	case Balanced:
+		return 7
+	}
+	return 0
+}
 
 // ClassOfCode is the inverse of Code; an unknown code is NoData.
 func ClassOfCode(code int) Class {
@@ -70,6 +88,12 @@ const (
 	MetricClockEvents = "DCGM_FI_DEV_CLOCKS_EVENT_REASONS"
 	// MetricClockThrottle is the older name of the clock-event bitmask.
 	MetricClockThrottle = "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS"
+	// DCGM 4.6's names of the same fields (the old ones stay as aliases); pkg/prometheus reads
+	// them after the classic names, and so do the rules.
+	MetricSMActiveRatio   = "DCGM_FI_PROF_SM_UTIL_RATIO"
+	MetricGrEngineRatio   = "DCGM_FI_PROF_GR_ENGINE_UTIL_RATIO"
+	MetricDRAMActiveRatio = "DCGM_FI_PROF_DRAM_UTIL_RATIO"
+	MetricTempCelsius     = "DCGM_FI_DEV_GPU_TEMP_CELSIUS"
 )
 
 // Clock-event (throttle) bits of DCGM_FI_DEV_CLOCKS_EVENT_REASONS.
@@ -393,32 +417,35 @@ func bitNames(mask float64, want ...int) string {
 // avg_over_time(hsi:gpu_class:state[w]) of the recording rules when the rules are evaluated at
 // the same steps. classes[i] is the class at times[i], in time order.
 func TrailingShares(times []time.Time, classes []Class, w time.Duration) map[Class][]float64 {
-	out := map[Class][]float64{}
-	for _, c := range Classes {
-		if c != NoData {
-			out[c] = make([]float64, len(times))
-		}
+	// Counts by class code (1..7) in a sliding window: no map work per step.
+	var counts [8]int
+	shares := [8][]float64{}
+	for code := 1; code < len(shares); code++ {
+		shares[code] = make([]float64, len(times))
 	}
-	counts := map[Class]int{}
 	classified, lo := 0, 0
 	for i, t := range times {
-		if classes[i] != NoData {
-			counts[classes[i]]++
+		if code := classes[i].Code(); code > 0 {
+			counts[code]++
 			classified++
 		}
 		for ; times[lo].Before(t.Add(-w)); lo++ {
-			if classes[lo] != NoData {
-				counts[classes[lo]]--
+			if code := classes[lo].Code(); code > 0 {
+				counts[code]--
 				classified--
 			}
 		}
-		for c, shares := range out {
+		for code := 1; code < len(shares); code++ {
 			if classified == 0 {
-				shares[i] = math.NaN()
+				shares[code][i] = math.NaN()
 			} else {
-				shares[i] = float64(counts[c]) / float64(classified)
+				shares[code][i] = float64(counts[code]) / float64(classified)
 			}
 		}
+	}
+	out := make(map[Class][]float64, 7)
+	for code := 1; code < len(shares); code++ {
+		out[ClassOfCode(code)] = shares[code]
 	}
 	return out
 }

@@ -75,8 +75,8 @@ func Rules(th Thresholds) []Rule {
   and (
       floor(%s / 32) %% 4 > 0
     or
-      (%s > %s and %s < %s * %s) unless %s
-  )`, valid, ce, MetricTemp, f64(th.ThermalTempC), MetricSMClock, f64(th.ThermalClockRatio), RecordSMClockMax(th), ce),
+      ((%s or %s) > %s and %s < %s * %s) unless %s
+  )`, valid, ce, MetricTemp, MetricTempCelsius, f64(th.ThermalTempC), MetricSMClock, f64(th.ThermalClockRatio), RecordSMClockMax(th), ce),
 		PowerThrottled: fmt.Sprintf("%s and (floor(%s / 4) %% 2 > 0 or floor(%s / 128) %% 2 > 0)", valid, ce, ce),
 		MemoryBound:    fmt.Sprintf("%s > %s and %s < %s", m, f64(th.MemoryBoundPct), c, f64(th.MemoryBoundMaxComputePct)),
 		PCIeBound: fmt.Sprintf("%s > %s and %s <= %s and %s <= %s", RecordPCIeLink, f64(th.PCIeBoundLinkShare),
@@ -91,9 +91,9 @@ func Rules(th Thresholds) []Rule {
 	}
 
 	rules := []Rule{
-		{Record: c, Expr: fmt.Sprintf("%s * 100 or %s * 100 or %s", MetricSMActive, MetricGrEngine, MetricGPUUtil),
-			Comment: "Compute figure in percent: SM_ACTIVE, else GR_ENGINE_ACTIVE (ratios), else GPU_UTIL."},
-		{Record: m, Expr: fmt.Sprintf("%s / %s * 100 or %s", MetricDRAMActive, f64(th.DRAMActivePeak), MetricMemCopyUtil),
+		{Record: c, Expr: fmt.Sprintf("%s * 100 or %s * 100 or %s * 100 or %s * 100 or %s", MetricSMActive, MetricSMActiveRatio, MetricGrEngine, MetricGrEngineRatio, MetricGPUUtil),
+			Comment: "Compute figure in percent: SM_ACTIVE, else GR_ENGINE_ACTIVE (ratios; DCGM 4.6 names after the classic ones), else GPU_UTIL."},
+		{Record: m, Expr: fmt.Sprintf("%s / %s * 100 or %s / %s * 100 or %s", MetricDRAMActive, f64(th.DRAMActivePeak), MetricDRAMActiveRatio, f64(th.DRAMActivePeak), MetricMemCopyUtil),
 			Comment: fmt.Sprintf("Memory-bandwidth figure in percent: DRAM_ACTIVE over its practical peak (%s), else MEM_COPY_UTIL.", f64(th.DRAMActivePeak))},
 		{Record: RecordPCIeTx, Expr: fmt.Sprintf("%s or %s * 1024", MetricPCIeTxBytes, MetricPCIeTxKB),
 			Comment: "PCIe bytes per second: the profiling counter, else the deprecated KB/s series."},

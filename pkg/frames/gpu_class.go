@@ -89,18 +89,20 @@ func gpuLabels(g classify.GPU) data.Labels {
 // mappings that colour each class, which Grafana's state timeline panel reads directly: one row
 // per field, one colour per value.
 func GPUClassTimeline(results []GPUClassResult) *data.Frame {
-	var times []time.Time
+	// GPUs share the step grid, so the union is usually one GPU's times; nanoseconds sort fast.
+	var nanos []int64
 	for _, r := range results {
-		times = append(times, r.Times...)
+		for _, t := range r.Times {
+			nanos = append(nanos, t.UnixNano())
+		}
 	}
-	slices.SortFunc(times, func(a, b time.Time) int { return a.Compare(b) })
-	times = slices.CompactFunc(times, func(a, b time.Time) bool { return a.Equal(b) })
-	if times == nil {
-		times = []time.Time{}
-	}
-	index := make(map[int64]int, len(times))
-	for i, t := range times {
-		index[t.UnixNano()] = i
+	slices.Sort(nanos)
+	nanos = slices.Compact(nanos)
+	times := make([]time.Time, len(nanos))
+	index := make(map[int64]int, len(nanos))
+	for i, n := range nanos {
+		times[i] = time.Unix(0, n).UTC()
+		index[n] = i
 	}
 	f := data.NewFrame(GPUClassTimelineFrameName, data.NewField("time", nil, times))
 	for _, r := range results {
@@ -191,10 +193,12 @@ func GPUClassShareFrames(results []GPUClassResult, window time.Duration) []*data
 			if c == classify.NoData {
 				continue
 			}
+			// One backing array per frame: a pointer per value would allocate millions.
 			vals := make([]*float64, len(r.Times))
-			for i, v := range r.Shares[c] {
-				if i < len(vals) && !math.IsNaN(v) {
-					vals[i] = ptr(v)
+			backing := append([]float64(nil), r.Shares[c]...)
+			for i := range backing {
+				if i < len(vals) && !math.IsNaN(backing[i]) {
+					vals[i] = &backing[i]
 				}
 			}
 			labels := gpuLabels(r.GPU)

@@ -14,6 +14,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -321,11 +323,17 @@ func TestRealRecordingRulesAgreeWithTheBackendStepByStep(t *testing.T) {
 	t.Logf("shares agree at %d GPU-class steps", shareCompared)
 }
 
-// gcRulesLoaded waits until the bed's Prometheus evaluates the classification group. A bed
-// started before the rule file existed has not loaded it: it is told to reload its
-// configuration (the bed runs Prometheus with --web.enable-lifecycle for this).
+// gcRulesLoaded waits until the bed's Prometheus evaluates the provisioned classification
+// group as the file now reads. A bed started before the file existed, or before its last
+// change, is told to reload its configuration (the bed runs Prometheus with
+// --web.enable-lifecycle for this). Rules are compared by the series names their expressions
+// read, which Prometheus' reformatting of the expressions keeps.
 func gcRulesLoaded(t *testing.T) {
 	t.Helper()
+	want := map[string]bool{}
+	for _, r := range gcRulesFile(t) {
+		want[r.Record+r.Alert+" "+gcNames(r.Expr)] = true
+	}
 	loaded := func() (bool, string) {
 		res, err := http.Get(bed.PrometheusURL + "/api/v1/rules")
 		if err != nil {
@@ -337,7 +345,7 @@ func gcRulesLoaded(t *testing.T) {
 				Groups []struct {
 					Name  string
 					Rules []struct {
-						Name, Health, LastError string
+						Name, Query, Health, LastError string
 					}
 				}
 			}
@@ -349,9 +357,16 @@ func gcRulesLoaded(t *testing.T) {
 			if g.Name != "hsi-gpu-classification" {
 				continue
 			}
+			got := map[string]bool{}
 			for _, r := range g.Rules {
-				if r.Health != "ok" {
-					return false, fmt.Sprintf("rule %s: health %s %s", r.Name, r.Health, r.LastError)
+				if r.Health == "err" {
+					return false, fmt.Sprintf("rule %s: %s", r.Name, r.LastError)
+				}
+				got[r.Name+" "+gcNames(r.Query)] = true
+			}
+			for k := range want {
+				if !got[k] {
+					return false, "the loaded group differs from the file at " + strings.Fields(k)[0]
 				}
 			}
 			return true, ""
@@ -373,8 +388,17 @@ func gcRulesLoaded(t *testing.T) {
 			return
 		}
 	}
-	t.Fatalf("the bed's Prometheus does not evaluate the classification rules: %s", why)
+	t.Fatalf("the bed's Prometheus does not evaluate the provisioned classification rules: %s", why)
 }
+
+// gcNames lists the DCGM and recorded series an expression reads, sorted.
+func gcNames(expr string) string {
+	names := gcNameToken.FindAllString(expr, -1)
+	slices.Sort(names)
+	return strings.Join(slices.Compact(names), ",")
+}
+
+var gcNameToken = regexp.MustCompile(`(DCGM_FI_[A-Z0-9_]+|hsi:[a-z0-9_:]+)`)
 
 // The recording rules run in the bed's Prometheus over the live simulator (scraped every
 // second, the rules evaluated every second) and record the classes the backend computes from
@@ -619,6 +643,34 @@ func (t *timedFigures) GPUFigures(ctx context.Context, f models.GPUFilter, start
 	return s, n, err
 }
 
+// gcRawFetch is the time Prometheus takes to return the figures' raw series over the range at
+// 15 s, one plain selector per metric, four at a time as GPUFigures asks them: the floor under
+// any client's fetch.
+func gcRawFetch(b *testing.B, promURL string, start, end time.Time) time.Duration {
+	began := time.Now()
+	sem := make(chan struct{}, 4)
+	var wg sync.WaitGroup
+	for _, m := range gcBenchMetrics {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			q := url.Values{"query": {m.name}, "start": {strconv.FormatInt(start.Unix(), 10)}, "end": {strconv.FormatInt(end.Unix(), 10)}, "step": {"15"}}
+			res, err := http.PostForm(promURL+"/api/v1/query_range", q)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			defer res.Body.Close()
+			var body struct{ Status string }
+			if err := json.NewDecoder(res.Body).Decode(&body); err != nil || body.Status != "success" {
+				b.Errorf("raw query %s: %v %s", m.name, err, body.Status)
+			}
+		})
+	}
+	wg.Wait()
+	return time.Since(began)
+}
+
 // BenchmarkRealGPUClass64GPUs24h runs the gpuClass query for 64 GPUs (48 with the bitmask, 16
 // old T4s that need the clock history) over 24 h at 15 s against a real Prometheus, and reports
 // the plugin's own time (classification, frames, Arrow encoding as the SDK sends them) as a
@@ -661,8 +713,12 @@ func BenchmarkRealGPUClass64GPUs24h(b *testing.B) {
 		}
 		steps = (len(tl.Fields) - 1) * tl.Rows()
 	}
+	b.StopTimer()
+	raw := gcRawFetch(b, url, from.Add(-time.Hour), end)
 	n := float64(b.N)
 	own := total - fetch
+	b.ReportMetric(raw.Seconds()*1000, "raw-prom-ms")
+	b.ReportMetric(own.Seconds()/n/raw.Seconds(), "own/raw-prom")
 	b.ReportMetric(fetch.Seconds()*1000/n, "fetch-ms/op")
 	b.ReportMetric(own.Seconds()*1000/n, "own-ms/op")
 	b.ReportMetric(own.Seconds()/fetch.Seconds(), "own/fetch")

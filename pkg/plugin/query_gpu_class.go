@@ -188,7 +188,10 @@ func classifyGPU(s classify.GPUSeries, history []classify.Sample, th classify.Th
 			}
 		}
 	}
-	full := classify.GPUSeries{GPU: s.GPU, Samples: append(before, s.Samples...)}
+	full := s
+	if len(before) > 0 {
+		full.Samples = append(before, s.Samples...)
+	}
 	classes := classify.ClassesOf(full, th)
 	times := make([]time.Time, len(full.Samples))
 	for i, smp := range full.Samples {

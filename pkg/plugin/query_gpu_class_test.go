@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -363,4 +365,50 @@ func TestGPUClassQueryEndToEndWithAFakePrometheus(t *testing.T) {
 	if sum.Rows() != 1 || dom.At(0) != "memory-bound" || math.Abs(share.At(0).(float64)-1) > 1e-9 || host.At(0) != "fixture-node-b" {
 		t.Fatalf("summary: %d rows, %v %v %v; notices\n%s", sum.Rows(), dom.At(0), share.At(0), host.At(0), noticeTexts(sum))
 	}
+}
+
+// BenchmarkGPUClassQueryOwnTime is the plugin's own work for 64 GPUs over 24 h at 15 s (the
+// figures handed over in memory): classification, shares, frames and their Arrow encoding.
+// BenchmarkRealGPUClass64GPUs24h (integration) sets it against Prometheus' time.
+func BenchmarkGPUClassQueryOwnTime(b *testing.B) {
+	var gpus []classGPU
+	for i := range 64 {
+		at := nodeA0
+		if i%4 == 3 {
+			at = nodeB2 // a quarter without the bitmask: the clock history is fetched too
+		}
+		gpus = append(gpus, classGPU{gpuOf(fmt.Sprintf("bench-node-%02d", i/8), strconv.Itoa(i%8), "A100"), at})
+	}
+	src := &cachedFigures{fakeFigures: fakeFigures{gpus: gpus}}
+	model := `{"queryType":"gpuClass","minStep":"15s"}`
+	gq, _ := models.ParseGPUClassQuery(json.RawMessage(model))
+	q := backend.DataQuery{RefID: "A", JSON: json.RawMessage(model), Interval: 15 * time.Second,
+		TimeRange: backend.TimeRange{From: classT0, To: classT0.Add(24 * time.Hour)}}
+	for b.Loop() {
+		r := answerGPUClass(context.Background(), src, q, gq, defaultClassify())
+		if r.Error != nil {
+			b.Fatal(r.Error)
+		}
+		if _, err := data.Frames(r.Frames).MarshalArrow(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(64*5761*b.N)/b.Elapsed().Seconds(), "gpu-steps/s")
+}
+
+// cachedFigures answers each distinct call once, so the benchmark times the plugin, not the fake.
+type cachedFigures struct {
+	fakeFigures
+	cache sync.Map
+}
+
+func (c *cachedFigures) GPUFigures(ctx context.Context, f models.GPUFilter, start, end time.Time, step time.Duration) ([]classify.GPUSeries, []string, error) {
+	key := fmt.Sprint(start.UnixNano(), end.UnixNano(), step)
+	if v, ok := c.cache.Load(key); ok {
+		r := v.([]classify.GPUSeries)
+		return r, nil, nil
+	}
+	s, n, err := c.fakeFigures.GPUFigures(ctx, f, start, end, step)
+	c.cache.Store(key, s)
+	return s, n, err
 }

@@ -9,7 +9,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -44,9 +43,9 @@ func thresholds(path string) (classify.Thresholds, error) {
 		return classify.Thresholds{}, fmt.Errorf("%s: %w", path, err)
 	}
 	if s.GPUSettingsErr != nil {
-		// GPUSettingsErr joins every GPU section's error; only ours matters for the rules, but a
-		// settings file with any invalid GPU key is better fixed before rendering.
-		return classify.Thresholds{}, fmt.Errorf("%s: %w", path, errors.Unwrap(s.GPUSettingsErr))
+		// GPUSettingsErr joins every GPU section's errors; only the thresholds matter for the
+		// rules, but a settings file with any invalid GPU key is better fixed before rendering.
+		return classify.Thresholds{}, fmt.Errorf("%s: %w", path, s.GPUSettingsErr)
 	}
 	return s.Classify.Thresholds, nil
 }

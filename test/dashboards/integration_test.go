@@ -1,0 +1,112 @@
+//go:build integration
+
+package dashboards
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/grafana/grafana-plugin-sdk-go/backend"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/internal/testbed"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/plugin"
+)
+
+var bed testbed.Endpoints
+
+func TestMain(m *testing.M) { os.Exit(testbed.MainForTests(m, &bed)) }
+
+// slowRequest sends the demo a request slow in its database step and waits until its spans are
+// in Jaeger and its span profiles in Pyroscope, as a user would pick it from the slow traces.
+func slowRequest(t *testing.T, ds *plugin.Datasource) string {
+	t.Helper()
+	res, err := http.Get(bed.DemoURL + "/api/detect?slow=db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	id := res.Header.Get("X-Trace-Id")
+	q := backend.DataQuery{RefID: "A", QueryType: "profile", JSON: json.RawMessage(fmt.Sprintf(`{"queryType":"profile","traceId":%q}`, id)),
+		TimeRange: backend.TimeRange{From: time.Now().Add(-time.Hour), To: time.Now()}}
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(time.Second) {
+		r, err := ds.QueryData(context.Background(), &backend.QueryDataRequest{Queries: []backend.DataQuery{q}})
+		if err == nil && r.Responses["A"].Error == nil && len(r.Responses["A"].Frames[0].Meta.Notices) > 0 &&
+			strings.Contains(r.Responses["A"].Frames[0].Meta.Notices[0].Text, "matched by span ID") {
+			return id
+		}
+	}
+	t.Fatalf("trace %s never got its span profiles", id)
+	return ""
+}
+
+func TestRealEveryDashboardPanelAnswers(t *testing.T) {
+	jsonData, _ := json.Marshal(map[string]any{
+		"pyroscopeUrl": bed.PyroscopeURL, "prometheusUrl": bed.PrometheusURL, "jaegerUrl": bed.JaegerURL,
+	})
+	inst, err := plugin.NewDatasource(context.Background(), backend.DataSourceInstanceSettings{UID: "hsi-profiling", JSONData: jsonData})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds := inst.(*plugin.Datasource)
+	defer ds.Dispose()
+	values := sampleValues(slowRequest(t, ds))
+
+	for name, qs := range pluginTargets(t, values) {
+		res, err := ds.QueryData(context.Background(), &backend.QueryDataRequest{Queries: qs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range qs {
+			r := res.Responses[q.RefID]
+			if r.Error != nil {
+				t.Errorf("%s: %v\n  query %s", name, r.Error, q.JSON)
+				continue
+			}
+			if len(r.Frames) == 0 {
+				t.Errorf("%s: no frames\n  query %s", name, q.JSON)
+			}
+			rows := 0
+			for _, f := range r.Frames {
+				rows += f.Rows()
+			}
+			if rows == 0 {
+				t.Errorf("%s: frames without rows\n  query %s", name, q.JSON)
+			}
+		}
+	}
+
+	// Panels whose natural source is Prometheus itself run there, through its HTTP API.
+	for _, d := range load(t) {
+		for _, p := range d.Panels {
+			if p.Datasource == nil || p.Datasource.Type != "prometheus" {
+				continue
+			}
+			for _, raw := range p.Targets {
+				var target struct{ Expr string }
+				_ = json.Unmarshal(interpolate(raw, values), &target)
+				expr := strings.ReplaceAll(target.Expr, "$__rate_interval", "1m")
+				var reply struct {
+					Status string
+					Data   struct{ Result []any }
+					Error  string
+				}
+				res, err := http.Get(bed.PrometheusURL + "/api/v1/query?query=" + url.QueryEscape(expr))
+				if err != nil {
+					t.Fatal(err)
+				}
+				_ = json.NewDecoder(res.Body).Decode(&reply)
+				res.Body.Close()
+				if reply.Status != "success" || len(reply.Data.Result) == 0 {
+					t.Errorf("%s: %s: Prometheus: %s %s (%d series)", d.file, p.Title, reply.Status, reply.Error, len(reply.Data.Result))
+				}
+			}
+		}
+	}
+}
