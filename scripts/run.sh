@@ -44,7 +44,14 @@ if [ -n "$trace_id" ]; then
     sleep 2
   done
   scripts/query.sh --rows 25 query "$request_query"
+  log "the same request span by span: self time, CPU, hot function, and the GPU state on its host"
+  log "(the GPUs are simulated: series labelled simulated=\"true\"):"
+  scripts/query.sh --rows 12 query "{\"queryType\":\"trace\",\"traceId\":\"$trace_id\"}"
 fi
+log "what limits each simulated GPU over the last 15 minutes (workload classification):"
+scripts/query.sh query '{"queryType":"gpuClass","hosts":["gpu-node-1"],"format":"summary"}'
+log "latency by endpoint and the slowest traces:"
+scripts/query.sh --rows 5 query '{"queryType":"slowRequests"}'
 cat >&2 <<MSG
 
 The stack keeps running:
@@ -55,5 +62,6 @@ Ask it more:     scripts/query.sh query '{"queryType":"profile","labelSelector":
                  scripts/query.sh query '{"queryType":"profile","traceId":"$trace_id","perService":true}'
                  scripts/query.sh query '{"queryType":"diff","labelSelector":"{service_name=\"nemotron-backend\"}","baseline":{"from":"now-15m","to":"now"},"comparison":{"traceId":"$trace_id"}}'
                  scripts/query.sh query '{"queryType":"metrics","groupBy":["service_name"]}'
+                 scripts/query.sh query '{"queryType":"gpuMetrics","metrics":["gpu_utilization","temperature"]}'
 Stop it:         scripts/stop.sh
 MSG

@@ -52,7 +52,7 @@ func (b *Bed) Traffic(ctx context.Context, requests int, every time.Duration, ou
 }
 
 // DemoDataTimeout bounds the wait for the demo's first profiles (uploaded every 2 s) and traces.
-const DemoDataTimeout = 60 * time.Second
+const DemoDataTimeout = 90 * time.Second
 
 // WaitForDemoData waits until Pyroscope has sampled the demo's hot functions, Jaeger knows its
 // three services and Prometheus has scraped the simulated GPUs.

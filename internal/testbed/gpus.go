@@ -116,15 +116,21 @@ func (b *Bed) startGPUSimulator(ctx context.Context, bin string, port int) error
 	return nil
 }
 
-// gpuSimDataReady checks that Prometheus has scraped the simulator.
+// gpuSimHistory is how long Prometheus must have scraped the simulator before tests start: GPU
+// queries align their range to steps of up to 30 s, so a minute-old bed would have its only
+// samples after the last aligned step and answer "no data".
+const gpuSimHistory = 45 * time.Second
+
+// gpuSimDataReady checks that Prometheus has scraped the simulator for gpuSimHistory.
 func gpuSimDataReady(ctx context.Context, e Endpoints) error {
-	sel := `DCGM_FI_DEV_GPU_UTIL{job="` + GPUJob + `",Hostname="` + GPUSimHost + `",simulated="true"}`
+	// With the offset, a series counts only if it had a sample gpuSimHistory ago.
+	sel := `DCGM_FI_DEV_GPU_UTIL{job="` + GPUJob + `",Hostname="` + GPUSimHost + `",simulated="true"} offset ` + gpuSimHistory.String()
 	n, err := countSeries(ctx, e.PrometheusURL, sel, time.Time{})
 	if err != nil {
 		return fmt.Errorf("prometheus: %w", err)
 	}
 	if n != GPUSimCount {
-		return fmt.Errorf("prometheus has %d simulated GPUs on %s, want %d", n, GPUSimHost, GPUSimCount)
+		return fmt.Errorf("prometheus has %d simulated GPUs on %s scraped for %s, want %d", n, GPUSimHost, gpuSimHistory, GPUSimCount)
 	}
 	return nil
 }

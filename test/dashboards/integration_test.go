@@ -73,11 +73,17 @@ func TestRealEveryDashboardPanelAnswers(t *testing.T) {
 				t.Errorf("%s: no frames\n  query %s", name, q.JSON)
 			}
 			rows := 0
+			var notices []string
 			for _, f := range r.Frames {
 				rows += f.Rows()
+				if f.Meta != nil {
+					for _, n := range f.Meta.Notices {
+						notices = append(notices, n.Text)
+					}
+				}
 			}
 			if rows == 0 {
-				t.Errorf("%s: frames without rows\n  query %s", name, q.JSON)
+				t.Errorf("%s: frames without rows; notices %q\n  query %s", name, notices, q.JSON)
 			}
 		}
 	}
