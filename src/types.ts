@@ -111,10 +111,159 @@ type UpstreamJsonData = {
   [K in UpstreamKey as `${K}TimeoutSeconds`]?: number;
 };
 
-export interface HsiOptions extends DataSourceJsonData, UpstreamJsonData {
+/**
+ * Catalogue names jsonData.dcgmMetricNames accepts as keys, in the editor's order
+ * (pkg/models/gpu_query.go, GPUMetricNames; a test keeps the two equal).
+ */
+export const GPU_METRIC_NAMES = [
+  'gpu_utilization',
+  'mem_copy_utilization',
+  'sm_active',
+  'sm_occupancy',
+  'gr_engine_active',
+  'tensor_active',
+  'dram_active',
+  'fp64_active',
+  'fp32_active',
+  'fp16_active',
+  'fb_used',
+  'fb_free',
+  'fb_used_percent',
+  'temperature',
+  'memory_temperature',
+  'power',
+  'energy',
+  'energy_power',
+  'sm_clock',
+  'mem_clock',
+  'pcie_tx',
+  'pcie_rx',
+  'pcie_replay',
+  'nvlink_tx',
+  'nvlink_rx',
+  'nvlink_bandwidth',
+  'xid_errors',
+  'clock_events',
+  'enc_utilization',
+  'dec_utilization',
+] as const;
+
+/** Catalogue entries computed from others: they have no metric of their own to rename. */
+export const COMPUTED_GPU_METRICS: Record<string, string> = {
+  fb_used_percent: 'fb_used and fb_free',
+  nvlink_bandwidth: 'nvlink_tx and nvlink_rx',
+};
+
+/**
+ * The roles of jsonData.dcgmLabelNames (pkg/models/gpu_query.go, GPURoles), with the label names
+ * the backend tries when the role is not set (pkg/prometheus/catalogue.go, roleAliases).
+ */
+export const DCGM_LABEL_ROLES = [
+  { role: 'host', label: 'Host', what: 'host name', aliases: ['Hostname', 'hostname'] },
+  { role: 'gpu', label: 'GPU index', what: 'GPU index', aliases: ['gpu'] },
+  { role: 'uuid', label: 'GPU UUID', what: 'GPU UUID', aliases: ['UUID'] },
+  { role: 'model', label: 'Model', what: 'GPU model', aliases: ['modelName'] },
+  { role: 'pod', label: 'Pod', what: 'Kubernetes pod', aliases: ['exported_pod', 'pod', 'pod_name'] },
+  {
+    role: 'namespace',
+    label: 'Namespace',
+    what: 'Kubernetes namespace',
+    aliases: ['exported_namespace', 'namespace', 'pod_namespace'],
+  },
+  {
+    role: 'container',
+    label: 'Container',
+    what: 'container',
+    aliases: ['exported_container', 'container', 'container_name'],
+  },
+  { role: 'mig', label: 'MIG instance', what: 'MIG instance ID', aliases: ['GPU_I_ID'] },
+] as const;
+
+export type DcgmLabelRole = (typeof DCGM_LABEL_ROLES)[number]['role'];
+
+/**
+ * jsonData.gpuThresholds (pkg/models/settings_classify.go): numbers, and two windows as Go
+ * durations ("24h"). A missing key takes its default. Provisioning files may quote numbers.
+ */
+export interface GpuThresholds {
+  computeBoundPct?: number;
+  computeBoundMaxMemoryPct?: number;
+  memoryBoundPct?: number;
+  memoryBoundMaxComputePct?: number;
+  pcieBoundLinkShare?: number;
+  idleBelowPct?: number;
+  thermalTempC?: number;
+  thermalClockRatio?: number;
+  dramActivePeak?: number;
+  clockMaxWindow?: string;
+  shareWindow?: string;
+}
+
+/** One request-duration histogram of the slowRequests query (pkg/models/settings_join.go). */
+export interface LatencyHistogram {
+  /** The histogram's name, without _bucket. */
+  metric: string;
+  /** The labels naming the service; the first one a series has wins. */
+  serviceLabels: string[];
+  endpointLabel: string;
+}
+
+/** What slowRequests reads when jsonData.latencyHistograms is unset. */
+export const DEFAULT_LATENCY_HISTOGRAMS: LatencyHistogram[] = [
+  { metric: 'http_request_duration_seconds', serviceLabels: ['service'], endpointLabel: 'endpoint' },
+  {
+    metric: 'http_server_request_duration_seconds',
+    serviceLabels: ['service_name', 'job'],
+    endpointLabel: 'http_route',
+  },
+];
+
+/** The trace data sources span links can open: their query models differ. */
+export type TraceDatasourceType = 'jaeger' | 'tempo';
+export const TRACE_DATASOURCE_TYPES: TraceDatasourceType[] = ['jaeger', 'tempo'];
+
+/**
+ * Every key beyond the upstreams, as the backend reads it (pkg/models/settings*.go). Unset keys
+ * take the defaults named here; the settings page removes a key rather than storing an empty one.
+ */
+interface BehaviourJsonData {
   /** Pyroscope to push the plugin's own profiles to; empty: off. */
   selfProfilingUrl?: string;
+  /** Smallest step of metrics queries, a duration (default 15s). */
+  minStep?: string;
+
+  /** Most series one GPU query returns (1–10000, default 500). */
+  gpuMaxSeries?: number;
+  /** Catalogue name → the metric to read instead of the known DCGM names. */
+  dcgmMetricNames?: Record<string, string>;
+  /** Role → the one label that carries it (default: detected among the usual names). */
+  dcgmLabelNames?: Partial<Record<DcgmLabelRole, string>>;
+  /** The PCIe link of the GPUs (default Gen4 ×16). */
+  pcieGeneration?: number;
+  pcieWidth?: number;
+  gpuThresholds?: GpuThresholds;
+
+  /** Span resource attribute naming the host (default host.name). */
+  joinHostAttribute?: string;
+  /** Span attribute naming the GPU, by index or UUID (default gpu.index). */
+  joinGpuAttribute?: string;
+  /** Span host → DCGM host label value; hosts not listed map to themselves. */
+  joinHostMap?: Record<string, string>;
+  /** The trace data source span links open in Explore; unset: no trace links. */
+  traceDatasourceUid?: string;
+  traceDatasourceType?: TraceDatasourceType;
+  /** Dashboards the GPU and slow-trace links open (default hsi-gpu-metrics, hsi-request-profiling). */
+  gpuDashboardUid?: string;
+  requestDashboardUid?: string;
+
+  /** slowRequests colour thresholds in milliseconds (default 500 and 1000). */
+  latencyYellowMs?: number;
+  latencyRedMs?: number;
+  /** slowRequests histograms (default DEFAULT_LATENCY_HISTOGRAMS). */
+  latencyHistograms?: LatencyHistogram[];
 }
+
+export interface HsiOptions extends DataSourceJsonData, UpstreamJsonData, BehaviourJsonData {}
 
 /** Secrets: stored encrypted by Grafana, sent only to the backend, never back to the browser. */
 export type HsiSecureJsonData = {

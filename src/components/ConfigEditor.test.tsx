@@ -1,9 +1,39 @@
 import React, { useState } from 'react';
+import { readFileSync } from 'fs';
+import { join } from 'path';
 import { fireEvent, render, screen } from '@testing-library/react';
 import { DataSourceSettings } from '@grafana/data';
 
 import { ConfigEditor } from './ConfigEditor';
-import { HsiOptions, HsiSecureJsonData } from '../types';
+import { THRESHOLD_ROWS } from './SettingsSections';
+import { COMPUTED_GPU_METRICS, DCGM_LABEL_ROLES, GPU_METRIC_NAMES, HsiOptions, HsiSecureJsonData } from '../types';
+
+// The real picker lists Grafana's data sources through getDataSourceSrv; this one records its
+// filter and offers one Tempo data source.
+jest.mock('@grafana/runtime', () => {
+  const React = jest.requireActual('react');
+  return {
+    ...jest.requireActual('@grafana/runtime'),
+    DataSourcePicker: (props: {
+      type?: string[];
+      current?: string | null;
+      inputId?: string;
+      onChange: (ds: unknown) => void;
+      onClear?: () => void;
+    }) =>
+      React.createElement(
+        'div',
+        { 'data-testid': 'trace-picker', 'data-type': JSON.stringify(props.type), 'data-current': props.current ?? '' },
+        React.createElement('input', { id: props.inputId, readOnly: true, value: props.current ?? '' }),
+        React.createElement(
+          'button',
+          { type: 'button', onClick: () => props.onChange({ uid: 'tempo-prod', type: 'tempo', name: 'Tempo' }) },
+          'Pick Tempo'
+        ),
+        React.createElement('button', { type: 'button', onClick: () => props.onClear?.() }, 'Clear picker')
+      ),
+  };
+});
 
 type Settings = DataSourceSettings<HsiOptions, HsiSecureJsonData>;
 
@@ -115,5 +145,272 @@ describe('ConfigEditor', () => {
       prometheusTimeoutSeconds: 12,
     });
     expect(last().secureJsonData).toEqual({ prometheusTlsCACert: '-----BEGIN CERT' });
+  });
+});
+
+/** Opens a collapsed section by its title. */
+const open = (title: string) => fireEvent.click(screen.getByRole('button', { name: title }));
+const type = (label: string, value: string) => fireEvent.change(screen.getByLabelText(label), { target: { value } });
+
+describe('ConfigEditor settings sections', () => {
+  it('keeps sections collapsed unless one of their keys is set', () => {
+    renderEditor(settings({ jsonData: { latencyRedMs: 2000 } }));
+    expect(screen.queryByLabelText('Minimum step')).not.toBeInTheDocument();
+    expect(screen.queryByLabelText('Series limit')).not.toBeInTheDocument();
+    expect(screen.getByLabelText('Red from (ms)')).toHaveValue(2000);
+    open('Profiles');
+    expect(screen.getByLabelText('Minimum step')).toHaveAttribute('placeholder', '15s');
+  });
+
+  it('shows what a provisioning file stored, quoted numbers and empty entries included', () => {
+    const provisioned = {
+      minStep: 30,
+      gpuMaxSeries: '800',
+      dcgmMetricNames: { power: '', sm_clock: ' my_sm_clock ' },
+      dcgmLabelNames: 'node',
+      gpuThresholds: { computeBoundPct: '90' },
+    } as unknown as HsiOptions;
+    const { changes } = renderEditor(settings({ jsonData: provisioned }));
+    expect(screen.getByLabelText('Minimum step')).toHaveValue('30');
+    expect(screen.getByText('A duration such as 15s, 1m or 1d')).toBeInTheDocument();
+    expect(screen.getByLabelText('Series limit')).toHaveValue(800);
+    expect(screen.getByLabelText('metric 1 from')).toHaveValue('power');
+    expect(screen.getByLabelText('metric 2 to')).toHaveValue(' my_sm_clock ');
+    expect(screen.getByLabelText('Host label')).toHaveValue('');
+    expect(screen.getByLabelText('Compute-bound above %')).toHaveValue(90);
+    expect(changes).toHaveLength(0);
+  });
+
+  it('writes minStep as a duration string and removes it when emptied', () => {
+    const { last } = renderEditor(settings({ jsonData: { pyroscopeUrl: 'http://p:4040' } }));
+    open('Profiles');
+    type('Minimum step', '30s');
+    expect(last().jsonData).toEqual({ pyroscopeUrl: 'http://p:4040', minStep: '30s' });
+    type('Minimum step', 'soon');
+    expect(screen.getByText('A duration such as 15s, 1m or 1d')).toBeInTheDocument();
+    type('Minimum step', '');
+    expect(last().jsonData).toEqual({ pyroscopeUrl: 'http://p:4040' });
+    expect('minStep' in last().jsonData).toBe(false);
+  });
+
+  it('writes the DCGM numbers as numbers and label names as an object', () => {
+    const { last } = renderEditor(settings());
+    open('GPU series (DCGM)');
+    expect(screen.getByLabelText('Series limit')).toHaveAttribute('placeholder', '500');
+    type('Series limit', '800');
+    type('PCIe generation', '5');
+    type('Lanes', '8');
+    type('Host label', 'node');
+    type('Pod label', 'pod');
+    expect(last().jsonData).toEqual({
+      gpuMaxSeries: 800,
+      pcieGeneration: 5,
+      pcieWidth: 8,
+      dcgmLabelNames: { host: 'node', pod: 'pod' },
+    });
+    type('Lanes', '3');
+    expect(screen.getByText('One of 1, 2, 4, 8, 12, 16, 32')).toBeInTheDocument();
+    type('Series limit', '0');
+    expect(screen.getByText('A whole number from 1 to 10000')).toBeInTheDocument();
+    type('Series limit', '');
+    type('Host label', '');
+    expect(last().jsonData.dcgmLabelNames).toEqual({ pod: 'pod' });
+    type('Pod label', '');
+    expect(last().jsonData).toEqual({ pcieGeneration: 5, pcieWidth: 3 });
+  });
+
+  it('adds and removes metric name overrides', () => {
+    const { last, changes } = renderEditor(settings());
+    open('GPU series (DCGM)');
+    fireEvent.click(screen.getByRole('button', { name: 'Add metric' }));
+    type('metric 1 from', 'gpu_utilization');
+    expect(changes).toHaveLength(0); // half-filled rows are not written
+    type('metric 1 to', 'my_gpu_util');
+    expect(changes).toHaveLength(1);
+    expect(last().jsonData.dcgmMetricNames).toEqual({ gpu_utilization: 'my_gpu_util' });
+
+    fireEvent.click(screen.getByRole('button', { name: 'Add metric' }));
+    type('metric 2 from', 'power');
+    type('metric 2 to', 'node_gpu_power_watts');
+    expect(last().jsonData.dcgmMetricNames).toEqual({ gpu_utilization: 'my_gpu_util', power: 'node_gpu_power_watts' });
+
+    fireEvent.click(screen.getByRole('button', { name: 'Remove metric 1' }));
+    expect(last().jsonData.dcgmMetricNames).toEqual({ power: 'node_gpu_power_watts' });
+    expect(screen.getByLabelText('metric 1 from')).toHaveValue('power');
+    fireEvent.click(screen.getByRole('button', { name: 'Remove metric 1' }));
+    expect('dcgmMetricNames' in last().jsonData).toBe(false);
+    expect(screen.queryByLabelText('metric 1 from')).not.toBeInTheDocument();
+  });
+
+  it('flags metric overrides the backend would reject', () => {
+    renderEditor(settings({ jsonData: { dcgmMetricNames: { gpu_util: 'x', fb_used_percent: 'y', power: '1bad' } } }));
+    expect(screen.getByLabelText('metric 1 from')).toHaveValue('gpu_util');
+    expect(screen.getByText('Not a GPU metric of the catalogue')).toBeInTheDocument();
+    expect(screen.getByText(/fb_used_percent is computed from fb_used and fb_free/)).toBeInTheDocument();
+    expect(screen.getByText('A metric name such as DCGM_FI_DEV_GPU_UTIL')).toBeInTheDocument();
+  });
+
+  it('writes thresholds into gpuThresholds with their types and drops emptied keys', () => {
+    const { last } = renderEditor(settings());
+    open('GPU classification thresholds');
+    expect(screen.getByLabelText('Compute-bound above %')).toHaveAttribute('placeholder', '80');
+    expect(screen.getByLabelText('Max-clock window')).toHaveAttribute('placeholder', '24h');
+    type('Compute-bound above %', '90');
+    type('PCIe-bound above ×link', '0.5');
+    type('Share window', '2h');
+    expect(last().jsonData).toEqual({
+      gpuThresholds: { computeBoundPct: 90, pcieBoundLinkShare: 0.5, shareWindow: '2h' },
+    });
+
+    type('and clock below ×max', '1.5');
+    expect(screen.getByText('A number above 0 up to 1')).toBeInTheDocument();
+    type('Max-clock window', '30s');
+    expect(screen.getByText('Whole seconds from 1m to 7d')).toBeInTheDocument();
+
+    for (const label of ['Compute-bound above %', 'PCIe-bound above ×link', 'Share window', 'and clock below ×max']) {
+      type(label, '');
+    }
+    expect(last().jsonData.gpuThresholds).toEqual({ clockMaxWindow: '30s' });
+    type('Max-clock window', '');
+    expect('gpuThresholds' in last().jsonData).toBe(false);
+  });
+
+  it('writes the join settings and the host map', () => {
+    const { last } = renderEditor(settings());
+    open('Request join and links');
+    type('Span host attribute', 'k8s.node.name');
+    type('Span GPU attribute', 'gpu.uuid');
+    type('GPU dashboard UID', 'my-gpus');
+    type('Request dashboard UID', 'bad uid!');
+    expect(screen.getByText('A dashboard UID: letters, digits, - and _, at most 40')).toBeInTheDocument();
+    type('Request dashboard UID', 'my-requests');
+    fireEvent.click(screen.getByRole('button', { name: 'Add host' }));
+    type('host 1 from', 'node-a.example.com');
+    type('host 1 to', 'node-a');
+    expect(last().jsonData).toEqual({
+      joinHostAttribute: 'k8s.node.name',
+      joinGpuAttribute: 'gpu.uuid',
+      gpuDashboardUid: 'my-gpus',
+      requestDashboardUid: 'my-requests',
+      joinHostMap: { 'node-a.example.com': 'node-a' },
+    });
+  });
+
+  it('picks the trace data source among Jaeger and Tempo and stores its uid and type', () => {
+    const { last } = renderEditor(settings());
+    open('Request join and links');
+    const picker = screen.getByTestId('trace-picker');
+    expect(JSON.parse(picker.dataset.type!)).toEqual(['jaeger', 'tempo']);
+    expect(screen.getByLabelText('Trace data source')).toBeInTheDocument();
+    fireEvent.click(screen.getByRole('button', { name: 'Pick Tempo' }));
+    expect(last().jsonData).toEqual({ traceDatasourceUid: 'tempo-prod', traceDatasourceType: 'tempo' });
+    expect(screen.getByTestId('trace-picker')).toHaveAttribute('data-current', 'tempo-prod');
+    fireEvent.click(screen.getByRole('button', { name: 'Clear picker' }));
+    expect(last().jsonData).toEqual({});
+  });
+
+  it('writes latency thresholds as numbers and checks their order', () => {
+    const { last } = renderEditor(settings());
+    open('Slow requests');
+    type('Yellow from (ms)', '300');
+    type('Red from (ms)', '800');
+    expect(last().jsonData).toEqual({ latencyYellowMs: 300, latencyRedMs: 800 });
+    type('Yellow from (ms)', '900');
+    expect(screen.getByText('Yellow must start below red (defaults 500 and 1000)')).toBeInTheDocument();
+    type('Yellow from (ms)', '-5');
+    expect(screen.getByText('A positive number of milliseconds')).toBeInTheDocument();
+    type('Yellow from (ms)', '');
+    type('Red from (ms)', '');
+    expect(last().jsonData).toEqual({});
+  });
+
+  it('writes valid latency histograms and keeps the last valid list on a typo', () => {
+    const { last } = renderEditor(settings());
+    open('Slow requests');
+    const valid = [{ metric: 'rpc_duration_seconds', serviceLabels: ['svc'], endpointLabel: 'method' }];
+    type('Latency histograms', JSON.stringify(valid));
+    expect(last().jsonData.latencyHistograms).toEqual(valid);
+
+    type('Latency histograms', '[{"metric": "rpc_duration_seconds",');
+    expect(screen.getByText(/^Not valid JSON: .*The last valid list stays in use\.$/)).toBeInTheDocument();
+    expect(last().jsonData.latencyHistograms).toEqual(valid);
+    expect(screen.getByLabelText('Latency histograms')).toHaveValue('[{"metric": "rpc_duration_seconds",');
+
+    type('Latency histograms', '[{"metric": "rpc", "serviceLabels": [], "endpointLabel": "method"}]');
+    expect(screen.getByText(/Histogram 1: "serviceLabels" must list one or more label names/)).toBeInTheDocument();
+    type('Latency histograms', '[]');
+    expect(screen.getByText(/A non-empty list/)).toBeInTheDocument();
+    expect(last().jsonData.latencyHistograms).toEqual(valid);
+
+    type('Latency histograms', '');
+    expect('latencyHistograms' in last().jsonData).toBe(false);
+  });
+
+  it('starts the latency histograms from the defaults on request', () => {
+    const { last } = renderEditor(settings());
+    open('Slow requests');
+    fireEvent.click(screen.getByRole('button', { name: 'Edit the defaults' }));
+    expect(last().jsonData.latencyHistograms).toEqual([
+      { metric: 'http_request_duration_seconds', serviceLabels: ['service'], endpointLabel: 'endpoint' },
+      {
+        metric: 'http_server_request_duration_seconds',
+        serviceLabels: ['service_name', 'job'],
+        endpointLabel: 'http_route',
+      },
+    ]);
+    expect((screen.getByLabelText('Latency histograms') as HTMLTextAreaElement).value).toContain('"http_route"');
+  });
+});
+
+/** The editor's lists, defaults and ranges are copies of the backend's: these keep them equal. */
+describe('settings page against the backend', () => {
+  const go = (path: string) => readFileSync(join(__dirname, '../../', path), 'utf8');
+
+  it('offers the catalogue names and roles the backend accepts', () => {
+    const models = go('pkg/models/gpu_query.go');
+    const names = /var GPUMetricNames = \[\]string\{([^}]*)\}/.exec(models)![1];
+    expect([...GPU_METRIC_NAMES]).toEqual([...names.matchAll(/"(\w+)"/g)].map((m) => m[1]));
+    const dcgm = go('pkg/models/settings_dcgm.go');
+    for (const [name, from] of Object.entries(COMPUTED_GPU_METRICS)) {
+      expect(dcgm).toMatch(new RegExp(`"${name}":\\s+"${from}"`));
+    }
+    const roles = Object.fromEntries([...models.matchAll(/(Role\w+)\s*= "(\w+)"/g)].map((m) => [m[1], m[2]]));
+    const order = /var GPURoles = \[\]string\{([^}]*)\}/
+      .exec(models)![1]
+      .split(',')
+      .map((r) => roles[r.trim()]);
+    expect(DCGM_LABEL_ROLES.map((r) => r.role)).toEqual(order);
+    const catalogue = go('pkg/prometheus/catalogue.go');
+    for (const r of DCGM_LABEL_ROLES) {
+      const constName = Object.keys(roles).find((k) => roles[k] === r.role);
+      const aliases = new RegExp(`models\\.${constName}:\\s*\\{([^}]*)\\}`).exec(catalogue)![1];
+      expect([...r.aliases]).toEqual([...aliases.matchAll(/"(\w+)"/g)].map((m) => m[1]));
+    }
+  });
+
+  it('shows the default and range of every classification threshold', () => {
+    const src = go('pkg/classify/thresholds.go');
+    const defaults = Object.fromEntries(
+      [.../func DefaultThresholds\(\)[\s\S]*?\n\}/.exec(src)![0].matchAll(/(\w+):\s+([^,]+),/g)].map((m) => [
+        m[1],
+        m[2],
+      ])
+    );
+    const keys = [...src.matchAll(/\{Key: "(\w+)", Min: ([\d.]+), Max: ([\d.]+),( MinOpen: true,)?.*?&t\.(\w+) \}/g)];
+    const windows = [...src.matchAll(/\{Key: "(\w+)", field: .*?&t\.(\w+) \}/g)];
+    const shown = THRESHOLD_ROWS.flat();
+    expect(shown.map((d) => d.key).sort()).toEqual([...keys, ...windows].map((m) => m[1]).sort());
+    for (const [, key, min, max, minOpen, field] of keys) {
+      const d = shown.find((x) => x.key === key)!;
+      expect([key, d.default, d.range]).toEqual([
+        key,
+        Number(defaults[field]),
+        { min: Number(min), max: Number(max), ...(minOpen ? { minOpen: true } : {}) },
+      ]);
+    }
+    const goDuration: Record<string, string> = { '24 * time.Hour': '24h', 'time.Hour': '1h' };
+    for (const [, key, field] of windows) {
+      expect([key, shown.find((x) => x.key === key)!.default]).toEqual([key, goDuration[defaults[field]]]);
+    }
   });
 });

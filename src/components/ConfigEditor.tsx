@@ -3,6 +3,7 @@ import { DataSourcePluginOptionsEditorProps } from '@grafana/data';
 import { FieldSet, InlineField, InlineSwitch, Input, RadioButtonGroup, SecretInput, SecretTextArea } from '@grafana/ui';
 
 import { AuthKind, HsiOptions, HsiSecureJsonData, UPSTREAMS, UpstreamKey } from '../types';
+import { JsonPatch, SettingsSections } from './SettingsSections';
 
 type Props = DataSourcePluginOptionsEditorProps<HsiOptions, HsiSecureJsonData>;
 type JsonKey = keyof HsiOptions;
@@ -16,13 +17,25 @@ const AUTH_OPTIONS: Array<{ label: string; value: AuthKind }> = [
 
 const LABEL_WIDTH = 22;
 
-/** Three upstream sections, each with its own URL, auth, TLS and timeout; secrets go to secureJsonData. */
+/**
+ * Three upstream sections, each with its own URL, auth, TLS and timeout (secrets go to
+ * secureJsonData), then the collapsible sections of everything else (SettingsSections).
+ */
 export function ConfigEditor(props: Props) {
   const { options, onOptionsChange } = props;
   const jsonData = options.jsonData ?? {};
 
-  const setJson = (key: JsonKey, value: unknown) =>
-    onOptionsChange({ ...options, jsonData: { ...jsonData, [key]: value } });
+  // A key set to undefined leaves jsonData, so the backend's default applies.
+  const patchJson = (patch: JsonPatch) => {
+    const next: Record<string, unknown> = { ...jsonData, ...patch };
+    for (const [k, v] of Object.entries(patch)) {
+      if (v === undefined) {
+        delete next[k];
+      }
+    }
+    onOptionsChange({ ...options, jsonData: next as HsiOptions });
+  };
+  const setJson = (key: JsonKey, value: unknown) => patchJson({ [key]: value });
   const setSecret = (key: SecureKey, value: string) =>
     onOptionsChange({ ...options, secureJsonData: { ...options.secureJsonData, [key]: value } });
   const resetSecret = (key: SecureKey) =>
@@ -52,6 +65,7 @@ export function ConfigEditor(props: Props) {
           secretProps={secretProps}
         />
       ))}
+      <SettingsSections jsonData={jsonData} onChange={patchJson} />
       <FieldSet label="Self-profiling">
         <InlineField
           label="Push profiles to"

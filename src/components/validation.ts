@@ -83,3 +83,141 @@ export function requestErrors(traceId?: string, spanIds?: string[]) {
         : undefined),
   };
 }
+
+/*
+ * Data source settings. The backend checks them again when it loads them (pkg/models/settings*.go)
+ * and reports the key by name; these only say so on the settings page, next to the field.
+ * Provisioning files can hold anything, so each takes what jsonData has and reads it as text.
+ */
+
+const text = (v: unknown) => (v === undefined || v === null ? '' : String(v)).trim();
+
+const UNIT_MS: Record<string, number> = { ns: 1e-6, us: 1e-3, µs: 1e-3, μs: 1e-3, ms: 1, s: 1e3, m: 6e4, h: 36e5 };
+
+/**
+ * A settings duration in milliseconds, as the backend parses it: Go's time.ParseDuration (15s,
+ * 1m30s, 1.5h) or a whole number of days or weeks (1d, 2w); undefined when it is neither.
+ */
+export function durationMillis(d: string): number | undefined {
+  const s = d.trim();
+  const days = /^(0|[1-9]\d*)([dw])$/.exec(s);
+  if (days) {
+    return Number(days[1]) * (days[2] === 'd' ? 864e5 : 6048e5);
+  }
+  if (s === '0') {
+    return 0;
+  }
+  if (!GO_DURATION.test(s)) {
+    return undefined;
+  }
+  let ms = 0;
+  for (const [, n, unit] of s.matchAll(/(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)/g)) {
+    ms += Number(n) * UNIT_MS[unit];
+  }
+  return ms;
+}
+
+/** minStep: a positive duration. */
+export function stepError(d?: unknown): string | undefined {
+  if (text(d) === '') {
+    return undefined;
+  }
+  const ms = durationMillis(text(d));
+  return ms !== undefined && ms > 0 ? undefined : 'A duration such as 15s, 1m or 1d';
+}
+
+/** The classification windows: whole seconds from 1m to 7d (168h). */
+export function windowError(d?: unknown): string | undefined {
+  if (text(d) === '') {
+    return undefined;
+  }
+  const ms = durationMillis(text(d));
+  if (ms === undefined) {
+    return 'A duration such as 1h, 30m or 1d';
+  }
+  return ms >= 6e4 && ms <= 6048e5 && ms % 1000 === 0 ? undefined : 'Whole seconds from 1m to 7d';
+}
+
+/** A number setting: undefined (unset) is fine; otherwise within [min, max] (min excluded when minOpen). */
+export function rangeError(
+  v: number | undefined,
+  { min, max, minOpen, whole }: { min: number; max: number; minOpen?: boolean; whole?: boolean }
+): string | undefined {
+  if (v === undefined) {
+    return undefined;
+  }
+  if (Number.isNaN(v) || v < min || v > max || (minOpen && v === min) || (whole && !Number.isInteger(v))) {
+    const what = whole ? 'A whole number' : 'A number';
+    return `${what} ${minOpen ? 'above' : 'from'} ${min} ${minOpen ? 'up to' : 'to'} ${max}`;
+  }
+  return undefined;
+}
+
+export const isLabelName = (s: string) => /^[a-zA-Z_][a-zA-Z0-9_]*$/.test(s);
+export const isMetricName = (s: string) => /^[a-zA-Z_:][a-zA-Z0-9_:]*$/.test(s);
+
+export function labelNameError(s?: unknown): string | undefined {
+  const v = text(s);
+  if (v === '') {
+    return undefined;
+  }
+  return isLabelName(v) && !v.startsWith('__') ? undefined : 'A label name: letters, digits and _ (e.g. Hostname)';
+}
+
+export function metricNameError(s?: unknown): string | undefined {
+  const v = text(s);
+  return v === '' || isMetricName(v) ? undefined : 'A metric name such as DCGM_FI_DEV_GPU_UTIL';
+}
+
+export function dashboardUidError(s?: unknown): string | undefined {
+  const v = text(s);
+  return v === '' || /^[a-zA-Z0-9\-_]{1,40}$/.test(v)
+    ? undefined
+    : 'A dashboard UID: letters, digits, - and _, at most 40';
+}
+
+export function attributeError(s?: unknown): string | undefined {
+  return text(s).length > 200 ? 'At most 200 characters' : undefined;
+}
+
+/**
+ * Parses the latency histograms text area: a non-empty JSON list of {metric, serviceLabels,
+ * endpointLabel}, checked as the backend checks it. Returns the list or why it is not one.
+ */
+export function parseLatencyHistograms(
+  text: string
+): { value: Array<{ metric: string; serviceLabels: string[]; endpointLabel: string }> } | { error: string } {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (e) {
+    return { error: `Not valid JSON: ${e instanceof Error ? e.message : String(e)}` };
+  }
+  if (!Array.isArray(parsed) || parsed.length === 0) {
+    return { error: 'A non-empty list: [{"metric": ..., "serviceLabels": [...], "endpointLabel": ...}]' };
+  }
+  const out = [];
+  for (const [i, item] of parsed.entries()) {
+    const at = `Histogram ${i + 1}`;
+    if (typeof item !== 'object' || item === null || Array.isArray(item)) {
+      return { error: `${at}: an object with metric, serviceLabels and endpointLabel` };
+    }
+    const { metric, serviceLabels, endpointLabel } = item as Record<string, unknown>;
+    const name = typeof metric === 'string' ? metric.trim().replace(/_bucket$/, '') : '';
+    if (!isMetricName(name)) {
+      return { error: `${at}: "metric" must be a Prometheus metric name (the histogram, without _bucket)` };
+    }
+    if (
+      !Array.isArray(serviceLabels) ||
+      serviceLabels.length === 0 ||
+      !serviceLabels.every((l) => typeof l === 'string' && isLabelName(l.trim()))
+    ) {
+      return { error: `${at}: "serviceLabels" must list one or more label names, e.g. ["service_name", "job"]` };
+    }
+    if (typeof endpointLabel !== 'string' || !isLabelName(endpointLabel.trim()) || endpointLabel.trim() === 'le') {
+      return { error: `${at}: "endpointLabel" must be a label name other than le, e.g. "http_route"` };
+    }
+    out.push({ metric: metric as string, serviceLabels: serviceLabels as string[], endpointLabel });
+  }
+  return { value: out };
+}
