@@ -46,16 +46,20 @@ var (
 	mGPUUtil   = Metric{"DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %).", "gauge", false, func(s *Sample) float64 { return s.GPUUtil }}
 	mMemCopy   = Metric{"DCGM_FI_DEV_MEM_COPY_UTIL", "Memory utilization (in %).", "gauge", false, func(s *Sample) float64 { return s.MemCopyUtil }}
 	mXID       = Metric{"DCGM_FI_DEV_XID_ERRORS", "Value of the last XID error encountered.", "gauge", false, func(s *Sample) float64 { return s.XID }}
-	mFBFree    = Metric{"DCGM_FI_DEV_FB_FREE", "Framebuffer memory free (in MiB).", "gauge", false, func(s *Sample) float64 { return s.FBTotalMiB - s.FBReserved - s.FBUsedMiB }}
-	mFBUsed    = Metric{"DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB).", "gauge", false, func(s *Sample) float64 { return s.FBUsedMiB }}
-	mFBRsvd    = Metric{"DCGM_FI_DEV_FB_RESERVED", "Framebuffer memory reserved (in MiB).", "gauge", false, func(s *Sample) float64 { return s.FBReserved }}
-	mClockEvts = Metric{"DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "Current clock event reasons.", "gauge", false, func(s *Sample) float64 { return s.ClockEvents }}
-	mGrEngine  = Metric{"DCGM_FI_PROF_GR_ENGINE_ACTIVE", "Ratio of time the graphics engine is active.", "gauge", true, func(s *Sample) float64 { return s.GrEngine }}
-	mSMActive  = Metric{"DCGM_FI_PROF_SM_ACTIVE", "The ratio of cycles an SM has at least 1 warp assigned.", "gauge", true, func(s *Sample) float64 { return s.SMActive }}
-	mTensor    = Metric{"DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "Ratio of cycles the tensor (HMMA) pipe is active.", "gauge", true, func(s *Sample) float64 { return s.Tensor }}
-	mDRAM      = Metric{"DCGM_FI_PROF_DRAM_ACTIVE", "Ratio of cycles the device memory interface is active sending or receiving data.", "gauge", true, func(s *Sample) float64 { return s.DRAMActive }}
-	mPCIeTx    = Metric{"DCGM_FI_PROF_PCIE_TX_BYTES", "The rate of data transmitted over the PCIe bus - including both protocol headers and data payloads - in bytes per second.", "gauge", false, func(s *Sample) float64 { return s.PCIeTx }}
-	mPCIeRx    = Metric{"DCGM_FI_PROF_PCIE_RX_BYTES", "The rate of data received over the PCIe bus - including both protocol headers and data payloads - in bytes per second.", "gauge", false, func(s *Sample) float64 { return s.PCIeRx }}
+	// Remapped rows: on by default in dcgm-exporter; the simulated GPUs' memory is healthy.
+	mRowsUncorr = Metric{"DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "Number of remapped rows for uncorrectable errors.", "counter", false, func(*Sample) float64 { return 0 }}
+	mRowsCorr   = Metric{"DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "Number of remapped rows for correctable errors.", "counter", false, func(*Sample) float64 { return 0 }}
+	mRowRemapKO = Metric{"DCGM_FI_DEV_ROW_REMAP_FAILURE", "whether remapping of rows has failed.", "gauge", false, func(*Sample) float64 { return 0 }}
+	mFBFree     = Metric{"DCGM_FI_DEV_FB_FREE", "Framebuffer memory free (in MiB).", "gauge", false, func(s *Sample) float64 { return s.FBTotalMiB - s.FBReserved - s.FBUsedMiB }}
+	mFBUsed     = Metric{"DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB).", "gauge", false, func(s *Sample) float64 { return s.FBUsedMiB }}
+	mFBRsvd     = Metric{"DCGM_FI_DEV_FB_RESERVED", "Framebuffer memory reserved (in MiB).", "gauge", false, func(s *Sample) float64 { return s.FBReserved }}
+	mClockEvts  = Metric{"DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "Current clock event reasons.", "gauge", false, func(s *Sample) float64 { return s.ClockEvents }}
+	mGrEngine   = Metric{"DCGM_FI_PROF_GR_ENGINE_ACTIVE", "Ratio of time the graphics engine is active.", "gauge", true, func(s *Sample) float64 { return s.GrEngine }}
+	mSMActive   = Metric{"DCGM_FI_PROF_SM_ACTIVE", "The ratio of cycles an SM has at least 1 warp assigned.", "gauge", true, func(s *Sample) float64 { return s.SMActive }}
+	mTensor     = Metric{"DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "Ratio of cycles the tensor (HMMA) pipe is active.", "gauge", true, func(s *Sample) float64 { return s.Tensor }}
+	mDRAM       = Metric{"DCGM_FI_PROF_DRAM_ACTIVE", "Ratio of cycles the device memory interface is active sending or receiving data.", "gauge", true, func(s *Sample) float64 { return s.DRAMActive }}
+	mPCIeTx     = Metric{"DCGM_FI_PROF_PCIE_TX_BYTES", "The rate of data transmitted over the PCIe bus - including both protocol headers and data payloads - in bytes per second.", "gauge", false, func(s *Sample) float64 { return s.PCIeTx }}
+	mPCIeRx     = Metric{"DCGM_FI_PROF_PCIE_RX_BYTES", "The rate of data received over the PCIe bus - including both protocol headers and data payloads - in bytes per second.", "gauge", false, func(s *Sample) float64 { return s.PCIeRx }}
 )
 
 // Exporter is a dcgm-exporter flavour: which series it sends and how it names labels.
@@ -78,7 +82,7 @@ func (e Exporter) Metrics() []Metric {
 			mGPUUtil, mMemCopy, mXID, mFBFree, mFBUsed, mFBRsvd}
 	}
 	return []Metric{mSMClock, mMemClock, mMemTemp, mGPUTemp, mPower, mEnergy, mReplay, mGPUUtil, mMemCopy, mXID,
-		mFBFree, mFBUsed, mFBRsvd, mClockEvts, mGrEngine, mSMActive, mTensor, mDRAM, mPCIeTx, mPCIeRx}
+		mFBFree, mFBUsed, mFBRsvd, mRowsUncorr, mRowsCorr, mRowRemapKO, mClockEvts, mGrEngine, mSMActive, mTensor, mDRAM, mPCIeTx, mPCIeRx}
 }
 
 // HostLabel is the name of the label carrying the host name.

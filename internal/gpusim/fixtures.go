@@ -139,7 +139,8 @@ func FixtureClass(host string, gpu int, t, start, end time.Time) string {
 
 // fixtureMetrics is every series of either flavour, in the order the file lists them.
 var fixtureMetrics = []Metric{mSMClock, mMemClock, mMemTemp, mGPUTemp, mPower, mEnergy, mPCIeTxOld, mPCIeRxOld,
-	mReplay, mGPUUtil, mMemCopy, mXID, mFBFree, mFBUsed, mFBRsvd, mClockEvts, mGrEngine, mSMActive, mTensor, mDRAM,
+	mReplay, mGPUUtil, mMemCopy, mXID, mFBFree, mFBUsed, mFBRsvd, mRowsUncorr, mRowsCorr, mRowRemapKO, mClockEvts,
+	mGrEngine, mSMActive, mTensor, mDRAM,
 	mPCIeTx, mPCIeRx}
 
 // WriteFixtures writes the fixtures' series from start to end, one sample every step, in

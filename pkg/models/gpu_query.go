@@ -39,7 +39,7 @@ var GPUMetricNames = []string{
 	"temperature", "memory_temperature", "power", "energy", "energy_power",
 	"sm_clock", "mem_clock", "pcie_tx", "pcie_rx", "pcie_replay",
 	"nvlink_tx", "nvlink_rx", "nvlink_bandwidth",
-	"xid_errors", "clock_events", "enc_utilization", "dec_utilization",
+	"xid_errors", "ecc_sbe", "ecc_dbe", "remapped_rows_correctable", "remapped_rows_uncorrectable", "row_remap_failure", "clock_events", "enc_utilization", "dec_utilization",
 }
 
 // Aggregations of a gpuMetrics query: one series per GPU (the default), per host, or one for

@@ -9,7 +9,7 @@ import (
 
 // grafanaUnits are the Grafana unit ids the catalogue may use (packages/grafana-data/src/
 // valueFormats/categories.ts): a typo there would silently show raw numbers.
-var grafanaUnits = []string{"percent", "percentunit", "mbytes", "celsius", "watt", "joule", "rotmhz", "Bps", "ops", "hex0x", "none"}
+var grafanaUnits = []string{"percent", "percentunit", "mbytes", "celsius", "watt", "joule", "rotmhz", "Bps", "ops", "hex0x", "none", "short"}
 
 func TestCatalogueMatchesTheNamesQueriesAccept(t *testing.T) {
 	var names []string
