@@ -12,6 +12,7 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/safe"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/upstream"
 )
 
@@ -43,7 +44,11 @@ func (d *Datasource) CheckHealth(ctx context.Context, _ *backend.CheckHealthRequ
 			continue
 		}
 		wg.Go(func() {
-			detail, err := d.checkUpstream(ctx, u.Name)
+			var detail string
+			err := safe.Do("health check of "+u.Name, func() (err error) {
+				detail, err = d.checkUpstream(ctx, u.Name)
+				return err
+			})
 			if err != nil {
 				results[i].Message = healthCause(err)
 				return

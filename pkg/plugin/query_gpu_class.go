@@ -17,6 +17,7 @@ import (
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/classify"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/frames"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/safe"
 )
 
 // gpuFigureSource is what the gpuClass query needs of Prometheus: prometheus.Client's
@@ -166,7 +167,11 @@ func classifyGPUs(series, history []classify.GPUSeries, th classify.Thresholds, 
 	for range max(1, min(runtime.GOMAXPROCS(0), len(series))) {
 		wg.Go(func() {
 			for i := range jobs {
-				results[i] = classifyGPU(series[i], hist[gpuClassKey(series[i].GPU)], th, from)
+				// Recovered per GPU: a worker that died would leave the others blocked on jobs.
+				_ = safe.Do("GPU classification", func() error {
+					results[i] = classifyGPU(series[i], hist[gpuClassKey(series[i].GPU)], th, from)
+					return nil
+				})
 			}
 		})
 	}

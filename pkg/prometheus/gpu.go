@@ -19,6 +19,7 @@ import (
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/classify"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/safe"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/upstream"
 )
 
@@ -457,7 +458,10 @@ func (c *Client) GPUFigures(ctx context.Context, filter models.GPUFilter, start,
 				return
 			}
 			defer func() { <-sem }()
-			results[i], warnings[i], errs[i] = c.gpuQueryRange(ctx, q.plan.limited(j.agg, j.expr, presentAll).String(), w)
+			errs[i] = safe.Do("GPU figure query", func() (err error) {
+				results[i], warnings[i], err = c.gpuQueryRange(ctx, q.plan.limited(j.agg, j.expr, presentAll).String(), w)
+				return err
+			})
 			if errs[i] != nil {
 				cancel()
 			}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/safe"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/upstream"
 )
 
@@ -120,24 +121,22 @@ func (c *Client) inventory(ctx context.Context, start, end time.Time) (inv *inve
 		labelNameErr error
 	)
 	wg.Go(func() {
-		values, _, _, err := c.api.LabelValues(ctx, "__name__", []string{match}, start, end)
-		if err != nil {
-			namesErr = err
-			return
-		}
-		for _, v := range values {
-			inv.metrics[string(v)] = true
-		}
+		namesErr = safe.Do("DCGM metric names", func() error {
+			values, _, _, err := c.api.LabelValues(ctx, "__name__", []string{match}, start, end)
+			for _, v := range values {
+				inv.metrics[string(v)] = true
+			}
+			return err
+		})
 	})
 	wg.Go(func() {
-		labelNames, _, _, err := c.api.LabelNames(ctx, []string{match}, start, end)
-		if err != nil {
-			labelNameErr = err
-			return
-		}
-		for _, l := range labelNames {
-			inv.labels[string(l)] = true
-		}
+		labelNameErr = safe.Do("DCGM label names", func() error {
+			labelNames, _, _, err := c.api.LabelNames(ctx, []string{match}, start, end)
+			for _, l := range labelNames {
+				inv.labels[string(l)] = true
+			}
+			return err
+		})
 	})
 	wg.Wait()
 	if namesErr != nil {
