@@ -35,6 +35,7 @@ func main() {
 	since := flag.Duration("since", 15*time.Minute, "query time range: from now-since to now")
 	rows := flag.Int("rows", 20, "rows to print per frame")
 	verbose := flag.Bool("v", false, "print the plugin's own log")
+	nvml := flag.Bool("nvml", false, "enable local GPUs through NVML (jsonData.nvmlEnabled) for gpuLocal queries")
 	flag.Usage = func() {
 		fmt.Fprintln(os.Stderr, "usage: hsi-query [flags] health | query JSON | resource PATH")
 		flag.PrintDefaults()
@@ -59,6 +60,9 @@ func main() {
 		if v != "" {
 			jsonData[key] = v
 		}
+	}
+	if *nvml {
+		jsonData["nvmlEnabled"] = true
 	}
 	var logOut *os.File
 	if *verbose {

@@ -90,6 +90,10 @@ type Settings struct {
 	Classify ClassifySettings
 	// Join says how spans map to hosts and GPUs, and where links point (settings_join.go).
 	Join JoinSettings
+	// NVMLEnabled turns on the gpuLocal query type (jsonData.nvmlEnabled, default false): the
+	// Grafana host's GPUs through NVML. NVMLErr is set when the value is not a boolean.
+	NVMLEnabled bool
+	NVMLErr     error
 	// GPUSettingsErr is the first invalid GPU-related setting: the GPU query types report it
 	// rather than silently using defaults; the other query types are unaffected.
 	GPUSettingsErr error
@@ -121,6 +125,9 @@ func LoadSettings(s backend.DataSourceInstanceSettings) (*Settings, error) {
 	}
 	out.MinStep, out.MinStepErr = loadMinStep(j)
 	out.GPUSettingsErr = errors.Join(loadDCGM(j, &out.DCGM), loadClassify(j, &out.Classify), loadJoin(j, &out.Join))
+	if out.NVMLEnabled, out.NVMLErr = j.boolean("nvmlEnabled"); out.NVMLErr != nil {
+		out.NVMLErr = fmt.Errorf("%v: set it to true or false in the data source settings", out.NVMLErr)
+	}
 	var err error
 	if out.SelfProfilingURL, err = j.str("selfProfilingUrl"); err == nil && out.SelfProfilingURL != "" {
 		err = checkURL(out.SelfProfilingURL)

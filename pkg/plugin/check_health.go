@@ -12,6 +12,7 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/nvml"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/safe"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/upstream"
 )
@@ -58,6 +59,9 @@ func (d *Datasource) CheckHealth(ctx context.Context, _ *backend.CheckHealthRequ
 		})
 	}
 	wg.Wait()
+	if h, ok := d.nvmlHealth(); ok {
+		results = append(results, h)
+	}
 
 	status := backend.HealthStatusOk
 	configured := 0
@@ -78,6 +82,31 @@ func (d *Datasource) CheckHealth(ctx context.Context, _ *backend.CheckHealthRequ
 	}
 	details, _ := json.Marshal(map[string]any{"upstreams": results})
 	return &backend.CheckHealthResult{Status: status, Message: msg, JSONDetails: details}, nil
+}
+
+// nvmlHealth is NVML's line, only when jsonData.nvmlEnabled is set (or invalid): the driver
+// version and GPU count, or why NVML is unavailable. It starts the instance's sampler.
+func (d *Datasource) nvmlHealth() (upstreamHealth, bool) {
+	h := upstreamHealth{Upstream: "NVML", Configured: true}
+	switch {
+	case d.settings.NVMLErr != nil:
+		h.Message = d.settings.NVMLErr.Error()
+	case !d.settings.NVMLEnabled || d.nvml == nil:
+		return h, false
+	default:
+		var st nvml.Status
+		err := safe.Do("health check of NVML", func() (err error) {
+			st, err = d.nvml.Status()
+			return err
+		})
+		if err != nil {
+			h.Message = err.Error()
+		} else {
+			h.OK = true
+			h.Message = fmt.Sprintf("OK (driver %s, %d GPUs)", st.DriverVersion, st.DeviceCount)
+		}
+	}
+	return h, true
 }
 
 // checkUpstream makes the upstream's cheap call and returns what to say after "OK".

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/jaeger"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/nvml"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/prometheus"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/pyroscope"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/selfprofile"
@@ -37,6 +38,8 @@ type Datasource struct {
 	pyroscope  *pyroscope.Client
 	prometheus *prometheus.Client
 	jaeger     *jaeger.Client
+	// nvml is the host's GPUs (gpuLocal), nil unless jsonData.nvmlEnabled; it starts on first use.
+	nvml nvml.Source
 
 	httpClients []*upstream.HTTPClient
 	queries     *datasource.QueryTypeMux
@@ -71,6 +74,9 @@ func NewDatasource(_ context.Context, s backend.DataSourceInstanceSettings) (ins
 			ds.jaeger = jaeger.New(*u, hc.Client)
 		}
 	}
+	if settings.NVMLEnabled && settings.NVMLErr == nil {
+		ds.nvml = nvml.New(nvml.Options{})
+	}
 	if settings.SelfProfilingURL != "" {
 		selfprofile.Start(settings.SelfProfilingURL)
 	}
@@ -79,11 +85,14 @@ func NewDatasource(_ context.Context, s backend.DataSourceInstanceSettings) (ins
 	return ds, nil
 }
 
-// Dispose closes the upstream clients' idle connections; Grafana calls it when the settings
+// Dispose closes the upstream clients' idle connections and stops the NVML sampler; Grafana calls it when the settings
 // change or the data source is deleted.
 func (d *Datasource) Dispose() {
 	for _, hc := range d.httpClients {
 		hc.Close()
+	}
+	if d.nvml != nil {
+		d.nvml.Close()
 	}
 }
 

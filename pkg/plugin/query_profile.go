@@ -20,6 +20,7 @@ func (d *Datasource) queryHandlers() map[string]queryHandler {
 		models.QueryTypeTrace: d.queryTrace, models.QueryTypeSlowRequests: d.querySlowRequests,
 		models.QueryTypeGPUMetrics: d.queryGPUMetrics,
 		models.QueryTypeGPUClass:   d.queryGPUClass,
+		models.QueryTypeGPULocal:   d.queryGPULocal,
 	}
 }
 

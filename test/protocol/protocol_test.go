@@ -29,6 +29,9 @@ import (
 var (
 	bed    testbed.Endpoints
 	binary string
+	// binaryCGO is the plugin built with cgo, so with NVML (pkg/nvml), as the linux/amd64
+	// release is: this machine has no NVIDIA driver.
+	binaryCGO string
 )
 
 func TestMain(m *testing.M) {
@@ -47,6 +50,14 @@ func TestMain(m *testing.M) {
 		build := exec.Command("go", "build", "-o", binary, "./pkg")
 		build.Dir = root
 		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := build.CombinedOutput(); err != nil {
+			os.Stderr.Write(out)
+			return 1
+		}
+		binaryCGO = filepath.Join(dir, "cgo", filepath.Base(binary))
+		build = exec.Command("go", "build", "-o", binaryCGO, "./pkg")
+		build.Dir = root
+		build.Env = append(os.Environ(), "CGO_ENABLED=1")
 		if out, err := build.CombinedOutput(); err != nil {
 			os.Stderr.Write(out)
 			return 1
