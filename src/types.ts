@@ -23,6 +23,11 @@ export const QUERY_TYPES = [
     label: 'GPU class',
     description: 'Per GPU: compute-, memory-, PCIe-bound, throttled or idle, with the recommended action',
   },
+  {
+    value: 'gpuLocal',
+    label: 'Local GPUs (NVML)',
+    description: 'Live GPUs of the host Grafana runs on, read through NVML',
+  },
 ] as const;
 
 export type QueryType = (typeof QUERY_TYPES)[number]['value'];
@@ -33,6 +38,12 @@ export const DEFAULT_ALLOC_TYPE = 'memory:alloc_space:bytes:space:bytes';
 
 /** What the gpu-label-values resource lists: hosts, GPUs (index or UUID), models, pods, namespaces. */
 export type GpuRole = 'host' | 'gpu' | 'model' | 'pod' | 'namespace';
+
+/**
+ * Local GPUs: what the gpuLocal query shows of the Grafana host's GPUs (pkg/models/gpu_local_query.go,
+ * GPULocalViews); unset: devices.
+ */
+export type GpuLocalView = 'devices' | 'processes' | 'xid' | 'series' | 'class';
 
 /** GPU metrics: one series per GPU, per host, or one for the fleet. */
 export type GpuAggregation = 'gpu' | 'host' | 'fleet';
@@ -83,6 +94,8 @@ export interface HsiQuery extends DataQuery {
   models?: string[];
   pods?: string[];
   namespaces?: string[];
+  /** Local GPUs (NVML): the view; unset: devices. */
+  view?: GpuLocalView;
 }
 
 export const DEFAULT_QUERY: Partial<HsiQuery> = {
@@ -247,6 +260,9 @@ interface BehaviourJsonData {
   pcieGeneration?: number;
   pcieWidth?: number;
   gpuThresholds?: GpuThresholds;
+
+  /** The gpuLocal query: the Grafana host's GPUs through NVML (default off; the key is removed when off). */
+  nvmlEnabled?: boolean;
 
   /** Span resource attribute naming the host (default host.name). */
   joinHostAttribute?: string;

@@ -414,3 +414,32 @@ describe('settings page against the backend', () => {
     }
   });
 });
+
+describe('ConfigEditor local GPUs (NVML)', () => {
+  it('is off and collapsed by default', () => {
+    renderEditor(settings());
+    expect(screen.queryByLabelText('Read local GPUs')).not.toBeInTheDocument();
+    open('Local GPUs (NVML)');
+    expect(screen.getByLabelText('Read local GPUs')).not.toBeChecked();
+  });
+
+  it('writes nvmlEnabled true and removes the key when switched off', () => {
+    const { last } = renderEditor(settings({ jsonData: { pyroscopeUrl: 'http://p:4040' } }));
+    open('Local GPUs (NVML)');
+    fireEvent.click(screen.getByLabelText('Read local GPUs'));
+    expect(last().jsonData).toEqual({ pyroscopeUrl: 'http://p:4040', nvmlEnabled: true });
+    expect(screen.getByLabelText('Read local GPUs')).toBeChecked();
+    fireEvent.click(screen.getByLabelText('Read local GPUs'));
+    expect(last().jsonData).toEqual({ pyroscopeUrl: 'http://p:4040' });
+    expect('nvmlEnabled' in last().jsonData).toBe(false);
+  });
+
+  it('opens when set, and flags a value that is not a boolean', () => {
+    const { last } = renderEditor(settings({ jsonData: { nvmlEnabled: 'true' } as unknown as HsiOptions }));
+    expect(screen.getByLabelText('Read local GPUs')).not.toBeChecked();
+    expect(screen.getByText(/Not true or false/)).toBeInTheDocument();
+    fireEvent.click(screen.getByLabelText('Read local GPUs'));
+    expect(last().jsonData).toEqual({ nvmlEnabled: true });
+    expect(screen.queryByText(/Not true or false/)).not.toBeInTheDocument();
+  });
+});

@@ -1,7 +1,7 @@
 import React from 'react';
 import { ComboboxOption, InlineField, InlineFieldRow, RadioButtonGroup } from '@grafana/ui';
 
-import { GpuAggregation, GpuMetric, GpuRole } from '../types';
+import { GpuAggregation, GpuLocalView, GpuMetric, GpuRole } from '../types';
 import { FieldsProps } from './SelectorFields';
 import { LABEL_WIDTH, MultiPicker, stringOptions } from './fields';
 
@@ -31,6 +31,38 @@ const AGGREGATIONS: Array<{ value: GpuAggregation; label: string; description: s
   { value: 'host', label: 'Per host', description: 'One series per host' },
   { value: 'fleet', label: 'Fleet', description: 'One series over all the selected GPUs' },
 ];
+
+const LOCAL_VIEWS: Array<{ value: GpuLocalView; label: string; description: string }> = [
+  { value: 'devices', label: 'Devices', description: 'One row per GPU, as NVML reads it now' },
+  { value: 'processes', label: 'Processes', description: 'The processes running on each GPU and their memory' },
+  { value: 'xid', label: 'XID events', description: 'XID errors the driver reported' },
+  { value: 'series', label: 'Series', description: "The sampler's recent samples, one frame per GPU" },
+  {
+    value: 'class',
+    label: 'Class',
+    description: 'Per GPU: compute-, memory-, PCIe-bound, throttled or idle, from the recent samples',
+  },
+];
+
+/** Local GPUs (NVML): the view of the Grafana host's GPUs; needs jsonData.nvmlEnabled. */
+export function GpuLocalFields({ query, update }: FieldsProps) {
+  return (
+    <InlineFieldRow>
+      <InlineField
+        label="View"
+        labelWidth={LABEL_WIDTH}
+        tooltip="The GPUs of the host Grafana runs on, read through NVML; turn it on in the data source settings (Local GPUs)"
+      >
+        <RadioButtonGroup<GpuLocalView>
+          aria-label="View"
+          options={LOCAL_VIEWS}
+          value={query.view ?? 'devices'}
+          onChange={(view) => update({ view })}
+        />
+      </InlineField>
+    </InlineFieldRow>
+  );
+}
 
 /** DCGM series by name from the backend's catalogue, aggregated per GPU, per host or fleet-wide. */
 export function GpuMetricsFields(props: FieldsProps) {

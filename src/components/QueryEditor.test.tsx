@@ -142,6 +142,7 @@ describe('QueryEditor', () => {
       expect.stringMatching(/^Slow requests/),
       expect.stringMatching(/^GPU metrics/),
       expect.stringMatching(/^GPU class/),
+      expect.stringMatching(/^Local GPUs \(NVML\)/),
     ]);
   });
 
@@ -500,6 +501,35 @@ describe('QueryEditor', () => {
         pods: ['triton-0'],
         namespaces: ['inference'],
       });
+    });
+  });
+
+  describe('local GPUs (NVML)', () => {
+    it('writes the query type and the view, devices by default', async () => {
+      const { last, onRunQuery } = await renderEditor({ refId: 'A' });
+      await pick('Query type', /^Local GPUs \(NVML\)/);
+      expect(last()).toEqual({ refId: 'A', queryType: 'gpuLocal' });
+      expect(screen.getByRole('radio', { name: 'Devices' })).toBeChecked();
+      expect(screen.queryByLabelText('Label selector')).not.toBeInTheDocument();
+      expect(screen.queryByLabelText('Hosts')).not.toBeInTheDocument();
+      const runs = onRunQuery.mock.calls.length;
+      fireEvent.click(screen.getByRole('radio', { name: 'XID events' }));
+      expect(last()).toEqual({ refId: 'A', queryType: 'gpuLocal', view: 'xid' });
+      expect(onRunQuery).toHaveBeenCalledTimes(runs + 1);
+    });
+
+    it.each([
+      ['Processes', 'processes'],
+      ['XID events', 'xid'],
+      ['Series', 'series'],
+      ['Class', 'class'],
+    ])('writes the %s view as %s, and back to devices', async (label, view) => {
+      const { last } = await renderEditor({ refId: 'A', queryType: 'gpuLocal' });
+      fireEvent.click(screen.getByRole('radio', { name: label }));
+      expect(last()).toEqual({ refId: 'A', queryType: 'gpuLocal', view });
+      expect(screen.getByRole('radio', { name: label })).toBeChecked();
+      fireEvent.click(screen.getByRole('radio', { name: 'Devices' }));
+      expect(last()).toEqual({ refId: 'A', queryType: 'gpuLocal', view: 'devices' });
     });
   });
 });

@@ -5,7 +5,7 @@ import { Combobox, InlineField, InlineFieldRow } from '@grafana/ui';
 import { DataSource } from '../datasource';
 import { HsiOptions, HsiQuery, QUERY_TYPES, QueryType } from '../types';
 import { DiffFields } from './DiffFields';
-import { GpuFilterFields, GpuMetricsFields } from './GpuFields';
+import { GpuFilterFields, GpuLocalFields, GpuMetricsFields } from './GpuFields';
 import { RequestFields } from './RequestFields';
 import { FieldsProps, SelectorFields } from './SelectorFields';
 import { SlowRequestFields } from './SlowRequestFields';
@@ -56,6 +56,7 @@ export function QueryEditor({ query, onChange, onRunQuery, datasource, range }: 
       {queryType === 'slowRequests' && <SlowRequestFields {...fields} />}
       {queryType === 'gpuMetrics' && <GpuMetricsFields {...fields} />}
       {queryType === 'gpuClass' && <GpuFilterFields {...fields} />}
+      {queryType === 'gpuLocal' && <GpuLocalFields {...fields} />}
       {(hasSeries || hasFlameGraph) && (
         <InlineFieldRow>
           {hasSeries && <SeriesFields {...fields} />}

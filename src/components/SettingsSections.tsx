@@ -8,6 +8,7 @@ import {
   IconButton,
   InlineField,
   InlineFieldRow,
+  InlineSwitch,
   Input,
   Stack,
   Text,
@@ -66,12 +67,37 @@ export function SettingsSections({ jsonData, onChange }: Props) {
         />
       </Section>
       <DcgmSection jsonData={jsonData} onChange={onChange} open={has(...DCGM_KEYS)} />
+      <Section title="Local GPUs (NVML)" open={has('nvmlEnabled')}>
+        <InlineField
+          label="Read local GPUs"
+          labelWidth={LABEL_WIDTH}
+          tooltip={NVML_TOOLTIP}
+          invalid={Boolean(nvmlError(jsonData.nvmlEnabled))}
+          error={nvmlError(jsonData.nvmlEnabled)}
+        >
+          <InlineSwitch
+            aria-label="Read local GPUs"
+            value={jsonData.nvmlEnabled === true}
+            onChange={(e) => onChange({ nvmlEnabled: e.currentTarget.checked ? true : undefined })}
+          />
+        </InlineField>
+      </Section>
       <ThresholdsSection jsonData={jsonData} onChange={onChange} open={has('gpuThresholds')} />
       <JoinSection jsonData={jsonData} onChange={onChange} open={has(...JOIN_KEYS)} />
       <SlowRequestsSection jsonData={jsonData} onChange={onChange} open={has(...SLOW_KEYS)} />
     </>
   );
 }
+
+const NVML_TOOLTIP =
+  'The Local GPUs (NVML) query type: reads the GPUs of the host Grafana runs on through the NVIDIA driver’s NVML. ' +
+  'Needs the linux build of the plugin and the NVIDIA driver on that host (in a container, the NVIDIA container toolkit). Off by default.';
+
+/** The backend reads nvmlEnabled as a JSON boolean only; a provisioning file may hold "true". */
+const nvmlError = (v: unknown) =>
+  v === undefined || typeof v === 'boolean'
+    ? undefined
+    : 'Not true or false: Local GPUs queries fail until the switch stores a boolean';
 
 const DCGM_KEYS = ['gpuMaxSeries', 'dcgmMetricNames', 'dcgmLabelNames', 'pcieGeneration', 'pcieWidth'] as const;
 const JOIN_KEYS = [
