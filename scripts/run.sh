@@ -49,7 +49,13 @@ if [ -n "$trace_id" ]; then
   scripts/query.sh --rows 12 query "{\"queryType\":\"trace\",\"traceId\":\"$trace_id\"}"
 fi
 log "what limits each simulated GPU over the last 15 minutes (workload classification):"
-scripts/query.sh query '{"queryType":"gpuClass","hosts":["gpu-node-1"],"format":"summary"}'
+gpu_query='{"queryType":"gpuClass","hosts":["gpu-node-1"],"format":"summary"}'
+# A fresh stack has scraped the simulator for seconds only: wait for its first 30 s step.
+for _ in $(seq 30); do
+  scripts/query.sh query "$gpu_query" 2>/dev/null | grep -q "no DCGM series match" || break
+  sleep 2
+done
+scripts/query.sh query "$gpu_query"
 log "latency by endpoint and the slowest traces:"
 scripts/query.sh --rows 5 query '{"queryType":"slowRequests"}'
 cat >&2 <<MSG
