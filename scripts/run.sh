@@ -20,8 +20,9 @@ cat "$ENV_FILE" | sed 's/^/    /' >&2
 
 log "waiting for the demo's first profiles and traces"
 for _ in $(seq 60); do
-  if scripts/query.sh health 2>/dev/null | grep -q "status:  OK" &&
-     ! scripts/query.sh health 2>/dev/null | grep -q "(0 profile types)"; then break; fi
+  # Answers are read whole, not piped into grep -q: with pipefail, grep quitting early fails the pipe.
+  health=$(scripts/query.sh health 2>/dev/null || true)
+  case "$health" in *"status:  OK"*) case "$health" in *"(0 profile types)"*) ;; *) break ;; esac ;; esac
   sleep 2
 done
 
@@ -40,7 +41,8 @@ if [ -n "$trace_id" ]; then
   log "across the three services (waiting for the profilers' next upload):"
   request_query="{\"queryType\":\"profile\",\"traceId\":\"$trace_id\"}"
   for _ in $(seq 15); do
-    scripts/query.sh query "$request_query" 2>/dev/null | grep -q "matched by span ID" && break
+    answer=$(scripts/query.sh query "$request_query" 2>/dev/null || true)
+    case "$answer" in *"matched by span ID"*) break ;; esac
     sleep 2
   done
   scripts/query.sh --rows 25 query "$request_query"
@@ -52,8 +54,8 @@ log "what limits each simulated GPU over the last 15 minutes (workload classific
 gpu_query='{"queryType":"gpuClass","hosts":["gpu-node-1"],"format":"summary"}'
 # A fresh stack has scraped the simulator for seconds only: wait for its first 30 s step.
 for _ in $(seq 30); do
-  scripts/query.sh query "$gpu_query" 2>/dev/null | grep -q "no DCGM series match" || break
-  sleep 2
+  answer=$(scripts/query.sh query "$gpu_query" 2>&1 || true)
+  case "$answer" in *"no DCGM series match"*) sleep 2 ;; *) break ;; esac
 done
 scripts/query.sh query "$gpu_query"
 log "latency by endpoint and the slowest traces:"
