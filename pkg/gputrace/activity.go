@@ -1,0 +1,93 @@
+package gputrace
+
+import "strings"
+
+// Kind is what an activity is, whichever trace format named it.
+type Kind uint8
+
+const (
+	KindOther Kind = iota
+	KindKernel
+	KindMemcpy
+	KindMemset
+	KindRuntime // CUDA runtime API call on the host (cudaLaunchKernel, cudaMemcpyAsync, ...)
+	KindDriver  // CUDA driver API call on the host (cuLaunchKernel, ...)
+	KindCPUOp
+	KindAnnotation    // user_annotation / NVTX range on the host
+	KindGPUAnnotation // gpu_user_annotation
+	KindSync          // cuda_sync
+)
+
+// Activity is one interval of a trace, in nanoseconds since the trace's own epoch.
+type Activity struct {
+	Kind        Kind
+	Name        string
+	Start, End  int64
+	Device      int32
+	Stream      int32
+	Correlation int64
+	Bytes       int64 // memcpy / memset only; 0 when unknown
+	// TraceID is the request trace ID an annotation names in its args; the name is also
+	// searched, so readers leave it empty when they have no args.
+	TraceID string
+}
+
+// chromeCategories maps Kineto's `cat` values, old and new spellings, to kinds. Categories
+// absent here are counted in a notice; the ones mapped to KindOther are known and ignored.
+var chromeCategories = map[string]Kind{
+	"kernel":              KindKernel,
+	"Kernel":              KindKernel,
+	"gpu_memcpy":          KindMemcpy,
+	"Memcpy":              KindMemcpy,
+	"gpu_memset":          KindMemset,
+	"Memset":              KindMemset,
+	"cuda_runtime":        KindRuntime,
+	"Runtime":             KindRuntime,
+	"cuda_driver":         KindDriver,
+	"cpu_op":              KindCPUOp,
+	"Operator":            KindCPUOp,
+	"user_annotation":     KindAnnotation,
+	"gpu_user_annotation": KindGPUAnnotation,
+	"cuda_sync":           KindSync,
+	"python_function":     KindOther,
+	"ac2g":                KindOther, // flow arrows between a launch and its kernel
+	"fwdbwd":              KindOther,
+	"Trace":               KindOther,
+	"overhead":            KindOther,
+	"cuda_profiler_range": KindOther,
+	"gpu_op":              KindOther,
+	"kineto":              KindOther,
+	"cpu_instant_event":   KindOther,
+	"python_function_ev":  KindOther,
+	"Ev":                  KindOther,
+}
+
+// KernelClass splits kernels the way HTA's temporal breakdown does.
+type KernelClass uint8
+
+const (
+	ClassCompute KernelClass = iota
+	ClassCommunication
+	ClassMemory
+)
+
+func classOf(kind Kind, name string) KernelClass {
+	switch {
+	case kind == KindMemcpy || kind == KindMemset:
+		return ClassMemory
+	case isCommunication(name):
+		return ClassCommunication
+	default:
+		return ClassCompute
+	}
+}
+
+// isCommunication: HTA counts NCCL kernels as communication.
+func isCommunication(name string) bool {
+	return strings.Contains(strings.ToLower(name), "nccl")
+}
+
+// isSyncCall names the runtime calls that make the host wait for the GPU.
+func isSyncCall(name string) bool {
+	return strings.Contains(name, "Synchronize") || strings.HasPrefix(name, "cudaMemcpy") && !strings.Contains(name, "Async")
+}

@@ -1,0 +1,322 @@
+package gputrace
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+)
+
+// All durations below are nanoseconds.
+
+// KernelSummary is one row of `nsys stats --report cuda_gpu_kern_sum`.
+type KernelSummary struct {
+	Name        string
+	TimePercent float64 // share of the summed kernel time
+	Total       int64
+	Instances   int64
+	Avg         float64
+	Median      float64
+	Min, Max    int64
+	StdDev      float64 // sample standard deviation (n−1), 0 for one instance, as nsys
+	// MedianEstimated is set when more instances ran than Limits.MaxSamplesPerKernel.
+	MedianEstimated bool
+}
+
+// TemporalBreakdown partitions [first GPU activity start, last end] the way HTA does:
+// Compute = union of compute kernels; Communication = union of NCCL kernels not overlapping
+// compute; Memory = union of memcpys/memsets overlapping neither; Idle = the rest.
+type TemporalBreakdown struct {
+	Start, End                           int64
+	Span                                 int64
+	Compute, Communication, Memory, Idle int64
+}
+
+// Percent returns part as a share of the span, in percent.
+func (t TemporalBreakdown) Percent(part int64) float64 {
+	if t.Span == 0 {
+		return 0
+	}
+	return 100 * float64(part) / float64(t.Span)
+}
+
+// StreamIdle is HTA's idle breakdown for one stream: gaps between consecutive GPU activities
+// are host wait when the next activity's launch call started after the previous one ended,
+// kernel wait when shorter than the threshold, other otherwise.
+type StreamIdle struct {
+	Device, Stream              int32
+	Busy, Idle                  int64
+	HostWait, KernelWait, Other int64
+	Gaps                        int64
+	LongestGap                  int64
+	Overlaps                    int64 // activities starting before the previous one ended
+}
+
+// LaunchStats joins launch calls and kernels on correlation.
+type LaunchStats struct {
+	Kernels, Joined                 int64
+	DelayAvg, DelayMedian, DelayP95 float64 // kernel start − launch call end
+	DelayMax                        int64
+	// ShorterThanLaunch is the share (0..1) of joined kernels that ran for less time than the
+	// call that launched them: the launch-overhead pattern.
+	ShorterThanLaunch float64
+}
+
+// MemcpyVolume is copy traffic in one direction (HtoD, DtoH, DtoD, HtoH, PtoP, Memset, other).
+type MemcpyVolume struct {
+	Direction     string
+	Count         int64
+	Bytes         int64
+	Busy          int64
+	BandwidthGBps float64 // bytes / duration of the copies whose size is known
+	Pageable      int64
+}
+
+// Advice is a matched pattern from the seeds' tables with the figures that triggered it.
+type Advice struct {
+	Pattern  string
+	Remedy   string
+	Evidence string
+}
+
+// Result is everything the analyses produce for one trace.
+type Result struct {
+	Kernels  []KernelSummary
+	Temporal TemporalBreakdown
+	Idle     []StreamIdle
+	Launch   LaunchStats
+	Memcpy   []MemcpyVolume
+	Sync     struct{ Calls, Time int64 }
+	Advice   []Advice
+	TraceIDs []TraceID
+	// Annotations and ByTraceID attribute kernels to the host annotations they were
+	// launched in, and to the request trace IDs those annotations name.
+	Annotations []AnnotationKernels
+	ByTraceID   []TraceKernelTime
+	Notices     []string
+}
+
+// AnalysisOptions tune the analyses; zero fields take HTA's defaults.
+type AnalysisOptions struct {
+	// KernelWaitThreshold: gaps shorter than this between consecutive activities on a stream
+	// are kernel wait (HTA's consecutive_kernel_delay, 30 ns).
+	KernelWaitThreshold int64
+}
+
+// Result computes the analyses over what was collected. It may be called more than once.
+func (c *Collector) Result(o AnalysisOptions) *Result {
+	if o.KernelWaitThreshold <= 0 {
+		o.KernelWaitThreshold = 30
+	}
+	r := &Result{}
+	r.Kernels = c.kernelSummary()
+	sort.Slice(c.ivals, func(i, j int) bool { return c.ivals[i].start < c.ivals[j].start })
+	r.Temporal = temporal(c.ivals)
+	r.Launch = c.launchStats()
+	r.Idle = c.idle(o.KernelWaitThreshold)
+	r.Annotations, r.ByTraceID = c.attribute()
+	r.Memcpy = c.memcpyVolumes()
+	r.Sync.Calls, r.Sync.Time = c.syncCount, c.syncTime
+	r.TraceIDs = c.ids.list()
+	r.Notices = c.finishNotices()
+	var overlaps int64
+	for _, s := range r.Idle {
+		overlaps += s.Overlaps
+	}
+	if overlaps > 0 {
+		r.Notices = append(r.Notices, fmt.Sprintf("%d GPU activities overlap the previous one on their stream", overlaps))
+	}
+	r.Advice = advise(r)
+	return r
+}
+
+func (c *Collector) kernelSummary() []KernelSummary {
+	var total int64
+	for _, k := range c.kernels {
+		total += k.sum
+	}
+	out := make([]KernelSummary, 0, len(c.kernels))
+	for name, k := range c.kernels {
+		s := KernelSummary{Name: name, Total: k.sum, Instances: k.count, Min: k.min, Max: k.max,
+			Avg: float64(k.sum) / float64(k.count), Median: median(k.samples),
+			MedianEstimated: int64(len(k.samples)) < k.count}
+		if total > 0 {
+			s.TimePercent = 100 * float64(k.sum) / float64(total)
+		}
+		if k.count > 1 {
+			n := float64(k.count)
+			v := (k.sumSq - float64(k.sum)*float64(k.sum)/n) / (n - 1)
+			s.StdDev = math.Sqrt(math.Max(v, 0))
+		}
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Total != out[j].Total {
+			return out[i].Total > out[j].Total
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}
+
+// temporal needs ivals sorted by start.
+func temporal(ivals []interval) TemporalBreakdown {
+	if len(ivals) == 0 {
+		return TemporalBreakdown{}
+	}
+	t := TemporalBreakdown{Start: ivals[0].start, End: ivals[0].end}
+	for _, iv := range ivals {
+		t.End = max(t.End, iv.end)
+	}
+	t.Span = t.End - t.Start
+	compute := unionOf(ivals, func(c KernelClass) bool { return c == ClassCompute })
+	compComm := unionOf(ivals, func(c KernelClass) bool { return c != ClassMemory })
+	all := unionOf(ivals, func(KernelClass) bool { return true })
+	t.Compute = compute
+	t.Communication = compComm - compute
+	t.Memory = all - compComm
+	t.Idle = t.Span - all
+	return t
+}
+
+// unionOf is the length of the union of the selected intervals; ivals sorted by start.
+func unionOf(ivals []interval, keep func(KernelClass) bool) int64 {
+	var total, curS, curE int64
+	open := false
+	for _, iv := range ivals {
+		if !keep(iv.class) {
+			continue
+		}
+		switch {
+		case !open:
+			curS, curE, open = iv.start, iv.end, true
+		case iv.start > curE:
+			total += curE - curS
+			curS, curE = iv.start, iv.end
+		default:
+			curE = max(curE, iv.end)
+		}
+	}
+	if open {
+		total += curE - curS
+	}
+	return total
+}
+
+func (c *Collector) launchStats() LaunchStats {
+	var l LaunchStats
+	var delays []int64
+	var sum float64
+	var short int64
+	for i := range c.ivals {
+		iv := &c.ivals[i]
+		if iv.class == ClassMemory {
+			continue
+		}
+		l.Kernels++
+		ln, ok := c.launch[iv.correlation]
+		if iv.correlation == 0 || !ok {
+			continue
+		}
+		l.Joined++
+		d := iv.start - ln.end
+		delays = append(delays, d)
+		sum += float64(d)
+		l.DelayMax = max(l.DelayMax, d)
+		if iv.end-iv.start < ln.end-ln.start {
+			short++
+			iv.short = true
+		}
+	}
+	if l.Joined > 0 {
+		l.DelayAvg = sum / float64(l.Joined)
+		sort.Slice(delays, func(i, j int) bool { return delays[i] < delays[j] })
+		l.DelayMedian = median(delays)
+		l.DelayP95 = float64(delays[int(math.Ceil(0.95*float64(len(delays))))-1])
+		l.ShorterThanLaunch = float64(short) / float64(l.Joined)
+	}
+	return l
+}
+
+// idle needs ivals sorted by start.
+func (c *Collector) idle(threshold int64) []StreamIdle {
+	type key struct{ dev, stream int32 }
+	streams := map[key]*StreamIdle{}
+	last := map[key]int64{}
+	var order []key
+	for _, iv := range c.ivals {
+		k := key{iv.device, iv.stream}
+		s := streams[k]
+		if s == nil {
+			s = &StreamIdle{Device: iv.device, Stream: iv.stream}
+			streams[k] = s
+			order = append(order, k)
+			s.Busy += iv.end - iv.start
+			last[k] = iv.end
+			continue
+		}
+		prevEnd := last[k]
+		if iv.start < prevEnd {
+			s.Overlaps++
+			s.Busy += max(iv.end-prevEnd, 0)
+			last[k] = max(prevEnd, iv.end)
+			continue
+		}
+		s.Busy += iv.end - iv.start
+		last[k] = iv.end
+		gap := iv.start - prevEnd
+		if gap == 0 {
+			continue
+		}
+		s.Gaps++
+		s.Idle += gap
+		s.LongestGap = max(s.LongestGap, gap)
+		ln, ok := c.launch[iv.correlation]
+		switch {
+		case gap < threshold:
+			s.KernelWait += gap
+		case ok && iv.correlation != 0 && ln.start >= prevEnd:
+			s.HostWait += gap
+		default:
+			s.Other += gap
+		}
+	}
+	out := make([]StreamIdle, 0, len(order))
+	for _, k := range order {
+		out = append(out, *streams[k])
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Device != out[j].Device {
+			return out[i].Device < out[j].Device
+		}
+		return out[i].Stream < out[j].Stream
+	})
+	return out
+}
+
+func (c *Collector) memcpyVolumes() []MemcpyVolume {
+	out := make([]MemcpyVolume, 0, len(c.memcpy))
+	for dir, m := range c.memcpy {
+		v := MemcpyVolume{Direction: dir, Count: m.count, Bytes: m.bytes, Busy: m.busy, Pageable: m.pageable}
+		if m.withBytes > 0 {
+			v.BandwidthGBps = float64(m.bytes) / float64(m.withBytes) // bytes/ns = GB/s
+		}
+		out = append(out, v)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Direction < out[j].Direction })
+	return out
+}
+
+// memcpyDirection reads the direction from Kineto names ("Memcpy HtoD (Pageable -> Device)").
+func memcpyDirection(name string) string {
+	for _, d := range []string{"HtoD", "DtoH", "DtoD", "HtoH", "PtoP"} {
+		if strings.Contains(name, d) {
+			return d
+		}
+	}
+	return "other"
+}
+
+func containsFold(s, sub string) bool {
+	return strings.Contains(strings.ToLower(s), strings.ToLower(sub))
+}

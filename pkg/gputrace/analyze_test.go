@@ -1,0 +1,217 @@
+package gputrace
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"testing"
+)
+
+type truthEvent struct {
+	name       string
+	stream     int
+	start, end int64
+	memory     bool
+}
+
+// randomTrace writes a random trace and returns what it holds, for figures computed here
+// without the package's code: a bitmap of nanoseconds for the breakdown, sorting for medians,
+// two passes for the standard deviation.
+func randomTrace(t testing.TB, seed uint64) ([]byte, []truthEvent) {
+	rng := rand.New(rand.NewPCG(seed, seed))
+	var buf bytes.Buffer
+	k := newKinetoWriter(&buf, 1_000_000_000, nil)
+	names := []string{"gemm", "relu", "softmax", "ncclKernel_AllGather", "layernorm"}
+	var truth []truthEvent
+	corr := 0
+	for s := 0; s < 3; s++ {
+		at := int64(rng.IntN(5000))
+		for i := 0; i < 150; i++ {
+			corr++
+			d := int64(1 + rng.IntN(3000))
+			launch := at - int64(rng.IntN(4000))
+			k.runtime("cudaLaunchKernel", launch, launch+int64(1+rng.IntN(2000)), corr)
+			ev := truthEvent{stream: s + 7, start: at, end: at + d}
+			if rng.IntN(6) == 0 {
+				ev.memory, ev.name = true, "Memcpy DtoH (Device -> Pinned)"
+				k.memcpy(ev.name, ev.stream, ev.start, ev.end, corr, int64(rng.IntN(1<<20)))
+			} else {
+				ev.name = names[rng.IntN(len(names))]
+				k.kernel(ev.name, ev.stream, ev.start, ev.end, corr)
+			}
+			truth = append(truth, ev)
+			at = ev.end + int64(rng.IntN(3))*int64(rng.IntN(2000)) // often back-to-back
+		}
+	}
+	if err := k.close("random", 0); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes(), truth
+}
+
+func TestFiguresMatchIndependentComputation(t *testing.T) {
+	for seed := uint64(1); seed <= 5; seed++ {
+		data, truth := randomTrace(t, seed)
+		r := readFixture(t, data)
+
+		durs := map[string][]int64{}
+		var all int64
+		for _, e := range truth {
+			if !e.memory {
+				durs[e.name] = append(durs[e.name], e.end-e.start)
+				all += e.end - e.start
+			}
+		}
+		if len(r.Kernels) != len(durs) {
+			t.Fatalf("seed %d: %d kernel rows, want %d", seed, len(r.Kernels), len(durs))
+		}
+		for i, k := range r.Kernels {
+			d := durs[k.Name]
+			sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+			var sum int64
+			for _, x := range d {
+				sum += x
+			}
+			mean := float64(sum) / float64(len(d))
+			var ss float64
+			for _, x := range d {
+				ss += (float64(x) - mean) * (float64(x) - mean)
+			}
+			med := float64(d[len(d)/2])
+			if len(d)%2 == 0 {
+				med = float64(d[len(d)/2-1]+d[len(d)/2]) / 2
+			}
+			std := 0.0
+			if len(d) > 1 {
+				std = math.Sqrt(ss / float64(len(d)-1))
+			}
+			if k.Total != sum || k.Instances != int64(len(d)) || k.Min != d[0] || k.Max != d[len(d)-1] ||
+				!near(k.Median, med) || math.Abs(k.StdDev-std) > 1e-6*std || !near(k.TimePercent, 100*float64(sum)/float64(all)) {
+				t.Errorf("seed %d: %s = %+v; want total %d n %d med %g std %g", seed, k.Name, k, sum, len(d), med, std)
+			}
+			if i > 0 && r.Kernels[i-1].Total < k.Total {
+				t.Errorf("seed %d: not ordered by total", seed)
+			}
+		}
+
+		// Temporal breakdown from a bitmap of every nanosecond.
+		lo, hi := truth[0].start, truth[0].end
+		for _, e := range truth {
+			lo, hi = min(lo, e.start), max(hi, e.end)
+		}
+		const comp, comm, mem = 1, 2, 4
+		bits := make([]uint8, hi-lo)
+		for _, e := range truth {
+			var b uint8 = comp
+			switch {
+			case e.memory:
+				b = mem
+			case strings.HasPrefix(e.name, "nccl"):
+				b = comm
+			}
+			for x := e.start; x < e.end; x++ {
+				bits[x-lo] |= b
+			}
+		}
+		var want TemporalBreakdown
+		for _, b := range bits {
+			switch {
+			case b&comp != 0:
+				want.Compute++
+			case b&comm != 0:
+				want.Communication++
+			case b&mem != 0:
+				want.Memory++
+			default:
+				want.Idle++
+			}
+		}
+		got := r.Temporal
+		if got.Span != hi-lo || got.Compute != want.Compute || got.Communication != want.Communication || got.Memory != want.Memory || got.Idle != want.Idle {
+			t.Errorf("seed %d: temporal %+v, want %+v span %d", seed, got, want, hi-lo)
+		}
+
+		// Per stream: idle = its own span − its own busy time, and the parts add up.
+		for _, s := range r.Idle {
+			var lo, hi, busy int64 = math.MaxInt64, 0, 0
+			for _, e := range truth {
+				if e.stream == int(s.Stream) {
+					lo, hi, busy = min(lo, e.start), max(hi, e.end), busy+e.end-e.start
+				}
+			}
+			if s.Idle != hi-lo-busy || s.Busy != busy || s.HostWait+s.KernelWait+s.Other != s.Idle {
+				t.Errorf("seed %d: stream %d %+v, want idle %d busy %d", seed, s.Stream, s, hi-lo-busy, busy)
+			}
+		}
+		if r.Launch.Joined != r.Launch.Kernels || r.Launch.Kernels != int64(len(truth))-countMemory(truth) {
+			t.Errorf("seed %d: launch %+v", seed, r.Launch)
+		}
+	}
+}
+
+func countMemory(ts []truthEvent) (n int64) {
+	for _, e := range ts {
+		if e.memory {
+			n++
+		}
+	}
+	return n
+}
+
+func TestLimitsKeepMemoryBounded(t *testing.T) {
+	c := NewCollector(Limits{MaxIntervals: 10, MaxLaunches: 5, MaxSamplesPerKernel: 8, MaxKernelNames: 2})
+	for i := int64(0); i < 100; i++ {
+		c.Add(Activity{Kind: KindRuntime, Name: "cudaLaunchKernel", Start: i * 10, End: i*10 + 1, Correlation: i + 1})
+		c.Add(Activity{Kind: KindKernel, Name: fmt.Sprintf("k%d", i%3), Start: i * 10, End: i*10 + 1 + i%7, Correlation: i + 1})
+	}
+	r := c.Result(AnalysisOptions{})
+	if len(c.ivals) != 10 || len(c.launch) != 5 || len(r.Kernels) != 3 {
+		t.Fatalf("kept %d intervals, %d launches, %d names", len(c.ivals), len(c.launch), len(r.Kernels))
+	}
+	var n int64
+	for _, k := range r.Kernels {
+		n += k.Instances
+		if len(c.kernels[k.Name].samples) > 8 || !k.MedianEstimated {
+			t.Errorf("%s: %d samples, estimated %v", k.Name, len(c.kernels[k.Name].samples), k.MedianEstimated)
+		}
+	}
+	if n != 100 || r.Kernels[len(r.Kernels)-1].Name != otherKernels && r.Kernels[0].Name != otherKernels && r.Kernels[1].Name != otherKernels {
+		t.Errorf("instances %d, rows %+v", n, r.Kernels)
+	}
+	for _, want := range []string{"cover the first 10", "launch calls", "distinct kernel names", "estimated from a sample"} {
+		if !hasNotice(r, want) {
+			t.Errorf("no notice %q in %q", want, r.Notices)
+		}
+	}
+}
+
+func TestAdvice(t *testing.T) {
+	// 200 kernels of 2 µs each launched by 5 µs calls, 2 ms apart: gaps, small kernels.
+	c := NewCollector(Limits{})
+	for i := int64(0); i < 200; i++ {
+		at := i * 2_000_000
+		c.Add(Activity{Kind: KindRuntime, Name: "cudaLaunchKernel", Start: at - 6000, End: at - 1000, Correlation: i + 1})
+		c.Add(Activity{Kind: KindKernel, Name: "tiny", Start: at, End: at + 2000, Correlation: i + 1})
+	}
+	// 100 ms of pageable copies and 50 ms of synchronising.
+	c.Add(Activity{Kind: KindMemcpy, Name: "Memcpy HtoD (Pageable -> Device)", Start: 10_000_000, End: 110_000_000, Stream: 3, Bytes: 1 << 30})
+	c.Add(Activity{Kind: KindRuntime, Name: "cudaStreamSynchronize", Start: 0, End: 50_000_000})
+	r := c.Result(AnalysisOptions{})
+	got := map[string]string{}
+	for _, a := range r.Advice {
+		got[a.Pattern] = a.Evidence
+	}
+	for pattern, evidence := range map[string]string{
+		"long CUDA kernel gaps":  "longest gap on a stream 1.998ms",
+		"small frequent kernels": "200 kernels; 100% shorter than their launch call; typical median 2µs; median launch delay 1µs",
+		"cudaMemcpy significant": "(100ms over 1 copies, 1 from pageable memory)",
+		"cuda synchronize bars":  "1 synchronising calls took 50ms",
+	} {
+		if !strings.Contains(got[pattern], evidence) {
+			t.Errorf("%s: evidence %q, want %q", pattern, got[pattern], evidence)
+		}
+	}
+}

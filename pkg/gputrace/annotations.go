@@ -1,0 +1,125 @@
+package gputrace
+
+import (
+	"fmt"
+	"sort"
+)
+
+// maxAnnotations bounds the host annotations kept for attributing kernels; traces of a
+// single request have a handful.
+const maxAnnotations = 100_000
+
+// maxNestingWalk bounds how far back attribution looks for an enclosing annotation.
+const maxNestingWalk = 256
+
+type annotation struct {
+	name       string
+	traceID    string
+	start, end int64
+}
+
+// AnnotationKernels is the GPU work launched inside one host annotation (user_annotation,
+// NVTX range): kernels whose launch call started within it, counted for the innermost one.
+type AnnotationKernels struct {
+	Name       string
+	TraceID    string // the request trace ID the annotation names, if any
+	Start, End int64
+	Kernels    int64
+	KernelTime int64 // summed kernel durations, ns
+}
+
+// TraceKernelTime is the GPU kernel time launched inside annotations naming a request.
+type TraceKernelTime struct {
+	TraceID    string
+	Kernels    int64
+	KernelTime int64
+}
+
+func (c *Collector) addAnnotation(a Activity) {
+	id := a.TraceID
+	if id == "" {
+		if ids := TraceIDsIn(a.Name); len(ids) > 0 {
+			id = ids[0]
+		}
+	}
+	if id != "" {
+		c.ids.add(id, SourceAnnotation)
+	}
+	if a.Kind != KindAnnotation {
+		return // GPU-side annotations mirror the host ones
+	}
+	if len(c.annots) >= maxAnnotations {
+		c.dropped.annotations++
+		return
+	}
+	c.annots = append(c.annots, annotation{name: a.Name, traceID: id, start: a.Start, end: a.End})
+}
+
+// attribute needs c.ivals; it sorts c.annots by start.
+func (c *Collector) attribute() ([]AnnotationKernels, []TraceKernelTime) {
+	if len(c.annots) == 0 {
+		return nil, nil
+	}
+	sort.SliceStable(c.annots, func(i, j int) bool { return c.annots[i].start < c.annots[j].start })
+	out := make([]AnnotationKernels, len(c.annots))
+	for i, a := range c.annots {
+		out[i] = AnnotationKernels{Name: a.name, TraceID: a.traceID, Start: a.start, End: a.end}
+	}
+	byTrace := map[string]*TraceKernelTime{}
+	for _, iv := range c.ivals {
+		if iv.class == ClassMemory {
+			continue
+		}
+		ln, ok := c.launch[iv.correlation]
+		if iv.correlation == 0 || !ok {
+			continue
+		}
+		// The last annotation starting at or before the launch, then back to enclosing ones.
+		i := sort.Search(len(c.annots), func(i int) bool { return c.annots[i].start > ln.start }) - 1
+		innermost, traced := -1, false
+		for steps := 0; i >= 0 && steps < maxNestingWalk && !traced; i, steps = i-1, steps+1 {
+			a := c.annots[i]
+			if a.end < ln.start {
+				continue
+			}
+			if innermost < 0 {
+				innermost = i
+				out[i].Kernels++
+				out[i].KernelTime += iv.end - iv.start
+			}
+			if a.traceID != "" {
+				traced = true
+				t := byTrace[a.traceID]
+				if t == nil {
+					t = &TraceKernelTime{TraceID: a.traceID}
+					byTrace[a.traceID] = t
+				}
+				t.Kernels++
+				t.KernelTime += iv.end - iv.start
+			}
+		}
+	}
+	traces := make([]TraceKernelTime, 0, len(byTrace))
+	for _, t := range byTrace {
+		traces = append(traces, *t)
+	}
+	sort.Slice(traces, func(i, j int) bool { return traces[i].TraceID < traces[j].TraceID })
+	return out, traces
+}
+
+// KernelTimeFor returns the kernels launched inside annotations naming traceID (any case,
+// 16-digit IDs matching the low half of 32-digit ones).
+func (r *Result) KernelTimeFor(traceID string) TraceKernelTime {
+	sum := TraceKernelTime{TraceID: traceID}
+	for _, t := range r.ByTraceID {
+		if sameTraceID(t.TraceID, traceID) {
+			sum.Kernels += t.Kernels
+			sum.KernelTime += t.KernelTime
+		}
+	}
+	return sum
+}
+
+func annotationNotice(dropped int64) string {
+	return fmt.Sprintf("more than %d annotations: %d left out of kernel attribution", maxAnnotations, dropped)
+}

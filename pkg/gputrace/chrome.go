@@ -1,0 +1,312 @@
+package gputrace
+
+import (
+	"bufio"
+	"compress/gzip"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// ParseError says where a trace stopped being readable. What was read before it is kept.
+type ParseError struct {
+	Offset int64 // byte offset in the (decompressed) JSON text
+	Event  int   // index in traceEvents of the event being read, -1 outside it
+	Msg    string
+	Err    error
+}
+
+func (e *ParseError) Error() string {
+	where := fmt.Sprintf("byte %d", e.Offset)
+	if e.Event >= 0 {
+		where += fmt.Sprintf(", traceEvents[%d]", e.Event)
+	}
+	if e.Err != nil {
+		return fmt.Sprintf("gputrace: %s: %s: %v", where, e.Msg, e.Err)
+	}
+	return fmt.Sprintf("gputrace: %s: %s", where, e.Msg)
+}
+
+func (e *ParseError) Unwrap() error { return e.Err }
+
+// chromeEvent holds the fields of a Kineto event the analyses use; others are skipped by the
+// decoder without being kept.
+type chromeEvent struct {
+	Ph   string          `json:"ph"`
+	Cat  string          `json:"cat"`
+	Name string          `json:"name"`
+	Ts   json.Number     `json:"ts"`
+	Dur  json.Number     `json:"dur"`
+	Args json.RawMessage `json:"args"`
+}
+
+type chromeArgs struct {
+	Device      *float64 `json:"device"`
+	Stream      *float64 `json:"stream"`
+	Correlation *float64 `json:"correlation"`
+	Bytes       *float64 `json:"bytes"`
+}
+
+// ReadChrome reads a PyTorch profiler (Kineto) Chrome trace, plain or gzipped, into c,
+// streaming: one event is held at a time. On malformed input it returns a *ParseError and c
+// keeps everything read before it. Unknown categories and odd timestamps become notices.
+func ReadChrome(r io.Reader, c *Collector) error {
+	br := bufio.NewReaderSize(r, 256<<10)
+	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return &ParseError{Event: -1, Msg: "bad gzip header", Err: err}
+		}
+		defer zr.Close()
+		br = bufio.NewReaderSize(zr, 256<<10)
+	}
+	p := chromeReader{dec: json.NewDecoder(br), c: c, unknown: map[string]int64{}}
+	err := p.read()
+	p.finish()
+	return err
+}
+
+type chromeReader struct {
+	dec       *json.Decoder
+	c         *Collector
+	events    int
+	unknown   map[string]int64
+	typeErrs  int64
+	badTime   int64
+	firstType string
+	sawEvents bool
+}
+
+func (p *chromeReader) fail(event int, msg string, err error) error {
+	if errors.Is(err, io.EOF) {
+		err = io.ErrUnexpectedEOF
+	}
+	return &ParseError{Offset: p.dec.InputOffset(), Event: event, Msg: msg, Err: err}
+}
+
+func (p *chromeReader) read() error {
+	tok, err := p.dec.Token()
+	if err != nil {
+		return p.fail(-1, "not JSON", err)
+	}
+	switch tok {
+	case json.Delim('{'):
+	case json.Delim('['):
+		// The bare-array form of the Chrome trace format: just the events.
+		return p.events_()
+	default:
+		return p.fail(-1, fmt.Sprintf("expected a JSON object, found %v", tok), nil)
+	}
+	for p.dec.More() {
+		tok, err := p.dec.Token()
+		if err != nil {
+			return p.fail(-1, "reading a top-level key", err)
+		}
+		key, _ := tok.(string)
+		switch key {
+		case "traceEvents":
+			tok, err := p.dec.Token()
+			if err != nil {
+				return p.fail(-1, "reading traceEvents", err)
+			}
+			if tok != json.Delim('[') {
+				return p.fail(-1, fmt.Sprintf("traceEvents is %v, not an array", tok), nil)
+			}
+			if err := p.events_(); err != nil {
+				return err
+			}
+		case "traceName":
+			if err := p.strings(SourceTraceName, 0); err != nil {
+				return err
+			}
+		default:
+			// distributedInfo, deviceProperties, baseTimeNanoseconds, custom keys: only the
+			// strings in them matter (trace IDs), and they are walked, not kept.
+			if err := p.strings(SourceMetadata, 0); err != nil {
+				return err
+			}
+		}
+	}
+	if _, err := p.dec.Token(); err != nil {
+		return p.fail(-1, "reading the end of the trace", err)
+	}
+	if !p.sawEvents {
+		p.c.Notice("the trace has no traceEvents")
+	}
+	return nil
+}
+
+// strings walks one JSON value token by token, scanning its strings (keys included) for
+// trace IDs. Depth is bounded by the decoder's own limits.
+func (p *chromeReader) strings(src Source, _ int) error {
+	depth := 0
+	for {
+		tok, err := p.dec.Token()
+		if err != nil {
+			return p.fail(-1, "reading trace metadata", err)
+		}
+		switch v := tok.(type) {
+		case json.Delim:
+			if v == '{' || v == '[' {
+				depth++
+			} else {
+				depth--
+			}
+		case string:
+			p.c.ids.scan(v, src)
+		}
+		if depth == 0 {
+			return nil
+		}
+	}
+}
+
+// events_ reads the elements of traceEvents, the '[' already read.
+func (p *chromeReader) events_() error {
+	p.sawEvents = true
+	var ev chromeEvent
+	var args chromeArgs
+	for p.dec.More() {
+		ev = chromeEvent{}
+		before := p.dec.InputOffset()
+		err := p.dec.Decode(&ev)
+		var syntaxErr *json.SyntaxError
+		switch {
+		case err == nil:
+		case errors.As(err, &syntaxErr), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
+			p.dec.InputOffset() == before: // a read error (corrupt gzip): the decoder is stuck
+			return p.fail(p.events, "malformed event", err)
+		default:
+			// The value was well-formed JSON but a field had the wrong type: the decoder has
+			// consumed the whole event, so the next one can still be read.
+			p.typeErrs++
+			if p.firstType == "" {
+				p.firstType = fmt.Sprintf("traceEvents[%d]: %v", p.events, err)
+			}
+		}
+		p.event(&ev, &args)
+		p.events++
+	}
+	if _, err := p.dec.Token(); err != nil {
+		return p.fail(p.events, "reading the end of traceEvents", err)
+	}
+	return nil
+}
+
+func (p *chromeReader) event(ev *chromeEvent, args *chromeArgs) {
+	if ev.Ph != "X" {
+		// Flows (s, f: ac2g), metadata (M), instants (i), counters (C): not intervals.
+		if ev.Ph == "M" || ev.Ph == "i" || ev.Ph == "I" {
+			if containsFold(ev.Cat, "annotation") {
+				p.c.ids.scan(ev.Name, SourceAnnotation)
+			}
+		}
+		return
+	}
+	kind, known := chromeCategories[ev.Cat]
+	if !known {
+		p.unknown[ev.Cat]++
+		return
+	}
+	if kind == KindOther || kind == KindCPUOp {
+		return
+	}
+	ts, ok1 := usToNs(ev.Ts)
+	d, ok2 := usToNs(ev.Dur)
+	if !ok1 || !ok2 {
+		p.badTime++
+		return
+	}
+	a := Activity{Kind: kind, Name: ev.Name, Start: ts, End: ts + d}
+	*args = chromeArgs{}
+	if len(ev.Args) > 0 {
+		// A wrongly typed arg is left at zero; the event is still counted.
+		_ = json.Unmarshal(ev.Args, args)
+		if kind == KindAnnotation || kind == KindGPUAnnotation {
+			if ids := TraceIDsIn(string(ev.Args)); len(ids) > 0 {
+				a.TraceID = ids[0]
+			}
+		}
+	}
+	a.Device = int32(num(args.Device))
+	a.Stream = int32(num(args.Stream))
+	a.Correlation = int64(num(args.Correlation))
+	a.Bytes = int64(num(args.Bytes))
+	p.c.Add(a)
+}
+
+func (p *chromeReader) finish() {
+	if len(p.unknown) > 0 {
+		cats := make([]string, 0, len(p.unknown))
+		for k, n := range p.unknown {
+			cats = append(cats, fmt.Sprintf("%q×%d", k, n))
+		}
+		sort.Strings(cats)
+		if len(cats) > 10 {
+			cats = append(cats[:10], "...")
+		}
+		p.c.Notice("events of unknown categories ignored: %s", strings.Join(cats, ", "))
+	}
+	if p.badTime > 0 {
+		p.c.Notice("%d complete events had no usable ts/dur and were skipped", p.badTime)
+	}
+	if p.typeErrs > 0 {
+		p.c.Notice("%d events had fields of the wrong type (first: %s)", p.typeErrs, p.firstType)
+	}
+}
+
+// usToNs converts Kineto's microseconds with a fractional part ("5629214836837.123") to
+// nanoseconds exactly: through float64 the nanoseconds of a since-boot timestamp are lost.
+func usToNs(n json.Number) (int64, bool) {
+	s := string(n)
+	if s == "" {
+		return 0, false
+	}
+	const limit = math.MaxInt64 / 4 // keeps end = start + dur and differences from overflowing
+	intPart, frac, dotted := strings.Cut(s, ".")
+	if !strings.ContainsAny(s, "eE") && len(intPart) > 0 && len(intPart) <= 15 {
+		neg := intPart[0] == '-'
+		digits := strings.TrimPrefix(intPart, "-")
+		if i, err := strconv.ParseInt(digits, 10, 64); err == nil && (!dotted || allDigits(frac)) {
+			ns := i * 1000
+			f := frac + "000"
+			fi, _ := strconv.ParseInt(f[:3], 10, 64)
+			ns += fi
+			if len(frac) > 3 && frac[3] >= '5' {
+				ns++
+			}
+			if neg {
+				ns = -ns
+			}
+			return ns, true
+		}
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || !finite(f) || math.Abs(f*1000) > limit {
+		return 0, false
+	}
+	return int64(math.Round(f * 1000)), true
+}
+
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
+
+func num(f *float64) float64 {
+	if f == nil || !finite(*f) {
+		return 0
+	}
+	return *f
+}

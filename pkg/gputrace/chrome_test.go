@@ -1,0 +1,257 @@
+package gputrace
+
+import (
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"math"
+	"strings"
+	"testing"
+)
+
+const (
+	fixtureBase    = 5_629_214_836_837_123 // ns since boot: ts "5629214836837.123"
+	fixtureTraceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+	µs             = 1000
+)
+
+// writeFixture writes the hand-checked trace. Times are µs after the base:
+//
+//	stream 7: gemm [10,30] (launch [0,5]), gemm [40,70] (launch [6,10]), relu [90,92]
+//	          (launch [80,85]), Memcpy HtoD pageable [95,105] 1 MB (launch [92,95])
+//	stream 8: ncclKernel_AllReduce [60,100] (launch [50,52]), memset [100.020,101] 4096 B
+//	          (no launch), gemm [110,120] (launch [95,97])
+//	host:     cudaDeviceSynchronize [120,140], user_annotation "request <id>" [0,140] around
+//	          user_annotation "forward" [45,90] (holding the launches of nccl and relu)
+func writeFixture(t testing.TB, old bool) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	k := newKinetoWriter(&buf, fixtureBase, map[string]string{"backend": "nccl", "rank": "0", "world_size": "1"})
+	k.old = old
+	k.span("user_annotation", "request "+fixtureTraceID, 0, 140*µs)
+	k.span("cpu_op", "aten::mm", 0, 12*µs)
+	k.span("user_annotation", "forward", 45*µs, 90*µs)
+	k.runtime("cudaLaunchKernel", 0, 5*µs, 1)
+	k.runtime("cudaLaunchKernel", 6*µs, 10*µs, 2)
+	k.kernel("gemm", 7, 10*µs, 30*µs, 1)
+	k.kernel("gemm", 7, 40*µs, 70*µs, 2)
+	k.runtime("cudaLaunchKernel", 50*µs, 52*µs, 5)
+	k.kernel("ncclKernel_AllReduce", 8, 60*µs, 100*µs, 5)
+	k.runtime("cudaLaunchKernel", 80*µs, 85*µs, 3)
+	k.kernel("relu", 7, 90*µs, 92*µs, 3)
+	k.runtime("cudaMemcpyAsync", 92*µs, 95*µs, 4)
+	k.memcpy("Memcpy HtoD (Pageable -> Device)", 7, 95*µs, 105*µs, 4, 1_000_000)
+	k.memset(8, 100*µs+20, 101*µs, 0, 4096)
+	k.runtime("cudaLaunchKernel", 95*µs, 97*µs, 7)
+	k.kernel("gemm", 8, 110*µs, 120*µs, 7)
+	k.runtime("cudaDeviceSynchronize", 120*µs, 140*µs, 0)
+	k.span("mystery_category", "who knows", 1, 2)
+	if err := k.close("yolo26_detect", 140*µs); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func readFixture(t testing.TB, data []byte) *Result {
+	t.Helper()
+	c := NewCollector(Limits{})
+	if err := ReadChrome(bytes.NewReader(data), c); err != nil {
+		t.Fatal(err)
+	}
+	return c.Result(AnalysisOptions{})
+}
+
+func near(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs(b)) }
+
+func TestFixtureHandChecked(t *testing.T) {
+	for _, old := range []bool{false, true} {
+		r := readFixture(t, writeFixture(t, old))
+		// Kernel summary: gemm 20, 30, 10 µs; nccl 40; relu 2. Total 102 µs.
+		want := []KernelSummary{
+			{Name: "gemm", TimePercent: 100 * 60.0 / 102, Total: 60 * µs, Instances: 3, Avg: 20 * µs, Median: 20 * µs, Min: 10 * µs, Max: 30 * µs, StdDev: 10 * µs},
+			{Name: "ncclKernel_AllReduce", TimePercent: 100 * 40.0 / 102, Total: 40 * µs, Instances: 1, Avg: 40 * µs, Median: 40 * µs, Min: 40 * µs, Max: 40 * µs},
+			{Name: "relu", TimePercent: 100 * 2.0 / 102, Total: 2 * µs, Instances: 1, Avg: 2 * µs, Median: 2 * µs, Min: 2 * µs, Max: 2 * µs},
+		}
+		if len(r.Kernels) != len(want) {
+			t.Fatalf("old=%v: kernels %+v", old, r.Kernels)
+		}
+		for i, w := range want {
+			g := r.Kernels[i]
+			if g.Name != w.Name || g.Total != w.Total || g.Instances != w.Instances || g.Min != w.Min || g.Max != w.Max ||
+				!near(g.TimePercent, w.TimePercent) || !near(g.Avg, w.Avg) || !near(g.Median, w.Median) || !near(g.StdDev, w.StdDev) {
+				t.Errorf("old=%v: kernel %d = %+v, want %+v", old, i, g, w)
+			}
+		}
+		// Span [10,120]; compute 20+30+2+10; comm [60,100] less compute 28; memory [100,105];
+		// idle [30,40] and [105,110].
+		wantT := TemporalBreakdown{Start: fixtureBase + 10*µs, End: fixtureBase + 120*µs, Span: 110 * µs,
+			Compute: 62 * µs, Communication: 28 * µs, Memory: 5 * µs, Idle: 15 * µs}
+		if r.Temporal != wantT {
+			t.Errorf("old=%v: temporal %+v, want %+v", old, r.Temporal, wantT)
+		}
+		wantIdle := []StreamIdle{
+			// gaps 10 (launch began before: other), 20 (launch after: host), 3 (host)
+			{Device: 0, Stream: 7, Busy: 62 * µs, Idle: 33 * µs, HostWait: 23 * µs, Other: 10 * µs, Gaps: 3, LongestGap: 20 * µs},
+			// gaps 20 ns (kernel wait), 9 µs (launch began before: other)
+			{Device: 0, Stream: 8, Busy: 40*µs + 980 + 10*µs, Idle: 9*µs + 20, KernelWait: 20, Other: 9 * µs, Gaps: 2, LongestGap: 9 * µs},
+		}
+		if len(r.Idle) != 2 || r.Idle[0] != wantIdle[0] || r.Idle[1] != wantIdle[1] {
+			t.Errorf("old=%v: idle %+v, want %+v", old, r.Idle, wantIdle)
+		}
+		// Delays 5, 30, 5, 8, 13 µs; relu (2 µs) is shorter than its 5 µs launch.
+		wantL := LaunchStats{Kernels: 5, Joined: 5, DelayAvg: 12.2 * µs, DelayMedian: 8 * µs, DelayP95: 30 * µs, DelayMax: 30 * µs, ShorterThanLaunch: 0.2}
+		if l := r.Launch; l.Kernels != wantL.Kernels || l.Joined != wantL.Joined || !near(l.DelayAvg, wantL.DelayAvg) ||
+			l.DelayMedian != wantL.DelayMedian || l.DelayP95 != wantL.DelayP95 || l.DelayMax != wantL.DelayMax || !near(l.ShorterThanLaunch, 0.2) {
+			t.Errorf("old=%v: launch %+v, want %+v", old, r.Launch, wantL)
+		}
+		wantM := []MemcpyVolume{
+			{Direction: "HtoD", Count: 1, Bytes: 1_000_000, Busy: 10 * µs, BandwidthGBps: 100, Pageable: 1},
+			{Direction: "Memset", Count: 1, Bytes: 4096, Busy: 980, BandwidthGBps: 4096.0 / 980},
+		}
+		if len(r.Memcpy) != 2 || r.Memcpy[0] != wantM[0] || !near(r.Memcpy[1].BandwidthGBps, wantM[1].BandwidthGBps) {
+			t.Errorf("old=%v: memcpy %+v, want %+v", old, r.Memcpy, wantM)
+		}
+		if r.Sync.Calls != 1 || r.Sync.Time != 20*µs {
+			t.Errorf("old=%v: sync %+v", old, r.Sync)
+		}
+		// Sync 20 µs is 18% of the 110 µs span; idle 13.6% and copies 9.1% stay under.
+		if len(r.Advice) != 1 || r.Advice[0].Pattern != "cuda synchronize bars" || !strings.Contains(r.Advice[0].Evidence, "18.2%") {
+			t.Errorf("old=%v: advice %+v", old, r.Advice)
+		}
+		if !r.Matches(fixtureTraceID) || !r.Matches(strings.ToUpper(fixtureTraceID[16:])) || r.Matches("00000000000000000000000000000001") {
+			t.Errorf("old=%v: trace IDs %+v", old, r.TraceIDs)
+		}
+		// forward: nccl 40 + relu 2; request: the three gemms; the trace: all five.
+		wantA := []AnnotationKernels{
+			{Name: "request " + fixtureTraceID, TraceID: fixtureTraceID, Start: fixtureBase, End: fixtureBase + 140*µs, Kernels: 3, KernelTime: 60 * µs},
+			{Name: "forward", Start: fixtureBase + 45*µs, End: fixtureBase + 90*µs, Kernels: 2, KernelTime: 42 * µs},
+		}
+		if len(r.Annotations) != 2 || r.Annotations[0] != wantA[0] || r.Annotations[1] != wantA[1] {
+			t.Errorf("old=%v: annotations %+v, want %+v", old, r.Annotations, wantA)
+		}
+		if got := r.KernelTimeFor(strings.ToUpper(fixtureTraceID)); got.Kernels != 5 || got.KernelTime != 102*µs {
+			t.Errorf("old=%v: kernel time for the request %+v", old, got)
+		}
+		if !hasNotice(r, `"mystery_category"×1`) {
+			t.Errorf("old=%v: notices %q", old, r.Notices)
+		}
+	}
+}
+
+func hasNotice(r *Result, sub string) bool {
+	for _, n := range r.Notices {
+		if strings.Contains(n, sub) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestGzipSameAsPlain(t *testing.T) {
+	data := writeFixture(t, false)
+	var z bytes.Buffer
+	zw := gzip.NewWriter(&z)
+	zw.Write(data)
+	zw.Close()
+	a, b := readFixture(t, data), readFixture(t, z.Bytes())
+	if a.Temporal != b.Temporal || len(a.Kernels) != len(b.Kernels) || a.Kernels[0] != b.Kernels[0] {
+		t.Errorf("gzip differs: %+v vs %+v", a, b)
+	}
+}
+
+func TestTruncatedKeepsWhatWasRead(t *testing.T) {
+	data := writeFixture(t, false)
+	cut := bytes.Index(data, []byte(`"relu"`)) // inside the relu kernel event
+	c := NewCollector(Limits{})
+	err := ReadChrome(bytes.NewReader(data[:cut]), c)
+	var pe *ParseError
+	if !errors.As(err, &pe) || pe.Event < 0 || pe.Offset <= 0 {
+		t.Fatalf("err = %v, want a ParseError with offset and event", err)
+	}
+	if !strings.Contains(err.Error(), "traceEvents[") || !strings.Contains(err.Error(), "unexpected EOF") {
+		t.Errorf("message %q", err)
+	}
+	r := c.Result(AnalysisOptions{})
+	if len(r.Kernels) != 2 || r.Kernels[0].Name != "gemm" || r.Kernels[0].Instances != 2 {
+		t.Errorf("kernels read before the cut: %+v", r.Kernels)
+	}
+}
+
+func TestMalformedInputs(t *testing.T) {
+	for _, tc := range []struct{ name, in, want string }{
+		{"empty", ``, "not JSON"},
+		{"number", `42`, "expected a JSON object"},
+		{"events not array", `{"traceEvents": {}}`, "not an array"},
+		{"garbage in event", `{"traceEvents": [{"ph": "X",, }]}`, "traceEvents[0]: malformed event"},
+		{"garbage after event", `{"traceEvents": [{"ph": "X"} {"ph": "X"}]}`, "traceEvents[1]"},
+	} {
+		err := ReadChrome(strings.NewReader(tc.in), NewCollector(Limits{}))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err = %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+func TestOddValuesAreNotices(t *testing.T) {
+	in := `{"traceEvents": [
+	 {"ph": "X", "cat": "kernel", "name": "k", "ts": "soon", "dur": 1, "args": {"stream": 7}},
+	 {"ph": "X", "cat": "kernel", "name": "k", "ts": 5, "dur": 1, "args": {"stream": "seven"}},
+	 {"ph": "X", "cat": "kernel", "name": "k", "ts": -3, "dur": 2, "args": {"stream": 7}},
+	 {"ph": "X", "cat": "kernel", "name": "k", "ts": 10, "dur": -2},
+	 {"ph": "X", "cat": "kernel", "name": "k", "ts": -2.5, "dur": 2, "args": {"stream": 7}},
+	 {"ph": "X", "cat": 7, "name": "k", "ts": 4.5, "dur": 2},
+	 [1, 2], null, "x"
+	]}`
+	c := NewCollector(Limits{})
+	if err := ReadChrome(strings.NewReader(in), c); err != nil {
+		t.Fatal(err)
+	}
+	r := c.Result(AnalysisOptions{})
+	if len(r.Kernels) != 1 || r.Kernels[0].Instances != 3 {
+		t.Errorf("kernels %+v", r.Kernels)
+	}
+	for _, want := range []string{"negative timestamps", "negative durations", "overlap", "wrong type", "no usable ts/dur"} {
+		if !hasNotice(r, want) {
+			t.Errorf("no notice %q in %q", want, r.Notices)
+		}
+	}
+}
+
+func TestUsToNs(t *testing.T) {
+	for in, want := range map[string]int64{
+		"5629214836837.123": 5_629_214_836_837_123, "1": 1000, "0.0005": 1, "0.0004": 0,
+		"-2.5": -2500, "1e3": 1_000_000, "12.3456": 12346,
+	} {
+		if got, ok := usToNs(jsonNumber(in)); !ok || got != want {
+			t.Errorf("usToNs(%s) = %d, %v; want %d", in, got, ok, want)
+		}
+	}
+	for _, in := range []string{"", "x", "1e400", "-"} {
+		if _, ok := usToNs(jsonNumber(in)); ok {
+			t.Errorf("usToNs(%q) accepted", in)
+		}
+	}
+}
+
+func TestTraceIDsIn(t *testing.T) {
+	got := TraceIDsIn("yolo26_detect_4BF92F3577B34DA6A3CE929D0E0E4736.pt.trace.json a3ce929d0e0e4736 1234567890123456 xa3ce929d0e0e4736")
+	if len(got) != 2 || got[0] != fixtureTraceID || got[1] != "a3ce929d0e0e4736" {
+		t.Errorf("got %q", got)
+	}
+}
+
+// A corrupt gzip stream made the decoder return the same read error forever (found by the
+// fuzzer, testdata/fuzz/FuzzReadChrome/1609924f950fdde4).
+func TestCorruptGzipStops(t *testing.T) {
+	var z bytes.Buffer
+	zw := gzip.NewWriter(&z)
+	zw.Write(writeFixture(t, false))
+	zw.Close()
+	data := z.Bytes()
+	data[len(data)/2] ^= 0xff
+	err := ReadChrome(bytes.NewReader(data), NewCollector(Limits{}))
+	var pe *ParseError
+	if !errors.As(err, &pe) {
+		t.Fatalf("err = %v, want a ParseError", err)
+	}
+}

@@ -1,0 +1,250 @@
+package gputrace
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sort"
+)
+
+// Limits bound what a Collector keeps, so memory grows with distinct kernel names, not with
+// the file size. Zero fields take the defaults.
+type Limits struct {
+	// MaxIntervals caps the GPU intervals (kernels, memcpys, memsets) kept for the temporal and
+	// idle breakdowns; beyond it those breakdowns cover only the first MaxIntervals.
+	MaxIntervals int
+	// MaxLaunches caps the runtime launch calls kept for joining kernels on correlation.
+	MaxLaunches int
+	// MaxSamplesPerKernel caps the durations kept per kernel name for the median; beyond it a
+	// uniform reservoir sample is kept and the median is an estimate.
+	MaxSamplesPerKernel int
+	// MaxKernelNames caps distinct kernel names; later names are folded into "(other kernels)".
+	MaxKernelNames int
+}
+
+// DefaultLimits keep a 1 GB trace within a few hundred MB.
+var DefaultLimits = Limits{MaxIntervals: 1_000_000, MaxLaunches: 1_000_000, MaxSamplesPerKernel: 4096, MaxKernelNames: 50_000}
+
+func (l Limits) withDefaults() Limits {
+	if l.MaxIntervals <= 0 {
+		l.MaxIntervals = DefaultLimits.MaxIntervals
+	}
+	if l.MaxLaunches <= 0 {
+		l.MaxLaunches = DefaultLimits.MaxLaunches
+	}
+	if l.MaxSamplesPerKernel <= 0 {
+		l.MaxSamplesPerKernel = DefaultLimits.MaxSamplesPerKernel
+	}
+	if l.MaxKernelNames <= 0 {
+		l.MaxKernelNames = DefaultLimits.MaxKernelNames
+	}
+	return l
+}
+
+const otherKernels = "(other kernels)"
+
+// kernelStats aggregates one kernel name.
+type kernelStats struct {
+	count         int64
+	sum, min, max int64
+	sumSq         float64
+	samples       []int64 // all durations up to the cap, then a reservoir
+}
+
+// interval is one GPU activity kept for the breakdowns.
+type interval struct {
+	start, end  int64
+	correlation int64
+	device      int32
+	stream      int32
+	class       KernelClass
+	short       bool // kernel only: shorter than its launch call (set at the join)
+}
+
+type launch struct{ start, end int64 }
+
+type memcpyStats struct {
+	count     int64
+	bytes     int64
+	busy      int64 // summed durations
+	withBytes int64 // summed durations of the copies whose size is known
+	pageable  int64 // copies from or to pageable host memory
+}
+
+// Collector gathers activities from any reader. Add is called once per activity in any order;
+// Result computes the analyses.
+type Collector struct {
+	limits  Limits
+	kernels map[string]*kernelStats
+	ivals   []interval
+	launch  map[int64]launch
+	memcpy  map[string]*memcpyStats
+	rng     *rand.Rand
+
+	syncCount   int64
+	syncTime    int64
+	runtimeTime int64
+
+	dropped          struct{ intervals, launches, names, samples, annotations int64 }
+	annots           []annotation
+	negative, badDur int64
+	notices          []string
+	ids              idSet
+}
+
+// NewCollector returns an empty collector with the given limits.
+func NewCollector(l Limits) *Collector {
+	return &Collector{
+		limits:  l.withDefaults(),
+		kernels: map[string]*kernelStats{},
+		launch:  map[int64]launch{},
+		memcpy:  map[string]*memcpyStats{},
+		rng:     rand.New(rand.NewPCG(1, 2)), // fixed seed: same file, same answer
+	}
+}
+
+// Notice records something worth telling the user that is not an error.
+func (c *Collector) Notice(format string, args ...any) {
+	if len(c.notices) < 100 {
+		c.notices = append(c.notices, fmt.Sprintf(format, args...))
+	}
+}
+
+// Add records one activity.
+func (c *Collector) Add(a Activity) {
+	if a.Start < 0 {
+		c.negative++
+	}
+	if a.End < a.Start {
+		c.badDur++
+		return
+	}
+	switch a.Kind {
+	case KindKernel:
+		c.addKernel(a)
+		c.addInterval(a)
+	case KindMemcpy, KindMemset:
+		c.addMemcpy(a)
+		c.addInterval(a)
+	case KindRuntime, KindDriver:
+		c.runtimeTime += a.End - a.Start
+		if isSyncCall(a.Name) {
+			c.syncCount++
+			c.syncTime += a.End - a.Start
+		}
+		if a.Correlation != 0 {
+			if len(c.launch) < c.limits.MaxLaunches {
+				c.launch[a.Correlation] = launch{a.Start, a.End}
+			} else {
+				c.dropped.launches++
+			}
+		}
+	case KindSync:
+		c.syncCount++
+		c.syncTime += a.End - a.Start
+	case KindAnnotation, KindGPUAnnotation:
+		c.addAnnotation(a)
+	}
+}
+
+func (c *Collector) addKernel(a Activity) {
+	name := a.Name
+	k := c.kernels[name]
+	if k == nil {
+		if len(c.kernels) >= c.limits.MaxKernelNames {
+			c.dropped.names++
+			name = otherKernels
+			k = c.kernels[name]
+		}
+		if k == nil {
+			k = &kernelStats{min: a.End - a.Start}
+			c.kernels[name] = k
+		}
+	}
+	d := a.End - a.Start
+	k.count++
+	k.sum += d
+	k.sumSq += float64(d) * float64(d)
+	k.min = min(k.min, d)
+	k.max = max(k.max, d)
+	if len(k.samples) < c.limits.MaxSamplesPerKernel {
+		k.samples = append(k.samples, d)
+		return
+	}
+	c.dropped.samples++
+	if j := c.rng.Int64N(k.count); j < int64(len(k.samples)) {
+		k.samples[j] = d
+	}
+}
+
+func (c *Collector) addInterval(a Activity) {
+	if len(c.ivals) >= c.limits.MaxIntervals {
+		c.dropped.intervals++
+		return
+	}
+	c.ivals = append(c.ivals, interval{
+		start: a.Start, end: a.End, correlation: a.Correlation,
+		device: a.Device, stream: a.Stream, class: classOf(a.Kind, a.Name),
+	})
+}
+
+func (c *Collector) addMemcpy(a Activity) {
+	dir := "Memset"
+	if a.Kind == KindMemcpy {
+		dir = memcpyDirection(a.Name)
+	}
+	m := c.memcpy[dir]
+	if m == nil {
+		m = &memcpyStats{}
+		c.memcpy[dir] = m
+	}
+	d := a.End - a.Start
+	m.count++
+	m.busy += d
+	if a.Bytes > 0 {
+		m.bytes += a.Bytes
+		m.withBytes += d
+	}
+	if a.Kind == KindMemcpy && containsFold(a.Name, "pageable") {
+		m.pageable++
+	}
+}
+
+// finishNotices turns the counters into notices, once.
+func (c *Collector) finishNotices() []string {
+	n := append([]string(nil), c.notices...)
+	if c.negative > 0 {
+		n = append(n, fmt.Sprintf("%d events have negative timestamps", c.negative))
+	}
+	if c.badDur > 0 {
+		n = append(n, fmt.Sprintf("%d events with negative durations were skipped", c.badDur))
+	}
+	if c.dropped.intervals > 0 {
+		n = append(n, fmt.Sprintf("more than %d GPU intervals: temporal and idle breakdowns cover the first %d only (%d left out)", c.limits.MaxIntervals, c.limits.MaxIntervals, c.dropped.intervals))
+	}
+	if c.dropped.launches > 0 {
+		n = append(n, fmt.Sprintf("more than %d launch calls: %d left out of the launch statistics", c.limits.MaxLaunches, c.dropped.launches))
+	}
+	if c.dropped.names > 0 {
+		n = append(n, fmt.Sprintf("more than %d distinct kernel names: %d kernels folded into %q", c.limits.MaxKernelNames, c.dropped.names, otherKernels))
+	}
+	if c.dropped.annotations > 0 {
+		n = append(n, annotationNotice(c.dropped.annotations))
+	}
+	if c.dropped.samples > 0 {
+		n = append(n, fmt.Sprintf("kernel names with more than %d instances: their medians are estimated from a sample of %d", c.limits.MaxSamplesPerKernel, c.limits.MaxSamplesPerKernel))
+	}
+	return n
+}
+
+func median(xs []int64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := append([]int64(nil), xs...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	m := len(s) / 2
+	if len(s)%2 == 1 {
+		return float64(s[m])
+	}
+	return (float64(s[m-1]) + float64(s[m])) / 2
+}

@@ -1,0 +1,46 @@
+package gputrace
+
+import (
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"math"
+	"testing"
+)
+
+// FuzzReadChrome: any input either reads or fails with a *ParseError, never panics, and
+// what was read still analyses. Inputs the fuzzer found are kept in testdata/fuzz.
+func FuzzReadChrome(f *testing.F) {
+	fixture := writeFixture(f, false)
+	f.Add(fixture)
+	f.Add(fixture[:len(fixture)/2])
+	f.Add(writeFixture(f, true))
+	var z bytes.Buffer
+	zw := gzip.NewWriter(&z)
+	zw.Write(fixture[:2000])
+	zw.Close()
+	f.Add(z.Bytes())
+	f.Add([]byte(`{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": -1e300, "dur": 1e300}]}`))
+	f.Add([]byte(`[{"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy DtoH", "ts": 1, "dur": 0, "args": {"bytes": 1e30}}]`))
+	f.Add([]byte(`{"distributedInfo": {"a": [[[{"b": "4bf92f3577b34da6a3ce929d0e0e4736"}]]]}, "traceName": 5}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c := NewCollector(Limits{MaxIntervals: 1000, MaxLaunches: 1000, MaxSamplesPerKernel: 16, MaxKernelNames: 50})
+		err := ReadChrome(bytes.NewReader(data), c)
+		var pe *ParseError
+		if err != nil && !errors.As(err, &pe) {
+			t.Fatalf("error %v is not a ParseError", err)
+		}
+		r := c.Result(AnalysisOptions{})
+		if len(r.Notices) > 120 || len(r.TraceIDs) > maxTraceIDs || len(r.Kernels) > 51 {
+			t.Fatalf("unbounded result: %d notices %d ids %d kernels", len(r.Notices), len(r.TraceIDs), len(r.Kernels))
+		}
+		if tb := r.Temporal; tb.Compute+tb.Communication+tb.Memory+tb.Idle != tb.Span {
+			t.Fatalf("breakdown does not add up: %+v", tb)
+		}
+		for _, k := range r.Kernels {
+			if k.Instances <= 0 || math.IsNaN(k.StdDev) || math.IsNaN(k.TimePercent) {
+				t.Fatalf("bad row %+v", k)
+			}
+		}
+	})
+}

@@ -1,0 +1,215 @@
+package gputrace
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net/url"
+	"strings"
+
+	_ "modernc.org/sqlite" // pure Go: the plugin still cross-compiles without cgo
+)
+
+// CUPTI copyKind values (CUpti_ActivityMemcpyKind) as nsys exports them.
+var copyKinds = map[int64]string{1: "HtoD", 2: "DtoH", 3: "HtoA", 4: "AtoH", 5: "AtoA", 6: "AtoD", 7: "DtoA", 8: "DtoD", 9: "HtoH", 10: "PtoP"}
+
+// ReadNsys reads an Nsight Systems SQLite export (nsys export --type sqlite) into c, read-only.
+// Timestamps are already nanoseconds. Tables absent from the export mean no such activity.
+func ReadNsys(ctx context.Context, path string, c *Collector) error {
+	u := url.URL{Scheme: "file", OmitHost: true, Path: path, RawQuery: "mode=ro&_pragma=query_only(1)"}
+	db, err := sql.Open("sqlite", u.String())
+	if err != nil {
+		return fmt.Errorf("gputrace: %s: %w", path, err)
+	}
+	defer db.Close()
+	c.AddFileName(path)
+	return readNsysDB(ctx, db, c)
+}
+
+func readNsysDB(ctx context.Context, db *sql.DB, c *Collector) error {
+	cols, err := nsysColumns(ctx, db)
+	if err != nil {
+		return err
+	}
+	if cols["StringIds"] == nil {
+		if len(cols) == 0 {
+			return fmt.Errorf("gputrace: not an Nsight Systems export (no tables)")
+		}
+		c.Notice("the export has no StringIds table: names are shown as ids")
+	}
+	name := func(col string) string {
+		if cols["StringIds"] == nil {
+			return "CAST(" + col + " AS TEXT)"
+		}
+		return "COALESCE((SELECT value FROM StringIds WHERE id = " + col + "), CAST(" + col + " AS TEXT))"
+	}
+	if k := cols["CUPTI_ACTIVITY_KIND_KERNEL"]; k != nil {
+		nameCol := "demangledName"
+		if !k["demangledName"] {
+			nameCol = "shortName"
+		}
+		if err := need("CUPTI_ACTIVITY_KIND_KERNEL", k, "start", "end", nameCol); err != nil {
+			return err
+		}
+		q := "SELECT start, end, " + opt(k, "deviceId") + ", " + opt(k, "streamId") + ", " + opt(k, "correlationId") + ", " + name(nameCol) + " FROM CUPTI_ACTIVITY_KIND_KERNEL"
+		if err := scanRows(ctx, db, q, func(s scanner) error {
+			a := Activity{Kind: KindKernel}
+			err := s.Scan(&a.Start, &a.End, &a.Device, &a.Stream, &a.Correlation, &a.Name)
+			c.Add(a)
+			return err
+		}); err != nil {
+			return err
+		}
+	}
+	if r := cols["CUPTI_ACTIVITY_KIND_RUNTIME"]; r != nil {
+		if err := need("CUPTI_ACTIVITY_KIND_RUNTIME", r, "start", "end", "nameId"); err != nil {
+			return err
+		}
+		q := "SELECT start, end, " + opt(r, "correlationId") + ", " + name("nameId") + " FROM CUPTI_ACTIVITY_KIND_RUNTIME"
+		if err := scanRows(ctx, db, q, func(s scanner) error {
+			a := Activity{Kind: KindRuntime}
+			err := s.Scan(&a.Start, &a.End, &a.Correlation, &a.Name)
+			// nsys names calls with their version suffix: cudaLaunchKernel_v7000.
+			if i := strings.Index(a.Name, "_v"); i > 0 {
+				a.Name = a.Name[:i]
+			}
+			c.Add(a)
+			return err
+		}); err != nil {
+			return err
+		}
+	}
+	if m := cols["CUPTI_ACTIVITY_KIND_MEMCPY"]; m != nil {
+		if err := need("CUPTI_ACTIVITY_KIND_MEMCPY", m, "start", "end"); err != nil {
+			return err
+		}
+		q := "SELECT start, end, " + opt(m, "deviceId") + ", " + opt(m, "streamId") + ", " + opt(m, "correlationId") + ", " + opt(m, "bytes") + ", " + opt(m, "copyKind") + " FROM CUPTI_ACTIVITY_KIND_MEMCPY"
+		if err := scanRows(ctx, db, q, func(s scanner) error {
+			a := Activity{Kind: KindMemcpy}
+			var kind int64
+			err := s.Scan(&a.Start, &a.End, &a.Device, &a.Stream, &a.Correlation, &a.Bytes, &kind)
+			a.Name = "Memcpy " + copyKindName(kind)
+			c.Add(a)
+			return err
+		}); err != nil {
+			return err
+		}
+	}
+	if m := cols["CUPTI_ACTIVITY_KIND_MEMSET"]; m != nil {
+		if err := need("CUPTI_ACTIVITY_KIND_MEMSET", m, "start", "end"); err != nil {
+			return err
+		}
+		q := "SELECT start, end, " + opt(m, "deviceId") + ", " + opt(m, "streamId") + ", " + opt(m, "correlationId") + ", " + opt(m, "bytes") + " FROM CUPTI_ACTIVITY_KIND_MEMSET"
+		if err := scanRows(ctx, db, q, func(s scanner) error {
+			a := Activity{Kind: KindMemset, Name: "Memset"}
+			err := s.Scan(&a.Start, &a.End, &a.Device, &a.Stream, &a.Correlation, &a.Bytes)
+			c.Add(a)
+			return err
+		}); err != nil {
+			return err
+		}
+	}
+	if n := cols["NVTX_EVENTS"]; n != nil {
+		text := "''"
+		switch {
+		case n["text"] && n["textId"] && cols["StringIds"] != nil:
+			text = "COALESCE(text, (SELECT value FROM StringIds WHERE id = textId), '')"
+		case n["text"]:
+			text = "COALESCE(text, '')"
+		}
+		// Ranges only (end set); marks have no duration to launch kernels in.
+		q := "SELECT COALESCE(start, 0), COALESCE(" + optRaw(n, "end") + ", -1), " + text + " FROM NVTX_EVENTS"
+		if err := scanRows(ctx, db, q, func(s scanner) error {
+			a := Activity{Kind: KindAnnotation}
+			err := s.Scan(&a.Start, &a.End, &a.Name)
+			if a.End < a.Start {
+				c.ids.scan(a.Name, SourceAnnotation)
+				return err
+			}
+			c.Add(a)
+			return err
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func copyKindName(k int64) string {
+	if n, ok := copyKinds[k]; ok {
+		return n
+	}
+	return "other"
+}
+
+type scanner interface{ Scan(...any) error }
+
+func scanRows(ctx context.Context, db *sql.DB, q string, row func(scanner) error) error {
+	rows, err := db.QueryContext(ctx, q)
+	if err != nil {
+		return fmt.Errorf("gputrace: %s: %w", q, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := row(rows); err != nil {
+			return fmt.Errorf("gputrace: %s: %w", q, err)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("gputrace: %s: %w", q, err)
+	}
+	return nil
+}
+
+// opt reads a column the schema may lack (older nsys versions) as 0.
+func opt(cols map[string]bool, col string) string {
+	if cols[col] {
+		return "COALESCE(" + col + ", 0)"
+	}
+	return "0"
+}
+
+func optRaw(cols map[string]bool, col string) string {
+	if cols[col] {
+		return col
+	}
+	return "NULL"
+}
+
+func need(table string, cols map[string]bool, names ...string) error {
+	for _, n := range names {
+		if !cols[n] {
+			return fmt.Errorf("gputrace: table %s has no column %s: not an Nsight Systems export schema", table, n)
+		}
+	}
+	return nil
+}
+
+// nsysColumns lists the tables the analyses read, with their columns.
+func nsysColumns(ctx context.Context, db *sql.DB) (map[string]map[string]bool, error) {
+	out := map[string]map[string]bool{}
+	for _, t := range []string{"StringIds", "CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET", "NVTX_EVENTS"} {
+		rows, err := db.QueryContext(ctx, "SELECT name FROM pragma_table_info(?)", t)
+		if err != nil {
+			return nil, fmt.Errorf("gputrace: not a readable SQLite file: %w", err)
+		}
+		cols := map[string]bool{}
+		for rows.Next() {
+			var n string
+			if err := rows.Scan(&n); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			cols[n] = true
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, fmt.Errorf("gputrace: not a readable SQLite file: %w", err)
+		}
+		if len(cols) > 0 {
+			out[t] = cols
+		}
+	}
+	return out, nil
+}
