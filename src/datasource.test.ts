@@ -51,6 +51,19 @@ describe('DataSource', () => {
     expect(out.queryType).toBe('profile');
   });
 
+  it('interpolates the kernels query: trace ID and file', () => {
+    const out = ds.applyTemplateVariables(
+      { refId: 'A', queryType: 'kernels', traceId: '$trace_id', file: 'infer/$service.pt.trace.json' },
+      {}
+    );
+    expect(out).toEqual({
+      refId: 'A',
+      queryType: 'kernels',
+      traceId: '4bf92f3577b34da6a3ce929d0e0e4736',
+      file: 'infer/nemotron-backend.pt.trace.json',
+    });
+  });
+
   it('does not invent fields a query did not have', () => {
     const out = ds.applyTemplateVariables({ refId: 'A', queryType: 'profile' }, {});
     expect(out.labelSelector).toBeUndefined();

@@ -14,6 +14,7 @@ import {
   GpuRole,
   HsiOptions,
   HsiQuery,
+  KernelFile,
   ProfileType,
   TraceSearch,
   TraceSummary,
@@ -63,6 +64,7 @@ export class DataSource extends DataSourceWithBackend<HsiQuery, HsiOptions> {
       models: list(query.models),
       pods: list(query.pods),
       namespaces: list(query.namespaces),
+      file: text(query.file),
     };
   }
 
@@ -104,6 +106,17 @@ export class DataSource extends DataSourceWithBackend<HsiQuery, HsiOptions> {
   /** Profile types with data in the range (Unix ms), for the editor's picker. */
   getProfileTypes(from?: number, to?: number): Promise<ProfileType[]> {
     return this.getResource<ProfileType[]>('profile-types', rangeParams(from, to));
+  }
+
+  /** GPU kernel trace files under the configured directories, most recent first; of one request with traceId. */
+  async getKernelFiles(traceId?: string): Promise<KernelFile[]> {
+    const params: Record<string, string> = {};
+    const id = traceId ? this.interpolate(traceId).trim() : '';
+    if (id && !id.startsWith('$')) {
+      params.traceId = id;
+    }
+    const res = await this.getResource<{ files: KernelFile[] }>('kernel-files', params);
+    return res.files ?? [];
   }
 
   /** Pyroscope's service_name values. */

@@ -28,6 +28,11 @@ export const QUERY_TYPES = [
     label: 'Local GPUs (NVML)',
     description: 'Live GPUs of the host Grafana runs on, read through NVML',
   },
+  {
+    value: 'kernels',
+    label: 'GPU kernels',
+    description: 'Kernel summary, breakdowns and advice from the GPU kernel traces captured for a request',
+  },
 ] as const;
 
 export type QueryType = (typeof QUERY_TYPES)[number]['value'];
@@ -96,6 +101,16 @@ export interface HsiQuery extends DataQuery {
   namespaces?: string[];
   /** Local GPUs (NVML): the view; unset: devices. */
   view?: GpuLocalView;
+  /** GPU kernels: a trace file, relative to a configured trace directory (else found by traceId). */
+  file?: string;
+}
+
+/** One trace file of the kernel-files resource. */
+export interface KernelFile {
+  file: string;
+  size: number;
+  modified: string;
+  traceIds: string[];
 }
 
 export const DEFAULT_QUERY: Partial<HsiQuery> = {
@@ -263,6 +278,13 @@ interface BehaviourJsonData {
 
   /** The gpuLocal query: the Grafana host's GPUs through NVML (default off; the key is removed when off). */
   nvmlEnabled?: boolean;
+
+  /** GPU kernel traces: absolute, read-only directories searched for trace files. */
+  traceDirectories?: string[];
+  /** Files larger than this are skipped (default 2 GiB). */
+  traceMaxFileBytes?: number;
+  /** Trace files looked at per query (default 10000). */
+  traceMaxFiles?: number;
 
   /** Span resource attribute naming the host (default host.name). */
   joinHostAttribute?: string;

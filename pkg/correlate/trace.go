@@ -52,6 +52,9 @@ type SpanRow struct {
 	// GPU holds the GPU figures over the span's window; nil when there are none (no host, no
 	// DCGM series for it, or Prometheus not asked).
 	GPU *GPUWindow
+	// GPUKernelTime is the GPU kernel time (ns) the request's kernel traces attribute to the span
+	// (AttributeKernels); nil when no kernel trace names it.
+	GPUKernelTime *int64
 }
 
 // GPUWindow is what the span's GPUs did over its window.

@@ -55,6 +55,7 @@ func TraceSpans(traceID string, rows []correlate.SpanRow, profileTypeID, allocTy
 		profileIDs, hosts, gpus, gpuVars        = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 		classes, evidence                       = make([]*string, n), make([]*string, n)
 		shares, utils, mems, pcies              = make([]*float64, n), make([]*float64, n), make([]*float64, n), make([]*float64, n)
+		kernelTimes                             = make([]*int64, n)
 	)
 	for i, r := range rows {
 		traceIDs[i], spanIDs[i], services[i], operations[i] = traceID, r.Span.SpanID, r.Span.Service, r.Span.Operation
@@ -67,6 +68,7 @@ func TraceSpans(traceID string, rows []correlate.SpanRow, profileTypeID, allocTy
 		}
 		profileIDs[i], hosts[i] = r.ProfileID, r.Host
 		gpus[i], gpuVars[i] = gpuCell(r)
+		kernelTimes[i] = r.GPUKernelTime
 		if w := r.GPU; w != nil {
 			class := string(w.Class)
 			classes[i] = &class
@@ -113,6 +115,8 @@ func TraceSpans(traceID string, rows []correlate.SpanRow, profileTypeID, allocTy
 			Description: "Mean share of time device memory was busy (DCGM_FI_PROF_DRAM_ACTIVE, else DCGM_FI_DEV_MEM_COPY_UTIL) over the span's window."}),
 		data.NewField("gpuPcie", nil, pcies).SetConfig(&data.FieldConfig{DisplayNameFromDS: "PCIe", Unit: "Bps",
 			Description: "Mean PCIe traffic, transmitted plus received, over the span's window."}),
+		data.NewField("gpuKernelTime", nil, kernelTimes).SetConfig(&data.FieldConfig{DisplayNameFromDS: "GPU kernel time", Unit: "ns",
+			Description: "GPU kernel time the request's kernel traces (jsonData.traceDirectories) attribute to the span through their annotations; empty when no trace was captured."}),
 	)
 	f.Meta = &data.FrameMeta{PreferredVisualization: data.VisTypeTable}
 	return f

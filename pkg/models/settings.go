@@ -90,6 +90,8 @@ type Settings struct {
 	Classify ClassifySettings
 	// Join says how spans map to hosts and GPUs, and where links point (settings_join.go).
 	Join JoinSettings
+	// Traces say where GPU kernel traces are read from (settings_traces.go).
+	Traces TraceSettings
 	// NVMLEnabled turns on the gpuLocal query type (jsonData.nvmlEnabled, default false): the
 	// Grafana host's GPUs through NVML. NVMLErr is set when the value is not a boolean.
 	NVMLEnabled bool
@@ -125,6 +127,7 @@ func LoadSettings(s backend.DataSourceInstanceSettings) (*Settings, error) {
 	}
 	out.MinStep, out.MinStepErr = loadMinStep(j)
 	out.GPUSettingsErr = errors.Join(loadDCGM(j, &out.DCGM), loadClassify(j, &out.Classify), loadJoin(j, &out.Join))
+	loadTraces(j, &out.Traces) // out.Traces.Err: the kernels query reports it
 	if out.NVMLEnabled, out.NVMLErr = j.boolean("nvmlEnabled"); out.NVMLErr != nil {
 		out.NVMLErr = fmt.Errorf("%v: set it to true or false in the data source settings", out.NVMLErr)
 	}

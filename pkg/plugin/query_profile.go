@@ -21,6 +21,7 @@ func (d *Datasource) queryHandlers() map[string]queryHandler {
 		models.QueryTypeGPUMetrics: d.queryGPUMetrics,
 		models.QueryTypeGPUClass:   d.queryGPUClass,
 		models.QueryTypeGPULocal:   d.queryGPULocal,
+		models.QueryTypeKernels:    d.queryKernels,
 	}
 }
 

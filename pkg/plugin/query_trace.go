@@ -63,8 +63,9 @@ func (d *Datasource) queryTrace(ctx context.Context, q backend.DataQuery) backen
 		Classify: classifier(a.gpu, d.settings.Classify.Thresholds),
 		Join:     d.settings.Join,
 	})
+	kernelNotices := d.spanKernelTimes(ctx, trace.TraceID, rows)
 	spans := frames.TraceSpans(trace.TraceID, rows, tq.ProfileTypeID, tq.AllocTypeID, links)
-	spans.Meta.Notices = d.traceNotices(tq, trace, rows, a)
+	spans.Meta.Notices = append(d.traceNotices(tq, trace, rows, a), kernelNotices...)
 	out := []*data.Frame{spans}
 	if a.cpu != nil {
 		out = append(out, flameGraphFrame(a.cpu, tq.ProfileTypeID))

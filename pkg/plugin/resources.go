@@ -31,6 +31,7 @@ func (d *Datasource) newResourceMux() *http.ServeMux {
 	mux.HandleFunc("GET /traces", d.resourceTraces)
 	mux.HandleFunc("GET /gpu-metrics", d.resourceGPUMetrics)
 	mux.HandleFunc("GET /gpu-label-values", d.resourceGPULabelValues)
+	mux.HandleFunc("GET /kernel-files", d.resourceKernelFiles)
 	return mux
 }
 

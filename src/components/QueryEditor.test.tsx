@@ -71,6 +71,16 @@ function fakeDatasource(answers: Record<string, unknown> = {}) {
       { name: 'fb_used', description: 'Framebuffer used', unit: 'mbytes' },
     ],
     'gpu-label-values': (params: { role: string }) => gpuLabelValues[params.role],
+    'kernel-files': {
+      files: [
+        {
+          file: 'infer/infer_4bf92f3577b34da6a3ce929d0e0e4736.pt.trace.json',
+          size: 2048,
+          modified: '2026-01-01T00:00:00Z',
+          traceIds: ['4bf92f3577b34da6a3ce929d0e0e4736'],
+        },
+      ],
+    },
     ...answers,
   };
   const getResource = jest.fn((path: string, params?: unknown) => {
@@ -143,6 +153,7 @@ describe('QueryEditor', () => {
       expect.stringMatching(/^GPU metrics/),
       expect.stringMatching(/^GPU class/),
       expect.stringMatching(/^Local GPUs \(NVML\)/),
+      expect.stringMatching(/^GPU kernels/),
     ]);
   });
 
@@ -530,6 +541,27 @@ describe('QueryEditor', () => {
       expect(screen.getByRole('radio', { name: label })).toBeChecked();
       fireEvent.click(screen.getByRole('radio', { name: 'Devices' }));
       expect(last()).toEqual({ refId: 'A', queryType: 'gpuLocal', view: 'devices' });
+    });
+  });
+
+  describe('GPU kernels', () => {
+    it('writes the trace ID and a file picked from kernel-files', async () => {
+      const { ds, getResource } = fakeDatasource();
+      const { last } = await renderEditor({ refId: 'A' }, ds);
+      await pick('Query type', /^GPU kernels/);
+      expect(last()).toEqual({ refId: 'A', queryType: 'kernels' });
+      type('Trace ID', '$trace_id');
+      expect(last()).toEqual({ refId: 'A', queryType: 'kernels', traceId: '$trace_id' });
+      await pick('File', /^infer\/infer_4bf92f35/);
+      expect(last()).toEqual({
+        refId: 'A',
+        queryType: 'kernels',
+        traceId: '$trace_id',
+        file: 'infer/infer_4bf92f3577b34da6a3ce929d0e0e4736.pt.trace.json',
+      });
+      expect(getResource).toHaveBeenCalledWith('kernel-files', {});
+      fireEvent.change(screen.getByLabelText('Trace ID'), { target: { value: '4bf92f35' } });
+      expect(screen.getByText('A trace ID has 16 or 32 hex digits')).toBeInTheDocument();
     });
   });
 });

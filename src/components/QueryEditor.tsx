@@ -6,6 +6,7 @@ import { DataSource } from '../datasource';
 import { HsiOptions, HsiQuery, QUERY_TYPES, QueryType } from '../types';
 import { DiffFields } from './DiffFields';
 import { GpuFilterFields, GpuLocalFields, GpuMetricsFields } from './GpuFields';
+import { KernelFields } from './KernelFields';
 import { RequestFields } from './RequestFields';
 import { FieldsProps, SelectorFields } from './SelectorFields';
 import { SlowRequestFields } from './SlowRequestFields';
@@ -57,6 +58,7 @@ export function QueryEditor({ query, onChange, onRunQuery, datasource, range }: 
       {queryType === 'gpuMetrics' && <GpuMetricsFields {...fields} />}
       {queryType === 'gpuClass' && <GpuFilterFields {...fields} />}
       {queryType === 'gpuLocal' && <GpuLocalFields {...fields} />}
+      {queryType === 'kernels' && <KernelFields {...fields} />}
       {(hasSeries || hasFlameGraph) && (
         <InlineFieldRow>
           {hasSeries && <SeriesFields {...fields} />}

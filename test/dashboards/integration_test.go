@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -47,8 +48,12 @@ func slowRequest(t *testing.T, ds *plugin.Datasource) string {
 }
 
 func TestRealEveryDashboardPanelAnswers(t *testing.T) {
+	// The test bed captures no GPU kernel traces: the kernels panel reads a small PyTorch
+	// profiler trace written below for the request's trace ID, as the seeds would capture it.
+	traceDir := t.TempDir()
 	jsonData, _ := json.Marshal(map[string]any{
 		"pyroscopeUrl": bed.PyroscopeURL, "prometheusUrl": bed.PrometheusURL, "jaegerUrl": bed.JaegerURL,
+		"traceDirectories": []string{traceDir},
 	})
 	inst, err := plugin.NewDatasource(context.Background(), backend.DataSourceInstanceSettings{UID: "hsi-profiling", JSONData: jsonData})
 	if err != nil {
@@ -56,7 +61,9 @@ func TestRealEveryDashboardPanelAnswers(t *testing.T) {
 	}
 	ds := inst.(*plugin.Datasource)
 	defer ds.Dispose()
-	values := sampleValues(slowRequest(t, ds))
+	traceID := slowRequest(t, ds)
+	writeKernelTrace(t, filepath.Join(traceDir, "detect_"+traceID+".pt.trace.json"))
+	values := sampleValues(traceID)
 
 	for name, qs := range pluginTargets(t, values) {
 		res, err := ds.QueryData(context.Background(), &backend.QueryDataRequest{Queries: qs})
@@ -114,5 +121,17 @@ func TestRealEveryDashboardPanelAnswers(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// writeKernelTrace writes a minimal Kineto (PyTorch profiler) Chrome trace: one launch and its kernel.
+func writeKernelTrace(t *testing.T, path string) {
+	t.Helper()
+	const trace = `{"schemaVersion": 1, "traceEvents": [
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 1000.000, "dur": 5.000, "args": {"correlation": 1}},
+  {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 1010.000, "dur": 20.000, "args": {"device": 0, "stream": 7, "correlation": 1}}
+]}`
+	if err := os.WriteFile(path, []byte(trace), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -1,0 +1,71 @@
+package correlate
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace"
+)
+
+// sameTrace compares trace IDs in any case; a 16-digit ID matches the low half of a 32-digit one.
+func sameTrace(a, b string) bool {
+	a, b = strings.ToLower(a), strings.ToLower(b)
+	return a == b || len(a) == 32 && len(b) == 16 && a[16:] == b || len(a) == 16 && len(b) == 32 && b[16:] == a
+}
+
+// AttributeKernels sets each row's GPUKernelTime from the kernel-trace annotations that name the
+// request: an annotation whose name also carries a span's ID goes to that span; the rest of the
+// request's kernel time (annotations naming only the trace, and whole-trace figures) goes to the
+// root span, and the returned notice says so. Pure; rows keep nil where nothing is attributed.
+func AttributeKernels(rows []SpanRow, traceID string, results []*gputrace.Result) string {
+	if len(rows) == 0 {
+		return ""
+	}
+	var total, attributed int64
+	add := func(i int, v int64) {
+		if rows[i].GPUKernelTime == nil {
+			rows[i].GPUKernelTime = new(int64)
+		}
+		*rows[i].GPUKernelTime += v
+	}
+	found := false
+	for _, r := range results {
+		if r == nil {
+			continue
+		}
+		kt := r.KernelTimeFor(traceID)
+		if kt.Kernels > 0 {
+			found = true
+		}
+		total += kt.KernelTime
+		for _, a := range r.Annotations {
+			if a.TraceID == "" || !sameTrace(a.TraceID, traceID) {
+				continue
+			}
+			name := strings.ToLower(a.Name)
+			for i, row := range rows {
+				if id := strings.ToLower(row.Span.SpanID); id != "" && strings.Contains(name, id) {
+					add(i, a.KernelTime)
+					attributed += a.KernelTime
+					break
+				}
+			}
+		}
+	}
+	if !found {
+		return ""
+	}
+	rest := total - attributed
+	if rest <= 0 {
+		return ""
+	}
+	root := 0
+	for i, r := range rows {
+		if r.Depth == 0 {
+			root = i
+			break
+		}
+	}
+	add(root, rest)
+	return fmt.Sprintf("GPU kernel time: %d ns of the request's kernel traces is not attributed to a span (their annotations name the trace, not a span ID), so it is shown on the root span %s.", rest, rows[root].Span.SpanID)
+}
