@@ -34,10 +34,20 @@ func AttributeKernels(rows []SpanRow, traceID string, results []*gputrace.Result
 			continue
 		}
 		kt := r.KernelTimeFor(traceID)
-		if kt.Kernels > 0 {
+		requestTime := kt.KernelTime
+		// A file named for the request (file name, traceName, metadata) holds only its kernels:
+		// all of them count, annotated or not.
+		if wholeFileIsRequest(r, traceID) {
+			var all int64
+			for _, k := range r.Kernels {
+				all += k.Total
+			}
+			requestTime = max(requestTime, all)
+		}
+		if requestTime > 0 {
 			found = true
 		}
-		total += kt.KernelTime
+		total += requestTime
 		for _, a := range r.Annotations {
 			if a.TraceID == "" || !sameTrace(a.TraceID, traceID) {
 				continue
@@ -68,4 +78,15 @@ func AttributeKernels(rows []SpanRow, traceID string, results []*gputrace.Result
 	}
 	add(root, rest)
 	return fmt.Sprintf("GPU kernel time: %d ns of the request's kernel traces is not attributed to a span (their annotations name the trace, not a span ID), so it is shown on the root span %s.", rest, rows[root].Span.SpanID)
+}
+
+// wholeFileIsRequest reports whether the file itself names the request (not just an annotation
+// inside it).
+func wholeFileIsRequest(r *gputrace.Result, traceID string) bool {
+	for _, id := range r.TraceIDs {
+		if id.Source != gputrace.SourceAnnotation && sameTrace(id.ID, traceID) {
+			return true
+		}
+	}
+	return false
 }

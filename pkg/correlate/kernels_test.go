@@ -38,6 +38,21 @@ func TestAttributeKernels(t *testing.T) {
 	if AttributeKernels(r, trace[16:], []*gputrace.Result{res}); r[1].GPUKernelTime == nil {
 		t.Error("16-digit trace ID not matched")
 	}
+	// A file named for the request holds only its kernels: all of them count, the unannotated
+	// ones on the root span.
+	named := &gputrace.Result{
+		TraceIDs:  []gputrace.TraceID{{ID: trace, Source: gputrace.SourceFileName}},
+		Kernels:   []gputrace.KernelSummary{{Name: "gemm", Total: 20000}, {Name: "softmax", Total: 500}},
+		ByTraceID: []gputrace.TraceKernelTime{{TraceID: trace, Kernels: 1, KernelTime: 500}},
+		Annotations: []gputrace.AnnotationKernels{
+			{Name: "softmax span=c7ad6b7169203332", TraceID: trace, Kernels: 1, KernelTime: 500},
+		},
+	}
+	r = rows()
+	AttributeKernels(r, trace, []*gputrace.Result{named})
+	if r[0].GPUKernelTime == nil || *r[0].GPUKernelTime != 20000 || r[2].GPUKernelTime == nil || *r[2].GPUKernelTime != 500 {
+		t.Errorf("file named for the request: root %v, span %v", r[0].GPUKernelTime, r[2].GPUKernelTime)
+	}
 	// No trace of this request: nothing is set, no notice.
 	r = rows()
 	if n := AttributeKernels(r, strings.Repeat("b", 32), []*gputrace.Result{res, nil}); n != "" || r[0].GPUKernelTime != nil {

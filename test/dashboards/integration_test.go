@@ -65,6 +65,23 @@ func TestRealEveryDashboardPanelAnswers(t *testing.T) {
 	writeKernelTrace(t, filepath.Join(traceDir, "detect_"+traceID+".pt.trace.json"))
 	values := sampleValues(traceID)
 
+	// The span join carries the kernel trace: the file names the request, not a span, so its
+	// 20 µs of kernel time go on the root span.
+	tq := backend.DataQuery{RefID: "T", QueryType: "trace", JSON: json.RawMessage(fmt.Sprintf(`{"queryType":"trace","traceId":%q}`, traceID)),
+		TimeRange: backend.TimeRange{From: time.Now().Add(-time.Hour), To: time.Now()}}
+	tr, err := ds.QueryData(context.Background(), &backend.QueryDataRequest{Queries: []backend.DataQuery{tq}})
+	if err != nil || tr.Responses["T"].Error != nil {
+		t.Fatalf("trace query: %v %v", err, tr.Responses["T"].Error)
+	}
+	spans := tr.Responses["T"].Frames[0]
+	kernelTime, _ := spans.FieldByName("gpuKernelTime")
+	if kernelTime == nil || kernelTime.Len() == 0 {
+		t.Fatalf("spans frame has no gpuKernelTime column: %v", spans.Fields)
+	}
+	if v, ok := kernelTime.ConcreteAt(0); !ok || fmt.Sprint(v) != "20000" {
+		t.Errorf("root span's GPU kernel time = %v (%v), want 20000 ns", v, ok)
+	}
+
 	for name, qs := range pluginTargets(t, values) {
 		res, err := ds.QueryData(context.Background(), &backend.QueryDataRequest{Queries: qs})
 		if err != nil {
