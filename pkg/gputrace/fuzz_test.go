@@ -3,9 +3,13 @@ package gputrace
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"errors"
 	"math"
+	"os"
+	"path/filepath"
 	"testing"
+	"time"
 )
 
 // FuzzReadChrome: any input either reads or fails with a *ParseError, never panics, and
@@ -41,6 +45,38 @@ func FuzzReadChrome(f *testing.F) {
 			if k.Instances <= 0 || math.IsNaN(k.StdDev) || math.IsNaN(k.TimePercent) {
 				t.Fatalf("bad row %+v", k)
 			}
+		}
+	})
+}
+
+// FuzzReadNsys feeds damaged Nsight Systems exports (a real export's bytes, cut and mutated) to
+// the SQLite reader: it must answer with an error or figures, never panic, hang or write.
+func FuzzReadNsys(f *testing.F) {
+	seedPath := filepath.Join(f.TempDir(), "seed.sqlite")
+	writeNsysFixture(f, seedPath, true)
+	seed, err := os.ReadFile(seedPath)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(seed)
+	f.Add(seed[:len(seed)/2])
+	f.Add([]byte("SQLite format 3\x00"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		path := filepath.Join(t.TempDir(), "export.sqlite")
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		c := NewCollector(Limits{MaxIntervals: 1000, MaxLaunches: 1000, MaxSamplesPerKernel: 16, MaxKernelNames: 50})
+		_ = ReadNsys(ctx, path, c) // any error is fine; a panic or a hang is not
+		r := c.Result(AnalysisOptions{})
+		if tb := r.Temporal; tb.Compute+tb.Communication+tb.Memory+tb.Idle != tb.Span {
+			t.Fatalf("breakdown does not add up: %+v", tb)
+		}
+		after, err := os.ReadFile(path)
+		if err != nil || !bytes.Equal(after, data) {
+			t.Fatalf("the reader changed the export (%v)", err)
 		}
 	})
 }

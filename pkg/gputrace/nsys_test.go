@@ -37,7 +37,7 @@ CREATE TABLE NVTX_EVENTS (start INTEGER NOT NULL, end INTEGER, eventType INTEGER
 
 // writeNsysFixture builds the same activity as writeFixture (less the memset and the NCCL
 // kernel's name spelled nsys's way) in ns from 0.
-func writeNsysFixture(t *testing.T, path string, withRuntime bool) {
+func writeNsysFixture(t testing.TB, path string, withRuntime bool) {
 	t.Helper()
 	db, err := sql.Open("sqlite", path)
 	if err != nil {
