@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime/debug"
 	"sync"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/frames"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/prometheus"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/safe"
 )
 
 // gpuMetricConcurrency bounds the Prometheus queries of one gpuMetrics query.
@@ -61,14 +61,10 @@ func (d *Datasource) queryGPUMetrics(ctx context.Context, q backend.DataQuery) b
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			// A panic here would escape runQuery's recover and end the plugin process.
-			defer func() {
-				if p := recover(); p != nil {
-					backend.Logger.Error("gpuMetrics metric panicked", "metric", name, "panic", p, "stack", string(debug.Stack()))
-					errs[i] = fmt.Errorf("internal error while fetching %s; the plugin logged the details", name)
-				}
-			}()
-			results[i], errs[i] = prom.GPUMetric(ctx, name, gq.GPUFilter, gq.Aggregation, q.TimeRange.From, q.TimeRange.To, step)
+			errs[i] = safe.Do("gpuMetrics "+name, func() (err error) {
+				results[i], err = prom.GPUMetric(ctx, name, gq.GPUFilter, gq.Aggregation, q.TimeRange.From, q.TimeRange.To, step)
+				return err
+			})
 		})
 	}
 	wg.Wait()

@@ -3,9 +3,7 @@ package plugin
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"runtime/debug"
 	"sync"
 	"time"
 
@@ -15,6 +13,7 @@ import (
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/frames"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/pyroscope"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/safe"
 )
 
 // seriesOptions are the metrics fields beyond models.ProfileQuery. Grafana's Pyroscope data
@@ -106,12 +105,12 @@ func (d *Datasource) queryBoth(ctx context.Context, q backend.DataQuery) backend
 		wg        sync.WaitGroup
 	)
 	wg.Go(func() {
-		if perr := recovered(func() { profile = d.queryProfile(ctx, q) }); perr != nil {
+		if perr := safe.Do("both query: flame graph", func() error { profile = d.queryProfile(ctx, q); return nil }); perr != nil {
 			profile = backend.ErrDataResponseWithSource(backend.StatusInternal, backend.ErrorSourcePlugin, perr.Error())
 		}
 	})
 	wg.Go(func() {
-		if perr := recovered(func() { series, seriesErr = d.seriesFrames(ctx, q, pq, agg) }); perr != nil {
+		if perr := safe.Do("both query: series", func() error { series, seriesErr = d.seriesFrames(ctx, q, pq, agg); return nil }); perr != nil {
 			series, seriesErr = nil, perr
 		}
 	})
@@ -143,17 +142,4 @@ func (d *Datasource) queryBoth(ctx context.Context, q backend.DataQuery) backend
 		return withFrames(out...)
 	}
 	return withFrames(append(profile.Frames, series...)...)
-}
-
-// recovered runs f and turns a panic into an error: a panic in a goroutine of queryBoth would
-// otherwise escape runQuery's recover and take the plugin process down.
-func recovered(f func()) (err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			backend.Logger.Error("query half panicked", "panic", p, "stack", string(debug.Stack()))
-			err = errors.New("internal error while answering the both query; the plugin logged the details")
-		}
-	}()
-	f()
-	return nil
 }

@@ -270,19 +270,6 @@ func TestBothQueryKeepsTheHalfThatWorked(t *testing.T) {
 	})
 }
 
-func TestBothQuerySurvivesAPanickingHalf(t *testing.T) {
-	err := recovered(func() {
-		var m map[string]int
-		m["x"]++ // nil map write: a real panic
-	})
-	if err == nil || !strings.Contains(err.Error(), "internal error while answering the both query") {
-		t.Errorf("recovered = %v", err)
-	}
-	if err := recovered(func() {}); err != nil {
-		t.Errorf("no panic, yet %v", err)
-	}
-}
-
 func wantNotice(t *testing.T, f *data.Frame, parts ...string) {
 	t.Helper()
 	if f.Meta == nil || len(f.Meta.Notices) != 1 {

@@ -15,6 +15,7 @@ import (
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/jaeger"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/prometheus"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/safe"
 )
 
 // maxSearchedServices bounds the Jaeger searches of a slowRequests query without a service:
@@ -35,10 +36,10 @@ func (d *Datasource) querySlowRequests(ctx context.Context, q backend.DataQuery)
 	}
 	var (
 		lat        prometheus.LatencyResult
-		latErr     = errPanicked
+		latErr     = safe.ErrPanicked
 		traces     []jaeger.TraceSummary
 		traceNotes []string
-		traceErr   = errPanicked
+		traceErr   = safe.ErrPanicked
 	)
 	fanOut(2, func(i int) {
 		switch i {
@@ -148,7 +149,7 @@ func (d *Datasource) slowestTraces(ctx context.Context, sq *models.SlowRequestsQ
 	found := make([][]jaeger.TraceSummary, len(searches))
 	errs := make([]error, len(searches))
 	for i := range errs {
-		errs[i] = errPanicked
+		errs[i] = safe.ErrPanicked
 	}
 	// Jaeger's limit is a search depth: the most recent traces that match, not the slowest. Asking
 	// deeper than the list is long finds the slow ones among more requests.

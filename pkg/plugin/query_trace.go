@@ -15,6 +15,7 @@ import (
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/frames"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/jaeger"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/safe"
 )
 
 // gpuJoinStep is the step of the GPU series the trace query reads. Spans last milliseconds to
@@ -107,7 +108,7 @@ func (a *traceAnswers) cpuSpans() correlate.SpanProfiles {
 // hosts. It takes about as long as the slowest of them.
 func (d *Datasource) traceUpstreams(ctx context.Context, tq *models.TraceQuery, rq requestProfileQuery, trace *jaeger.Trace, pyroErr error) *traceAnswers {
 	// A call that panics (fanOut logs it) leaves these errors in place.
-	a := &traceAnswers{cpuErr: errPanicked, allocErr: errPanicked, gpuErr: errPanicked}
+	a := &traceAnswers{cpuErr: safe.ErrPanicked, allocErr: safe.ErrPanicked, gpuErr: safe.ErrPanicked}
 	fanOut(3, func(i int) {
 		switch i {
 		case 0:

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime/debug"
 	"sort"
 	"strings"
 	"sync"
@@ -19,6 +18,7 @@ import (
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/jaeger"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/pyroscope"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/safe"
 )
 
 // maxParallelProfileQueries bounds the Pyroscope calls one query makes at once: enough for a
@@ -124,7 +124,7 @@ func (d *Datasource) spanProfiles(ctx context.Context, profileTypeID string, max
 ) []spanProfileResult {
 	results := make([]spanProfileResult, len(plan.Queries))
 	for i := range results {
-		results[i] = spanProfileResult{query: plan.Queries[i], err: errPanicked}
+		results[i] = spanProfileResult{query: plan.Queries[i], err: safe.ErrPanicked}
 	}
 	fanOut(len(plan.Queries), func(i int) {
 		sq := plan.Queries[i]
@@ -140,9 +140,6 @@ func (d *Datasource) spanProfiles(ctx context.Context, profileTypeID string, max
 	})
 	return results
 }
-
-// errPanicked stands for the result of a call that panicked (fanOut logged it).
-var errPanicked = errors.New("internal error while reading a profile; the plugin logged the details")
 
 type spanProfileResult struct {
 	query correlate.SpanProfileQuery
@@ -239,7 +236,7 @@ func (d *Datasource) profilesBySelector(ctx context.Context, q requestProfileQue
 	keys := sortedKeys(selectors)
 	results := make([]spanProfileResult, len(keys))
 	for i := range results {
-		results[i].err = errPanicked
+		results[i].err = safe.ErrPanicked
 	}
 	fanOut(len(keys), func(i int) {
 		fg, err := d.pyroscope.MergedFlameGraph(ctx, pyroscope.FlameGraphQuery{
@@ -324,21 +321,15 @@ func (rp *requestProfile) warn(text string) {
 }
 
 // fanOut runs fn(0..n-1) in parallel, at most maxParallelProfileQueries at once, and waits. A
-// panic in one call is logged and leaves that call's result untouched: the query's own recover
-// cannot reach these goroutines, and the plugin must not die of one bad reply.
+// panic in one call is logged (safe.Do) and leaves that call's result untouched.
 func fanOut(n int, fn func(i int)) {
 	sem := make(chan struct{}, maxParallelProfileQueries)
 	var wg sync.WaitGroup
 	for i := range n {
 		sem <- struct{}{}
 		wg.Go(func() {
-			defer func() {
-				<-sem
-				if p := recover(); p != nil {
-					backend.Logger.Error("parallel upstream call panicked", "panic", p, "stack", string(debug.Stack()))
-				}
-			}()
-			fn(i)
+			defer func() { <-sem }()
+			_ = safe.Do("parallel upstream call", func() error { fn(i); return nil })
 		})
 	}
 	wg.Wait()

@@ -6,19 +6,18 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/safe"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/upstream"
 )
 
@@ -98,17 +97,12 @@ func (c *Client) EndpointLatencies(ctx context.Context, q LatencyQuery) (res Lat
 	answers := make([]answer, len(calls))
 	var wg sync.WaitGroup
 	for i, call := range calls {
-		answers[i].err = errors.New("internal error while reading Prometheus' answer; the plugin logged the details")
 		wg.Go(func() {
-			// A panic here must not kill the plugin: the query's own recover cannot reach this
-			// goroutine.
-			defer func() {
-				if p := recover(); p != nil {
-					backend.Logger.Error("latency query panicked", "panic", p, "stack", string(debug.Stack()))
-				}
-			}()
-			vec, warnings, err := c.instantVector(ctx, call.expr, q.End)
-			answers[i] = answer{vec, warnings, err}
+			a := &answers[i]
+			a.err = safe.Do("latency query", func() (err error) {
+				a.vec, a.warnings, err = c.instantVector(ctx, call.expr, q.End)
+				return err
+			})
 		})
 	}
 	wg.Wait()
