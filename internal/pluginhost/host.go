@@ -43,6 +43,9 @@ type DataSource struct {
 	JSONData       map[string]any
 	SecureJSONData map[string]string
 	Updated        time.Time
+	// GrafanaConfig is what Grafana sends of its own configuration with each request
+	// (GF_RESPONSE_LIMIT, ...); nil sends none.
+	GrafanaConfig map[string]string
 }
 
 // Start runs the binary and completes the handshake. logOut receives the plugin's own log lines
@@ -132,8 +135,9 @@ func (h *Host) pluginContext() (*pluginv2.PluginContext, error) {
 		updated = time.Unix(1700000000, 0)
 	}
 	return &pluginv2.PluginContext{
-		OrgId:    1,
-		PluginId: PluginID,
+		OrgId:         1,
+		PluginId:      PluginID,
+		GrafanaConfig: h.Settings.GrafanaConfig,
 		DataSourceInstanceSettings: &pluginv2.DataSourceInstanceSettings{
 			Id:                      1,
 			Uid:                     h.Settings.UID,
@@ -152,6 +156,21 @@ func (h *Host) CheckHealth(ctx context.Context) (*pluginv2.CheckHealthResponse, 
 		return nil, err
 	}
 	return h.diagnostics.CheckHealth(ctx, &pluginv2.CheckHealthRequest{PluginContext: pc})
+}
+
+// Metrics returns the plugin process's own Prometheus metrics (Go runtime and process
+// collectors included: go_goroutines, go_memstats_heap_inuse_bytes, ...) in the text exposition
+// format, as Grafana scrapes them.
+func (h *Host) Metrics(ctx context.Context) ([]byte, error) {
+	pc, err := h.pluginContext()
+	if err != nil {
+		return nil, err
+	}
+	res, err := h.diagnostics.CollectMetrics(ctx, &pluginv2.CollectMetricsRequest{PluginContext: pc})
+	if err != nil {
+		return nil, err
+	}
+	return res.GetMetrics().GetPrometheus(), nil
 }
 
 // Query is one panel query: its JSON model (queryType included) and time range.
@@ -201,13 +220,18 @@ type ResourceResponse struct {
 // with its query string if any). As Grafana does, Path is the route alone and URL carries the
 // query string.
 func (h *Host) CallResource(ctx context.Context, path string) (*ResourceResponse, error) {
+	return h.CallResourceWith(ctx, "GET", path, nil)
+}
+
+// CallResourceWith is CallResource with any method and a request body.
+func (h *Host) CallResourceWith(ctx context.Context, method, path string, body []byte) (*ResourceResponse, error) {
 	pc, err := h.pluginContext()
 	if err != nil {
 		return nil, err
 	}
 	route, _, _ := strings.Cut(path, "?")
 	stream, err := h.resource.CallResource(ctx, &pluginv2.CallResourceRequest{
-		PluginContext: pc, Path: route, Method: "GET", Url: "/" + path,
+		PluginContext: pc, Path: route, Method: method, Url: "/" + path, Body: body,
 	})
 	if err != nil {
 		return nil, err
