@@ -1,0 +1,237 @@
+package faultproxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/encoding/protowire"
+)
+
+const auth = "Bearer s3cr3t-token"
+
+// backend stands for the real upstream: a JSON API reply of a known body.
+var backendBody = []byte(`{"status":"success","data":["a","b","c","d","e","f","g","h"]}`)
+
+func start(t *testing.T, opts Options) *Proxy {
+	t.Helper()
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(backendBody)
+	}))
+	t.Cleanup(backend.Close)
+	p, err := New(backend.URL, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	return p
+}
+
+func get(t *testing.T, p *Proxy, header http.Header) (*http.Response, []byte, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, p.URL()+"/api/v1/query", nil)
+	req.Header = header
+	if req.Header == nil {
+		req.Header = http.Header{}
+	}
+	req.Header.Set("Authorization", auth)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	return res, body, err
+}
+
+func set(t *testing.T, p *Proxy, f Fault) {
+	t.Helper()
+	if err := p.Set(f); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestNonePassesThroughAndRecordsCredentials(t *testing.T) {
+	p := start(t, Options{Authorization: auth})
+	res, body, err := get(t, p, nil)
+	if err != nil || res.StatusCode != 200 || !bytes.Equal(body, backendBody) {
+		t.Fatalf("got %v %v %q", err, res, body)
+	}
+	req, _ := http.NewRequest(http.MethodGet, p.URL()+"/x", nil)
+	if res, err := http.DefaultClient.Do(req); err == nil {
+		res.Body.Close()
+	}
+	got := p.Requests()
+	if len(got) != 2 || !got[0].AuthOK || got[0].Path != "/api/v1/query" || got[0].Fault != None || got[1].AuthOK {
+		t.Errorf("requests = %+v, want the first with and the second without the credentials", got)
+	}
+}
+
+func TestDownRefusesConnectionsThenComesBackOnTheSameURL(t *testing.T) {
+	p := start(t, Options{})
+	url := p.URL()
+	// A pooled keep-alive connection must fail too, not only new ones.
+	if _, _, err := get(t, p, nil); err != nil {
+		t.Fatal(err)
+	}
+	set(t, p, Down)
+	if _, _, err := get(t, p, nil); !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Errorf("down: err = %v, want connection refused", err)
+	}
+	set(t, p, None)
+	if _, body, err := get(t, p, nil); err != nil || !bytes.Equal(body, backendBody) || p.URL() != url {
+		t.Errorf("back up: %v %q at %s (was %s)", err, body, p.URL(), url)
+	}
+}
+
+func TestSlowHoldsTheReplyUntilTheClientLeaves(t *testing.T) {
+	p := start(t, Options{})
+	set(t, p, Slow)
+	began := time.Now()
+	_, _, err := get(t, p, nil)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("err = %v, want the client's deadline", err)
+	}
+	if took := time.Since(began); took < 300*time.Millisecond || took > 2*time.Second {
+		t.Errorf("took %v", took)
+	}
+	// Switching the fault lets held requests go at once.
+	done := make(chan error)
+	go func() {
+		res, err := http.Get(p.URL() + "/held")
+		if err == nil {
+			res.Body.Close()
+		}
+		done <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	set(t, p, None)
+	select {
+	case <-done:
+	case <-time.After(2 * time.Second):
+		t.Error("a held request was not let go when the fault changed")
+	}
+}
+
+func TestErrorReplies(t *testing.T) {
+	p := start(t, Options{Authorization: auth, ClientErrorStatus: 400})
+	set(t, p, ServerError)
+	res, body, err := get(t, p, nil)
+	if err != nil || res.StatusCode != 503 || !strings.Contains(string(body), "upstream connect error") {
+		t.Errorf("5xx: %v %v %q", err, res, body)
+	}
+	set(t, p, ClientError)
+	res, body, err = get(t, p, nil)
+	var reply struct{ Code, Message, Status, ErrorType, Error string }
+	if err != nil || res.StatusCode != 400 || json.Unmarshal(body, &reply) != nil {
+		t.Fatalf("4xx: %v %v %q", err, res, body)
+	}
+	if !strings.Contains(reply.Message, auth) || reply.Error != reply.Message || reply.Code != "unauthenticated" || reply.Status != "error" {
+		t.Errorf("4xx body %q should echo the Authorization header in Connect's and Prometheus's error fields", body)
+	}
+}
+
+func TestGarbage(t *testing.T) {
+	p := start(t, Options{})
+
+	set(t, p, Truncated)
+	_, body, err := get(t, p, nil)
+	if !errors.Is(err, io.ErrUnexpectedEOF) || len(body) >= len(backendBody) {
+		t.Errorf("truncated: err %v, %d of %d bytes", err, len(body), len(backendBody))
+	}
+
+	set(t, p, Invalid)
+	res, body, err := get(t, p, nil)
+	if err != nil || res.StatusCode != 200 || res.Header.Get("Content-Type") != "application/json" || json.Valid(body) {
+		t.Errorf("invalid: %v %v %q", err, res, body)
+	}
+	if parsesAsProtobuf(body) {
+		t.Errorf("invalid: body parses as a protobuf message")
+	}
+
+	set(t, p, WrongType)
+	res, body, err = get(t, p, nil)
+	if err != nil || res.StatusCode != 200 || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/html") || !bytes.Contains(body, []byte("<html>")) {
+		t.Errorf("wrong type: %v %v %q", err, res, body)
+	}
+}
+
+func TestHugeIsWellFormedAndAsLongAsAsked(t *testing.T) {
+	const size = 1 << 20
+	p := start(t, Options{HugeBytes: size})
+	set(t, p, Huge)
+
+	res, body, err := get(t, p, nil)
+	var reply struct{ Data []map[string]any }
+	if err != nil || res.StatusCode != 200 || json.Unmarshal(body, &reply) != nil || len(reply.Data) < 1000 {
+		t.Fatalf("JSON: %v, %d bytes, %d items", err, len(body), len(reply.Data))
+	}
+	if len(body) > size || len(body) < size-200 {
+		t.Errorf("JSON: %d bytes, want about %d", len(body), size)
+	}
+
+	res, body, err = get(t, p, http.Header{"Content-Type": {"application/proto"}})
+	if err != nil || res.Header.Get("Content-Type") != "application/proto" {
+		t.Fatalf("proto: %v %v", err, res)
+	}
+	num, typ, n := protowire.ConsumeTag(body)
+	inner, m := protowire.ConsumeBytes(body[n:])
+	if num != 1 || typ != protowire.BytesType || m < 0 || n+m != len(body) || len(body) < size-200 {
+		t.Fatalf("proto: not one length-delimited field 1 of about %d bytes (%d bytes)", size, len(body))
+	}
+	names := 0
+	for len(inner) > 0 {
+		_, _, n := protowire.ConsumeField(inner)
+		if n < 0 {
+			t.Fatalf("proto: inner field does not parse after %d names", names)
+		}
+		inner = inner[n:]
+		names++
+	}
+	if names < 1000 {
+		t.Errorf("proto: %d names", names)
+	}
+}
+
+func TestHugeStopsWhenTheClientLeaves(t *testing.T) {
+	p := start(t, Options{}) // 1 GiB
+	set(t, p, Huge)
+	res, err := http.Get(p.URL() + "/big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ContentLength > defaultHuge || res.ContentLength < defaultHuge-1000 {
+		t.Errorf("Content-Length %d, want about 1 GiB", res.ContentLength)
+	}
+	if _, err := io.CopyN(io.Discard, res.Body, 4<<20); err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	// The proxy must be free for the next request at once, not busy writing the rest.
+	set(t, p, None)
+	if _, body, err := get(t, p, nil); err != nil || !bytes.Equal(body, backendBody) {
+		t.Errorf("after a huge reply: %v", err)
+	}
+}
+
+func parsesAsProtobuf(b []byte) bool {
+	for len(b) > 0 {
+		_, _, n := protowire.ConsumeField(b)
+		if n < 0 {
+			return false
+		}
+		b = b[n:]
+	}
+	return true
+}
