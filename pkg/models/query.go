@@ -266,11 +266,11 @@ func ValidLabelName(s string) bool {
 func ValidateProfileTypeID(id string) error {
 	parts := strings.Split(id, ":")
 	if len(parts) != 5 {
-		return fmt.Errorf("field \"profileTypeId\" must have the form name:sample_type:sample_unit:period_type:period_unit (e.g. %s), got %q", DefaultProfileTypeID, id)
+		return fmt.Errorf("field \"profileTypeId\" must have the form name:sample_type:sample_unit:period_type:period_unit (e.g. %s), got %q", DefaultProfileTypeID, truncate(id, 80))
 	}
 	for i, p := range parts {
 		if p == "" {
-			return fmt.Errorf("field \"profileTypeId\" has an empty part %d in %q", i+1, id)
+			return fmt.Errorf("field \"profileTypeId\" has an empty part %d in %q", i+1, truncate(id, 80))
 		}
 	}
 	return nil
