@@ -4,6 +4,7 @@
 package upstream
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 
@@ -87,6 +88,22 @@ func NewHTTPClient(u models.Upstream) (*HTTPClient, error) {
 		// The SDK's TLS errors name the PEM block, never its content.
 		return nil, fmt.Errorf("%s: cannot build HTTP client: %w", u.Name, err)
 	}
+	c.CheckRedirect = sameOrigin
 	out.Client = c
 	return out, nil
+}
+
+// sameOrigin follows a redirect only within the upstream's own scheme, host and port. The
+// plugin calls the configured upstreams and nothing else: a redirect elsewhere (a proxy's login
+// page, an http-to-https hop, a hostile server) would take the request, and the credentials the
+// middlewares add to every request, to a host nobody configured.
+func sameOrigin(req *http.Request, via []*http.Request) error {
+	first := via[0].URL
+	if req.URL.Scheme != first.Scheme || req.URL.Host != first.Host {
+		return fmt.Errorf("redirected to %s://%s, another address: set the URL to the address it redirects to", req.URL.Scheme, req.URL.Host)
+	}
+	if len(via) >= 10 {
+		return errors.New("stopped after 10 redirects")
+	}
+	return nil
 }
