@@ -4,13 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/url"
+	"regexp"
+	"strconv"
 	"strings"
 
 	"connectrpc.com/connect"
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	"github.com/grafana/grafana-plugin-sdk-go/backend/httpclient"
+	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 )
 
 // Error is a failed call to an upstream: which upstream, its base URL, and what went wrong, in
@@ -61,7 +65,14 @@ func Describe(err error) string {
 	case errors.Is(err, context.Canceled):
 		return "cancelled"
 	case errors.Is(err, httpclient.ErrResponseBodyTooLarge):
-		return fmt.Sprintf("reply larger than %d MiB", MaxResponseBytes>>20)
+		// Grafana's GF_RESPONSE_LIMIT usually sets the limit, not MaxResponseBytes: say the one
+		// that applied, which the SDK's error carries.
+		return "reply larger than the response limit" + limitOf(err)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		if msg := innermost(err); strings.Contains(msg, "truncated") {
+			return msg // the client already said which reply
+		}
+		return "reply cut short: the connection ended before the whole reply arrived (unexpected EOF)"
 	}
 	if op, ok := errors.AsType[*net.OpError](err); ok {
 		return "unreachable (" + op.Error() + ")"
@@ -75,11 +86,43 @@ func Describe(err error) string {
 	if ce, ok := errors.AsType[*connect.Error](err); ok {
 		return connectCause(ce)
 	}
+	if pe, ok := errors.AsType[*promv1.Error](err); ok && pe.Type == promv1.ErrBadResponse {
+		return "invalid reply, not the JSON Prometheus sends (" + pe.Msg + ")"
+	}
 	return innermost(err)
+}
+
+// limitPattern finds the limit in the SDK's "response limit is set to: 4194304".
+var limitPattern = regexp.MustCompile(`response limit is set to: (\d+)`)
+
+// limitOf says the response limit err reports, as " (4 MiB)", or "" when it does not say.
+func limitOf(err error) string {
+	m := limitPattern.FindStringSubmatch(err.Error())
+	if m == nil {
+		return ""
+	}
+	n, perr := strconv.ParseInt(m[1], 10, 64)
+	switch {
+	case perr != nil:
+		return ""
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf(" (%d MiB)", n>>20)
+	case n >= 1<<20:
+		return fmt.Sprintf(" (%.1f MiB)", float64(n)/(1<<20))
+	}
+	return fmt.Sprintf(" (%d bytes)", n)
 }
 
 func connectCause(ce *connect.Error) string {
 	msg := ce.Message()
+	switch {
+	case strings.HasPrefix(msg, "unmarshal message:"):
+		// Connect files a reply it cannot decode under invalid_argument, which would read as
+		// the user's mistake.
+		return "invalid reply, not the protobuf Pyroscope sends (" + msg + ")"
+	case strings.HasPrefix(msg, "invalid content-type:"):
+		return "the reply is not a Pyroscope API reply (" + msg + "): is this URL a Pyroscope server?"
+	}
 	switch ce.Code() {
 	case connect.CodeUnauthenticated:
 		return "authentication failed (" + msg + ")"

@@ -53,7 +53,8 @@ func NewHTTPClient(u models.Upstream) (*HTTPClient, error) {
 		},
 		Header: http.Header{},
 		Labels: map[string]string{SpanAttribute: u.Name, "hsi.upstream.url": u.URL},
-		// The SDK's defaults, with a response limit of our own.
+		// The SDK's defaults, with a response limit of our own and the secrets taken out of
+		// error replies.
 		Middlewares: []httpclient.Middleware{
 			httpclient.TracingMiddleware(nil),
 			httpclient.DataSourceMetricsMiddleware(),
@@ -62,6 +63,7 @@ func NewHTTPClient(u models.Upstream) (*HTTPClient, error) {
 			httpclient.UserAgentMiddleware(),
 			httpclient.ContextualMiddleware(),
 			httpclient.ErrorSourceMiddleware(),
+			redactErrorReplies(Secrets(u)),
 			httpclient.ResponseLimitMiddleware(MaxResponseBytes),
 		},
 	}
