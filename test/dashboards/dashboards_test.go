@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 
+	shipped "github.com/hsi-profiling/hsi-profiling-datasource/internal/dashboards"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/plugin"
 )
 
@@ -26,55 +26,17 @@ var wantUIDs = map[string]string{
 	"hsi-gpu-metrics.json":             "hsi-gpu-metrics",
 }
 
-type dashboard struct {
-	file       string
-	UID        string `json:"uid"`
-	Title      string `json:"title"`
-	Templating struct {
-		List []variable `json:"list"`
-	} `json:"templating"`
-	Panels []panel                   `json:"panels"`
-	Links  []map[string]any          `json:"links"`
-	Raw    map[string]any            `json:"-"`
-	Time   struct{ From, To string } `json:"time"`
-}
-
-type variable struct {
-	Name       string          `json:"name"`
-	Type       string          `json:"type"`
-	Query      json.RawMessage `json:"query"`
-	Datasource *dsRef          `json:"datasource"`
-}
-
-type dsRef struct {
-	Type string `json:"type"`
-	UID  string `json:"uid"`
-}
-
-type panel struct {
-	ID          int               `json:"id"`
-	Title       string            `json:"title"`
-	Type        string            `json:"type"`
-	Description string            `json:"description"`
-	Datasource  *dsRef            `json:"datasource"`
-	Targets     []json.RawMessage `json:"targets"`
-	Options     map[string]any    `json:"options"`
-}
+// The dashboards' model and reading are shared with the load test (internal/dashboards).
+type (
+	dashboard = shipped.Dashboard
+	variable  = shipped.Variable
+)
 
 func load(t *testing.T) []dashboard {
 	t.Helper()
-	files, _ := filepath.Glob("../../dashboards/*.json")
-	var out []dashboard
-	for _, f := range files {
-		raw, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		d := dashboard{file: filepath.Base(f)}
-		if err := json.Unmarshal(raw, &d); err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
-		out = append(out, d)
+	out, err := shipped.Load("../../dashboards")
+	if err != nil {
+		t.Fatal(err)
 	}
 	return out
 }
@@ -83,10 +45,10 @@ func TestDashboardsHaveStableUIDsAndArePluginIncludes(t *testing.T) {
 	ds := load(t)
 	seen := map[string]bool{}
 	for _, d := range ds {
-		if want, ok := wantUIDs[d.file]; !ok || d.UID != want {
-			t.Errorf("%s: uid %q, want %q", d.file, d.UID, wantUIDs[d.file])
+		if want, ok := wantUIDs[d.File]; !ok || d.UID != want {
+			t.Errorf("%s: uid %q, want %q", d.File, d.UID, wantUIDs[d.File])
 		}
-		seen[d.file] = true
+		seen[d.File] = true
 	}
 	var pj struct {
 		Includes []struct{ Type, Path string }
@@ -111,7 +73,7 @@ func TestDashboardsHaveStableUIDsAndArePluginIncludes(t *testing.T) {
 var grafanaVars = map[string]bool{"__url_time_range": true, "__value": true, "__data": true, "__rate_interval": true,
 	"__from": true, "__to": true, "__interval": true, "__field": true, "__series": true, "__all_variables": true}
 
-var varRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(?:[:.][^}]*)?\}|\$([A-Za-z_][A-Za-z0-9_]*)|\[\[([A-Za-z_][A-Za-z0-9_]*)\]\]`)
+var varRef = shipped.VarRef
 
 func TestPanelsUseDefinedVariablesAndProvisionedDataSources(t *testing.T) {
 	provisioned := provisionedTypes(t)
@@ -126,31 +88,31 @@ func TestPanelsUseDefinedVariablesAndProvisionedDataSources(t *testing.T) {
 				var typ string
 				_ = json.Unmarshal(v.Query, &typ)
 				if !provisioned[typ] {
-					t.Errorf("%s: variable %s picks data sources of type %q, which provisioning does not install", d.file, v.Name, typ)
+					t.Errorf("%s: variable %s picks data sources of type %q, which provisioning does not install", d.File, v.Name, typ)
 				}
 			}
 		}
-		raw, _ := os.ReadFile("../../dashboards/" + d.file)
+		raw, _ := os.ReadFile("../../dashboards/" + d.File)
 		for _, m := range varRef.FindAllStringSubmatch(string(raw), -1) {
 			name := m[1] + m[2] + m[3]
 			if _, ok := defined[name]; !ok && !grafanaVars[name] && !strings.HasPrefix(name, "__") {
-				t.Errorf("%s: uses $%s, which is not one of its variables", d.file, name)
+				t.Errorf("%s: uses $%s, which is not one of its variables", d.File, name)
 			}
 		}
 		for _, p := range d.Panels {
 			if p.Description == "" {
-				t.Errorf("%s: panel %q has no description saying how to read it", d.file, p.Title)
+				t.Errorf("%s: panel %q has no description saying how to read it", d.File, p.Title)
 			}
 			if p.Type == "text" {
 				continue
 			}
 			if p.Datasource == nil || !strings.HasPrefix(p.Datasource.UID, "${") {
-				t.Errorf("%s: panel %q should take its data source from a variable, has %+v", d.file, p.Title, p.Datasource)
+				t.Errorf("%s: panel %q should take its data source from a variable, has %+v", d.File, p.Title, p.Datasource)
 				continue
 			}
 			name := strings.Trim(p.Datasource.UID, "${}")
 			if v, ok := defined[name]; !ok || v.Type != "datasource" {
-				t.Errorf("%s: panel %q uses data source variable %s, not defined as a data source variable", d.file, p.Title, name)
+				t.Errorf("%s: panel %q uses data source variable %s, not defined as a data source variable", d.File, p.Title, name)
 			}
 		}
 	}
@@ -169,43 +131,24 @@ func provisionedTypes(t *testing.T) map[string]bool {
 }
 
 // sample values the dashboards' variables take in the tests.
-func sampleValues(traceID string) map[string]string {
-	return map[string]string{
-		"service": "nemotron-backend", "trace_id": traceID, "host": "gpu-node-1", "gpu": "0",
-		"model": "NVIDIA A100-SXM4-80GB", "profile_type": "process_cpu:cpu:nanoseconds:cpu:nanoseconds",
-		"baseline_from": "now-2h", "baseline_to": "now-1h",
-	}
-}
+func sampleValues(traceID string) map[string]string { return shipped.SampleValues(traceID) }
 
 // interpolate replaces the dashboard variables in a target as Grafana would, with values.
 func interpolate(target json.RawMessage, values map[string]string) json.RawMessage {
-	return json.RawMessage(varRef.ReplaceAllStringFunc(string(target), func(ref string) string {
-		m := varRef.FindStringSubmatch(ref)
-		if v, ok := values[m[1]+m[2]+m[3]]; ok {
-			return v
-		}
-		return ref
-	}))
+	return shipped.Interpolate(target, values)
 }
 
 // pluginTargets lists every target of this plugin's data source, interpolated, by panel.
 func pluginTargets(t *testing.T, values map[string]string) map[string][]backend.DataQuery {
 	out := map[string][]backend.DataQuery{}
 	now := time.Now()
-	for _, d := range load(t) {
-		for _, p := range d.Panels {
-			if p.Datasource == nil || p.Datasource.Type != plugin.PluginID {
-				continue
-			}
-			for i, raw := range p.Targets {
-				var head struct{ QueryType string }
-				_ = json.Unmarshal(raw, &head)
-				out[d.file+": "+p.Title] = append(out[d.file+": "+p.Title], backend.DataQuery{
-					RefID: string(rune('A' + i)), QueryType: head.QueryType, JSON: interpolate(raw, values),
-					TimeRange: backend.TimeRange{From: now.Add(-15 * time.Minute), To: now}, Interval: 15 * time.Second,
-					MaxDataPoints: 1000,
-				})
-			}
+	for name, targets := range shipped.PluginTargets(load(t), values) {
+		for _, q := range targets {
+			out[name] = append(out[name], backend.DataQuery{
+				RefID: q.RefID, QueryType: q.QueryType, JSON: q.JSON,
+				TimeRange: backend.TimeRange{From: now.Add(-15 * time.Minute), To: now}, Interval: 15 * time.Second,
+				MaxDataPoints: 1000,
+			})
 		}
 	}
 	return out

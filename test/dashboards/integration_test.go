@@ -134,7 +134,7 @@ func TestRealEveryDashboardPanelAnswers(t *testing.T) {
 				_ = json.NewDecoder(res.Body).Decode(&reply)
 				res.Body.Close()
 				if reply.Status != "success" || len(reply.Data.Result) == 0 {
-					t.Errorf("%s: %s: Prometheus: %s %s (%d series)", d.file, p.Title, reply.Status, reply.Error, len(reply.Data.Result))
+					t.Errorf("%s: %s: Prometheus: %s %s (%d series)", d.File, p.Title, reply.Status, reply.Error, len(reply.Data.Result))
 				}
 			}
 		}
