@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/prometheus/prometheus/model/labels"
 )
@@ -142,6 +143,10 @@ func normalizeValues(field string, in []string) ([]string, error) {
 		}
 		if len(v) > 256 {
 			return nil, fmt.Errorf("field %q item %d is longer than 256 characters", field, i+1)
+		}
+		if !utf8.ValidString(v) {
+			// Prometheus label values are UTF-8; the regex of several values would not compile.
+			return nil, fmt.Errorf("field %q item %d is not valid UTF-8 text", field, i+1)
 		}
 		if !slices.Contains(out, v) {
 			out = append(out, v)
