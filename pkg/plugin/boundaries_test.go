@@ -246,6 +246,13 @@ type resourceParam struct {
 	// jaegerParam: the value, when accepted, must reach Jaeger intact as this search parameter
 	// (v3 name, v1 name): data, never structure.
 	jaegerParam [2]string
+	// inVariable: the value goes into this variable query, %s replaced by it as a quoted string.
+	inVariable string
+}
+
+// variableString quotes v as the variable query language reads strings.
+func variableString(v string) string {
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(v) + `"`
 }
 
 var boundaryResourceParams = []resourceParam{
@@ -258,6 +265,13 @@ var boundaryResourceParams = []resourceParam{
 	{route: "label-values", param: "label"},
 	{route: "label-values", param: "to", fixed: "label=service_name", strict: true},
 	{route: "variable", param: "query", strict: true},
+	{route: "variable", param: "query", inVariable: "trace_ids(%s)", jaegerParam: [2]string{"query.service_name", "service"}},
+	{route: "variable", param: "query", inVariable: "trace_ids(nemotron-backend, %s)"},
+	{route: "variable", param: "query", inVariable: "label_values(%s)"},
+	{route: "variable", param: "query", inVariable: "label_values({service_name=\"x\"}, %s)"},
+	{route: "variable", param: "query", inVariable: "label_names(%s)"},
+	{route: "variable", param: "query", inVariable: "gpu_label_values(%s)"},
+	{route: "variable", param: "query", inVariable: "gpu_label_values(gpu, %s)"},
 	{route: "trace-services", param: "service"}, // not a parameter of the route: ignored
 	{route: "traces", param: "service", jaegerParam: [2]string{"query.service_name", "service"}},
 	{route: "traces", param: "operation", fixed: "service=nemotron-backend", jaegerParam: [2]string{"query.operation_name", "operation"}},
@@ -283,9 +297,15 @@ func TestBoundariesResourceParameters(t *testing.T) {
 		t.Run(api, func(t *testing.T) {
 			b := newBoundaryBed(t, api)
 			for _, p := range boundaryResourceParams {
+				passedOn := 0
 				for _, v := range b.hostile() {
 					what := fmt.Sprintf("%s?%s=%s", p.route, p.param, short(v))
-					q := url.Values{p.param: {v}}.Encode()
+					given := v
+					if p.inVariable != "" {
+						given = fmt.Sprintf(p.inVariable, variableString(v))
+						what = fmt.Sprintf("%s?%s=%s", p.route, p.param, short(given))
+					}
+					q := url.Values{p.param: {given}}.Encode()
 					if p.fixed != "" {
 						q = p.fixed + "&" + q
 					}
@@ -309,8 +329,12 @@ func TestBoundariesResourceParameters(t *testing.T) {
 						t.Errorf("%s: HTTP %d %.300s", what, status, body)
 					}
 					if p.jaegerParam[0] != "" && status == http.StatusOK {
+						passedOn++
 						b.checkJaegerParam(t, what, p.jaegerParam, v)
 					}
+				}
+				if p.jaegerParam[0] != "" && passedOn == 0 {
+					t.Errorf("%s %s %s: no value reached Jaeger, so none was checked there", p.route, p.param, p.inVariable)
 				}
 			}
 		})
