@@ -1,0 +1,413 @@
+//go:build integration
+
+package faults
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/grafana/grafana-plugin-sdk-go/data"
+	"github.com/grafana/grafana-plugin-sdk-go/genproto/pluginv2"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/internal/faultproxy"
+	"github.com/hsi-profiling/hsi-profiling-datasource/internal/pluginhost"
+)
+
+const cpu = "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
+
+// part is something a healthy upstream contributes to an answer: a frame with rows, or a field
+// of it with at least one value.
+type part struct{ frame, field string }
+
+// queryCase is one realistic query of one query type.
+type queryCase struct {
+	name   string
+	json   map[string]any
+	window time.Duration
+	// uses are the upstreams the query reads. For a faulty upstream not in keep, the query
+	// may fail as a whole (it has nothing else to show), naming the upstream.
+	uses []string
+	// keep lists, per faulty upstream, the parts the other upstreams still give.
+	keep map[string][]part
+}
+
+func queryCases(traceID string, spanIDs []string) []queryCase {
+	gpu := map[string]any{"hosts": []string{"gpu-node-1"}}
+	with := func(m map[string]any, extra map[string]any) map[string]any {
+		for k, v := range extra {
+			m[k] = v
+		}
+		return m
+	}
+	return []queryCase{
+		{name: "profile", uses: []string{"Pyroscope"}, json: map[string]any{
+			"queryType": "profile", "labelSelector": `{service_name="nemotron-backend"}`, "profileTypeId": cpu}},
+		{name: "profile spanSelector", window: time.Hour, uses: []string{"Pyroscope"}, json: map[string]any{
+			"queryType": "profile", "labelSelector": `{service_name="nemotron-backend"}`, "profileTypeId": cpu, "spanSelector": spanIDs}},
+		{name: "profile traceId", window: time.Hour, uses: []string{"Pyroscope", "Jaeger"}, json: map[string]any{
+			"queryType": "profile", "traceId": traceID, "profileTypeId": cpu, "perService": true},
+			keep: map[string][]part{"Jaeger": {{"response", ""}}}},
+		{name: "metrics", uses: []string{"Pyroscope"}, json: map[string]any{
+			"queryType": "metrics", "labelSelector": "{}", "profileTypeId": cpu, "groupBy": []string{"service_name"}}},
+		{name: "both", uses: []string{"Pyroscope"}, json: map[string]any{
+			"queryType": "both", "labelSelector": `{service_name="nemotron-backend"}`, "profileTypeId": cpu}},
+		{name: "diff", uses: []string{"Pyroscope"}, json: map[string]any{
+			"queryType": "diff", "labelSelector": `{service_name="nemotron-backend"}`, "profileTypeId": cpu,
+			"baseline": map[string]any{"from": "now-10m", "to": "now-5m"}, "comparison": map[string]any{}}},
+		{name: "diff traceId", window: time.Hour, uses: []string{"Pyroscope", "Jaeger"}, json: map[string]any{
+			"queryType": "diff", "labelSelector": `{service_name="nemotron-backend"}`, "profileTypeId": cpu,
+			"baseline": map[string]any{"traceId": traceID}, "comparison": map[string]any{}},
+			keep: map[string][]part{"Jaeger": {{"response", ""}, {"diff summary", ""}}}},
+		{name: "trace", window: time.Hour, uses: []string{"Pyroscope", "Prometheus", "Jaeger"},
+			json: map[string]any{"queryType": "trace", "traceId": traceID, "profileTypeId": cpu},
+			keep: map[string][]part{
+				"Pyroscope":  {{"spans", "operation"}, {"spans", "gpuUtil"}, {"spans", "gpuKernelTime"}},
+				"Prometheus": {{"spans", "operation"}, {"spans", "cpu"}, {"response", ""}, {"spans", "gpuKernelTime"}},
+				// Without spans, the flame graph comes from the samples labelled with the trace ID.
+				"Jaeger": {{"response", ""}},
+			}},
+		{name: "slowRequests", uses: []string{"Prometheus", "Jaeger"},
+			json: map[string]any{"queryType": "slowRequests", "service": "nemotron-backend"},
+			keep: map[string][]part{
+				"Prometheus": {{"slow traces", ""}},
+				"Jaeger":     {{"latency", ""}},
+			}},
+		{name: "gpuMetrics", uses: []string{"Prometheus"}, json: with(map[string]any{
+			"queryType": "gpuMetrics", "metrics": []string{"gpu_utilization", "temperature"}, "aggregation": "gpu"}, gpu)},
+		{name: "gpuClass timeline", uses: []string{"Prometheus"}, json: with(map[string]any{"queryType": "gpuClass", "format": "timeline"}, gpu)},
+		{name: "gpuClass summary", uses: []string{"Prometheus"}, json: with(map[string]any{"queryType": "gpuClass", "format": "summary"}, gpu)},
+		{name: "gpuLocal", json: map[string]any{"queryType": "gpuLocal"}},
+		{name: "kernels", window: time.Hour, json: map[string]any{"queryType": "kernels", "traceId": traceID}},
+	}
+}
+
+// resourceCase is one resource route call and the upstream it reads ("" for none).
+type resourceCase struct {
+	path     string
+	upstream string
+}
+
+func resourceCases(traceID string) []resourceCase {
+	return []resourceCase{
+		{"upstreams", ""},
+		{"profile-types", "Pyroscope"},
+		{"services", "Pyroscope"},
+		{"label-names", "Pyroscope"},
+		{"label-values?label=service_name", "Pyroscope"},
+		{"variable?query=" + url.QueryEscape("services()"), "Pyroscope"},
+		{"variable?query=" + url.QueryEscape("trace_services()"), "Jaeger"},
+		{"variable?query=" + url.QueryEscape("gpu_label_values(host)"), "Prometheus"},
+		{"trace-services", "Jaeger"},
+		{"traces?service=nemotron-backend", "Jaeger"},
+		{"gpu-metrics", ""}, // the catalogue: no call
+		{"gpu-label-values?role=host", "Prometheus"},
+		{"kernel-files?traceId=" + traceID, ""},
+	}
+}
+
+// answer is one query's response, decoded.
+type answer struct {
+	err    string
+	frames []*data.Frame
+	// text is the error and every notice, where a user reads what went wrong.
+	text string
+	raw  []byte // the response as it crosses the wire, for the secrets check
+}
+
+func decode(t *testing.T, r *pluginv2.DataResponse) answer {
+	t.Helper()
+	a := answer{err: r.GetError(), text: r.GetError()}
+	a.raw, _ = proto.Marshal(r)
+	if len(r.GetFrames()) > 0 {
+		fs, err := data.UnmarshalArrowFrames(r.GetFrames())
+		if err != nil {
+			t.Fatalf("frames do not decode: %v", err)
+		}
+		a.frames = fs
+	}
+	for _, f := range a.frames {
+		if f.Meta != nil {
+			for _, n := range f.Meta.Notices {
+				a.text += "\n" + n.Text
+			}
+		}
+	}
+	return a
+}
+
+// has says whether part p is in the answer: the frame with rows, and the field with a value.
+func (a answer) has(p part) bool {
+	for _, f := range a.frames {
+		if f.Name != p.frame || f.Rows() == 0 {
+			continue
+		}
+		if p.field == "" {
+			return true
+		}
+		field, _ := f.FieldByName(p.field)
+		for i := 0; field != nil && i < field.Len(); i++ {
+			if v, ok := field.ConcreteAt(i); ok && v != nil && fmt.Sprint(v) != "" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// unaffected says whether a is still what base was: the same error, and every frame that had
+// rows still has them (the bed's data grows, so more rows are fine).
+func (a answer) unaffected(base answer) bool {
+	if a.err != base.err {
+		return false
+	}
+	for _, f := range base.frames {
+		if f.Rows() > 0 && !a.has(part{frame: f.Name}) {
+			return false
+		}
+	}
+	return true
+}
+
+// shape is the frames' names and whether each has rows, for messages.
+func (a answer) shape() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "error %q;", a.err)
+	for _, f := range a.frames {
+		fmt.Fprintf(&b, " %s(%v)", f.Name, f.Rows() > 0)
+	}
+	return b.String()
+}
+
+// cause is what a message must say for fault f of the upstream, beyond its name and URL.
+func cause(f faultproxy.Fault, upstream string) []string {
+	per := func(pyroscope, prometheus, jaeger string) []string {
+		return []string{map[string]string{"Pyroscope": pyroscope, "Prometheus": prometheus, "Jaeger": jaeger}[upstream]}
+	}
+	switch f {
+	case faultproxy.Down:
+		// "connection refused", or "broken pipe" on a pooled connection the server closed.
+		return []string{"unreachable ("}
+	case faultproxy.Slow:
+		return []string{"timed out ("}
+	case faultproxy.ServerError:
+		return []string{"503"}
+	case faultproxy.ClientError:
+		// The server's own words, with the credentials it quoted taken out.
+		return append(per("authentication failed (", "unauthorized: ", "HTTP 401: "), "credentials rejected", "[redacted]")
+	case faultproxy.Truncated:
+		return per("reply cut short", "reply cut short", "is truncated")
+	case faultproxy.Invalid:
+		return per("invalid reply, not the protobuf Pyroscope sends", "invalid reply, not the JSON Prometheus sends", "is not the JSON Jaeger sends")
+	case faultproxy.WrongType:
+		return per("is not a Pyroscope API reply", "invalid reply, not the JSON Prometheus sends", "is an HTML page")
+	case faultproxy.Huge:
+		return []string{fmt.Sprintf("reply larger than the response limit (%d MiB)", responseLimit>>20)}
+	}
+	return nil
+}
+
+// names checks that text names the upstream, its URL and the fault's cause.
+func names(text, upstream, url string, f faultproxy.Fault) error {
+	for _, want := range append([]string{upstream + " (" + url + "): "}, cause(f, upstream)...) {
+		if !strings.Contains(text, want) {
+			return fmt.Errorf("lacks %q", want)
+		}
+	}
+	return nil
+}
+
+// run answers one query case and says how long it took.
+func run(t *testing.T, h *pluginhost.Host, c queryCase) (answer, time.Duration) {
+	t.Helper()
+	window := c.window
+	if window == 0 {
+		window = 15 * time.Minute
+	}
+	now := time.Now()
+	res, err := h.QueryData(ctxFor(t, time.Minute), pluginhost.Query{RefID: "A", From: now.Add(-window), To: now, JSON: c.json})
+	took := time.Since(now)
+	if err != nil {
+		t.Fatalf("%s: QueryData failed: %v", c.name, err)
+	}
+	return decode(t, res.Responses["A"]), took
+}
+
+// bound is what any answer may take: one upstream timeout and the margin.
+const bound = upstreamTimeout + margin
+
+func TestEveryQueryTypeAndRouteUnderEveryUpstreamFault(t *testing.T) {
+	began := time.Now()
+	traceID, spanIDs := slowRequest(t)
+	traceDir := t.TempDir()
+	writeKernelTrace(t, filepath.Join(traceDir, "detect_"+traceID+".pt.trace.json"))
+	sec := newSecrets()
+	r := newRig(t, sec, traceDir)
+	cases, routes := queryCases(traceID, spanIDs), resourceCases(traceID)
+
+	// What each query and route answers with every upstream healthy.
+	baseline := map[string]answer{}
+	baseStatus := map[string]int{}
+	for _, c := range cases {
+		a, _ := run(t, r.host, c)
+		if len(c.uses) > 0 && (a.err != "" || len(a.frames) == 0) {
+			t.Fatalf("%s with every upstream healthy: %s", c.name, a.shape())
+		}
+		baseline[c.name] = a
+	}
+	for _, rc := range routes {
+		res, err := r.host.CallResource(ctxFor(t, time.Minute), rc.path)
+		if err != nil || res.Status != http.StatusOK {
+			t.Fatalf("%s with every upstream healthy: %v %+v", rc.path, err, res)
+		}
+		baseStatus[rc.path] = res.Status
+	}
+
+	for _, f := range faultproxy.Faults {
+		for _, u := range upstreams {
+			url := r.proxies[u].URL()
+			r.set(t, u, f)
+			var wg sync.WaitGroup
+			for _, c := range cases {
+				wg.Go(func() {
+					a, took := run(t, r.host, c)
+					where := fmt.Sprintf("%s %s, %s query", u, f, c.name)
+					if took > bound {
+						t.Errorf("%s: took %v, more than the %v timeout and %v margin", where, took, upstreamTimeout, margin)
+					}
+					if s := sec.leaked(a.raw); s != "" {
+						t.Errorf("%s: the answer carries the secret %q", where, s)
+					}
+					if !slices.Contains(c.uses, u) {
+						if !a.unaffected(baseline[c.name]) || strings.Contains(a.text, url) {
+							t.Errorf("%s: a query that does not read %s changed:\n got %s\nwant %s\n%s", where, u, a.shape(), baseline[c.name].shape(), a.text)
+						}
+						return
+					}
+					if err := names(a.text, u, url, f); err != nil {
+						t.Errorf("%s: no error or notice names the upstream, its URL and the cause: %v\n%s", where, err, a.text)
+					}
+					for _, p := range c.keep[u] {
+						if !a.has(p) {
+							t.Errorf("%s: lost %v, which the healthy upstreams give: %s\n%s", where, p, a.shape(), a.text)
+						}
+					}
+				})
+			}
+			for _, rc := range routes {
+				wg.Go(func() {
+					where := fmt.Sprintf("%s %s, resource %s", u, f, rc.path)
+					start := time.Now()
+					res, err := r.host.CallResource(ctxFor(t, time.Minute), rc.path)
+					if err != nil {
+						t.Errorf("%s: %v", where, err)
+						return
+					}
+					if took := time.Since(start); took > bound {
+						t.Errorf("%s: took %v", where, took)
+					}
+					if s := sec.leaked(res.Body); s != "" {
+						t.Errorf("%s: the reply carries the secret %q", where, s)
+					}
+					if rc.upstream != u {
+						if res.Status != baseStatus[rc.path] {
+							t.Errorf("%s: a route that does not read %s answers %d %s", where, u, res.Status, res.Body)
+						}
+						return
+					}
+					var reply struct{ Error string }
+					if res.Status != http.StatusBadGateway || json.Unmarshal(res.Body, &reply) != nil {
+						t.Errorf("%s: %d %s, want 502 with {\"error\": ...}", where, res.Status, res.Body)
+					} else if err := names(reply.Error, u, url, f); err != nil {
+						t.Errorf("%s: %v: %s", where, err, reply.Error)
+					}
+				})
+			}
+			wg.Wait()
+
+			// The process is up and says which upstream is unwell.
+			start := time.Now()
+			health, err := r.host.CheckHealth(ctxFor(t, time.Minute))
+			switch {
+			case err != nil || r.host.Exited():
+				t.Fatalf("%s %s: the plugin process is gone (exited %v): %v", u, f, r.host.Exited(), err)
+			case time.Since(start) > bound:
+				t.Errorf("%s %s: the health check took %v", u, f, time.Since(start))
+			case health.Status != pluginv2.CheckHealthResponse_ERROR || !strings.Contains(health.Message, u+": "):
+				t.Errorf("%s %s: health %v %q, want an error naming %s", u, f, health.Status, health.Message, u)
+			}
+			if s := sec.leaked([]byte(health.GetMessage() + string(health.GetJsonDetails()))); s != "" {
+				t.Errorf("%s %s: the health check carries the secret %q", u, f, s)
+			}
+			r.set(t, u, faultproxy.None)
+		}
+	}
+	r.checkCredentials(t)
+
+	// The plugin logged the upstreams' failures, the echoed credentials among them, but never a
+	// secret.
+	log := r.log.Bytes()
+	if !bytes.Contains(log, []byte("credentials rejected")) {
+		t.Errorf("the plugin's log lacks the upstreams' error text, so it proves nothing about secrets")
+	}
+	if s := sec.leaked(log); s != "" {
+		i := strings.Index(string(log), s)
+		t.Errorf("the plugin's log carries the secret %q: ...%s...", s, log[max(0, i-300):min(len(log), i+100)])
+	}
+	t.Logf("plugin log: %d bytes; the matrix took %v", len(log), time.Since(began).Round(time.Second))
+	checkSpans(t, r, began)
+}
+
+// checkSpans fetches the plugin's own spans from the bed's Jaeger, which the plugin exported
+// them to (GF_INSTANCE_OTLP_ADDRESS), and looks for the secrets in every tag, log and process
+// attribute.
+func checkSpans(t *testing.T, r *rig, since time.Time) {
+	t.Helper()
+	var last string
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(time.Second) {
+		var raw []byte
+		found := map[string]int{}
+		for _, u := range upstreams {
+			tags, _ := json.Marshal(map[string]string{"hsi.upstream.url": r.proxies[u].URL()})
+			q := url.Values{"service": {pluginhost.PluginID}, "tags": {string(tags)}, "limit": {"1000"},
+				"start": {fmt.Sprint(since.UnixMicro())}, "end": {fmt.Sprint(time.Now().UnixMicro())}}
+			res, err := http.Get(bed.JaegerURL + "/api/traces?" + q.Encode())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var body struct {
+				Data []json.RawMessage `json:"data"`
+			}
+			err = json.NewDecoder(res.Body).Decode(&body)
+			res.Body.Close()
+			if err != nil {
+				t.Fatalf("Jaeger's trace search: %v", err)
+			}
+			found[u] = len(body.Data)
+			for _, tr := range body.Data {
+				raw = append(raw, tr...)
+			}
+		}
+		// Error text made it into the spans (so a secret in it would have too), yet no secret.
+		if found["Pyroscope"] > 0 && found["Prometheus"] > 0 && found["Jaeger"] > 0 &&
+			strings.Contains(string(raw), "credentials rejected") {
+			if s := r.secrets.leaked(raw); s != "" {
+				i := strings.Index(string(raw), s)
+				t.Errorf("the plugin's spans carry the secret %q: ...%s...", s, raw[max(0, i-300):min(len(raw), i+100)])
+			}
+			t.Logf("spans checked: traces per upstream %v, %d bytes", found, len(raw))
+			return
+		}
+		last = fmt.Sprintf("traces per upstream %v, error text present: %v", found, strings.Contains(string(raw), "credentials rejected"))
+	}
+	t.Errorf("the plugin's spans never reached Jaeger: %s", last)
+}

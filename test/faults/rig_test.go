@@ -1,0 +1,299 @@
+//go:build integration
+
+// Package faults runs the plugin binary with each upstream of the real test bed behind its own
+// fault-injecting proxy (internal/faultproxy), switches one upstream at a time to each fault,
+// and checks what every query type and resource route answers: the other upstreams' parts are
+// kept, a notice or error names the failing upstream, its URL and the cause, the answer comes
+// within the configured timeout, the process stays up, and no secret of secureJsonData shows
+// anywhere (logs, frames, notices, errors, resource replies, health messages, the plugin's own
+// trace spans).
+package faults
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/internal/faultproxy"
+	"github.com/hsi-profiling/hsi-profiling-datasource/internal/pluginhost"
+	"github.com/hsi-profiling/hsi-profiling-datasource/internal/testbed"
+)
+
+var (
+	bed    testbed.Endpoints
+	binary string
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(func() int {
+		dir, err := os.MkdirTemp("", "hsi-plugin-")
+		if err != nil {
+			panic(err)
+		}
+		defer os.RemoveAll(dir)
+		binary = filepath.Join(dir, "gpx_hsi_profiling_"+runtime.GOOS+"_"+runtime.GOARCH)
+		root, err := testbed.RepoRoot()
+		if err != nil {
+			panic(err)
+		}
+		build := exec.Command("go", "build", "-o", binary, "./pkg")
+		build.Dir = root
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := build.CombinedOutput(); err != nil {
+			os.Stderr.Write(out)
+			return 1
+		}
+		return testbed.MainForTests(m, &bed)
+	}())
+}
+
+const (
+	// upstreamTimeout is every upstream's jsonData.<upstream>TimeoutSeconds: short, so that the
+	// slow fault is cheap, long enough for the real bed to answer on a busy machine.
+	upstreamTimeout = 3 * time.Second
+	// margin is what an answer may take beyond the timeout: the healthy upstreams' share of the
+	// work and the plugin's own.
+	margin = 2 * time.Second
+	// responseLimit is Grafana's GF_RESPONSE_LIMIT for these tests: the huge fault's body (1 GiB)
+	// is cut after this much, so the fault costs little.
+	responseLimit = 4 << 20
+)
+
+// secrets are the data source's secureJsonData: Pyroscope with basic auth, Prometheus and Jaeger
+// with a bearer token each, all random so that no other text can contain them by chance.
+type secrets struct {
+	pyroscopeUser, pyroscopePassword string
+	prometheusToken, jaegerToken     string
+}
+
+func newSecrets() secrets {
+	r := func(prefix string) string {
+		b := make([]byte, 12)
+		_, _ = rand.Read(b)
+		return prefix + hex.EncodeToString(b)
+	}
+	return secrets{pyroscopeUser: "hsi-reader", pyroscopePassword: r("pw-"), prometheusToken: r("prom-tok-"), jaegerToken: r("jaeger-tok-")}
+}
+
+func (s secrets) basic() string {
+	return "Basic " + base64.StdEncoding.EncodeToString([]byte(s.pyroscopeUser+":"+s.pyroscopePassword))
+}
+
+// forbidden are the strings that must never leave the plugin: each secret, and the Basic
+// header's base64, which carries the password in a form a plain search would miss.
+func (s secrets) forbidden() []string {
+	return []string{s.pyroscopePassword, strings.TrimPrefix(s.basic(), "Basic "), s.prometheusToken, s.jaegerToken}
+}
+
+// leaked returns the first secret found in text, or "".
+func (s secrets) leaked(text []byte) string {
+	for _, f := range s.forbidden() {
+		if bytes.Contains(text, []byte(f)) {
+			return f
+		}
+	}
+	return ""
+}
+
+// syncBuffer is the plugin's log output, written by go-plugin's goroutines while tests read it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) Bytes() []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return bytes.Clone(b.buf.Bytes())
+}
+
+// upstreams in the order messages name them.
+var upstreams = []string{"Pyroscope", "Prometheus", "Jaeger"}
+
+// rig is one plugin process whose three upstreams are proxies in front of the bed.
+type rig struct {
+	host    *pluginhost.Host
+	log     *syncBuffer
+	proxies map[string]*faultproxy.Proxy
+	secrets secrets
+}
+
+// newRig starts the proxies and the plugin, which exports its spans to the bed's Jaeger.
+// Everything is stopped when t's test ends.
+func newRig(t *testing.T, sec secrets, traceDir string) *rig {
+	t.Helper()
+	r := &rig{log: &syncBuffer{}, proxies: map[string]*faultproxy.Proxy{}, secrets: sec}
+	for name, p := range map[string]struct {
+		target string
+		opts   faultproxy.Options
+	}{
+		"Pyroscope": {bed.PyroscopeURL, faultproxy.Options{Authorization: sec.basic()}},
+		// Prometheus says 400 (bad_data) with its JSON error: the reply whose text its client
+		// quotes in the error.
+		"Prometheus": {bed.PrometheusURL, faultproxy.Options{Authorization: "Bearer " + sec.prometheusToken, ClientErrorStatus: http.StatusBadRequest}},
+		"Jaeger":     {bed.JaegerURL, faultproxy.Options{Authorization: "Bearer " + sec.jaegerToken}},
+	} {
+		proxy, err := faultproxy.New(p.target, p.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(proxy.Close)
+		r.proxies[name] = proxy
+	}
+	timeout := upstreamTimeout.Seconds()
+	settings := pluginhost.DataSource{
+		UID: "hsi-faults", Name: "HSI Profiling",
+		JSONData: map[string]any{
+			"pyroscopeUrl": r.proxies["Pyroscope"].URL(), "pyroscopeAuth": "basic", "pyroscopeBasicAuthUser": sec.pyroscopeUser,
+			"prometheusUrl": r.proxies["Prometheus"].URL(), "prometheusAuth": "bearer",
+			"jaegerUrl": r.proxies["Jaeger"].URL(), "jaegerAuth": "bearer",
+			"pyroscopeTimeoutSeconds": timeout, "prometheusTimeoutSeconds": timeout, "jaegerTimeoutSeconds": timeout,
+			"traceDirectories": []string{traceDir},
+		},
+		SecureJSONData: map[string]string{
+			"pyroscopeBasicAuthPassword": sec.pyroscopePassword,
+			"prometheusBearerToken":      sec.prometheusToken,
+			"jaegerBearerToken":          sec.jaegerToken,
+		},
+		GrafanaConfig: map[string]string{"GF_RESPONSE_LIMIT": fmt.Sprint(responseLimit)},
+	}
+	h, err := pluginhost.Start(binary, settings, r.log,
+		// Grafana's tracing settings for plugins, every span sampled and exported quickly.
+		"GF_INSTANCE_OTLP_ADDRESS="+bed.JaegerOTLP, "GF_INSTANCE_OTLP_PROPAGATION=w3c",
+		"GF_INSTANCE_OTLP_SAMPLER_TYPE=const", "GF_INSTANCE_OTLP_SAMPLER_PARAM=1", "OTEL_BSP_SCHEDULE_DELAY=200")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.Stop)
+	r.host = h
+	return r
+}
+
+func (r *rig) set(t *testing.T, name string, f faultproxy.Fault) {
+	t.Helper()
+	if err := r.proxies[name].Set(f); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkCredentials says whether every request each proxy saw carried its upstream's
+// credentials, and that each saw some: the secrets were in use, so their absence elsewhere
+// means something.
+func (r *rig) checkCredentials(t *testing.T) {
+	t.Helper()
+	for name, p := range r.proxies {
+		reqs := p.Requests()
+		if len(reqs) == 0 {
+			t.Errorf("%s's proxy saw no request", name)
+		}
+		for _, req := range reqs {
+			if !req.AuthOK {
+				t.Errorf("%s got %s %s without its configured credentials", name, req.Method, req.Path)
+				break
+			}
+		}
+	}
+}
+
+func ctxFor(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// slowRequest sends the demo a request slow in its database step and returns its trace ID and
+// the span IDs of its nemotron-backend spans once Jaeger has them and Pyroscope has their span
+// profiles, as a user picks a slow request from the dashboard.
+func slowRequest(t *testing.T) (traceID string, spanIDs []string) {
+	t.Helper()
+	res, err := http.Get(bed.DemoURL + "/api/detect?slow=db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	traceID = res.Header.Get("X-Trace-Id")
+	h, err := pluginhost.Start(binary, pluginhost.DataSource{UID: "hsi-direct", JSONData: map[string]any{
+		"pyroscopeUrl": bed.PyroscopeURL, "prometheusUrl": bed.PrometheusURL, "jaegerUrl": bed.JaegerURL,
+	}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Stop()
+	var last string
+	for deadline := time.Now().Add(45 * time.Second); ; time.Sleep(time.Second) {
+		if time.Now().After(deadline) {
+			t.Fatalf("trace %s never got all its services' span profiles: %s", traceID, last)
+		}
+		now := time.Now()
+		qr, err := h.QueryData(ctxFor(t, time.Minute), pluginhost.Query{RefID: "A", From: now.Add(-time.Hour), To: now,
+			JSON: map[string]any{"queryType": "profile", "traceId": traceID}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Every service's span profile is in: "... in 3 of 3 service(s)".
+		last = decode(t, qr.Responses["A"]).text
+		if m := allServices.FindStringSubmatch(last); m != nil && m[1] == m[2] {
+			break
+		}
+	}
+	var trace struct {
+		Data []struct {
+			Spans []struct {
+				SpanID    string `json:"spanID"`
+				ProcessID string `json:"processID"`
+			} `json:"spans"`
+			Processes map[string]struct{ ServiceName string } `json:"processes"`
+		} `json:"data"`
+	}
+	res, err = http.Get(bed.JaegerURL + "/api/traces/" + traceID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if err := json.NewDecoder(res.Body).Decode(&trace); err != nil || len(trace.Data) != 1 {
+		t.Fatalf("trace %s from Jaeger: %v", traceID, err)
+	}
+	for _, s := range trace.Data[0].Spans {
+		if trace.Data[0].Processes[s.ProcessID].ServiceName == "nemotron-backend" {
+			spanIDs = append(spanIDs, s.SpanID)
+		}
+	}
+	if len(spanIDs) == 0 {
+		t.Fatalf("trace %s has no nemotron-backend span", traceID)
+	}
+	return traceID, spanIDs
+}
+
+var allServices = regexp.MustCompile(`matched by span ID: .* in (\d+) of (\d+) service`)
+
+// writeKernelTrace writes a minimal Kineto (PyTorch profiler) trace: one launch and its kernel.
+func writeKernelTrace(t *testing.T, path string) {
+	t.Helper()
+	const trace = `{"schemaVersion": 1, "traceEvents": [
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 1000.000, "dur": 5.000, "args": {"correlation": 1}},
+  {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 1010.000, "dur": 20.000, "args": {"device": 0, "stream": 7, "correlation": 1}}
+]}`
+	if err := os.WriteFile(path, []byte(trace), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
