@@ -86,10 +86,26 @@ func Describe(err error) string {
 	if ce, ok := errors.AsType[*connect.Error](err); ok {
 		return connectCause(ce)
 	}
-	if pe, ok := errors.AsType[*promv1.Error](err); ok && pe.Type == promv1.ErrBadResponse {
-		return "invalid reply, not the JSON Prometheus sends (" + pe.Msg + ")"
+	if pe, ok := errors.AsType[*promv1.Error](err); ok {
+		return promCause(pe)
 	}
 	return innermost(err)
+}
+
+// promCause is client_golang's error in words: its Error() leaves out the body of a 4xx or 5xx
+// reply (Detail), which is where a proxy or server says what is wrong.
+func promCause(pe *promv1.Error) string {
+	switch {
+	case pe.Type == promv1.ErrBadResponse:
+		return "invalid reply, not the JSON Prometheus sends (" + pe.Msg + ")"
+	case (pe.Type == promv1.ErrServer || pe.Type == promv1.ErrClient) && strings.TrimSpace(pe.Detail) != "":
+		detail := strings.Join(strings.Fields(pe.Detail), " ")
+		if len(detail) > 300 {
+			detail = detail[:300] + "…"
+		}
+		return pe.Msg + ": " + detail
+	}
+	return pe.Error()
 }
 
 // limitPattern finds the limit in the SDK's "response limit is set to: 4194304".

@@ -92,6 +92,8 @@ func TestDescribeFaults(t *testing.T) {
 			`the reply is not a Pyroscope API reply (invalid content-type: "text/html"; expecting "application/proto"): is this URL a Pyroscope server?`},
 		{&promv1.Error{Type: promv1.ErrBadResponse, Msg: "invalid character '<' looking for beginning of value"},
 			"invalid reply, not the JSON Prometheus sends (invalid character '<' looking for beginning of value)"},
+		{&promv1.Error{Type: promv1.ErrServer, Msg: "server error: 503", Detail: "upstream\nconnect error\n"}, "server error: 503: upstream connect error"},
+		{&promv1.Error{Type: promv1.ErrClient, Msg: "client error: 401"}, "client_error: client error: 401"},
 		{context.DeadlineExceeded, "timed out (context deadline exceeded)"},
 	}
 	for _, c := range cases {

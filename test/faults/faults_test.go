@@ -277,6 +277,7 @@ func TestEveryQueryTypeAndRouteUnderEveryUpstreamFault(t *testing.T) {
 			url := r.proxies[u].URL()
 			r.set(t, u, f)
 			var wg sync.WaitGroup
+			var said sync.Once
 			for _, c := range cases {
 				wg.Go(func() {
 					a, took := run(t, r.host, c)
@@ -329,6 +330,8 @@ func TestEveryQueryTypeAndRouteUnderEveryUpstreamFault(t *testing.T) {
 						t.Errorf("%s: %d %s, want 502 with {\"error\": ...}", where, res.Status, res.Body)
 					} else if err := names(reply.Error, u, url, f); err != nil {
 						t.Errorf("%s: %v: %s", where, err, reply.Error)
+					} else {
+						said.Do(func() { t.Logf("%s %s: %s", u, f, reply.Error) }) // what users read, for the README
 					}
 				})
 			}
@@ -345,6 +348,7 @@ func TestEveryQueryTypeAndRouteUnderEveryUpstreamFault(t *testing.T) {
 			case health.Status != pluginv2.CheckHealthResponse_ERROR || !strings.Contains(health.Message, u+": "):
 				t.Errorf("%s %s: health %v %q, want an error naming %s", u, f, health.Status, health.Message, u)
 			}
+			t.Logf("%s %s: health %q", u, f, health.GetMessage())
 			if s := sec.leaked([]byte(health.GetMessage() + string(health.GetJsonDetails()))); s != "" {
 				t.Errorf("%s %s: the health check carries the secret %q", u, f, s)
 			}
