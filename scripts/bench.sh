@@ -3,7 +3,7 @@
 # integration ones against a test bed this script starts, bounded, and stops) and the long form
 # of the load test (test/load), then prints the machine and ONE table: each figure beside its
 # reference, both measured in the same run, and their ratio; the load test's percentiles follow.
-# Run it on a fresh machine after scripts/setup.sh; about 8 minutes on 2 cores.
+# Run it on a fresh machine after scripts/setup.sh; under 10 minutes on 2 cores.
 #
 #   BENCHTIME=1s            go test -benchtime for every benchmark (the slow ones run once anyway)
 #   HSI_LOAD_QUERIES=1000   requests of the load test, HSI_LOAD_INFLIGHT=32 at once
@@ -43,6 +43,7 @@ if [ -n "${HSI_TESTBED_PROMETHEUS_URL:-}" ]; then
   log "using the test bed already named by HSI_TESTBED_* ($HSI_TESTBED_PROMETHEUS_URL, ...)"
 else
   log "starting a test bed for the integration benchmarks and the load test"
+  testbed/install.sh # the bed's servers, Prometheus and promtool: seconds when already there
   go build -o "$work/hsi-testbed" ./cmd/hsi-testbed
   # Bounded: the bed stops by itself after 30 minutes whatever happens to this script.
   "$work/hsi-testbed" --env-file "$work/env" --for 30m >"$work/testbed.log" 2>&1 &
@@ -131,7 +132,7 @@ if compgen -G "test/load/*_test.go" >/dev/null; then
   fi
   [ -s "$work/load.md" ] || { tail -20 "$work/load.log" >&2; log "the load test passed but wrote no report to HSI_LOAD_REPORT"; exit 1; }
   echo
-  echo "Load test: $queries requests, $inflight in flight, through one plugin process against the bed:"
+  echo "Load test (test/load, HSI_LOAD_QUERIES=$queries HSI_LOAD_INFLIGHT=$inflight):"
   echo
   cat "$work/load.md"
 else
