@@ -64,7 +64,7 @@ func TestMain(m *testing.M) {
 const (
 	// upstreamTimeout is every upstream's jsonData.<upstream>TimeoutSeconds: short, so that the
 	// slow fault is cheap, long enough for the real bed to answer on a busy machine.
-	upstreamTimeout = 3 * time.Second
+	upstreamTimeout = 4 * time.Second
 	// margin is what an answer may take beyond the timeout: the healthy upstreams' share of the
 	// work and the plugin's own.
 	margin = 2 * time.Second
