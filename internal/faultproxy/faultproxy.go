@@ -170,9 +170,10 @@ func (p *Proxy) handle(w http.ResponseWriter, r *http.Request) {
 	case Slow:
 		select {
 		case <-r.Context().Done():
+			return
 		case <-release:
+			// The fault changed while the client still waits: it gets the real reply.
 		}
-		return // an empty 200 if the client was still there; it is not
 	case ServerError:
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.WriteHeader(http.StatusServiceUnavailable)

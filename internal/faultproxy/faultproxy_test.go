@@ -106,19 +106,25 @@ func TestSlowHoldsTheReplyUntilTheClientLeaves(t *testing.T) {
 	if took := time.Since(began); took < 300*time.Millisecond || took > 2*time.Second {
 		t.Errorf("took %v", took)
 	}
-	// Switching the fault lets held requests go at once.
-	done := make(chan error)
+	// Switching the fault lets held requests go at once, with the real reply.
+	done := make(chan string)
 	go func() {
 		res, err := http.Get(p.URL() + "/held")
-		if err == nil {
-			res.Body.Close()
+		if err != nil {
+			done <- err.Error()
+			return
 		}
-		done <- err
+		defer res.Body.Close()
+		body, _ := io.ReadAll(res.Body)
+		done <- string(body)
 	}()
 	time.Sleep(100 * time.Millisecond)
 	set(t, p, None)
 	select {
-	case <-done:
+	case got := <-done:
+		if got != string(backendBody) {
+			t.Errorf("a held request let go got %q", got)
+		}
 	case <-time.After(2 * time.Second):
 		t.Error("a held request was not let go when the fault changed")
 	}
