@@ -3,6 +3,7 @@ package jaeger
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -46,13 +47,18 @@ func (r *v3Reply) spans(path string) ([]Span, error) {
 				if s.TraceID().IsEmpty() || s.SpanID().IsEmpty() {
 					return nil, fmt.Errorf("reply to %s has a span (%q) without traceId or spanId", path, s.Name())
 				}
+				start, end := s.StartTimestamp().AsTime(), s.EndTimestamp().AsTime()
+				if end.Before(start) {
+					// A negative duration would become a Pyroscope range that ends before it starts.
+					return nil, fmt.Errorf("reply to %s has a span (%s) that ends before it starts", path, s.SpanID())
+				}
 				sp := Span{
 					TraceID:    s.TraceID().String(),
 					SpanID:     s.SpanID().String(),
 					Service:    service,
 					Operation:  s.Name(),
-					Start:      s.StartTimestamp().AsTime(),
-					Duration:   s.EndTimestamp().AsTime().Sub(s.StartTimestamp().AsTime()),
+					Start:      start,
+					Duration:   end.Sub(start),
 					Attributes: attributes(s.Attributes()),
 					Resource:   resource,
 				}
@@ -142,6 +148,9 @@ func (r *v1Reply) spans(path string) ([]Span, error) {
 			}
 			if !ok {
 				return nil, fmt.Errorf("reply to %s: span %s names process %q, which the trace does not list", path, s.SpanID, s.ProcessID)
+			}
+			if s.Duration < 0 || s.Duration > math.MaxInt64/int64(time.Microsecond) {
+				return nil, fmt.Errorf("reply to %s: span %s has a duration of %d µs, which no span has", path, s.SpanID, s.Duration)
 			}
 			traceID := s.TraceID
 			if traceID == "" {
