@@ -34,6 +34,14 @@ func (c *HTTPClient) Close() {
 	}
 }
 
+// MaxConcurrentRequests bounds the connections, so over HTTP/1.1 the requests, one data source
+// has to one upstream at once; more wait for a connection, within their timeout. A dashboard's
+// panels at once, each fanning out (a whole request asks Pyroscope once per span), otherwise
+// overrun Pyroscope's query scheduler, which refuses more than 100 outstanding requests per
+// tenant ("resource_exhausted: too many outstanding requests"), as the load test (test/load)
+// showed with 32 panels in flight. Over HTTP/2 the server's stream limit applies instead.
+const MaxConcurrentRequests = 16
+
 // NewHTTPClient returns the client for one configured upstream. The SDK's default middlewares
 // give each request an OpenTelemetry span (labelled with the upstream's name) and inject the
 // trace context into the outgoing headers.
@@ -48,7 +56,8 @@ func NewHTTPClient(u models.Upstream) (*HTTPClient, error) {
 			TLSHandshakeTimeout:   u.Timeout,
 			ExpectContinueTimeout: httpclient.DefaultTimeoutOptions.ExpectContinueTimeout,
 			MaxIdleConns:          100,
-			MaxIdleConnsPerHost:   16,
+			MaxConnsPerHost:       MaxConcurrentRequests,
+			MaxIdleConnsPerHost:   MaxConcurrentRequests,
 			IdleConnTimeout:       httpclient.DefaultTimeoutOptions.IdleConnTimeout,
 		},
 		Header: http.Header{},

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -97,6 +99,52 @@ func TestDescribe(t *testing.T) {
 	for _, c := range cases {
 		if got := Describe(c.err); got != c.want {
 			t.Errorf("Describe(%v) = %q, want %q", c.err, got, c.want)
+		}
+	}
+}
+
+func TestConcurrentRequestsAreBoundedAndTheRestWait(t *testing.T) {
+	var now, peak atomic.Int32
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := now.Add(1)
+		defer now.Add(-1)
+		for old := peak.Load(); n > old && !peak.CompareAndSwap(old, n); old = peak.Load() {
+		}
+		<-release
+	}))
+	defer srv.Close()
+	c, err := NewHTTPClient(models.Upstream{Name: models.Pyroscope, URL: srv.URL, Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+
+	const sent = MaxConcurrentRequests + 8
+	errs := make(chan error, sent)
+	var wg sync.WaitGroup
+	for range sent {
+		wg.Go(func() {
+			res, err := c.Get(srv.URL)
+			if err == nil {
+				res.Body.Close()
+			}
+			errs <- err
+		})
+	}
+	for deadline := time.Now().Add(5 * time.Second); now.Load() < MaxConcurrentRequests && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond) // time for any request beyond the bound to arrive
+	if p := peak.Load(); p != MaxConcurrentRequests {
+		t.Errorf("%d requests reached the server at once, want %d", p, MaxConcurrentRequests)
+	}
+	close(release)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Errorf("a request that waited for a connection failed: %v", err)
 		}
 	}
 }
