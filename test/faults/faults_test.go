@@ -257,81 +257,63 @@ func TestEveryQueryTypeAndRouteUnderEveryUpstreamFault(t *testing.T) {
 	// What each query and route answers with every upstream healthy.
 	baseline := map[string]answer{}
 	baseStatus := map[string]int{}
+	// Three tries each: the bed's servers fail now and then on their own (see healthyFailed).
 	for _, c := range cases {
-		a, _ := run(t, r.host, c)
-		if len(c.uses) > 0 && (a.err != "" || len(a.frames) == 0) {
-			t.Fatalf("%s with every upstream healthy: %s", c.name, a.shape())
+		for try := 1; ; try++ {
+			a, _ := run(t, r.host, c)
+			if len(c.uses) == 0 || (a.err == "" && len(a.frames) > 0) {
+				baseline[c.name] = a
+				break
+			}
+			if try == 3 {
+				t.Fatalf("%s with every upstream healthy: %s\n%s", c.name, a.shape(), a.text)
+			}
 		}
-		baseline[c.name] = a
 	}
 	for _, rc := range routes {
-		res, err := r.host.CallResource(ctxFor(t, time.Minute), rc.path)
-		if err != nil || res.Status != http.StatusOK {
-			t.Fatalf("%s with every upstream healthy: %v %+v", rc.path, err, res)
+		for try := 1; ; try++ {
+			res, err := r.host.CallResource(ctxFor(t, time.Minute), rc.path)
+			if err == nil && res.Status == http.StatusOK {
+				baseStatus[rc.path] = res.Status
+				break
+			}
+			if try == 3 {
+				t.Fatalf("%s with every upstream healthy: %v %+v", rc.path, err, res)
+			}
 		}
-		baseStatus[rc.path] = res.Status
 	}
 
 	for _, f := range faultproxy.Faults {
 		for _, u := range upstreams {
-			url := r.proxies[u].URL()
 			r.set(t, u, f)
 			var wg sync.WaitGroup
 			var said sync.Once
 			for _, c := range cases {
 				wg.Go(func() {
-					a, took := run(t, r.host, c)
 					where := fmt.Sprintf("%s %s, %s query", u, f, c.name)
-					if took > bound {
-						t.Errorf("%s: took %v, more than the %v timeout and %v margin", where, took, upstreamTimeout, margin)
+					problems, text := r.checkQuery(t, c, u, f, baseline[c.name])
+					if len(problems) > 0 && r.healthyFailed(text, u) {
+						t.Logf("%s: retried once, a healthy upstream failed on its own: %s", where, text)
+						problems, _ = r.checkQuery(t, c, u, f, baseline[c.name])
 					}
-					if s := sec.leaked(a.raw); s != "" {
-						t.Errorf("%s: the answer carries the secret %q", where, s)
-					}
-					if !slices.Contains(c.uses, u) {
-						if !a.unaffected(baseline[c.name]) || strings.Contains(a.text, url) {
-							t.Errorf("%s: a query that does not read %s changed:\n got %s\nwant %s\n%s", where, u, a.shape(), baseline[c.name].shape(), a.text)
-						}
-						return
-					}
-					if err := names(a.text, u, url, f); err != nil {
-						t.Errorf("%s: no error or notice names the upstream, its URL and the cause: %v\n%s", where, err, a.text)
-					}
-					for _, p := range c.keep[u] {
-						if !a.has(p) {
-							t.Errorf("%s: lost %v, which the healthy upstreams give: %s\n%s", where, p, a.shape(), a.text)
-						}
+					for _, p := range problems {
+						t.Errorf("%s: %s", where, p)
 					}
 				})
 			}
 			for _, rc := range routes {
 				wg.Go(func() {
 					where := fmt.Sprintf("%s %s, resource %s", u, f, rc.path)
-					start := time.Now()
-					res, err := r.host.CallResource(ctxFor(t, time.Minute), rc.path)
-					if err != nil {
-						t.Errorf("%s: %v", where, err)
-						return
+					problems, text := r.checkRoute(t, rc, u, f, baseStatus[rc.path])
+					if len(problems) > 0 && r.healthyFailed(text, u) {
+						t.Logf("%s: retried once, a healthy upstream failed on its own: %s", where, text)
+						problems, text = r.checkRoute(t, rc, u, f, baseStatus[rc.path])
 					}
-					if took := time.Since(start); took > bound {
-						t.Errorf("%s: took %v", where, took)
+					for _, p := range problems {
+						t.Errorf("%s: %s", where, p)
 					}
-					if s := sec.leaked(res.Body); s != "" {
-						t.Errorf("%s: the reply carries the secret %q", where, s)
-					}
-					if rc.upstream != u {
-						if res.Status != baseStatus[rc.path] {
-							t.Errorf("%s: a route that does not read %s answers %d %s", where, u, res.Status, res.Body)
-						}
-						return
-					}
-					var reply struct{ Error string }
-					if res.Status != http.StatusBadGateway || json.Unmarshal(res.Body, &reply) != nil {
-						t.Errorf("%s: %d %s, want 502 with {\"error\": ...}", where, res.Status, res.Body)
-					} else if err := names(reply.Error, u, url, f); err != nil {
-						t.Errorf("%s: %v: %s", where, err, reply.Error)
-					} else {
-						said.Do(func() { t.Logf("%s %s: %s", u, f, reply.Error) }) // what users read, for the README
+					if len(problems) == 0 && rc.upstream == u {
+						said.Do(func() { t.Logf("%s %s: %s", u, f, text) }) // what users read, for the README
 					}
 				})
 			}
@@ -369,6 +351,77 @@ func TestEveryQueryTypeAndRouteUnderEveryUpstreamFault(t *testing.T) {
 	}
 	t.Logf("plugin log: %d bytes; the matrix took %v", len(log), time.Since(began).Round(time.Second))
 	checkSpans(t, r, began)
+}
+
+// checkQuery answers one query with upstream u at fault f and lists what is wrong with the
+// answer; text is the answer's error and notices.
+func (r *rig) checkQuery(t *testing.T, c queryCase, u string, f faultproxy.Fault, base answer) (problems []string, text string) {
+	url := r.proxies[u].URL()
+	a, took := run(t, r.host, c)
+	if took > bound {
+		problems = append(problems, fmt.Sprintf("took %v, more than the %v timeout and %v margin", took, upstreamTimeout, margin))
+	}
+	if s := r.secrets.leaked(a.raw); s != "" {
+		problems = append(problems, fmt.Sprintf("the answer carries the secret %q", s))
+	}
+	if !slices.Contains(c.uses, u) {
+		if !a.unaffected(base) || strings.Contains(a.text, url) {
+			problems = append(problems, fmt.Sprintf("a query that does not read %s changed:\n got %s\nwant %s\n%s", u, a.shape(), base.shape(), a.text))
+		}
+		return problems, a.text
+	}
+	if err := names(a.text, u, url, f); err != nil {
+		problems = append(problems, fmt.Sprintf("no error or notice names the upstream, its URL and the cause: %v\n%s", err, a.text))
+	}
+	for _, p := range c.keep[u] {
+		if !a.has(p) {
+			problems = append(problems, fmt.Sprintf("lost %v, which the healthy upstreams give: %s\n%s", p, a.shape(), a.text))
+		}
+	}
+	return problems, a.text
+}
+
+// checkRoute calls one resource route with upstream u at fault f and lists what is wrong with
+// the reply; text is its body, or the error it carries.
+func (r *rig) checkRoute(t *testing.T, rc resourceCase, u string, f faultproxy.Fault, baseStatus int) (problems []string, text string) {
+	start := time.Now()
+	res, err := r.host.CallResource(ctxFor(t, time.Minute), rc.path)
+	if err != nil {
+		return []string{err.Error()}, ""
+	}
+	if took := time.Since(start); took > bound {
+		problems = append(problems, fmt.Sprintf("took %v", took))
+	}
+	if s := r.secrets.leaked(res.Body); s != "" {
+		problems = append(problems, fmt.Sprintf("the reply carries the secret %q", s))
+	}
+	if rc.upstream != u {
+		if res.Status != baseStatus {
+			problems = append(problems, fmt.Sprintf("a route that does not read %s answers %d %s", u, res.Status, res.Body))
+		}
+		return problems, string(res.Body)
+	}
+	var reply struct{ Error string }
+	if res.Status != http.StatusBadGateway || json.Unmarshal(res.Body, &reply) != nil {
+		return append(problems, fmt.Sprintf("%d %s, want 502 with {\"error\": ...}", res.Status, res.Body)), string(res.Body)
+	}
+	if err := names(reply.Error, u, r.proxies[u].URL(), f); err != nil {
+		problems = append(problems, fmt.Sprintf("%v: %s", err, reply.Error))
+	}
+	return problems, reply.Error
+}
+
+// healthyFailed says whether text reports a failure of an upstream other than the faulty one.
+// The real bed's servers fail now and then on their own (Pyroscope 1.x sometimes answers a
+// query under load with "canceled: stream error"); such a case is asked once more, and must then
+// pass: a fault that leaked into another upstream's part would fail both times.
+func (r *rig) healthyFailed(text, faulty string) bool {
+	for _, u := range upstreams {
+		if u != faulty && strings.Contains(text, u+" ("+r.proxies[u].URL()+")") {
+			return true
+		}
+	}
+	return false
 }
 
 // checkSpans fetches the plugin's own spans from the bed's Jaeger, which the plugin exported
