@@ -251,7 +251,7 @@ func slowRequest(t *testing.T) (traceID string, spanIDs []string) {
 			t.Fatal(err)
 		}
 		// Every service's span profile is in: "... in 3 of 3 service(s)".
-		last = decode(t, qr.Responses["A"]).text
+		last = decode(qr.Responses["A"]).text
 		if m := allServices.FindStringSubmatch(last); m != nil && m[1] == m[2] {
 			break
 		}
