@@ -97,7 +97,11 @@ func (c *Client) mergedFlameGraph(ctx context.Context, q FlameGraphQuery) (fg *F
 	if err != nil {
 		return nil, err
 	}
-	return FromProto(res.Msg.GetFlamegraph()), nil
+	fg = FromProto(res.Msg.GetFlamegraph())
+	if err := fg.Check(); err != nil {
+		return nil, err
+	}
+	return fg, nil
 }
 
 func (c *Client) spanFlameGraph(ctx context.Context, q FlameGraphQuery) (fg *FlameGraph, err error) {
@@ -117,7 +121,11 @@ func (c *Client) spanFlameGraph(ctx context.Context, q FlameGraphQuery) (fg *Fla
 	if err != nil {
 		return nil, err
 	}
-	return FromProto(res.Msg.GetFlamegraph()), nil
+	fg = FromProto(res.Msg.GetFlamegraph())
+	if err := fg.Check(); err != nil {
+		return nil, err
+	}
+	return fg, nil
 }
 
 // FromProto converts the flame graph of a Pyroscope reply into the local type.
