@@ -470,6 +470,12 @@ func checkVariableArgs(fn string, forms []string, args []token, closing token) (
 					vq.Hosts = append(vq.Hosts, h)
 				}
 			}
+			// The same bounds as the query's hosts field (count, length).
+			f := models.GPUFilter{Hosts: vq.Hosts}
+			if err := f.Normalize(""); err != nil {
+				return vq, varError(args[1].pos, forms, "invalid host list: %v", err)
+			}
+			vq.Hosts = f.Hosts
 		}
 	}
 	return vq, nil
