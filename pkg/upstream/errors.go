@@ -101,7 +101,7 @@ func promCause(pe *promv1.Error) string {
 	case (pe.Type == promv1.ErrServer || pe.Type == promv1.ErrClient) && strings.TrimSpace(pe.Detail) != "":
 		detail := strings.Join(strings.Fields(pe.Detail), " ")
 		if len(detail) > 300 {
-			detail = detail[:300] + "…"
+			detail = strings.ToValidUTF8(detail[:300], "") + "…" // the cut may split a character
 		}
 		return pe.Msg + ": " + detail
 	}
