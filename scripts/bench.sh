@@ -2,7 +2,8 @@
 # README command: the benchmarks. Runs every Go benchmark of the plugin (the unit ones, then the
 # integration ones against a test bed this script starts, bounded, and stops) and the long form
 # of the load test (test/load), then prints the machine and ONE table: each figure beside its
-# reference, both measured in the same run, and their ratio; the load test's percentiles follow.
+# reference, both measured in the same run, and their ratio; the load test's percentiles by
+# request follow.
 # Run it on a fresh machine after scripts/setup.sh; under 10 minutes on 2 cores.
 #
 #   BENCHTIME=1s            go test -benchtime for every benchmark (the slow ones run once anyway)
@@ -60,6 +61,19 @@ fi
 log "integration benchmarks against the bed: a real traceId profile; gpuClass on 64 GPUs × 24 h (own Prometheus)"
 bench integration -tags integration -bench '^BenchmarkReal' ./pkg/plugin/
 
+# The load test's long form: its figures (latency under load beside the same requests one at a
+# time, the process after beside its baseline) join the table; its percentiles follow it.
+queries=${HSI_LOAD_QUERIES:-1000} inflight=${HSI_LOAD_INFLIGHT:-32}
+log "load test: $queries requests, $inflight in flight, through one plugin process"
+if ! HSI_LOAD_QUERIES=$queries HSI_LOAD_INFLIGHT=$inflight HSI_LOAD_REPORT="$work/load.md" HSI_LOAD_FIGURES="$work/load.txt" \
+  go test -count=1 -tags integration -timeout 15m ./test/load/ >"$work/load.log" 2>&1; then
+  tail -40 "$work/load.log" >&2
+  log "load test failed"
+  exit 1
+fi
+[ -s "$work/load.md" ] && [ -s "$work/load.txt" ] || { tail -20 "$work/load.log" >&2; log "the load test passed but wrote no figures"; exit 1; }
+tee -a "$raw" <"$work/load.txt" >&2
+
 # What the table shows, one row a line: benchmark | figure's metric | what it is | its unit |
 # reference's metric (OTHER:metric for another benchmark of this run) | what the reference is.
 # Ratio = figure ÷ reference. Metric names are those the benchmarks pass to b.ReportMetric.
@@ -82,6 +96,12 @@ Chrome200MB|parse-peak-heap-MB|peak heap while reading it|MB|file-MB|the file's 
 Chrome200MB|retained-heap-MB|heap kept after reading it|MB|file-MB|the file's size
 ChromeMemoryVsSize/20MB|peak-heap-MB|20 MB trace, kept intervals capped at 10,000: peak heap|MB|file-MB|the file's size
 ChromeMemoryVsSize/80MB|peak-heap-MB|80 MB trace, same caps: peak heap|MB|file-MB|the file's size
+Load|p50-ms|load test through the plugin protocol (every query type, the bed): median latency under load|ms|alone-p50-ms|the same requests one at a time
+Load|p99-ms|same: 99th percentile|ms|alone-p99-ms|the same requests one at a time
+Load|requests/s|same: requests answered per second|/s|alone-requests/s|one at a time
+Load|plugin-cpu-s|same: the plugin's CPU time during the load|s|machine-cpu-s|the machine's CPU time in that wall time (cores × wall)
+Load|heap-after-MiB|live heap after the load (after GC)|MiB|heap-base-MiB|before the load
+Load|others-after|goroutines after the load, pooled upstream connections aside||others-base|before the load
 EOF
 )
 
@@ -114,28 +134,13 @@ table=$(awk -F'|' -v rows="$rows" '
     exit missing
   }' "$raw") || { log "some figures are missing from the benchmark output (see above)"; exit 1; }
 
-# The main table first, so that it is there even if the load test fails.
 echo
 echo "$machine"
 echo
 echo "$table"
+echo
+echo "Load test (test/load, HSI_LOAD_QUERIES=$queries HSI_LOAD_INFLIGHT=$inflight), by request:"
+echo
+cat "$work/load.md"
 
-# The load test lives in test/load (written alongside this script): run only where it exists.
-if compgen -G "test/load/*_test.go" >/dev/null; then
-  queries=${HSI_LOAD_QUERIES:-1000} inflight=${HSI_LOAD_INFLIGHT:-32}
-  log "load test: $queries requests, $inflight in flight, through one plugin process"
-  if ! HSI_LOAD_QUERIES=$queries HSI_LOAD_INFLIGHT=$inflight HSI_LOAD_REPORT="$work/load.md" \
-    go test -count=1 -tags integration -timeout 15m ./test/load/ >"$work/load.log" 2>&1; then
-    tail -40 "$work/load.log" >&2
-    log "load test failed"
-    exit 1
-  fi
-  [ -s "$work/load.md" ] || { tail -20 "$work/load.log" >&2; log "the load test passed but wrote no report to HSI_LOAD_REPORT"; exit 1; }
-  echo
-  echo "Load test (test/load, HSI_LOAD_QUERIES=$queries HSI_LOAD_INFLIGHT=$inflight):"
-  echo
-  cat "$work/load.md"
-else
-  log "no load test (test/load) in this checkout: its table is left out"
-fi
 log "benchmarks done in $((SECONDS - start)) s"

@@ -130,6 +130,18 @@ func TestLoadDashboardsThroughOneProcess(t *testing.T) {
 	if t.Failed() {
 		t.FailNow()
 	}
+	// The reference of the benchmark table (scripts/bench.sh): the same requests once more, one
+	// at a time, warm, so that latency under load can be set beside latency alone.
+	var alone []result
+	if os.Getenv("HSI_LOAD_FIGURES") != "" {
+		for _, c := range calls {
+			r := p.do(ctx, c, false)
+			if r.outcome == failed || r.outcome == byUpstream {
+				t.Errorf("one at a time: %s: %s", c.name, r.detail)
+			}
+			alone = append(alone, r)
+		}
+	}
 	base, err := p.snapshot(ctx, true)
 	if err != nil {
 		t.Fatal(err)
@@ -170,6 +182,10 @@ func TestLoadDashboardsThroughOneProcess(t *testing.T) {
 	wg.Wait()
 	wall := time.Since(start)
 	stopSampling()
+	end, err := p.snapshot(ctx, false)
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	if p.Exited() {
 		t.Fatal("the plugin process exited under load")
@@ -228,11 +244,16 @@ func TestLoadDashboardsThroughOneProcess(t *testing.T) {
 	settled := time.Since(start) - wall
 
 	rep := report{requests: requests, inflight: inflight, peakInflight: int(peak.Load()), wall: wall,
-		counts: counts, results: results, base: base, peak: pk, after: after}
+		counts: counts, results: results, base: base, peak: pk, after: after, cpu: end.cpu - base.cpu}
 	t.Logf("\n%s", rep.text())
 	if path := os.Getenv("HSI_LOAD_REPORT"); path != "" {
 		if err := os.WriteFile(path, []byte(rep.markdown()), 0o644); err != nil {
 			t.Errorf("HSI_LOAD_REPORT: %v", err)
+		}
+	}
+	if path := os.Getenv("HSI_LOAD_FIGURES"); path != "" {
+		if err := os.WriteFile(path, []byte(rep.figures(alone)), 0o644); err != nil {
+			t.Errorf("HSI_LOAD_FIGURES: %v", err)
 		}
 	}
 	if !back {
@@ -421,6 +442,7 @@ type report struct {
 	results                          []result
 	base, after                      snapshot
 	peak                             *peaks
+	cpu                              float64 // the plugin's CPU seconds during the load
 }
 
 type row struct {
@@ -448,11 +470,40 @@ func (r report) rows() []row {
 		if k == "all requests" {
 			l = all
 		}
-		slices.Sort(l)
-		q := func(p float64) time.Duration { return l[max(0, int(math.Ceil(p*float64(len(l))))-1)] }
-		out = append(out, row{k, len(l), q(0.50), q(0.90), q(0.99), l[len(l)-1]})
+		out = append(out, row{k, len(l), percentile(l, 0.50), percentile(l, 0.90), percentile(l, 0.99), l[len(l)-1]})
 	}
 	return out
+}
+
+// percentile is the nearest-rank percentile of the latencies (sorted in place).
+func percentile(l []time.Duration, p float64) time.Duration {
+	slices.Sort(l)
+	return l[max(0, int(math.Ceil(p*float64(len(l))))-1)]
+}
+
+// figures writes the run's figures and their references as a go test benchmark line, which
+// scripts/bench.sh reads like the Go benchmarks' own: latency under load beside the same
+// requests one at a time, throughput beside one at a time, and the process after the load beside
+// its baseline.
+func (r report) figures(alone []result) string {
+	var loaded, single []time.Duration
+	var sum time.Duration
+	for _, res := range r.results {
+		loaded = append(loaded, res.latency)
+	}
+	for _, res := range alone {
+		single = append(single, res.latency)
+		sum += res.latency
+	}
+	if len(single) == 0 {
+		return ""
+	}
+	msOf := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	return fmt.Sprintf("BenchmarkLoad\t1\t%.1f p50-ms\t%.1f alone-p50-ms\t%.1f p99-ms\t%.1f alone-p99-ms\t%.1f requests/s\t%.1f alone-requests/s\t%.2f plugin-cpu-s\t%.2f machine-cpu-s\t%.1f heap-after-MiB\t%.1f heap-base-MiB\t%d others-after\t%d others-base\n",
+		msOf(percentile(loaded, 0.50)), msOf(percentile(single, 0.50)), msOf(percentile(loaded, 0.99)), msOf(percentile(single, 0.99)),
+		float64(r.requests)/r.wall.Seconds(), float64(len(single))/sum.Seconds(),
+		r.cpu, r.wall.Seconds()*float64(runtime.NumCPU()),
+		r.after.heapInuse/(1<<20), r.base.heapInuse/(1<<20), r.after.others(), r.base.others())
 }
 
 func ms(d time.Duration) string {

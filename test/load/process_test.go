@@ -53,6 +53,7 @@ type snapshot struct {
 	goroutines float64 // go_goroutines
 	heapInuse  float64 // go_memstats_heap_inuse_bytes, right after a garbage collection
 	resident   float64 // process_resident_memory_bytes
+	cpu        float64 // process_cpu_seconds_total: the plugin's CPU time so far
 	// From the goroutine dump (taken just after the metrics, so its total may differ by one or two):
 	dumped    int    // goroutines in it
 	keepAlive int    // of which pooled HTTP connections to the upstreams (read and write loops)
@@ -112,6 +113,11 @@ func (p *plugin) snapshot(ctx context.Context, full bool) (snapshot, error) {
 		}
 		*dst = f.GetMetric()[0].GetGauge().GetValue()
 	}
+	cpu, ok := families["process_cpu_seconds_total"]
+	if !ok || len(cpu.GetMetric()) != 1 || cpu.GetMetric()[0].GetCounter() == nil {
+		return s, fmt.Errorf("the plugin's metrics lack the counter process_cpu_seconds_total")
+	}
+	s.cpu = cpu.GetMetric()[0].GetCounter().GetValue()
 	if !full {
 		return s, nil
 	}
