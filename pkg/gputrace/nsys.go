@@ -16,13 +16,18 @@ var copyKinds = map[int64]string{1: "HtoD", 2: "DtoH", 3: "HtoA", 4: "AtoH", 5: 
 // ReadNsys reads an Nsight Systems SQLite export (nsys export --type sqlite) into c, read-only.
 // Timestamps are already nanoseconds. Tables absent from the export mean no such activity.
 func ReadNsys(ctx context.Context, path string, c *Collector) error {
+	c.AddFileName(path)
+	return readNsysAt(ctx, path, c)
+}
+
+// readNsysAt reads the export SQLite opens at path (which may be /proc/self/fd/N).
+func readNsysAt(ctx context.Context, path string, c *Collector) error {
 	u := url.URL{Scheme: "file", OmitHost: true, Path: path, RawQuery: "mode=ro&_pragma=query_only(1)"}
 	db, err := sql.Open("sqlite", u.String())
 	if err != nil {
 		return fmt.Errorf("gputrace: %s: %w", path, err)
 	}
 	defer db.Close()
-	c.AddFileName(path)
 	return readNsysDB(ctx, db, c)
 }
 

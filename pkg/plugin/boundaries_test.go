@@ -21,6 +21,7 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	"github.com/grafana/pyroscope/api/gen/proto/go/querier/v1/querierv1connect"
 
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/jaeger"
 )
 
@@ -774,4 +775,52 @@ func mustJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// kernelNames lists the kernels of an analysis, "" for none.
+func kernelNames(r *gputrace.Result) string {
+	if r == nil {
+		return ""
+	}
+	var names []string
+	for _, k := range r.Kernels {
+		names = append(names, k.Name)
+	}
+	return strings.Join(names, ",")
+}
+
+func TestBoundariesKernelFileSwappedAfterItsChecks(t *testing.T) {
+	// A file is checked when it is listed or resolved, and read after: whoever can write into
+	// the trace directory could put a symlink leading out in its place in between. The read goes
+	// through an os.Root of the directory (and SQLite gets the opened file itself), so the swap
+	// finds an error, never the outside file.
+	k := newKernelEscapeBed(t)
+	writeMarkerNsys(t, filepath.Join(k.dir, "swap.sqlite"), "inside_kernel")
+	writeFile(t, filepath.Join(k.dir, "swap.json"), kinetoTrace("inside"))
+	ts := newTestDatasource(t, map[string]any{"traceDirectories": []string{k.dir}}, nil).settings.Traces
+	for name, outside := range map[string]string{"swap.json": "leak.json", "swap.sqlite": "leak.sqlite"} {
+		f, err := resolveKernelFile(ts, name)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		// Before the swap the file reads, the Nsight export through /proc/self/fd on Linux.
+		res, err := analyzeInside(context.Background(), f, ts.MaxFileBytes)
+		if err != nil || kernelNames(res) == "" || strings.Contains(kernelNames(res), k.marker) {
+			t.Fatalf("%s before the swap: %v, kernels %q", name, err, kernelNames(res))
+		}
+		if err := os.Remove(f.Abs); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(filepath.Join(k.outside, outside), f.Abs); err != nil {
+			t.Fatal(err)
+		}
+		// The swap is real: reading the checked path by name now reads the outside file.
+		if res, _ := gputrace.AnalyzeFile(context.Background(), f.Abs, gputrace.Limits{}, gputrace.AnalysisOptions{}); !strings.Contains(kernelNames(res), k.marker) {
+			t.Fatalf("%s: the swapped path does not lead to the outside file (kernels %q)", name, kernelNames(res))
+		}
+		res, err = analyzeInside(context.Background(), f, ts.MaxFileBytes)
+		if err == nil || strings.Contains(kernelNames(res), k.marker) {
+			t.Errorf("%s swapped for a link out of the directory: err %v, kernels %q", name, err, kernelNames(res))
+		}
+	}
 }

@@ -225,7 +225,7 @@ func findKernelFiles(ctx context.Context, ts models.TraceSettings, traceID strin
 			continue // names another request
 		}
 		scanned++
-		res, err := gputrace.AnalyzeFile(ctx, f.Abs, gputrace.Limits{}, gputrace.AnalysisOptions{})
+		res, err := analyzeInside(ctx, f, ts.MaxFileBytes)
 		if res != nil && res.Matches(traceID) {
 			out = append(out, analyzedFile{File: f, Result: res, Err: err})
 		}
@@ -237,10 +237,41 @@ func findKernelFiles(ctx context.Context, ts models.TraceSettings, traceID strin
 }
 
 // analyze fills in the analysis of each file not yet analysed.
-func analyze(ctx context.Context, files []analyzedFile) {
+func analyze(ctx context.Context, ts models.TraceSettings, files []analyzedFile) {
 	for i := range files {
 		if files[i].Result == nil && files[i].Err == nil {
-			files[i].Result, files[i].Err = gputrace.AnalyzeFile(ctx, files[i].File.Abs, gputrace.Limits{}, gputrace.AnalysisOptions{})
+			files[i].Result, files[i].Err = analyzeInside(ctx, files[i].File, ts.MaxFileBytes)
 		}
 	}
+}
+
+// analyzeInside opens a listed file through an os.Root of its trace directory and analyses
+// what it opened. The checks made when it was listed (inside, regular, size) are made again on
+// the open file: were the file swapped in between for a symlink leading out of the directory,
+// the Root refuses to follow it, so nothing outside the directory is ever read.
+func analyzeInside(ctx context.Context, f kernelFile, maxBytes int64) (*gputrace.Result, error) {
+	root, err := os.OpenRoot(f.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("trace directory %s: %w", f.Dir, err)
+	}
+	defer root.Close()
+	rel, err := filepath.Rel(f.Dir, f.Abs)
+	if err != nil || !inside(f.Dir, f.Abs) {
+		return nil, errors.New("it resolves outside the trace directory")
+	}
+	file, err := root.Open(rel)
+	if err != nil {
+		return nil, fmt.Errorf("cannot open it inside the trace directory: %w", err)
+	}
+	defer file.Close()
+	fi, err := file.Stat()
+	switch {
+	case err != nil:
+		return nil, err
+	case !fi.Mode().IsRegular():
+		return nil, errors.New("not a regular file")
+	case fi.Size() > maxBytes:
+		return nil, fmt.Errorf("%d bytes, over jsonData.traceMaxFileBytes (%d)", fi.Size(), maxBytes)
+	}
+	return gputrace.AnalyzeOpened(ctx, file, f.Abs, gputrace.Limits{}, gputrace.AnalysisOptions{})
 }

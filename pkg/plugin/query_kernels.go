@@ -39,7 +39,7 @@ func (d *Datasource) queryKernels(ctx context.Context, q backend.DataQuery) back
 	} else {
 		files, notices = findKernelFiles(ctx, ts, kq.TraceID)
 	}
-	analyze(ctx, files)
+	analyze(ctx, ts, files)
 
 	var out []*data.Frame
 	for _, f := range files {
@@ -129,7 +129,7 @@ func (d *Datasource) spanKernelTimes(ctx context.Context, traceID string, rows [
 	if len(files) == 0 {
 		return nil
 	}
-	analyze(ctx, files)
+	analyze(ctx, ts, files)
 	var out []data.Notice
 	results := make([]*gputrace.Result, 0, len(files))
 	for _, f := range files {
