@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -62,7 +61,9 @@ func TestRealEveryDashboardPanelAnswers(t *testing.T) {
 	ds := inst.(*plugin.Datasource)
 	defer ds.Dispose()
 	traceID := slowRequest(t, ds)
-	writeKernelTrace(t, filepath.Join(traceDir, "detect_"+traceID+".pt.trace.json"))
+	if _, err := testbed.WriteKernelTrace(traceDir, traceID); err != nil {
+		t.Fatal(err)
+	}
 	values := sampleValues(traceID)
 
 	// The span join carries the kernel trace: the file names the request, not a span, so its
@@ -138,17 +139,5 @@ func TestRealEveryDashboardPanelAnswers(t *testing.T) {
 				}
 			}
 		}
-	}
-}
-
-// writeKernelTrace writes a minimal Kineto (PyTorch profiler) Chrome trace: one launch and its kernel.
-func writeKernelTrace(t *testing.T, path string) {
-	t.Helper()
-	const trace = `{"schemaVersion": 1, "traceEvents": [
-  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 1000.000, "dur": 5.000, "args": {"correlation": 1}},
-  {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 1010.000, "dur": 20.000, "args": {"device": 0, "stream": 7, "correlation": 1}}
-]}`
-	if err := os.WriteFile(path, []byte(trace), 0o644); err != nil {
-		t.Fatal(err)
 	}
 }

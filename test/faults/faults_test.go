@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/internal/faultproxy"
 	"github.com/hsi-profiling/hsi-profiling-datasource/internal/pluginhost"
+	"github.com/hsi-profiling/hsi-profiling-datasource/internal/testbed"
 )
 
 const cpu = "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
@@ -248,7 +248,9 @@ func TestEveryQueryTypeAndRouteUnderEveryUpstreamFault(t *testing.T) {
 	began := time.Now()
 	traceID, spanIDs := slowRequest(t)
 	traceDir := t.TempDir()
-	writeKernelTrace(t, filepath.Join(traceDir, "detect_"+traceID+".pt.trace.json"))
+	if _, err := testbed.WriteKernelTrace(traceDir, traceID); err != nil {
+		t.Fatal(err)
+	}
 	sec := newSecrets()
 	r := newRig(t, sec, traceDir)
 	cases, routes := queryCases(traceID, spanIDs), resourceCases(traceID)

@@ -19,10 +19,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -45,16 +42,12 @@ func TestMain(m *testing.M) {
 			panic(err)
 		}
 		defer os.RemoveAll(dir)
-		binary = filepath.Join(dir, "gpx_hsi_profiling_"+runtime.GOOS+"_"+runtime.GOARCH)
 		root, err := testbed.RepoRoot()
 		if err != nil {
 			panic(err)
 		}
-		build := exec.Command("go", "build", "-o", binary, "./pkg")
-		build.Dir = root
-		build.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := build.CombinedOutput(); err != nil {
-			os.Stderr.Write(out)
+		if binary, err = pluginhost.Build(root, dir, false, false); err != nil {
+			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
 		return testbed.MainForTests(m, &bed)
@@ -285,15 +278,3 @@ func slowRequest(t *testing.T) (traceID string, spanIDs []string) {
 }
 
 var allServices = regexp.MustCompile(`matched by span ID: .* in (\d+) of (\d+) service`)
-
-// writeKernelTrace writes a minimal Kineto (PyTorch profiler) trace: one launch and its kernel.
-func writeKernelTrace(t *testing.T, path string) {
-	t.Helper()
-	const trace = `{"schemaVersion": 1, "traceEvents": [
-  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 1000.000, "dur": 5.000, "args": {"correlation": 1}},
-  {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 1010.000, "dur": 20.000, "args": {"device": 0, "stream": 7, "correlation": 1}}
-]}`
-	if err := os.WriteFile(path, []byte(trace), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}

@@ -24,6 +24,7 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/genproto/pluginv2"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/internal/pluginhost"
+	"github.com/hsi-profiling/hsi-profiling-datasource/internal/testbed"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/upstream"
 )
 
@@ -113,7 +114,9 @@ func TestLoadDashboardsThroughOneProcess(t *testing.T) {
 	}()
 
 	traceID, spanID := slowRequest(t, p.Host)
-	writeKernelTrace(t, traceDir, traceID)
+	if _, err := testbed.WriteKernelTrace(traceDir, traceID); err != nil {
+		t.Fatal(err)
+	}
 	calls := workload(t, traceID, spanID)
 	checkCoverage(t, calls)
 

@@ -10,12 +10,11 @@
 package load
 
 import (
+	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
 	"testing"
 
+	"github.com/hsi-profiling/hsi-profiling-datasource/internal/pluginhost"
 	"github.com/hsi-profiling/hsi-profiling-datasource/internal/testbed"
 )
 
@@ -34,21 +33,12 @@ func TestMain(m *testing.M) {
 			panic(err)
 		}
 		defer os.RemoveAll(dir)
-		// The executable name Grafana looks for: <executable>_<os>_<arch>.
-		binary = filepath.Join(dir, "gpx_hsi_profiling_"+runtime.GOOS+"_"+runtime.GOARCH)
 		root, err := testbed.RepoRoot()
 		if err != nil {
 			panic(err)
 		}
-		args := []string{"build", "-o", binary}
-		if raceBuild {
-			args = append(args, "-race")
-		}
-		build := exec.Command("go", append(args, "./pkg")...)
-		build.Dir = root
-		build.Env = append(os.Environ(), "CGO_ENABLED=1")
-		if out, err := build.CombinedOutput(); err != nil {
-			os.Stderr.Write(out)
+		if binary, err = pluginhost.Build(root, dir, true, raceBuild); err != nil {
+			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
 		return testbed.MainForTests(m, &bed)

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -241,17 +240,4 @@ func profiledRootSpan(t *testing.T, traceID string) string {
 	}
 	t.Fatalf("trace %s: no nemotron-backend span carries pyroscope.profile.id", traceID)
 	return ""
-}
-
-// writeKernelTrace writes a minimal Kineto (PyTorch profiler) Chrome trace for the request, as
-// the seeds would capture it: one launch and its kernel. The test bed captures none itself.
-func writeKernelTrace(t *testing.T, dir, traceID string) {
-	t.Helper()
-	const trace = `{"schemaVersion": 1, "traceEvents": [
-  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 1000.000, "dur": 5.000, "args": {"correlation": 1}},
-  {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 1010.000, "dur": 20.000, "args": {"device": 0, "stream": 7, "correlation": 1}}
-]}`
-	if err := os.WriteFile(filepath.Join(dir, "detect_"+traceID+".pt.trace.json"), []byte(trace), 0o644); err != nil {
-		t.Fatal(err)
-	}
 }

@@ -9,13 +9,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -42,25 +41,16 @@ func TestMain(m *testing.M) {
 			panic(err)
 		}
 		defer os.RemoveAll(dir)
-		// The executable name Grafana looks for: <executable>_<os>_<arch>.
-		binary = filepath.Join(dir, "gpx_hsi_profiling_"+runtime.GOOS+"_"+runtime.GOARCH)
 		root, err := testbed.RepoRoot()
 		if err != nil {
 			panic(err)
 		}
-		build := exec.Command("go", "build", "-o", binary, "./pkg")
-		build.Dir = root
-		build.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := build.CombinedOutput(); err != nil {
-			os.Stderr.Write(out)
+		if binary, err = pluginhost.Build(root, dir, false, false); err != nil {
+			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
-		binaryCGO = filepath.Join(dir, "cgo", filepath.Base(binary))
-		build = exec.Command("go", "build", "-o", binaryCGO, "./pkg")
-		build.Dir = root
-		build.Env = append(os.Environ(), "CGO_ENABLED=1")
-		if out, err := build.CombinedOutput(); err != nil {
-			os.Stderr.Write(out)
+		if binaryCGO, err = pluginhost.Build(root, filepath.Join(dir, "cgo"), true, false); err != nil {
+			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
 		return testbed.MainForTests(m, &bed)
