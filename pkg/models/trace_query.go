@@ -87,6 +87,16 @@ const (
 	MaxSlowTraces     = 500
 )
 
+// CheckName checks a service, operation or endpoint name a user typed: one line of at most 512
+// characters. No real name is longer or holds a newline or NUL; such a value is a mistake or an
+// attempt to smuggle something into a search. The error reads after the field's name.
+func CheckName(v string) error {
+	if len(v) > 512 || strings.ContainsAny(v, "\x00\r\n") {
+		return fmt.Errorf("must be a single line of at most 512 characters, got %q", truncate(v, 40))
+	}
+	return nil
+}
+
 // ParseSlowRequestsQuery decodes and validates a slowRequests query, filling defaults.
 func ParseSlowRequestsQuery(raw json.RawMessage) (*SlowRequestsQuery, error) {
 	q := &SlowRequestsQuery{}
@@ -95,8 +105,8 @@ func ParseSlowRequestsQuery(raw json.RawMessage) (*SlowRequestsQuery, error) {
 	}
 	q.Service, q.Endpoint = strings.TrimSpace(q.Service), strings.TrimSpace(q.Endpoint)
 	for field, v := range map[string]string{"service": q.Service, "endpoint": q.Endpoint} {
-		if len(v) > 512 || strings.ContainsAny(v, "\x00\n") {
-			return nil, fmt.Errorf("field %q must be a single line of at most 512 characters, got %q", field, truncate(v, 40))
+		if err := CheckName(v); err != nil {
+			return nil, fmt.Errorf("field %q %w", field, err)
 		}
 	}
 	switch {

@@ -367,7 +367,7 @@ func quotedUpTo(n int) func(string) outcome {
 // singleLineUpTo: quoted, but multi-line, NUL-holding or longer than n bytes values are rejected.
 func singleLineUpTo(n int) func(string) outcome {
 	return func(v string) outcome {
-		if len(v) > n || strings.ContainsAny(v, "\n\x00") {
+		if len(v) > n || strings.ContainsAny(v, "\r\n\x00") {
 			return rejected
 		}
 		return quoted
@@ -434,10 +434,10 @@ var valueFields = []valueField{
 	{name: "resource /label-values label", field: `parameter "label"`, want: always(rejected), probe: func(t *testing.T, b *injectionBed, v string) string {
 		return b.resource(t, "/label-values", map[string]string{"label": v})
 	}},
-	{name: "resource /traces service", field: `"service"`, want: always(quoted), probe: func(t *testing.T, b *injectionBed, v string) string {
+	{name: "resource /traces service", field: `"service"`, want: singleLineUpTo(512), probe: func(t *testing.T, b *injectionBed, v string) string {
 		return b.resource(t, "/traces", map[string]string{"service": v})
 	}},
-	{name: "resource /traces operation", field: `"operation"`, want: always(quoted), probe: func(t *testing.T, b *injectionBed, v string) string {
+	{name: "resource /traces operation", field: `"operation"`, want: singleLineUpTo(512), probe: func(t *testing.T, b *injectionBed, v string) string {
 		return b.resource(t, "/traces", map[string]string{"service": "svc", "operation": v})
 	}},
 	{name: "resource /gpu-label-values hosts", field: `"hosts"`, want: quotedUpTo(256), probe: func(t *testing.T, b *injectionBed, v string) string {

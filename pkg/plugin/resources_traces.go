@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/jaeger"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 )
 
 // traceSearchWindow is how far back the editor's trace search looks when it sends no range.
@@ -63,6 +64,11 @@ func traceQuery(r *http.Request) (jaeger.TraceQuery, error) {
 	q := jaeger.TraceQuery{Service: p.Get("service"), Operation: p.Get("operation"), Limit: jaeger.DefaultTraceLimit}
 	if q.Service == "" {
 		return q, fmt.Errorf("parameter \"service\" is required: Jaeger searches one service at a time")
+	}
+	for name, v := range map[string]string{"service": q.Service, "operation": q.Operation} {
+		if err := models.CheckName(v); err != nil {
+			return q, fmt.Errorf("parameter %q %w", name, err)
+		}
 	}
 	if v := p.Get("minDuration"); v != "" {
 		// Go's syntax, which is also Jaeger's and Grafana's for sub-day durations.

@@ -148,16 +148,19 @@ func TestTracesResourceRejectsBadParameters(t *testing.T) {
 	srv := newJaegerFake(t, fake, nil)
 	ds := newTestDatasource(t, map[string]any{"jaegerUrl": srv.URL}, nil)
 	cases := map[string]string{
-		"traces":                                 `parameter \"service\" is required`,
-		"traces?service=a&minDuration=abc":       `parameter \"minDuration\" must be a duration such as 500ms or 1s, got \"abc\"`,
-		"traces?service=a&minDuration=-1s":       `parameter \"minDuration\" must be a duration`,
-		"traces?service=a&minDuration=500":       `parameter \"minDuration\" must be a duration`,
-		"traces?service=a&limit=0":               `parameter \"limit\" must be a whole number from 1 to 1000, got \"0\"`,
-		"traces?service=a&limit=1001":            `parameter \"limit\" must be a whole number from 1 to 1000`,
-		"traces?service=a&limit=ten":             `parameter \"limit\" must be a whole number`,
-		"traces?service=a&from=yesterday":        `parameter \"from\" must be Unix milliseconds, got \"yesterday\"`,
-		"traces?service=a&from=2000&to=1000":     `parameter \"from\" must be before \"to\"`,
-		"traces?service=a&to=1700000000000&from": `parameter \"from\" must be before \"to\"`,
+		"traces":                                     `parameter \"service\" is required`,
+		"traces?service=a&minDuration=abc":           `parameter \"minDuration\" must be a duration such as 500ms or 1s, got \"abc\"`,
+		"traces?service=a&minDuration=-1s":           `parameter \"minDuration\" must be a duration`,
+		"traces?service=a&minDuration=500":           `parameter \"minDuration\" must be a duration`,
+		"traces?service=a&limit=0":                   `parameter \"limit\" must be a whole number from 1 to 1000, got \"0\"`,
+		"traces?service=a&limit=1001":                `parameter \"limit\" must be a whole number from 1 to 1000`,
+		"traces?service=a&limit=ten":                 `parameter \"limit\" must be a whole number`,
+		"traces?service=a&from=yesterday":            `parameter \"from\" must be Unix milliseconds, got \"yesterday\"`,
+		"traces?service=a&from=2000&to=1000":         `parameter \"from\" must be before \"to\"`,
+		"traces?service=a&to=1700000000000&from":     `parameter \"from\" must be before \"to\"`,
+		"traces?service=a%0D%0AX-Injected:%201":      `parameter \"service\" must be a single line of at most 512 characters`,
+		"traces?service=a&operation=GET%00/x":        `parameter \"operation\" must be a single line`,
+		"traces?service=" + strings.Repeat("s", 513): `parameter \"service\" must be a single line of at most 512 characters, got \"sss`,
 	}
 	for path, want := range cases {
 		status, body := traceResource(t, ds, path)
