@@ -11,8 +11,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/internal/pluginhost"
 )
 
 // ForTests returns the endpoints of the bed named by the HSI_TESTBED_* variables (scripts/test.sh
@@ -160,6 +163,36 @@ func MainForTests(m interface{ Run() int }, e *Endpoints) int {
 	defer stop()
 	*e = endpoints
 	return m.Run()
+}
+
+// PluginBuild asks MainWithPlugin for one build of the plugin binary, whose path it writes to
+// *Path: CGO as the linux/amd64 release is built (with NVML), Race with the race detector.
+type PluginBuild struct {
+	CGO, Race bool
+	Path      *string
+}
+
+// MainWithPlugin is MainForTests for the tests of the plugin binary: it first builds the plugin
+// (pluginhost.Build), once per build asked for, into a temporary folder removed afterwards.
+func MainWithPlugin(m interface{ Run() int }, e *Endpoints, builds ...PluginBuild) int {
+	dir, err := os.MkdirTemp("", "hsi-plugin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	root, err := RepoRoot()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	for i, b := range builds {
+		if *b.Path, err = pluginhost.Build(root, filepath.Join(dir, strconv.Itoa(i)), b.CGO, b.Race); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	}
+	return MainForTests(m, e)
 }
 
 // WriteKernelTrace writes, in dir, the GPU kernel trace the test bed does not capture: a small

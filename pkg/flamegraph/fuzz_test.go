@@ -94,7 +94,7 @@ func FuzzFlameGraphProto(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var m querierv1.FlameGraph
 		if proto.Unmarshal(data, &m) != nil {
-			t.Skip()
+			return // not a message the client could decode: the garbage faults cover those replies
 		}
 		checkConversion(t, pyroscope.FromProto(&m))
 	})

@@ -36,22 +36,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(func() int {
-		dir, err := os.MkdirTemp("", "hsi-plugin-")
-		if err != nil {
-			panic(err)
-		}
-		defer os.RemoveAll(dir)
-		root, err := testbed.RepoRoot()
-		if err != nil {
-			panic(err)
-		}
-		if binary, err = pluginhost.Build(root, dir, false, false); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		return testbed.MainForTests(m, &bed)
-	}())
+	os.Exit(testbed.MainWithPlugin(m, &bed, testbed.PluginBuild{Path: &binary}))
 }
 
 const (

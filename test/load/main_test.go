@@ -10,11 +10,9 @@
 package load
 
 import (
-	"fmt"
 	"os"
 	"testing"
 
-	"github.com/hsi-profiling/hsi-profiling-datasource/internal/pluginhost"
 	"github.com/hsi-profiling/hsi-profiling-datasource/internal/testbed"
 )
 
@@ -27,20 +25,5 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(func() int {
-		dir, err := os.MkdirTemp("", "hsi-load-")
-		if err != nil {
-			panic(err)
-		}
-		defer os.RemoveAll(dir)
-		root, err := testbed.RepoRoot()
-		if err != nil {
-			panic(err)
-		}
-		if binary, err = pluginhost.Build(root, dir, true, raceBuild); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		return testbed.MainForTests(m, &bed)
-	}())
+	os.Exit(testbed.MainWithPlugin(m, &bed, testbed.PluginBuild{CGO: true, Race: raceBuild, Path: &binary}))
 }

@@ -9,11 +9,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/url"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -35,26 +33,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(func() int {
-		dir, err := os.MkdirTemp("", "hsi-plugin-")
-		if err != nil {
-			panic(err)
-		}
-		defer os.RemoveAll(dir)
-		root, err := testbed.RepoRoot()
-		if err != nil {
-			panic(err)
-		}
-		if binary, err = pluginhost.Build(root, dir, false, false); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		if binaryCGO, err = pluginhost.Build(root, filepath.Join(dir, "cgo"), true, false); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		return testbed.MainForTests(m, &bed)
-	}())
+	os.Exit(testbed.MainWithPlugin(m, &bed, testbed.PluginBuild{Path: &binary}, testbed.PluginBuild{CGO: true, Path: &binaryCGO}))
 }
 
 func start(t *testing.T, jsonData map[string]any) (*pluginhost.Host, *bytes.Buffer) {
