@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/grafana/grafana-plugin-sdk-go/data"
+
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/flamegraph"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/pyroscope"
 )
@@ -15,7 +17,10 @@ var slowSerialize = &pyroscope.FlameGraph{
 	Levels: [][]int64{{0, 200, 0, 0}, {0, 180, 0, 1, 0, 20, 20, 3}, {0, 180, 180, 2}},
 }
 
-func TestDiffFlameGraphCarriesBothSidesAsThePanelExpects(t *testing.T) {
+// TestDiffFlameGraphGivesEachSideItsOwnFields reads the frame as @grafana/flamegraph does: a
+// node's width is value + valueRight, the baseline's share value / root value, the comparison's
+// valueRight / root valueRight. Those shares must be the diff summary's.
+func TestDiffFlameGraphGivesEachSideItsOwnFields(t *testing.T) {
 	tree := flamegraph.Diff(flamegraph.FromPyroscope(sample), flamegraph.FromPyroscope(slowSerialize))
 	f := DiffFlameGraph(tree, "process_cpu:cpu:nanoseconds:cpu:nanoseconds")
 	var names []string
@@ -25,9 +30,40 @@ func TestDiffFlameGraphCarriesBothSidesAsThePanelExpects(t *testing.T) {
 	if got := names; len(got) != 6 || got[4] != "valueRight" || got[5] != "selfRight" {
 		t.Fatalf("fields = %v", got)
 	}
-	// Root: value is both sides together, valueRight the comparison alone.
-	if f.Fields[1].At(0).(int64) != 300 || f.Fields[4].At(0).(int64) != 200 {
-		t.Errorf("root value %v valueRight %v", f.Fields[1].At(0), f.Fields[4].At(0))
+	value := func(field, row int) int64 { return f.Fields[field].At(row).(int64) }
+	label := func(row int) string {
+		i := f.Fields[3].At(row).(data.EnumItemIndex)
+		return f.Fields[3].Config.TypeConfig.Enum.Text[i]
+	}
+	// Root: the baseline's 100 in value, the comparison's 200 in valueRight; the panel draws 300.
+	if value(1, 0) != 100 || value(4, 0) != 200 {
+		t.Errorf("root value %d valueRight %d, want the baseline's 100 and the comparison's 200", value(1, 0), value(4, 0))
+	}
+	summary := DiffSummary(tree, 100)
+	want := map[string][2]float64{}
+	for i := 0; i < summary.Rows(); i++ {
+		want[summary.Fields[0].At(i).(string)] = [2]float64{summary.Fields[1].At(i).(float64), summary.Fields[2].At(i).(float64)}
+	}
+	// handle_request is 60 of 100 in the baseline and 180 of 200 in the comparison: the panel
+	// must read 60% → 90%, as the summary says.
+	seen := 0
+	for row := 1; row < f.Rows(); row++ {
+		if value(0, row) != 1 {
+			continue // a name under several parents sums in the summary; compare the top level
+		}
+		seen++
+		got := [2]float64{round2(share(value(1, row), value(1, 0))), round2(share(value(4, row), value(4, 0)))}
+		if got != want[label(row)] {
+			t.Errorf("%s reads %v%% → %v%% in the panel, the diff summary says %v", label(row), got[0], got[1], want[label(row)])
+		}
+	}
+	if seen != 2 || want["handle_request"] != [2]float64{60, 90} {
+		t.Errorf("top-level functions seen %d, handle_request in the summary %v; want 2 and 60%% → 90%%", seen, want["handle_request"])
+	}
+	for row := 0; row < f.Rows(); row++ {
+		if value(2, row) > value(1, row) || value(5, row) > value(4, row) {
+			t.Errorf("row %d (%s): self above its total on one side", row, label(row))
+		}
 	}
 	checkGolden(t, "flamegraph_diff", f)
 }

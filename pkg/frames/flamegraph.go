@@ -30,8 +30,10 @@ func FlameGraphTree(name string, root *flamegraph.Node, profileTypeID string) *d
 }
 
 // DiffFlameGraph is the diff frame: Grafana's panel switches to diff colouring when it finds
-// valueRight and selfRight. As the panel expects, value and self hold both sides together
-// (left + right) and the right fields the comparison alone.
+// valueRight and selfRight. value and self hold the baseline alone, valueRight and selfRight the
+// comparison alone: @grafana/flamegraph adds value + valueRight itself for a node's width and takes
+// the baseline's share from value (its nestedSetToLevels, CallTree utils and TopTable), so a value
+// holding both sides renders every node double-counted.
 func DiffFlameGraph(root *flamegraph.Node, profileTypeID string) *data.Frame {
 	return nestedSet(FlameGraphFrameName, root, profileTypeID, true)
 }
@@ -49,8 +51,8 @@ func nestedSet(name string, root *flamegraph.Node, profileTypeID string, diff bo
 		}
 		root.Walk(func(depth int, n *flamegraph.Node) {
 			levels = append(levels, int64(depth))
-			values = append(values, n.Total+n.TotalRight)
-			selfs = append(selfs, n.Self+n.SelfRight)
+			values = append(values, n.Total)
+			selfs = append(selfs, n.Self)
 			labels = append(labels, enum.index(n.Name))
 			if diff {
 				valuesRight = append(valuesRight, n.TotalRight)
