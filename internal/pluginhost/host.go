@@ -179,9 +179,14 @@ type Query struct {
 	JSON     map[string]any
 	From, To time.Time
 	Interval time.Duration
+	// Alert sends the query as Grafana's alerting sends a rule written by file provisioning, the
+	// HTTP API or Terraform: the rule's top-level queryType (empty there) in DataQuery.QueryType,
+	// not the model's; the model as the rule stores it.
+	Alert bool
 }
 
-// QueryData sends queries the way Grafana does: queryType copied out of the JSON model.
+// QueryData sends queries the way Grafana does: queryType copied out of the JSON model by
+// dashboards and Explore, left empty by the alerting of such rules (Query.Alert).
 func (h *Host) QueryData(ctx context.Context, queries ...Query) (*pluginv2.QueryDataResponse, error) {
 	pc, err := h.pluginContext()
 	if err != nil {
@@ -194,6 +199,9 @@ func (h *Host) QueryData(ctx context.Context, queries ...Query) (*pluginv2.Query
 			return nil, err
 		}
 		queryType, _ := q.JSON["queryType"].(string)
+		if q.Alert {
+			queryType = ""
+		}
 		interval := q.Interval
 		if interval == 0 {
 			interval = 15 * time.Second

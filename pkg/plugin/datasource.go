@@ -98,7 +98,7 @@ func (d *Datasource) Dispose() {
 
 // QueryData routes each query by its queryType.
 func (d *Datasource) QueryData(ctx context.Context, req *backend.QueryDataRequest) (*backend.QueryDataResponse, error) {
-	return d.queries.QueryData(ctx, req)
+	return d.queries.QueryData(ctx, withModelQueryTypes(req))
 }
 
 // CallResource serves the editors' lookups (profile types, upstream state).

@@ -2,8 +2,10 @@ package plugin
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -38,6 +40,36 @@ func (d *Datasource) newQueryMux() *datasource.QueryTypeMux {
 			fmt.Sprintf("%s: valid query types are %s", what, strings.Join(valid, ", ")))
 	}))
 	return mux
+}
+
+// withModelQueryTypes gives each query without a top-level queryType the one in its model.
+// Grafana's alerting sends the alert query's top-level queryType, not the model's, and rules
+// written by file provisioning, the HTTP API or Terraform usually carry it only in the model;
+// dashboards and Explore set both alike. A top-level queryType, when set, still decides.
+func withModelQueryTypes(req *backend.QueryDataRequest) *backend.QueryDataRequest {
+	var queries []backend.DataQuery
+	for i, q := range req.Queries {
+		if q.QueryType != "" {
+			continue
+		}
+		var model struct {
+			QueryType string `json:"queryType"`
+		}
+		// A model that does not decode keeps its empty type: the mux's error names the valid ones.
+		if json.Unmarshal(q.JSON, &model) != nil || model.QueryType == "" {
+			continue
+		}
+		if queries == nil {
+			queries = slices.Clone(req.Queries)
+		}
+		queries[i].QueryType = model.QueryType
+	}
+	if queries == nil {
+		return req
+	}
+	routed := *req
+	routed.Queries = queries
+	return &routed
 }
 
 // perQuery runs each query of a request concurrently; a failing or panicking query affects only

@@ -114,3 +114,25 @@ func TestAPanickingHandlerBecomesThatQuerysError(t *testing.T) {
 		t.Errorf("the other query failed too: %v", res.Responses["fine"].Error)
 	}
 }
+
+// Grafana's alerting sends the rule's top-level queryType, empty for rules written by file
+// provisioning, the HTTP API or Terraform: the model's queryType routes them.
+func TestAlertRulesRouteByTheModelsQueryType(t *testing.T) {
+	ds := newTestDatasource(t, map[string]any{}, nil)
+	alert := func(refID, topLevel, model string) backend.DataQuery {
+		q := query(refID, model)
+		q.QueryType = topLevel
+		return q
+	}
+	res := run(t, ds,
+		alert("model", "", `{"refId":"model","datasource":{"type":"hsi-profiling-datasource","uid":"x"},"queryType":"gpuClass","format":"shares","intervalMs":1000,"maxDataPoints":43200}`),
+		alert("topLevelWins", "profile", `{"queryType":"gpuClass"}`),
+		alert("neither", "", `{"refId":"neither","intervalMs":1000}`),
+		alert("notJSON", "", `{"queryType":`),
+	)
+	// Routed to gpuClass: its own error about the unset Prometheus, not "no queryType".
+	wantError(t, res.Responses["model"], backend.ErrorSourceDownstream, "Prometheus is not configured")
+	wantError(t, res.Responses["topLevelWins"], backend.ErrorSourceDownstream, "Pyroscope is not configured")
+	wantError(t, res.Responses["neither"], backend.ErrorSourceDownstream, "the query has no queryType: valid query types are")
+	wantError(t, res.Responses["notJSON"], backend.ErrorSourceDownstream, "the query has no queryType")
+}
