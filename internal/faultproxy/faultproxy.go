@@ -78,6 +78,7 @@ type Proxy struct {
 	server   *http.Server  // nil while Down
 	release  chan struct{} // closed to let Slow's held requests go
 	requests []Request
+	retries  int
 }
 
 // New starts a proxy in front of target (a base URL such as http://127.0.0.1:9090).
@@ -190,6 +191,15 @@ func (p *Proxy) handle(w http.ResponseWriter, r *http.Request) {
 		huge(w, r, p.opts.HugeBytes)
 		return
 	}
+	if fault == Truncated {
+		// Kept so that modifyResponse can ask again when the real server fails on its own.
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	}
 	// None, Truncated and Invalid start from the real reply (modifyResponse).
 	p.forward.ServeHTTP(w, r.WithContext(withFault(r.Context(), fault)))
 }
@@ -212,6 +222,12 @@ func (p *Proxy) clientError(w http.ResponseWriter, r *http.Request) {
 func (p *Proxy) modifyResponse(res *http.Response) error {
 	switch faultOf(res.Request.Context()) {
 	case Truncated:
+		// A cut-short reply is a successful one cut: an error the real server gives on its own
+		// (the bed's Pyroscope answers 500 "canceled: stream error" now and then under load)
+		// would reach the client as that error instead, whichever fault was asked for.
+		if err := p.realSuccess(res); err != nil {
+			return err
+		}
 		full, err := io.ReadAll(res.Body)
 		res.Body.Close()
 		if err != nil {
@@ -229,6 +245,41 @@ func (p *Proxy) modifyResponse(res *http.Response) error {
 		res.Header.Del("Content-Encoding")
 	}
 	return nil
+}
+
+// realRetries is how often Truncated asks the real server again after it failed on its own.
+const realRetries = 3
+
+// realSuccess replaces a real 5xx or 429 reply with the real server's answer to the same request
+// asked again, up to realRetries times; each retry is counted in RealRetries.
+func (p *Proxy) realSuccess(res *http.Response) error {
+	for try := 0; try < realRetries && (res.StatusCode >= 500 || res.StatusCode == http.StatusTooManyRequests); try++ {
+		req := res.Request.Clone(res.Request.Context())
+		if res.Request.GetBody != nil {
+			body, err := res.Request.GetBody()
+			if err != nil {
+				return err
+			}
+			req.Body = body
+		}
+		again, err := http.DefaultTransport.RoundTrip(req)
+		if err != nil {
+			return err
+		}
+		p.mu.Lock()
+		p.retries++
+		p.mu.Unlock()
+		res.Body.Close()
+		*res = *again
+	}
+	return nil
+}
+
+// RealRetries is how many times the real server failed on its own and was asked again.
+func (p *Proxy) RealRetries() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.retries
 }
 
 // quiet drops the proxy's own logging: its errors are the faults it was asked for.

@@ -241,3 +241,39 @@ func parsesAsProtobuf(b []byte) bool {
 	}
 	return true
 }
+
+// The real server failing on its own (as the bed's Pyroscope does now and then under load) must
+// not turn the Truncated fault into that server's error: the proxy asks again, with the same
+// body, and cuts the real successful reply.
+func TestTruncatedCutsARealSuccessEvenWhenTheServerFailedFirst(t *testing.T) {
+	calls := 0
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls++
+		body, _ := io.ReadAll(r.Body)
+		if calls <= 2 {
+			http.Error(w, "canceled: stream error", http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/proto")
+		_, _ = w.Write(bytes.Repeat(body, 4))
+	}))
+	t.Cleanup(backend.Close)
+	p, err := New(backend.URL, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	set(t, p, Truncated)
+	res, err := http.Post(p.URL()+"/querier.v1.QuerierService/SelectMergeStacktraces", "application/proto", strings.NewReader("0123456789"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	if res.StatusCode != http.StatusOK || !errors.Is(err, io.ErrUnexpectedEOF) || string(body) != "01234567890123456789" {
+		t.Errorf("truncated after two real failures: %s, err %v, body %q; want 200 with the first half of the third reply, cut short", res.Status, err, body)
+	}
+	if p.RealRetries() != 2 || calls != 3 {
+		t.Errorf("retries %d, real calls %d; want 2 and 3", p.RealRetries(), calls)
+	}
+}

@@ -284,6 +284,7 @@ func TestEveryQueryTypeAndRouteUnderEveryUpstreamFault(t *testing.T) {
 		}
 	}
 
+	retried := map[string]int{}
 	for _, f := range faultproxy.Faults {
 		for _, u := range upstreams {
 			r.set(t, u, f)
@@ -319,6 +320,10 @@ func TestEveryQueryTypeAndRouteUnderEveryUpstreamFault(t *testing.T) {
 				})
 			}
 			wg.Wait()
+			if n := r.proxies[u].RealRetries(); n > retried[u] {
+				t.Logf("%s %s: the real %s failed on its own %d time(s); the proxy asked it again", u, f, u, n-retried[u])
+				retried[u] = n
+			}
 
 			// The process is up and says which upstream is unwell.
 			start := time.Now()
