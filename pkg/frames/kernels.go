@@ -1,15 +1,17 @@
 package frames
 
 import (
+	"strconv"
+
 	"github.com/grafana/grafana-plugin-sdk-go/data"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace"
 )
 
 // KernelFrames builds the frames of a kernels query for one analysed trace file: kernel
-// summary (as `nsys stats --report cuda_gpu_kern_sum`, ordered by total), temporal breakdown,
-// stream idle, launch statistics, memcpy and advice. Each frame's name is prefixed by the file
-// when file is set; the file's notices go on the summary frame.
+// summary (as `nsys stats --report cuda_gpu_kern_sum`, ordered by total), temporal breakdown
+// (per GPU and for the file), stream idle, launch statistics, memcpy and advice. Each frame's
+// name is prefixed by the file when file is set; the file's notices go on the summary frame.
 func KernelFrames(file string, r *gputrace.Result) []*data.Frame {
 	prefix := ""
 	if file != "" {
@@ -39,16 +41,25 @@ func KernelFrames(file string, r *gputrace.Result) []*data.Frame {
 		summary.AppendNotices(data.Notice{Severity: data.NoticeSeverityWarning, Text: t})
 	}
 
-	t := r.Temporal
-	parts := []struct {
-		name string
-		v    int64
-	}{{"compute", t.Compute}, {"communication", t.Communication}, {"memcpy/memset", t.Memory}, {"idle", t.Idle}}
-	cat, tv, tp := make([]string, len(parts)), make([]int64, len(parts)), make([]float64, len(parts))
-	for i, p := range parts {
-		cat[i], tv[i], tp[i] = p.name, p.v, t.Percent(p.v)
+	// Four rows per GPU, then four for the file ("all": the GPUs' figures summed, shares of
+	// their summed spans), so a panel filtering on device reads the same rows in every file.
+	var devs, cat []string
+	var tv []int64
+	var tp []float64
+	breakdown := func(device string, t gputrace.TemporalBreakdown) {
+		for _, p := range []struct {
+			name string
+			v    int64
+		}{{"compute", t.Compute}, {"communication", t.Communication}, {"memcpy/memset", t.Memory}, {"idle", t.Idle}} {
+			devs, cat, tv, tp = append(devs, device), append(cat, p.name), append(tv, p.v), append(tp, t.Percent(p.v))
+		}
 	}
-	temporal := data.NewFrame(prefix+"temporal breakdown", data.NewField("category", nil, cat), ns("time", tv), pct("share", tp))
+	for _, t := range r.TemporalByDevice {
+		breakdown(strconv.Itoa(int(t.Device)), t)
+	}
+	breakdown("all", r.Temporal)
+	temporal := data.NewFrame(prefix+"temporal breakdown", data.NewField("device", nil, devs),
+		data.NewField("category", nil, cat), ns("time", tv), pct("share", tp))
 
 	m := len(r.Idle)
 	dev, stream := make([]int32, m), make([]int32, m)

@@ -15,7 +15,7 @@ const (
 	KindCPUOp
 	KindAnnotation    // user_annotation / NVTX range on the host
 	KindGPUAnnotation // gpu_user_annotation
-	KindSync          // cuda_sync
+	KindSync          // cuda_sync: CUPTI's record of a synchronisation, beside the host call
 )
 
 // Activity is one interval of a trace, in nanoseconds since the trace's own epoch.
@@ -87,7 +87,18 @@ func isCommunication(name string) bool {
 	return strings.Contains(strings.ToLower(name), "nccl")
 }
 
-// isSyncCall names the runtime calls that make the host wait for the GPU.
+// isSyncCall names the runtime and driver calls that make the host wait for the GPU.
 func isSyncCall(name string) bool {
 	return strings.Contains(name, "Synchronize") || strings.HasPrefix(name, "cudaMemcpy") && !strings.Contains(name, "Async")
+}
+
+// blocksHost tells the cuda_sync records that mirror a blocking host call (Kineto names them
+// after CUPTI's synchronisation types) from "Stream Wait Event", which makes a stream wait for
+// an event on the GPU while the host carries on, and "Unknown".
+func blocksHost(syncName string) bool {
+	switch syncName {
+	case "Event Sync", "Stream Sync", "Context Sync":
+		return true
+	}
+	return false
 }

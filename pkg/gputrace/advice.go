@@ -35,7 +35,7 @@ func advise(r *Result) []Advice {
 			Pattern: "long CUDA kernel gaps",
 			Remedy:  "CPU-GPU sync stalls: look for host work or synchronisation between launches",
 			Evidence: fmt.Sprintf("GPU idle %.1f%% of %s; longest gap on a stream %s; host wait %.1f%% of stream idle time",
-				t.Percent(t.Idle), dur(t.Span), dur(longest), hw),
+				t.Percent(t.Idle), spanText(r), dur(longest), hw),
 		})
 	}
 	var instances int64
@@ -83,3 +83,11 @@ func advise(r *Result) []Advice {
 }
 
 func dur(ns int64) string { return time.Duration(ns).String() }
+
+// spanText is the span the shares are of: with several GPUs, their spans summed.
+func spanText(r *Result) string {
+	if n := len(r.TemporalByDevice); n > 1 {
+		return fmt.Sprintf("%s (the spans of %d GPUs summed)", dur(r.Temporal.Span), n)
+	}
+	return dur(r.Temporal.Span)
+}

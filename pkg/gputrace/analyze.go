@@ -23,10 +23,15 @@ type KernelSummary struct {
 	MedianEstimated bool
 }
 
-// TemporalBreakdown partitions [first GPU activity start, last end] the way HTA does:
+// TemporalBreakdown partitions one GPU's [first activity start, last end] the way HTA does:
 // Compute = union of compute kernels; Communication = union of NCCL kernels not overlapping
 // compute; Memory = union of memcpys/memsets overlapping neither; Idle = the rest.
+//
+// For the whole file (Result.Temporal) every figure is the sum over its GPUs, Span included
+// (GPU time), and Start/End are the earliest start and latest end: pooling the GPUs' intervals
+// instead would count a moment as busy when any one GPU was, and hide each GPU's idle time.
 type TemporalBreakdown struct {
+	Device                               int32 // the GPU; unused for the file's total
 	Start, End                           int64
 	Span                                 int64
 	Compute, Communication, Memory, Idle int64
@@ -40,9 +45,9 @@ func (t TemporalBreakdown) Percent(part int64) float64 {
 	return 100 * float64(part) / float64(t.Span)
 }
 
-// StreamIdle is HTA's idle breakdown for one stream: gaps between consecutive GPU activities
-// are host wait when the next activity's launch call started after the previous one ended,
-// kernel wait when shorter than the threshold, other otherwise.
+// StreamIdle is HTA's idle breakdown for one stream: a gap between consecutive GPU activities
+// is host wait when the next activity's launch call started after the previous one ended,
+// else kernel wait when shorter than AnalysisOptions.KernelWaitThreshold, else other.
 type StreamIdle struct {
 	Device, Stream              int32
 	Busy, Idle                  int64
@@ -56,7 +61,7 @@ type StreamIdle struct {
 type LaunchStats struct {
 	Kernels, Joined                 int64
 	DelayAvg, DelayMedian, DelayP95 float64 // kernel start − launch call end
-	DelayMax                        int64
+	DelayMax                        int64   // the largest delay, negative when every kernel started before its launch call returned
 	// ShorterThanLaunch is the share (0..1) of joined kernels that ran for less time than the
 	// call that launched them: the launch-overhead pattern.
 	ShorterThanLaunch float64
@@ -81,11 +86,16 @@ type Advice struct {
 
 // Result is everything the analyses produce for one trace.
 type Result struct {
-	Kernels  []KernelSummary
-	Temporal TemporalBreakdown
-	Idle     []StreamIdle
-	Launch   LaunchStats
-	Memcpy   []MemcpyVolume
+	Kernels []KernelSummary
+	// Temporal is the file's total, TemporalByDevice the breakdown of each GPU, by device.
+	Temporal         TemporalBreakdown
+	TemporalByDevice []TemporalBreakdown
+	Idle             []StreamIdle
+	Launch           LaunchStats
+	Memcpy           []MemcpyVolume
+	// Sync counts the host calls that block on the GPU (cudaStreamSynchronize,
+	// cudaDeviceSynchronize, cudaEventSynchronize, blocking cudaMemcpy, their driver forms)
+	// once each, with their summed duration.
 	Sync     struct{ Calls, Time int64 }
 	Advice   []Advice
 	TraceIDs []TraceID
@@ -96,27 +106,34 @@ type Result struct {
 	Notices     []string
 }
 
+// DefaultKernelWaitThreshold is the kernel-wait threshold HTA applies in effect: its
+// get_idle_time_breakdown documents consecutive_kernel_delay=30 as nanoseconds, but
+// _analyze_idle_time_for_stream (hta/analyzers/breakdown_analysis.py) compares it with gaps
+// taken from the trace's ts, which HTA keeps in microseconds (hta/common/trace.py converts µs
+// to ns only for unix time), so the gaps it calls kernel wait are those under 30 µs.
+const DefaultKernelWaitThreshold = 30_000
+
 // AnalysisOptions tune the analyses; zero fields take HTA's defaults.
 type AnalysisOptions struct {
-	// KernelWaitThreshold: gaps shorter than this between consecutive activities on a stream
-	// are kernel wait (HTA's consecutive_kernel_delay, 30 ns).
+	// KernelWaitThreshold, ns: a gap on a stream that is not host wait is kernel wait when
+	// shorter than this (DefaultKernelWaitThreshold when 0).
 	KernelWaitThreshold int64
 }
 
 // Result computes the analyses over what was collected. It may be called more than once.
 func (c *Collector) Result(o AnalysisOptions) *Result {
 	if o.KernelWaitThreshold <= 0 {
-		o.KernelWaitThreshold = 30
+		o.KernelWaitThreshold = DefaultKernelWaitThreshold
 	}
 	r := &Result{}
 	r.Kernels = c.kernelSummary()
 	sort.Slice(c.ivals, func(i, j int) bool { return c.ivals[i].start < c.ivals[j].start })
-	r.Temporal = temporal(c.ivals)
+	r.Temporal, r.TemporalByDevice = temporalByDevice(c.ivals)
 	r.Launch = c.launchStats()
 	r.Idle = c.idle(o.KernelWaitThreshold)
 	r.Annotations, r.ByTraceID = c.attribute()
 	r.Memcpy = c.memcpyVolumes()
-	r.Sync.Calls, r.Sync.Time = c.syncCount, c.syncTime
+	r.Sync.Calls, r.Sync.Time = c.syncs()
 	r.TraceIDs = c.ids.list()
 	r.Notices = c.finishNotices()
 	var overlaps int64
@@ -159,48 +176,72 @@ func (c *Collector) kernelSummary() []KernelSummary {
 	return out
 }
 
-// temporal needs ivals sorted by start.
-func temporal(ivals []interval) TemporalBreakdown {
-	if len(ivals) == 0 {
-		return TemporalBreakdown{}
-	}
-	t := TemporalBreakdown{Start: ivals[0].start, End: ivals[0].end}
+// temporalByDevice returns the file's total and each device's breakdown; ivals sorted by start.
+// It walks the shared slice rather than copying it per device: the intervals are most of what
+// the collector holds.
+func temporalByDevice(ivals []interval) (TemporalBreakdown, []TemporalBreakdown) {
+	spans := map[int32]*TemporalBreakdown{}
 	for _, iv := range ivals {
+		t := spans[iv.device]
+		if t == nil {
+			spans[iv.device] = &TemporalBreakdown{Device: iv.device, Start: iv.start, End: iv.end}
+			continue
+		}
 		t.End = max(t.End, iv.end)
 	}
-	t.Span = t.End - t.Start
-	compute := unionOf(ivals, func(c KernelClass) bool { return c == ClassCompute })
-	compComm := unionOf(ivals, func(c KernelClass) bool { return c != ClassMemory })
-	all := unionOf(ivals, func(KernelClass) bool { return true })
-	t.Compute = compute
-	t.Communication = compComm - compute
-	t.Memory = all - compComm
-	t.Idle = t.Span - all
-	return t
+	compute := unionsByDevice(ivals, func(c KernelClass) bool { return c == ClassCompute })
+	compComm := unionsByDevice(ivals, func(c KernelClass) bool { return c != ClassMemory })
+	busy := unionsByDevice(ivals, func(KernelClass) bool { return true })
+	devices := make([]TemporalBreakdown, 0, len(spans))
+	var all TemporalBreakdown
+	for dev, t := range spans {
+		t.Span = t.End - t.Start
+		t.Compute = compute[dev]
+		t.Communication = compComm[dev] - compute[dev]
+		t.Memory = busy[dev] - compComm[dev]
+		t.Idle = t.Span - busy[dev]
+		devices = append(devices, *t)
+	}
+	sort.Slice(devices, func(i, j int) bool { return devices[i].Device < devices[j].Device })
+	for i, t := range devices {
+		if i == 0 {
+			all.Start, all.End = t.Start, t.End
+		}
+		all.Start, all.End = min(all.Start, t.Start), max(all.End, t.End)
+		all.Span += t.Span
+		all.Compute += t.Compute
+		all.Communication += t.Communication
+		all.Memory += t.Memory
+		all.Idle += t.Idle
+	}
+	return all, devices
 }
 
-// unionOf is the length of the union of the selected intervals; ivals sorted by start.
-func unionOf(ivals []interval, keep func(KernelClass) bool) int64 {
-	var total, curS, curE int64
-	open := false
+// unionsByDevice is, per device, the length of the union of the selected intervals; ivals
+// sorted by start.
+func unionsByDevice(ivals []interval, keep func(KernelClass) bool) map[int32]int64 {
+	type run struct{ total, start, end int64 }
+	runs := map[int32]*run{}
 	for _, iv := range ivals {
 		if !keep(iv.class) {
 			continue
 		}
+		r := runs[iv.device]
 		switch {
-		case !open:
-			curS, curE, open = iv.start, iv.end, true
-		case iv.start > curE:
-			total += curE - curS
-			curS, curE = iv.start, iv.end
+		case r == nil:
+			runs[iv.device] = &run{start: iv.start, end: iv.end}
+		case iv.start > r.end:
+			r.total += r.end - r.start
+			r.start, r.end = iv.start, iv.end
 		default:
-			curE = max(curE, iv.end)
+			r.end = max(r.end, iv.end)
 		}
 	}
-	if open {
-		total += curE - curS
+	out := make(map[int32]int64, len(runs))
+	for dev, r := range runs {
+		out[dev] = r.total + r.end - r.start
 	}
-	return total
+	return out
 }
 
 func (c *Collector) launchStats() LaunchStats {
@@ -222,7 +263,9 @@ func (c *Collector) launchStats() LaunchStats {
 		d := iv.start - ln.end
 		delays = append(delays, d)
 		sum += float64(d)
-		l.DelayMax = max(l.DelayMax, d)
+		if l.Joined == 1 || d > l.DelayMax {
+			l.DelayMax = d
+		}
 		if iv.end-iv.start < ln.end-ln.start {
 			short++
 			iv.short = true
@@ -271,12 +314,15 @@ func (c *Collector) idle(threshold int64) []StreamIdle {
 		s.Gaps++
 		s.Idle += gap
 		s.LongestGap = max(s.LongestGap, gap)
+		// HTA's order and tests (_analyze_idle_time_for_stream): host wait when the launch call
+		// started after the previous activity ended, strictly; only then the threshold. An
+		// activity without a launch call (none recorded, or capped) is never host wait.
 		ln, ok := c.launch[iv.correlation]
 		switch {
+		case ok && iv.correlation != 0 && ln.start > prevEnd:
+			s.HostWait += gap
 		case gap < threshold:
 			s.KernelWait += gap
-		case ok && iv.correlation != 0 && ln.start >= prevEnd:
-			s.HostWait += gap
 		default:
 			s.Other += gap
 		}
@@ -292,6 +338,19 @@ func (c *Collector) idle(threshold int64) []StreamIdle {
 		return out[i].Stream < out[j].Stream
 	})
 	return out
+}
+
+// syncs counts each blocking host call once: the calls, then the cuda_sync records whose call
+// is not in the trace.
+func (c *Collector) syncs() (calls, time int64) {
+	calls, time = c.syncCount, c.syncTime
+	for _, r := range c.syncRecords {
+		if _, seen := c.syncCalls[r.correlation]; !seen {
+			calls++
+			time += r.dur
+		}
+	}
+	return calls, time
 }
 
 func (c *Collector) memcpyVolumes() []MemcpyVolume {

@@ -11,30 +11,39 @@ import (
 )
 
 type truthEvent struct {
-	name       string
-	stream     int
-	start, end int64
-	memory     bool
+	name           string
+	device, stream int
+	start, end     int64
+	launch         int64 // start of the launch call
+	memory         bool
 }
 
-// randomTrace writes a random trace and returns what it holds, for figures computed here
-// without the package's code: a bitmap of nanoseconds for the breakdown, sorting for medians,
-// two passes for the standard deviation.
+// randomTrace writes a random trace on two GPUs (streams 7 and 8 on GPU 0, stream 9 on GPU 1)
+// and returns what it holds, for figures computed here without the package's code: a bitmap of
+// nanoseconds per GPU for the breakdown, sorting for medians, two passes for the standard
+// deviation, HTA's rules gap by gap for the idle split.
 func randomTrace(t testing.TB, seed uint64) ([]byte, []truthEvent) {
 	rng := rand.New(rand.NewPCG(seed, seed))
 	var buf bytes.Buffer
-	k := newKinetoWriter(&buf, 1_000_000_000, nil)
+	k := newKinetoWriter(&buf, epochBase, nil)
 	names := []string{"gemm", "relu", "softmax", "ncclKernel_AllGather", "layernorm"}
 	var truth []truthEvent
 	corr := 0
 	for s := 0; s < 3; s++ {
+		k.dev = s / 2
 		at := int64(rng.IntN(5000))
+		prevEnd := at
 		for i := 0; i < 150; i++ {
 			corr++
 			d := int64(1 + rng.IntN(3000))
-			launch := at - int64(rng.IntN(4000))
+			// Mostly queued ahead, before the stream went idle; sometimes the host fell behind
+			// and the call starts after it.
+			launch := prevEnd - int64(rng.IntN(4000))
+			if rng.IntN(4) == 0 && at > prevEnd {
+				launch = prevEnd + 1 + rng.Int64N(at-prevEnd)
+			}
 			k.runtime("cudaLaunchKernel", launch, launch+int64(1+rng.IntN(2000)), corr)
-			ev := truthEvent{stream: s + 7, start: at, end: at + d}
+			ev := truthEvent{device: k.dev, stream: s + 7, start: at, end: at + d, launch: launch}
 			if rng.IntN(6) == 0 {
 				ev.memory, ev.name = true, "Memcpy DtoH (Device -> Pinned)"
 				k.memcpy(ev.name, ev.stream, ev.start, ev.end, corr, int64(rng.IntN(1<<20)))
@@ -43,7 +52,11 @@ func randomTrace(t testing.TB, seed uint64) ([]byte, []truthEvent) {
 				k.kernel(ev.name, ev.stream, ev.start, ev.end, corr)
 			}
 			truth = append(truth, ev)
+			prevEnd = ev.end
 			at = ev.end + int64(rng.IntN(3))*int64(rng.IntN(2000)) // often back-to-back
+			if rng.IntN(10) == 0 {
+				at += int64(rng.IntN(60_000)) // gaps either side of the 30 µs kernel-wait threshold
+			}
 		}
 	}
 	if err := k.close("random", 0); err != nil {
@@ -97,53 +110,90 @@ func TestFiguresMatchIndependentComputation(t *testing.T) {
 			}
 		}
 
-		// Temporal breakdown from a bitmap of every nanosecond.
-		lo, hi := truth[0].start, truth[0].end
-		for _, e := range truth {
-			lo, hi = min(lo, e.start), max(hi, e.end)
-		}
-		const comp, comm, mem = 1, 2, 4
-		bits := make([]uint8, hi-lo)
-		for _, e := range truth {
-			var b uint8 = comp
-			switch {
-			case e.memory:
-				b = mem
-			case strings.HasPrefix(e.name, "nccl"):
-				b = comm
-			}
-			for x := e.start; x < e.end; x++ {
-				bits[x-lo] |= b
-			}
-		}
-		var want TemporalBreakdown
-		for _, b := range bits {
-			switch {
-			case b&comp != 0:
-				want.Compute++
-			case b&comm != 0:
-				want.Communication++
-			case b&mem != 0:
-				want.Memory++
-			default:
-				want.Idle++
-			}
-		}
-		got := r.Temporal
-		if got.Span != hi-lo || got.Compute != want.Compute || got.Communication != want.Communication || got.Memory != want.Memory || got.Idle != want.Idle {
-			t.Errorf("seed %d: temporal %+v, want %+v span %d", seed, got, want, hi-lo)
-		}
-
-		// Per stream: idle = its own span − its own busy time, and the parts add up.
-		for _, s := range r.Idle {
-			var lo, hi, busy int64 = math.MaxInt64, 0, 0
+		// Temporal breakdown of each GPU from a bitmap of its nanoseconds; the file's is their sum.
+		var wantAll TemporalBreakdown
+		for dev := 0; dev < 2; dev++ {
+			var lo, hi int64 = math.MaxInt64, math.MinInt64
 			for _, e := range truth {
-				if e.stream == int(s.Stream) {
-					lo, hi, busy = min(lo, e.start), max(hi, e.end), busy+e.end-e.start
+				if e.device == dev {
+					lo, hi = min(lo, e.start), max(hi, e.end)
 				}
 			}
-			if s.Idle != hi-lo-busy || s.Busy != busy || s.HostWait+s.KernelWait+s.Other != s.Idle {
-				t.Errorf("seed %d: stream %d %+v, want idle %d busy %d", seed, s.Stream, s, hi-lo-busy, busy)
+			const comp, comm, mem = 1, 2, 4
+			bits := make([]uint8, hi-lo)
+			for _, e := range truth {
+				if e.device != dev {
+					continue
+				}
+				var b uint8 = comp
+				switch {
+				case e.memory:
+					b = mem
+				case strings.HasPrefix(e.name, "nccl"):
+					b = comm
+				}
+				for x := e.start; x < e.end; x++ {
+					bits[x-lo] |= b
+				}
+			}
+			want := TemporalBreakdown{Device: int32(dev), Start: epochBase + lo, End: epochBase + hi, Span: hi - lo}
+			for _, b := range bits {
+				switch {
+				case b&comp != 0:
+					want.Compute++
+				case b&comm != 0:
+					want.Communication++
+				case b&mem != 0:
+					want.Memory++
+				default:
+					want.Idle++
+				}
+			}
+			if len(r.TemporalByDevice) != 2 || r.TemporalByDevice[dev] != want {
+				t.Errorf("seed %d: GPU %d temporal %+v, want %+v", seed, dev, r.TemporalByDevice, want)
+			}
+			if dev == 0 {
+				wantAll.Start, wantAll.End = want.Start, want.End
+			}
+			wantAll.Start, wantAll.End = min(wantAll.Start, want.Start), max(wantAll.End, want.End)
+			wantAll.Span += want.Span
+			wantAll.Compute += want.Compute
+			wantAll.Communication += want.Communication
+			wantAll.Memory += want.Memory
+			wantAll.Idle += want.Idle
+		}
+		if r.Temporal != wantAll {
+			t.Errorf("seed %d: file temporal %+v, want %+v", seed, r.Temporal, wantAll)
+		}
+
+		// Per stream: idle = its own span − its own busy time, split gap by gap with HTA's
+		// rules: host wait when the launch call started after the previous activity ended,
+		// else kernel wait under 30 µs, else other.
+		for _, s := range r.Idle {
+			var want StreamIdle
+			var lo, hi, busy, prevEnd int64 = math.MaxInt64, 0, 0, -1
+			for _, e := range truth { // in time order on each stream
+				if e.stream != int(s.Stream) {
+					continue
+				}
+				lo, hi, busy = min(lo, e.start), max(hi, e.end), busy+e.end-e.start
+				if gap := e.start - prevEnd; prevEnd >= 0 && gap > 0 {
+					switch {
+					case e.launch > prevEnd:
+						want.HostWait += gap
+					case gap < 30_000:
+						want.KernelWait += gap
+					default:
+						want.Other += gap
+					}
+				}
+				prevEnd = e.end
+			}
+			if s.Idle != hi-lo-busy || s.Busy != busy || s.HostWait != want.HostWait || s.KernelWait != want.KernelWait || s.Other != want.Other {
+				t.Errorf("seed %d: stream %d %+v, want idle %d busy %d split %+v", seed, s.Stream, s, hi-lo-busy, busy, want)
+			}
+			if s.HostWait == 0 || s.KernelWait == 0 || s.Other == 0 {
+				t.Errorf("seed %d: stream %d: the random trace should hold gaps of every kind: %+v", seed, s.Stream, s)
 			}
 		}
 		if r.Launch.Joined != r.Launch.Kernels || r.Launch.Kernels != int64(len(truth))-countMemory(truth) {
@@ -213,5 +263,28 @@ func TestAdvice(t *testing.T) {
 		if !strings.Contains(got[pattern], evidence) {
 			t.Errorf("%s: evidence %q, want %q", pattern, got[pattern], evidence)
 		}
+	}
+}
+
+// GPUs taking turns: pooled, the file would look busy throughout; each GPU keeps its own idle
+// time, and the file's figures are theirs summed.
+func TestSeveralGPUsEachKeepTheirIdle(t *testing.T) {
+	c := NewCollector(Limits{})
+	c.Add(Activity{Kind: KindKernel, Name: "gemm", Device: 0, Stream: 7, Start: 0, End: 10 * µs})
+	c.Add(Activity{Kind: KindKernel, Name: "gemm", Device: 1, Stream: 7, Start: 10 * µs, End: 20 * µs})
+	c.Add(Activity{Kind: KindKernel, Name: "gemm", Device: 0, Stream: 7, Start: 20 * µs, End: 30 * µs})
+	r := c.Result(AnalysisOptions{})
+	want := []TemporalBreakdown{
+		{Device: 0, Start: 0, End: 30 * µs, Span: 30 * µs, Compute: 20 * µs, Idle: 10 * µs},
+		{Device: 1, Start: 10 * µs, End: 20 * µs, Span: 10 * µs, Compute: 10 * µs},
+	}
+	if len(r.TemporalByDevice) != 2 || r.TemporalByDevice[0] != want[0] || r.TemporalByDevice[1] != want[1] {
+		t.Errorf("by device %+v, want %+v", r.TemporalByDevice, want)
+	}
+	if all := (TemporalBreakdown{Start: 0, End: 30 * µs, Span: 40 * µs, Compute: 30 * µs, Idle: 10 * µs}); r.Temporal != all {
+		t.Errorf("file %+v, want %+v", r.Temporal, all)
+	}
+	if len(r.Advice) != 1 || !strings.Contains(r.Advice[0].Evidence, "GPU idle 25.0% of 40µs (the spans of 2 GPUs summed)") {
+		t.Errorf("advice %+v", r.Advice)
 	}
 }

@@ -33,7 +33,7 @@ func writeBigTrace(tb testing.TB, path string, size int64) {
 	}
 	defer f.Close()
 	cw := &countingWriter{w: f}
-	k := newKinetoWriter(cw, 5_629_214_836_837_123, map[string]string{"rank": "0"})
+	k := newKinetoWriter(cw, epochBase, map[string]string{"rank": "0"})
 	rng := rand.New(rand.NewPCG(7, 7))
 	names := make([]string, 300)
 	for i := range names {

@@ -9,7 +9,6 @@ import (
 	"io"
 	"math"
 	"sort"
-	"strconv"
 	"strings"
 )
 
@@ -72,14 +71,16 @@ func ReadChrome(r io.Reader, c *Collector) error {
 }
 
 type chromeReader struct {
-	dec       *json.Decoder
-	c         *Collector
-	events    int
-	unknown   map[string]int64
-	typeErrs  int64
-	badTime   int64
-	firstType string
-	sawEvents bool
+	dec      *json.Decoder
+	c        *Collector
+	events   int
+	unknown  map[string]int64
+	typeErrs int64
+	badTime  int64
+	// firstBadTime names the first event skipped for its ts or dur, and what was wrong.
+	firstBadTime string
+	firstType    string
+	sawEvents    bool
 }
 
 func (p *chromeReader) fail(event int, msg string, err error) error {
@@ -216,10 +217,18 @@ func (p *chromeReader) event(ev *chromeEvent, args *chromeArgs) {
 	if kind == KindOther || kind == KindCPUOp {
 		return
 	}
-	ts, ok1 := usToNs(ev.Ts)
-	d, ok2 := usToNs(ev.Dur)
-	if !ok1 || !ok2 {
+	ts, err := usToNs(ev.Ts)
+	field := "ts"
+	var d int64
+	if err == nil {
+		field = "dur"
+		d, err = usToNs(ev.Dur)
+	}
+	if err != nil {
 		p.badTime++
+		if p.firstBadTime == "" {
+			p.firstBadTime = fmt.Sprintf("traceEvents[%d] %q: %s %v", p.events, ev.Name, field, err)
+		}
 		return
 	}
 	a := Activity{Kind: kind, Name: ev.Name, Start: ts, End: ts + d}
@@ -253,54 +262,112 @@ func (p *chromeReader) finish() {
 		p.c.Notice("events of unknown categories ignored: %s", strings.Join(cats, ", "))
 	}
 	if p.badTime > 0 {
-		p.c.Notice("%d complete events had no usable ts/dur and were skipped", p.badTime)
+		p.c.Notice("%d complete events had no usable ts/dur and were skipped (first: %s)", p.badTime, p.firstBadTime)
 	}
 	if p.typeErrs > 0 {
 		p.c.Notice("%d events had fields of the wrong type (first: %s)", p.typeErrs, p.firstType)
 	}
 }
 
-// usToNs converts Kineto's microseconds with a fractional part ("5629214836837.123") to
-// nanoseconds exactly: through float64 the nanoseconds of a since-boot timestamp are lost.
-func usToNs(n json.Number) (int64, bool) {
+// maxTimeNs bounds a parsed ts or dur: end = start + dur and the difference of any two stay
+// within int64. Epoch nanoseconds reach it in the year 2116.
+const maxTimeNs = math.MaxInt64 / 2
+
+// usToNs converts Kineto's microseconds ("1623143089861234.567") to nanoseconds exactly, from
+// the number's decimal text: a 16-digit epoch timestamp is beyond float64's 15.9 significant
+// digits, and through it each one moves by up to ±128 ns. Any digit count and an exponent are
+// read; digits past the nanosecond round half away from zero. The error says what is wrong
+// with the text, for the caller to name the field and event.
+func usToNs(n json.Number) (int64, error) {
 	s := string(n)
 	if s == "" {
-		return 0, false
+		return 0, errors.New("missing or not a number")
 	}
-	const limit = math.MaxInt64 / 4 // keeps end = start + dur and differences from overflowing
-	intPart, frac, dotted := strings.Cut(s, ".")
-	if !strings.ContainsAny(s, "eE") && len(intPart) > 0 && len(intPart) <= 15 {
-		neg := intPart[0] == '-'
-		digits := strings.TrimPrefix(intPart, "-")
-		if i, err := strconv.ParseInt(digits, 10, 64); err == nil && (!dotted || allDigits(frac)) {
-			ns := i * 1000
-			f := frac + "000"
-			fi, _ := strconv.ParseInt(f[:3], 10, 64)
-			ns += fi
-			if len(frac) > 3 && frac[3] >= '5' {
-				ns++
-			}
-			if neg {
-				ns = -ns
-			}
-			return ns, true
+	i, neg := 0, false
+	if s[0] == '-' {
+		neg, i = true, 1
+	}
+	intStart := i
+	for i < len(s) && isDigit(s[i]) {
+		i++
+	}
+	intEnd := i
+	fracStart, fracEnd := i, i
+	if i < len(s) && s[i] == '.' {
+		i++
+		fracStart = i
+		for i < len(s) && isDigit(s[i]) {
+			i++
+		}
+		fracEnd = i
+		if fracEnd == fracStart {
+			return 0, fmt.Errorf("%q is not a decimal number", s)
 		}
 	}
-	f, err := strconv.ParseFloat(s, 64)
-	if err != nil || !finite(f) || math.Abs(f*1000) > limit {
-		return 0, false
+	if intEnd == intStart {
+		return 0, fmt.Errorf("%q is not a decimal number", s)
 	}
-	return int64(math.Round(f * 1000)), true
+	exp := 0
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		expNeg := false
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			expNeg = s[i] == '-'
+			i++
+		}
+		if i == len(s) {
+			return 0, fmt.Errorf("%q is not a decimal number", s)
+		}
+		for ; i < len(s) && isDigit(s[i]); i++ {
+			if exp < 10_000 { // beyond it the value is 0 or out of range whatever the digits
+				exp = exp*10 + int(s[i]-'0')
+			}
+		}
+		if expNeg {
+			exp = -exp
+		}
+	}
+	if i != len(s) {
+		return 0, fmt.Errorf("%q is not a decimal number", s)
+	}
+	// The digits, integer then fraction, as one string D; the first p of them (µs → ns: three
+	// places more than the integer part, moved by the exponent) make the integer nanoseconds.
+	nInt, nFrac := intEnd-intStart, fracEnd-fracStart
+	digit := func(k int) byte {
+		if k < nInt {
+			return s[intStart+k]
+		}
+		return s[fracStart+k-nInt]
+	}
+	p := nInt + 3 + exp
+	var ns int64
+	for k := 0; k < min(p, nInt+nFrac); k++ {
+		ns = ns*10 + int64(digit(k)-'0')
+		if ns > maxTimeNs {
+			return 0, outOfRange(s)
+		}
+	}
+	for k := nInt + nFrac; k < p && ns != 0; k++ {
+		if ns *= 10; ns > maxTimeNs {
+			return 0, outOfRange(s)
+		}
+	}
+	if p >= 0 && p < nInt+nFrac && digit(p) >= '5' {
+		if ns++; ns > maxTimeNs {
+			return 0, outOfRange(s)
+		}
+	}
+	if neg {
+		ns = -ns
+	}
+	return ns, nil
 }
 
-func allDigits(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
+func outOfRange(s string) error {
+	return fmt.Errorf("%s µs is out of range (beyond ±%d ns)", s, int64(maxTimeNs))
 }
+
+func isDigit(b byte) bool { return b >= '0' && b <= '9' }
 
 func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
 

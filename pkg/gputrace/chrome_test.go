@@ -10,7 +10,7 @@ import (
 )
 
 const (
-	fixtureBase    = 5_629_214_836_837_123 // ns since boot: ts "5629214836837.123"
+	fixtureBase    = epochBase // ts "1623143089861234.567": 16 digits, as CUDA traces write them
 	fixtureTraceID = "4bf92f3577b34da6a3ce929d0e0e4736"
 	µs             = 1000
 )
@@ -21,8 +21,10 @@ const (
 //	          (launch [80,85]), Memcpy HtoD pageable [95,105] 1 MB (launch [92,95])
 //	stream 8: ncclKernel_AllReduce [60,100] (launch [50,52]), memset [100.020,101] 4096 B
 //	          (no launch), gemm [110,120] (launch [95,97])
-//	host:     cudaDeviceSynchronize [120,140], user_annotation "request <id>" [0,140] around
-//	          user_annotation "forward" [45,90] (holding the launches of nccl and relu)
+//	host:     cudaDeviceSynchronize [120,140] and its "Context Sync" record, cudaStreamWaitEvent
+//	          [100,101] and its "Stream Wait Event" record, user_annotation "request <id>"
+//	          [0,140] around user_annotation "forward" [45,90] (holding the launches of nccl
+//	          and relu)
 func writeFixture(t testing.TB, old bool) []byte {
 	t.Helper()
 	var buf bytes.Buffer
@@ -44,7 +46,8 @@ func writeFixture(t testing.TB, old bool) []byte {
 	k.memset(8, 100*µs+20, 101*µs, 0, 4096)
 	k.runtime("cudaLaunchKernel", 95*µs, 97*µs, 7)
 	k.kernel("gemm", 8, 110*µs, 120*µs, 7)
-	k.runtime("cudaDeviceSynchronize", 120*µs, 140*µs, 0)
+	k.sync("cudaStreamWaitEvent", "Stream Wait Event", 8, 100*µs, 101*µs, 8)
+	k.sync("cudaDeviceSynchronize", "Context Sync", 7, 120*µs, 140*µs, 9)
 	k.span("mystery_category", "who knows", 1, 2)
 	if err := k.close("yolo26_detect", 140*µs); err != nil {
 		t.Fatal(err)
@@ -84,16 +87,20 @@ func TestFixtureHandChecked(t *testing.T) {
 		}
 		// Span [10,120]; compute 20+30+2+10; comm [60,100] less compute 28; memory [100,105];
 		// idle [30,40] and [105,110].
+		// Exact to the nanosecond from 16-digit timestamps: through float64 these moved by up
+		// to ±128 ns each.
 		wantT := TemporalBreakdown{Start: fixtureBase + 10*µs, End: fixtureBase + 120*µs, Span: 110 * µs,
 			Compute: 62 * µs, Communication: 28 * µs, Memory: 5 * µs, Idle: 15 * µs}
-		if r.Temporal != wantT {
-			t.Errorf("old=%v: temporal %+v, want %+v", old, r.Temporal, wantT)
+		if r.Temporal != wantT || len(r.TemporalByDevice) != 1 || r.TemporalByDevice[0] != wantT {
+			t.Errorf("old=%v: temporal %+v by device %+v, want %+v", old, r.Temporal, r.TemporalByDevice, wantT)
 		}
 		wantIdle := []StreamIdle{
-			// gaps 10 (launch began before: other), 20 (launch after: host), 3 (host)
-			{Device: 0, Stream: 7, Busy: 62 * µs, Idle: 33 * µs, HostWait: 23 * µs, Other: 10 * µs, Gaps: 3, LongestGap: 20 * µs},
-			// gaps 20 ns (kernel wait), 9 µs (launch began before: other)
-			{Device: 0, Stream: 8, Busy: 40*µs + 980 + 10*µs, Idle: 9*µs + 20, KernelWait: 20, Other: 9 * µs, Gaps: 2, LongestGap: 9 * µs},
+			// gaps 10 µs (launch began before, under 30 µs: kernel wait), 20 µs (launch after:
+			// host), 3 µs (launch began as relu ended, not after: kernel wait)
+			{Device: 0, Stream: 7, Busy: 62 * µs, Idle: 33 * µs, HostWait: 20 * µs, KernelWait: 13 * µs, Gaps: 3, LongestGap: 20 * µs},
+			// gaps 20 ns (the memset has no launch: kernel wait), 9 µs (launch began before:
+			// kernel wait)
+			{Device: 0, Stream: 8, Busy: 40*µs + 980 + 10*µs, Idle: 9*µs + 20, KernelWait: 9*µs + 20, Gaps: 2, LongestGap: 9 * µs},
 		}
 		if len(r.Idle) != 2 || r.Idle[0] != wantIdle[0] || r.Idle[1] != wantIdle[1] {
 			t.Errorf("old=%v: idle %+v, want %+v", old, r.Idle, wantIdle)
@@ -111,8 +118,10 @@ func TestFixtureHandChecked(t *testing.T) {
 		if len(r.Memcpy) != 2 || r.Memcpy[0] != wantM[0] || !near(r.Memcpy[1].BandwidthGBps, wantM[1].BandwidthGBps) {
 			t.Errorf("old=%v: memcpy %+v, want %+v", old, r.Memcpy, wantM)
 		}
+		// The synchronize call once, not again for its Context Sync record; the Stream Wait
+		// Event does not block the host.
 		if r.Sync.Calls != 1 || r.Sync.Time != 20*µs {
-			t.Errorf("old=%v: sync %+v", old, r.Sync)
+			t.Errorf("old=%v: sync %+v, want 1 call of 20 µs", old, r.Sync)
 		}
 		// Sync 20 µs is 18% of the 110 µs span; idle 13.6% and copies 9.1% stay under.
 		if len(r.Advice) != 1 || r.Advice[0].Pattern != "cuda synchronize bars" || !strings.Contains(r.Advice[0].Evidence, "18.2%") {
@@ -220,16 +229,68 @@ func TestOddValuesAreNotices(t *testing.T) {
 func TestUsToNs(t *testing.T) {
 	for in, want := range map[string]int64{
 		"5629214836837.123": 5_629_214_836_837_123, "1": 1000, "0.0005": 1, "0.0004": 0,
-		"-2.5": -2500, "1e3": 1_000_000, "12.3456": 12346,
+		"-2.5": -2500, "1e3": 1_000_000, "12.3456": 12346, "-0.0005": -1,
+		// 16 integer digits, where float64 is off by up to 128 ns.
+		"1623143089861234.567": 1_623_143_089_861_234_567, "1623143089861234.5674999": 1_623_143_089_861_234_567,
+		"1623143089861234.5675": 1_623_143_089_861_234_568, "1695835572943623": 1_695_835_572_943_623_000,
+		"1623143089861234567e-3": 1_623_143_089_861_234_567, "1.623143089861234567E15": 1_623_143_089_861_234_567,
+		"0.000000000000000000000000000000000000001": 0, "000000000000000000000000000000000000001": 1000,
+		"0e99999999999999999999": 0, "1e-99999999999999999999": 0, "4611686018427387.903": 4_611_686_018_427_387_903,
 	} {
-		if got, ok := usToNs(jsonNumber(in)); !ok || got != want {
-			t.Errorf("usToNs(%s) = %d, %v; want %d", in, got, ok, want)
+		if got, err := usToNs(jsonNumber(in)); err != nil || got != want {
+			t.Errorf("usToNs(%s) = %d, %v; want %d", in, got, err, want)
 		}
 	}
-	for _, in := range []string{"", "x", "1e400", "-"} {
-		if _, ok := usToNs(jsonNumber(in)); ok {
-			t.Errorf("usToNs(%q) accepted", in)
+	for in, want := range map[string]string{
+		"": "missing", "x": "not a decimal number", "-": "not a decimal number", "1.": "not a decimal number",
+		".5": "not a decimal number", "1e": "not a decimal number", "1.5.5": "not a decimal number", "0x10": "not a decimal number",
+		"1e400": "out of range", "4611686018427387.904": "out of range", "-4611686018427387.904": "out of range",
+		"99999999999999999999999": "out of range",
+	} {
+		if _, err := usToNs(jsonNumber(in)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("usToNs(%q): error %v, want %q", in, err, want)
 		}
+	}
+}
+
+// Two kernels 1 ns apart at 16-digit timestamps: through float64 they overlapped or moved.
+func TestSixteenDigitTimestampsAreExact(t *testing.T) {
+	var buf bytes.Buffer
+	k := newKinetoWriter(&buf, epochBase, nil)
+	k.runtime("cudaLaunchKernel", 0, 1*µs, 1)
+	k.kernel("a", 7, 2*µs, 2*µs+333, 1)
+	k.runtime("cudaLaunchKernel", 1*µs, 2*µs, 2)
+	k.kernel("b", 7, 2*µs+334, 3*µs+1, 2)
+	if err := k.close("exact", 4*µs); err != nil {
+		t.Fatal(err)
+	}
+	r := readFixture(t, buf.Bytes())
+	want := TemporalBreakdown{Start: epochBase + 2*µs, End: epochBase + 3*µs + 1, Span: µs + 1, Compute: µs, Idle: 1}
+	if r.Temporal != want || len(r.Idle) != 1 || r.Idle[0].Overlaps != 0 || r.Idle[0].KernelWait != 1 || hasNotice(r, "overlap") {
+		t.Errorf("temporal %+v idle %+v notices %q; want %+v, a 1 ns gap and no overlap", r.Temporal, r.Idle, r.Notices, want)
+	}
+	if r.Launch.DelayMax != µs || r.Launch.DelayMedian != (µs+334)/2.0 {
+		t.Errorf("launch %+v", r.Launch)
+	}
+}
+
+// A ts or dur that is not a usable number skips its event; the notice names the first one.
+func TestBadTimestampNamesEventAndField(t *testing.T) {
+	in := `{"traceEvents": [
+	 {"ph": "X", "cat": "kernel", "name": "ok", "ts": 1, "dur": 1},
+	 {"ph": "X", "cat": "kernel", "name": "late", "ts": 1e400, "dur": 1},
+	 {"ph": "X", "cat": "kernel", "name": "long", "ts": 1, "dur": 99999999999999999999}
+	]}`
+	c := NewCollector(Limits{})
+	if err := ReadChrome(strings.NewReader(in), c); err != nil {
+		t.Fatal(err)
+	}
+	r := c.Result(AnalysisOptions{})
+	if !hasNotice(r, `2 complete events had no usable ts/dur and were skipped (first: traceEvents[1] "late": ts 1e400 µs is out of range`) {
+		t.Errorf("notices %q", r.Notices)
+	}
+	if len(r.Kernels) != 1 || r.Kernels[0].Name != "ok" {
+		t.Errorf("kernels %+v", r.Kernels)
 	}
 }
 

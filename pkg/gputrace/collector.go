@@ -12,7 +12,8 @@ type Limits struct {
 	// MaxIntervals caps the GPU intervals (kernels, memcpys, memsets) kept for the temporal and
 	// idle breakdowns; beyond it those breakdowns cover only the first MaxIntervals.
 	MaxIntervals int
-	// MaxLaunches caps the runtime launch calls kept for joining kernels on correlation.
+	// MaxLaunches caps the runtime launch calls kept for joining kernels on correlation, and
+	// the synchronising calls and cuda_sync records kept for counting each blocking call once.
 	MaxLaunches int
 	// MaxSamplesPerKernel caps the durations kept per kernel name for the median; beyond it a
 	// uniform reservoir sample is kept and the median is an estimate.
@@ -62,6 +63,8 @@ type interval struct {
 
 type launch struct{ start, end int64 }
 
+type syncRecord struct{ correlation, dur int64 }
+
 type memcpyStats struct {
 	count     int64
 	bytes     int64
@@ -83,8 +86,13 @@ type Collector struct {
 	syncCount   int64
 	syncTime    int64
 	runtimeTime int64
+	// syncCalls holds the correlations of the blocking host calls counted, and syncRecords the
+	// blocking cuda_sync records: Kineto writes both for one call, so a record counts only when
+	// no call of its correlation was seen (known once the whole trace is read).
+	syncCalls   map[int64]struct{}
+	syncRecords []syncRecord
 
-	dropped          struct{ intervals, launches, names, samples, annotations int64 }
+	dropped          struct{ intervals, launches, names, samples, annotations, syncs int64 }
 	annots           []annotation
 	negative, badDur int64
 	notices          []string
@@ -94,11 +102,12 @@ type Collector struct {
 // NewCollector returns an empty collector with the given limits.
 func NewCollector(l Limits) *Collector {
 	return &Collector{
-		limits:  l.withDefaults(),
-		kernels: map[string]*kernelStats{},
-		launch:  map[int64]launch{},
-		memcpy:  map[string]*memcpyStats{},
-		rng:     rand.New(rand.NewPCG(1, 2)), // fixed seed: same file, same answer
+		limits:    l.withDefaults(),
+		kernels:   map[string]*kernelStats{},
+		launch:    map[int64]launch{},
+		memcpy:    map[string]*memcpyStats{},
+		syncCalls: map[int64]struct{}{},
+		rng:       rand.New(rand.NewPCG(1, 2)), // fixed seed: same file, same answer
 	}
 }
 
@@ -130,6 +139,13 @@ func (c *Collector) Add(a Activity) {
 		if isSyncCall(a.Name) {
 			c.syncCount++
 			c.syncTime += a.End - a.Start
+			switch {
+			case a.Correlation == 0:
+			case len(c.syncCalls) < c.limits.MaxLaunches:
+				c.syncCalls[a.Correlation] = struct{}{}
+			default:
+				c.dropped.syncs++
+			}
 		}
 		if a.Correlation != 0 {
 			if len(c.launch) < c.limits.MaxLaunches {
@@ -139,8 +155,14 @@ func (c *Collector) Add(a Activity) {
 			}
 		}
 	case KindSync:
-		c.syncCount++
-		c.syncTime += a.End - a.Start
+		if !blocksHost(a.Name) {
+			return
+		}
+		if len(c.syncRecords) < c.limits.MaxLaunches {
+			c.syncRecords = append(c.syncRecords, syncRecord{a.Correlation, a.End - a.Start})
+		} else {
+			c.dropped.syncs++
+		}
 	case KindAnnotation, KindGPUAnnotation:
 		c.addAnnotation(a)
 	}
@@ -223,6 +245,9 @@ func (c *Collector) finishNotices() []string {
 	}
 	if c.dropped.launches > 0 {
 		n = append(n, fmt.Sprintf("more than %d launch calls: %d left out of the launch statistics", c.limits.MaxLaunches, c.dropped.launches))
+	}
+	if c.dropped.syncs > 0 {
+		n = append(n, fmt.Sprintf("more than %d synchronising calls or cuda_sync records: the sync figures may be off for %d of them", c.limits.MaxLaunches, c.dropped.syncs))
 	}
 	if c.dropped.names > 0 {
 		n = append(n, fmt.Sprintf("more than %d distinct kernel names: %d kernels folded into %q", c.limits.MaxKernelNames, c.dropped.names, otherKernels))

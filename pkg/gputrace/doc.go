@@ -4,7 +4,8 @@
 // Readers feed a Collector one Activity at a time:
 //   - ReadChrome / ReadChromeFile: PyTorch profiler (Kineto) Chrome trace JSON, plain or
 //     gzipped (detected by magic bytes), streamed event by event with encoding/json's Decoder.
-//     Old and new `cat` spellings are accepted; ts/dur are converted from µs to ns exactly.
+//     Old and new `cat` spellings are accepted; ts/dur are converted from µs to ns exactly,
+//     from their decimal text (16-digit epoch µs are beyond float64).
 //     Malformed input stops the read with a *ParseError (byte offset, event index, cause);
 //     what was read before stays in the Collector. Unknown categories, wrongly typed fields,
 //     negative timestamps and overlaps become notices.
@@ -12,8 +13,9 @@
 //     Absent tables mean no such activity.
 //
 // Collector.Result computes a Result: the cuda_gpu_kern_sum kernel summary, HTA's temporal
-// breakdown and per-stream idle breakdown, launch statistics, memcpy volume and bandwidth by
-// direction, synchronising calls, advice with its evidence, the request trace IDs the trace
+// breakdown (per GPU, and for the file as their sum) and per-stream idle breakdown (HTA's
+// effective rules), launch statistics, memcpy volume and bandwidth by direction, blocking host
+// calls counted once, advice with its evidence, the request trace IDs the trace
 // names (file name, traceName, metadata, annotations) and kernel time per annotation and per
 // trace ID. Memory is bounded by Limits: per kernel name aggregates plus capped samples, and
 // capped intervals and launches, each cap reported in a notice when reached.

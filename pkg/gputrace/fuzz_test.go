@@ -27,6 +27,14 @@ func FuzzReadChrome(f *testing.F) {
 	f.Add([]byte(`{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": -1e300, "dur": 1e300}]}`))
 	f.Add([]byte(`[{"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy DtoH", "ts": 1, "dur": 0, "args": {"bytes": 1e30}}]`))
 	f.Add([]byte(`{"distributedInfo": {"a": [[[{"b": "4bf92f3577b34da6a3ce929d0e0e4736"}]]]}, "traceName": 5}`))
+	// Long and odd numbers: 16-digit epoch µs with decimals, more digits than int64 holds,
+	// exponents, negative zero, values at the edge of the range.
+	f.Add([]byte(`{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": 1623143089861234.567, "dur": 0.0004999999999999999999, "args": {"stream": 7}},` +
+		`{"ph": "X", "cat": "kernel", "name": "k", "ts": 1623143089861234.5675, "dur": 1E+2, "args": {"stream": 7}},` +
+		`{"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD", "ts": 000000000000000000000000000001623143089861235, "dur": -0.0, "args": {"stream": 7}},` +
+		`{"ph": "X", "cat": "kernel", "name": "k", "ts": 4611686018427387.903, "dur": 4611686018427387.903},` +
+		`{"ph": "X", "cat": "kernel", "name": "k", "ts": 123456789012345678901234567890.123456789, "dur": 1e-99999999999},` +
+		`{"ph": "X", "cat": "cuda_sync", "name": "Stream Sync", "ts": 1.6231430898612345e15, "dur": 9, "args": {"correlation": 3}}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c := NewCollector(Limits{MaxIntervals: 1000, MaxLaunches: 1000, MaxSamplesPerKernel: 16, MaxKernelNames: 50})
 		err := ReadChrome(bytes.NewReader(data), c)

@@ -114,7 +114,7 @@ func TestNsysExport(t *testing.T) {
 	if r.Temporal != want {
 		t.Errorf("temporal %+v, want %+v", r.Temporal, want)
 	}
-	if r.Idle[0].HostWait != 23*µs || r.Idle[0].Other != 10*µs {
+	if r.Idle[0].HostWait != 20*µs || r.Idle[0].KernelWait != 13*µs || r.Idle[0].Other != 0 {
 		t.Errorf("idle %+v", r.Idle)
 	}
 	if r.Launch.Joined != 5 || r.Launch.DelayMedian != 8*µs || r.Launch.ShorterThanLaunch != 0.2 {
