@@ -197,11 +197,12 @@ func MainWithPlugin(m interface{ Run() int }, e *Endpoints, builds ...PluginBuil
 
 // WriteKernelTrace writes, in dir, the GPU kernel trace the test bed does not capture: a small
 // PyTorch profiler (Kineto) trace named for the request traceID, as the seeds' services would
-// write it, with one 20 µs gemm kernel on stream 7. It returns the file's path.
+// write it (16-digit epoch-µs timestamps, as Kineto writes them), with one 20 µs gemm kernel on
+// stream 7. It returns the file's path.
 func WriteKernelTrace(dir, traceID string) (string, error) {
 	const trace = `{"schemaVersion": 1, "traceEvents": [
-  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 1000.000, "dur": 5.000, "args": {"correlation": 1}},
-  {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 1010.000, "dur": 20.000, "args": {"device": 0, "stream": 7, "correlation": 1}}
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 1763900000000000.000, "dur": 5.000, "args": {"correlation": 1}},
+  {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 1763900000000010.125, "dur": 20.000, "args": {"device": 0, "stream": 7, "correlation": 1}}
 ]}`
 	path := filepath.Join(dir, "detect_"+traceID+".pt.trace.json")
 	return path, os.WriteFile(path, []byte(trace), 0o644)

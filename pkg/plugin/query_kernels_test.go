@@ -17,19 +17,20 @@ import (
 const kernelTraceID = "4bf92f3577b34da6a3ce929d0e0e4736"
 
 // kinetoTrace is a small PyTorch profiler (Kineto) Chrome trace: an annotation naming the
-// request, two launches of gemm (10 µs, 30 µs) and one of relu (5 µs) on stream 7.
+// request, two launches of gemm (10 µs, 30 µs) and one of relu (5 µs) on stream 7, stamped as
+// Kineto stamps CUDA events: 16-digit epoch microseconds with 3 decimals.
 func kinetoTrace(annotation string) string {
 	return `{
   "schemaVersion": 1,
   "deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3"}],
   "traceEvents": [
-  {"ph": "X", "cat": "user_annotation", "name": "` + annotation + `", "pid": 1, "tid": 1, "ts": 1000.000, "dur": 200.000, "args": {"External id": 1}},
-  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 1010.000, "dur": 5.000, "args": {"External id": 2, "cbid": 211, "correlation": 11}},
-  {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 1020.000, "dur": 10.000, "args": {"External id": 2, "device": 0, "stream": 7, "correlation": 11}},
-  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 1030.000, "dur": 5.000, "args": {"External id": 3, "cbid": 211, "correlation": 12}},
-  {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 1040.000, "dur": 30.000, "args": {"External id": 3, "device": 0, "stream": 7, "correlation": 12}},
-  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 1075.000, "dur": 5.000, "args": {"External id": 4, "cbid": 211, "correlation": 13}},
-  {"ph": "X", "cat": "kernel", "name": "relu", "pid": 0, "tid": 7, "ts": 1080.000, "dur": 5.000, "args": {"External id": 4, "device": 0, "stream": 7, "correlation": 13}}
+  {"ph": "X", "cat": "user_annotation", "name": "` + annotation + `", "pid": 1, "tid": 1, "ts": 1763900000001000.000, "dur": 200.000, "args": {"External id": 1}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 1763900000001010.000, "dur": 5.000, "args": {"External id": 2, "cbid": 211, "correlation": 11}},
+  {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 1763900000001020.000, "dur": 10.000, "args": {"External id": 2, "device": 0, "stream": 7, "correlation": 11}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 1763900000001030.000, "dur": 5.000, "args": {"External id": 3, "cbid": 211, "correlation": 12}},
+  {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 1763900000001040.000, "dur": 30.000, "args": {"External id": 3, "device": 0, "stream": 7, "correlation": 12}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 1763900000001075.000, "dur": 5.000, "args": {"External id": 4, "cbid": 211, "correlation": 13}},
+  {"ph": "X", "cat": "kernel", "name": "relu", "pid": 0, "tid": 7, "ts": 1763900000001080.000, "dur": 5.000, "args": {"External id": 4, "device": 0, "stream": 7, "correlation": 13}}
   ],
   "traceName": "worker.pt.trace.json",
   "displayTimeUnit": "ms"
