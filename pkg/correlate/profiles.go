@@ -142,7 +142,9 @@ func dedupe(spans []jaeger.Span) []jaeger.Span {
 // ServiceLabel is the Pyroscope label that names a service (OpenTelemetry's service.name).
 const ServiceLabel = "service_name"
 
-// TraceIDLabel is the label older profiling SDKs (the seeds' Python tag_wrapper) put on samples.
+// TraceIDLabel is the label older profiling SDKs (the seeds' Python tag_wrapper) put on samples'
+// series. otel-profiling-go's trace_id is no series label on Pyroscope 2.x, which keeps it per
+// sample and filters by it with trace_id_selector instead (pyroscope.FlameGraphQuery.TraceID).
 const TraceIDLabel = "trace_id"
 
 // ServiceSelector is the user's matchers with service_name set to service (replacing any

@@ -5,6 +5,7 @@ package plugin
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -14,6 +15,8 @@ import (
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	"github.com/grafana/grafana-plugin-sdk-go/data"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/pyroscope"
 )
 
 // Profiles of real requests: the demo's backend, detector and enrichment push span profiles to the
@@ -313,7 +316,50 @@ func TestRealTraceIDLabelFallbackForOlderSDKs(t *testing.T) {
 	if functionTotal(nodes(f), "json.dumps") != 4e8 { // 40 samples at 100 Hz
 		t.Errorf("rows %v", nodes(f))
 	}
+	// Exactly the 50 labelled samples: on 1.12 the trace_id_selector tried first answers every
+	// service's profile, which must not leak into the request's.
+	if total := f.Fields[1].At(0).(int64); total != 5e8 {
+		t.Errorf("total %d ns, want the 50 labelled samples (5e8 ns)", total)
+	}
 	if n := notices(f); !strings.Contains(n, "not found") || !strings.Contains(n, "matched the samples labelled trace_id") {
 		t.Errorf("notices: %s", n)
+	}
+}
+
+func TestRealPyroscope112IgnoresTraceIDSelectorAndThePluginNeverReliesOnIt(t *testing.T) {
+	ds := bedDatasource(t)
+	// A real request makes sure the services have samples of the last minutes: that is what
+	// 1.12 answers to any trace_id_selector.
+	id, _ := profiledRequest(t, ds, "db", cpuType)
+
+	// A trace ID nothing carries: a server that filtered would answer nothing; 1.12 answers the
+	// backend's whole profile, and the client finds that out and returns none of it.
+	now := time.Now()
+	fg, err := ds.pyroscope.MergedFlameGraph(t.Context(), pyroscope.FlameGraphQuery{
+		ProfileTypeID: cpuType, LabelSelector: `{service_name="nemotron-backend"}`,
+		TraceID: fmt.Sprintf("%032x", now.UnixNano()), Start: now.Add(-5 * time.Minute), End: now, MaxNodes: 100,
+	})
+	if !errors.Is(err, pyroscope.ErrTraceSelectorIgnored) || fg != nil {
+		t.Fatalf("random trace ID on 1.12: %v, %v; want ErrTraceSelectorIgnored", fg, err)
+	}
+	if got := ds.pyroscope.TraceSelectorSupport(); got != pyroscope.TraceSelectorIgnored {
+		t.Errorf("support %v", got)
+	}
+
+	// The real request is still matched by span ID, as before.
+	r := run(t, ds, query("A", fmt.Sprintf(`{"queryType":"profile","traceId":%q,"profileTypeId":%q}`, id, cpuType))).Responses["A"]
+	if r.Error != nil || !strings.Contains(notices(r.Frames[0]), "matched by span ID") {
+		t.Errorf("real request: %v, notices %v", r.Error, r.Frames)
+	}
+
+	// A fresh data source finds it out within a query: a trace neither Jaeger nor any label knows
+	// is an error naming both ways, never the whole hour of every service.
+	fresh := bedDatasource(t)
+	unknown := fmt.Sprintf("%032x", time.Now().UnixNano())
+	r = run(t, fresh, query("A", fmt.Sprintf(`{"queryType":"profile","traceId":%q,"profileTypeId":%q}`, unknown, cpuType))).Responses["A"]
+	wantError(t, r, backend.ErrorSourceDownstream, "Jaeger ("+bed.JaegerURL,
+		fmt.Sprintf(`carries the label trace_id=%q (this Pyroscope ignores trace_id_selector, as 1.x does`, unknown))
+	if got := fresh.pyroscope.TraceSelectorSupport(); got != pyroscope.TraceSelectorIgnored {
+		t.Errorf("fresh data source: support %v", got)
 	}
 }

@@ -46,11 +46,13 @@ type requestProfile struct {
 	Spans      correlate.SpanProfiles
 	Notices    []data.Notice
 	Start, End time.Time // the window asked of Pyroscope
+	// noTraceSamples says, after "no sample", how the trace ID was looked for (profileByTraceID).
+	noTraceSamples string
 }
 
 // profileOfRequest fetches the trace from Jaeger, asks Pyroscope for each service's span profiles
 // in parallel and merges them under one root with a service level. When no span has samples it
-// falls back to the trace_id label (older SDKs); when Jaeger cannot answer, it goes straight to
+// falls back to the trace ID (profileByTraceID); when Jaeger cannot answer, it goes straight to
 // that fallback with a notice. It fails only when nothing can be said about the request.
 func (d *Datasource) profileOfRequest(ctx context.Context, q requestProfileQuery) (*requestProfile, error) {
 	if err := d.unavailable(&d.settings.Pyroscope); err != nil {
@@ -70,7 +72,7 @@ func (d *Datasource) profileOfTrace(ctx context.Context, q requestProfileQuery, 
 	trace *jaeger.Trace, jaegerErr error,
 ) (*requestProfile, error) {
 	if jaegerErr != nil {
-		return d.profileByTraceIDLabel(ctx, q, matchers, nil, q.From, q.To, jaegerErr)
+		return d.profileByTraceID(ctx, q, matchers, nil, q.From, q.To, jaegerErr)
 	}
 	plan := correlate.PlanTraceProfile(trace, matchers)
 	if len(plan.Queries) == 0 {
@@ -102,16 +104,16 @@ func (d *Datasource) profileOfTrace(ctx context.Context, q requestProfileQuery, 
 			len(failed), len(results), failed[0].err))
 	}
 	if rp.Tree.Empty() && len(failed) == 0 {
-		byLabel, err := d.profileByTraceIDLabel(ctx, q, matchers, plan.Services, rp.Start, rp.End, nil)
-		if err != nil || !byLabel.Tree.Empty() {
-			return byLabel, err
+		byTrace, err := d.profileByTraceID(ctx, q, matchers, plan.Services, rp.Start, rp.End, nil)
+		if err != nil || !byTrace.Tree.Empty() {
+			return byTrace, err
 		}
 		if isHeapProfile(q.ProfileTypeID) {
 			return d.profileOverWindow(ctx, q, matchers, plan.Services, plan.Start, plan.End)
 		}
-		byLabel.warn(fmt.Sprintf("No profile samples for trace %s yet: none of its spans has span-profile samples (span_id labels, as otel-profiling-go adds) and no sample carries trace_id=%q. Profilers upload every 10–15 s, so a request of the last seconds may not be there yet; otherwise check that its services (%s) push span profiles of type %s to this Pyroscope.",
-			q.TraceID, q.TraceID, strings.Join(plan.Services, ", "), q.ProfileTypeID))
-		return byLabel, nil
+		byTrace.warn(fmt.Sprintf("No profile samples for trace %s yet: none of its spans has span-profile samples (span_id labels, as otel-profiling-go adds) and no sample %s. Profilers upload every 10–15 s, so a request of the last seconds may not be there yet; otherwise check that its services (%s) push span profiles of type %s to this Pyroscope.",
+			q.TraceID, byTrace.noTraceSamples, strings.Join(plan.Services, ", "), q.ProfileTypeID))
+		return byTrace, nil
 	}
 	rp.info(spanMatchNotice(q.TraceID, plan, spansWithSamples, rp.Services))
 	return rp, nil
@@ -154,38 +156,88 @@ func (d *Datasource) traceFromJaeger(ctx context.Context, traceID string) (*jaeg
 	return d.jaeger.Trace(ctx, traceID)
 }
 
-// profileByTraceIDLabel is the fallback for SDKs that label samples with trace_id (the seeds'
-// Python tag_wrapper): one query per service when the services are known, else one for all.
-// jaegerErr, when set, is why the trace's spans could not be used.
-func (d *Datasource) profileByTraceIDLabel(ctx context.Context, q requestProfileQuery, matchers []*labels.Matcher,
+// Ways a request's samples are matched by its trace ID, as the notices name them.
+const (
+	byTraceSelector = "trace_id_selector (Pyroscope 2.x)"
+	byTraceIDLabel  = "the trace_id label"
+)
+
+// profileByTraceID is the fallback when no span's samples can be found: the samples carrying the
+// trace ID. First by trace_id_selector, as Pyroscope 2.x keeps each sample's trace ID (the client
+// checks that the server really filters, see pyroscope.Client.MergedFlameGraph); then by the
+// trace_id label, which older SDKs (the seeds' Python tag_wrapper) put on their series: the only
+// way on Pyroscope 1.x and for a 2.x window refused to the selector. One query per service when
+// the services are known, else one for all. jaegerErr, when set, is why the trace's spans could
+// not be used.
+func (d *Datasource) profileByTraceID(ctx context.Context, q requestProfileQuery, matchers []*labels.Matcher,
 	services []string, start, end time.Time, jaegerErr error,
 ) (*requestProfile, error) {
 	traceMatcher := correlate.TraceIDMatcher(q.TraceID)
-	selectors := map[string]string{}
+	plain, labelled := map[string]string{}, map[string]string{}
 	for _, svc := range services {
-		selectors[svc] = correlate.ServiceSelector(matchers, svc, traceMatcher)
+		plain[svc] = correlate.ServiceSelector(matchers, svc)
+		labelled[svc] = correlate.ServiceSelector(matchers, svc, traceMatcher)
 	}
 	if len(services) == 0 {
-		selectors[""] = correlate.Selector(append(append([]*labels.Matcher{}, matchers...), traceMatcher))
+		plain[""] = correlate.Selector(matchers)
+		labelled[""] = correlate.Selector(append(append([]*labels.Matcher{}, matchers...), traceMatcher))
 	}
-	rp, firstErr := d.profilesBySelector(ctx, q, selectors, start, end)
-	found := !rp.Tree.Empty()
+	bySelector, selectorErrs := d.profilesBySelector(ctx, q, q.TraceID, plain, start, end)
+	ignored := selectorErrs.find(pyroscope.ErrTraceSelectorIgnored) != nil
+	refused := selectorErrs.find(pyroscope.ErrTraceSelectorRefused)
+	if !ignored && refused == nil && !bySelector.Tree.Empty() {
+		return tracedProfile(q, bySelector, byTraceSelector, selectorErrs.first(), jaegerErr)
+	}
+
+	byLabel, labelErrs := d.profilesBySelector(ctx, q, "", labelled, start, end)
+	labelClause := fmt.Sprintf("carries the label trace_id=%q", q.TraceID)
+	switch {
+	case ignored:
+		byLabel.noTraceSamples = labelClause + " (this Pyroscope ignores trace_id_selector, as 1.x does, so only the label could be asked)"
+	case refused != nil:
+		byLabel.noTraceSamples = fmt.Sprintf("%s (trace_id_selector could not be asked: %v)", labelClause, refused)
+	default:
+		byLabel.noTraceSamples = fmt.Sprintf("carries trace ID %s (asked by trace_id_selector and by the label trace_id=%q)", q.TraceID, q.TraceID)
+	}
+	// Errors of the selector way other than "cannot filter" are failures like any other.
+	var selectorErr error
+	if !ignored && refused == nil {
+		selectorErr = selectorErrs.first()
+	}
+	found := !byLabel.Tree.Empty()
+	firstErr := cmpOr(labelErrs.first(), selectorErr)
 	switch {
 	case jaegerErr != nil && !found && firstErr == nil:
-		return nil, fmt.Errorf("%w; and no profile sample in the panel's time range carries the label trace_id=%q", jaegerErr, q.TraceID)
+		return nil, fmt.Errorf("%w; and no profile sample in the panel's time range %s", jaegerErr, byLabel.noTraceSamples)
 	case jaegerErr != nil && !found:
 		return nil, errors.Join(jaegerErr, firstErr)
-	case jaegerErr != nil:
-		rp.warn(fmt.Sprintf("Could not read the trace's spans (%v); matched the samples labelled trace_id=%q in the panel's time range instead, without span detail.", jaegerErr, q.TraceID))
-		return rp, nil
 	case firstErr != nil && !found:
 		return nil, firstErr
-	case firstErr != nil:
-		rp.warn(fmt.Sprintf("Some trace_id queries failed, so the graph may lack samples: %v", firstErr))
+	case !found:
+		return byLabel, nil
 	}
-	if found {
+	if refused != nil {
+		byLabel.info(fmt.Sprintf("%v; so samples were matched by the trace_id label only.", refused))
+	}
+	return tracedProfile(q, byLabel, byTraceIDLabel, firstErr, jaegerErr)
+}
+
+// tracedProfile adds the notices of a request's samples found by its trace ID, the named way.
+func tracedProfile(q requestProfileQuery, rp *requestProfile, way string, partialErr, jaegerErr error) (*requestProfile, error) {
+	switch {
+	case jaegerErr != nil && way == byTraceIDLabel:
+		rp.warn(fmt.Sprintf("Could not read the trace's spans (%v); matched the samples labelled trace_id=%q in the panel's time range instead, without span detail.", jaegerErr, q.TraceID))
+	case jaegerErr != nil:
+		rp.warn(fmt.Sprintf("Could not read the trace's spans (%v); matched the samples of trace %s by %s in the panel's time range instead, without span detail.", jaegerErr, q.TraceID, way))
+	case way == byTraceIDLabel:
 		rp.info(fmt.Sprintf("No span of trace %s has span-profile samples; matched by the trace_id label instead (older SDKs tag samples this way): samples in %d service(s)%s.",
 			q.TraceID, max(len(rp.Services), 1), serviceList(rp.Services)))
+	default:
+		rp.info(fmt.Sprintf("No span of trace %s has span-profile samples; matched by %s instead, which keeps each sample's trace ID: samples in %d service(s)%s.",
+			q.TraceID, way, max(len(rp.Services), 1), serviceList(rp.Services)))
+	}
+	if partialErr != nil {
+		rp.warn(fmt.Sprintf("Some trace_id queries failed, so the graph may lack samples: %v", partialErr))
 	}
 	return rp, nil
 }
@@ -213,7 +265,8 @@ func (d *Datasource) profileOverWindow(ctx context.Context, q requestProfileQuer
 		selectors[svc] = correlate.ServiceSelector(matchers, svc)
 	}
 	start, end = start.Add(-uploadPeriod), end.Add(time.Second)
-	rp, err := d.profilesBySelector(ctx, q, selectors, start, end)
+	rp, errs := d.profilesBySelector(ctx, q, "", selectors, start, end)
+	err := errs.first()
 	if rp.Tree.Empty() {
 		if err != nil {
 			return nil, err
@@ -230,9 +283,10 @@ func (d *Datasource) profileOverWindow(ctx context.Context, q requestProfileQuer
 	return rp, nil
 }
 
-// profilesBySelector asks one flame graph per selector in parallel and merges them; a selector
-// keyed "" goes straight under the root (no service level). It returns the first error besides.
-func (d *Datasource) profilesBySelector(ctx context.Context, q requestProfileQuery, selectors map[string]string, start, end time.Time) (*requestProfile, error) {
+// profilesBySelector asks one flame graph per selector in parallel, of trace traceID's samples
+// alone when it is set (trace_id_selector), and merges them; a selector keyed "" goes straight
+// under the root (no service level). It returns the errors besides, in selector order.
+func (d *Datasource) profilesBySelector(ctx context.Context, q requestProfileQuery, traceID string, selectors map[string]string, start, end time.Time) (*requestProfile, queryErrors) {
 	keys := sortedKeys(selectors)
 	results := make([]spanProfileResult, len(keys))
 	for i := range results {
@@ -240,24 +294,44 @@ func (d *Datasource) profilesBySelector(ctx context.Context, q requestProfileQue
 	}
 	fanOut(len(keys), func(i int) {
 		fg, err := d.pyroscope.MergedFlameGraph(ctx, pyroscope.FlameGraphQuery{
-			ProfileTypeID: q.ProfileTypeID, LabelSelector: selectors[keys[i]],
+			ProfileTypeID: q.ProfileTypeID, LabelSelector: selectors[keys[i]], TraceID: traceID,
 			Start: start, End: end, MaxNodes: q.MaxNodes,
 		})
 		results[i] = spanProfileResult{query: correlate.SpanProfileQuery{Service: keys[i]}, tree: flamegraph.FromPyroscope(fg), err: err}
 	})
 	rp := newRequestProfile(start, end)
-	var firstErr error
+	var errs queryErrors
 	for _, r := range results {
 		switch {
 		case r.err != nil:
-			firstErr = cmpOr(firstErr, r.err)
+			errs = append(errs, r.err)
 		case r.query.Service == "":
 			rp.Tree.Merge(r.tree) // services unknown without the trace: no service level
 		default:
 			rp.add(r.query.Service, r.tree)
 		}
 	}
-	return rp, firstErr
+	return rp, errs
+}
+
+// queryErrors are the failed calls of one fan-out.
+type queryErrors []error
+
+func (e queryErrors) first() error {
+	if len(e) == 0 {
+		return nil
+	}
+	return e[0]
+}
+
+// find returns the first error that is target, or nil.
+func (e queryErrors) find(target error) error {
+	for _, err := range e {
+		if errors.Is(err, target) {
+			return err
+		}
+	}
+	return nil
 }
 
 func spanMatchNotice(traceID string, plan correlate.TraceProfilePlan, spansWithSamples int, services map[string]*flamegraph.Node) string {

@@ -3,7 +3,6 @@ package plugin
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -17,11 +16,14 @@ import (
 	"github.com/grafana/pyroscope/api/gen/proto/go/querier/v1/querierv1connect"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/jaeger"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/pyroscope"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/pyroscope/pyroscopetest"
 )
 
 // spanPyroscope is a Pyroscope that knows span profiles: SelectMergeSpanProfile answers the
 // merged stacks of the asked span IDs, SelectMergeStacktraces the stacks of series whose selector
-// contains a key of bySelector. Each call waits delay, as a real server under load.
+// contains a key of bySelector, dropping trace_id_selector as Pyroscope 1.12 does. Each call
+// waits delay, as a real server under load.
 type spanPyroscope struct {
 	querierv1connect.UnimplementedQuerierServiceHandler
 	bySpan     map[string][]string // span ID → stacks "a;b;c value"
@@ -29,9 +31,10 @@ type spanPyroscope struct {
 	failFor    string              // a service_name whose span queries fail
 	delay      time.Duration
 
-	mu        sync.Mutex
-	spanCalls []*querierv1.SelectMergeSpanProfileRequest
-	mergeSels []string
+	mu         sync.Mutex
+	spanCalls  []*querierv1.SelectMergeSpanProfileRequest
+	mergeSels  []string
+	traceCalls []*querierv1.SelectMergeStacktracesRequest // those with trace_id_selector
 }
 
 func (f *spanPyroscope) SelectMergeSpanProfile(ctx context.Context, req *connect.Request[querierv1.SelectMergeSpanProfileRequest]) (*connect.Response[querierv1.SelectMergeSpanProfileResponse], error) {
@@ -52,6 +55,9 @@ func (f *spanPyroscope) SelectMergeSpanProfile(ctx context.Context, req *connect
 func (f *spanPyroscope) SelectMergeStacktraces(ctx context.Context, req *connect.Request[querierv1.SelectMergeStacktracesRequest]) (*connect.Response[querierv1.SelectMergeStacktracesResponse], error) {
 	f.mu.Lock()
 	f.mergeSels = append(f.mergeSels, req.Msg.LabelSelector)
+	if len(req.Msg.TraceIdSelector) > 0 {
+		f.traceCalls = append(f.traceCalls, req.Msg)
+	}
 	f.mu.Unlock()
 	time.Sleep(f.delay)
 	var stacks []string
@@ -63,71 +69,8 @@ func (f *spanPyroscope) SelectMergeStacktraces(ctx context.Context, req *connect
 	return connect.NewResponse(&querierv1.SelectMergeStacktracesResponse{Flamegraph: folded(stacks...)}), nil
 }
 
-// folded builds Pyroscope's level-encoded flame graph from folded stacks ("a;b;c 10"), children
-// in first-seen order, as the real server sends it.
-func folded(stacks ...string) *querierv1.FlameGraph {
-	type node struct {
-		name        string
-		total, self int64
-		kids        []*node
-	}
-	root := &node{name: "total"}
-	for _, st := range stacks {
-		path, val, _ := strings.Cut(st, " ")
-		var v int64
-		fmt.Sscan(val, &v)
-		n := root
-		n.total += v
-		for _, fn := range strings.Split(path, ";") {
-			i := slices.IndexFunc(n.kids, func(k *node) bool { return k.name == fn })
-			if i < 0 {
-				n.kids = append(n.kids, &node{name: fn})
-				i = len(n.kids) - 1
-			}
-			n = n.kids[i]
-			n.total += v
-		}
-		n.self += v
-	}
-	fg := &querierv1.FlameGraph{Total: root.total}
-	if len(stacks) == 0 {
-		return fg
-	}
-	names := map[string]int64{}
-	name := func(s string) int64 {
-		if i, ok := names[s]; ok {
-			return i
-		}
-		names[s] = int64(len(fg.Names))
-		fg.Names = append(fg.Names, s)
-		return names[s]
-	}
-	// Breadth first with absolute x positions: children start at their parent's x, one after
-	// the other (a parent's self time comes after them); each level stores x as the offset from
-	// the previous node's end on that level.
-	type placed struct {
-		n *node
-		x int64
-	}
-	level := []placed{{root, 0}}
-	for len(level) > 0 {
-		var vals []int64
-		var next []placed
-		end := int64(0)
-		for _, p := range level {
-			vals = append(vals, p.x-end, p.n.total, p.n.self, name(p.n.name))
-			end = p.x + p.n.total
-			x := p.x
-			for _, k := range p.n.kids {
-				next = append(next, placed{k, x})
-				x += k.total
-			}
-		}
-		fg.Levels = append(fg.Levels, &querierv1.Level{Values: vals})
-		level = next
-	}
-	return fg
-}
+// folded builds Pyroscope's level-encoded flame graph from folded stacks ("a;b;c 10").
+func folded(stacks ...string) *querierv1.FlameGraph { return pyroscopetest.FlameGraph(stacks...) }
 
 // demoLikeTrace is a request like the demo's: the backend's local root calls the detector and the
 // enrichment service, each a local root carrying pyroscope.profile.id.
@@ -167,10 +110,7 @@ func newTraceProfileBed(t *testing.T, pyro *spanPyroscope, jaegerDown bool) *tra
 
 // serveQuerier serves any Pyroscope querier implementation on a loopback server.
 func serveQuerier(t testing.TB, h querierv1connect.QuerierServiceHandler) string {
-	path, handler := querierv1connect.NewQuerierServiceHandler(h)
-	mux := http.NewServeMux()
-	mux.Handle(path, handler)
-	return serve(t, mux, nil).URL
+	return pyroscopetest.Serve(t, h)
 }
 
 func (b *traceProfileBed) query(t *testing.T, model string) backend.DataResponse {
@@ -290,8 +230,15 @@ func TestTraceProfileFallsBackToTheTraceIDLabel(t *testing.T) {
 	if n := notices(r.Frames[0]); !strings.Contains(n, "matched by the trace_id label instead") || !strings.Contains(n, "1 service(s) (ai-detector)") {
 		t.Errorf("notice = %s", n)
 	}
-	if len(pyro.mergeSels) != 3 {
-		t.Errorf("fallback asked %d selectors, want one per service: %v", len(pyro.mergeSels), pyro.mergeSels)
+	// One trace_id_selector query per service, all empty (this trace's samples are labelled, not
+	// tagged per sample), so no probe; then one trace_id label query per service.
+	if len(pyro.traceCalls) != 3 || len(pyro.mergeSels) != 6 {
+		t.Errorf("fallback asked %d trace_id_selector and %d selectors in all, want 3 and 6: %v", len(pyro.traceCalls), len(pyro.mergeSels), pyro.mergeSels)
+	}
+	for _, c := range pyro.traceCalls {
+		if c.TraceIdSelector[0] != "4bf92f3577b34da6a3ce929d0e0e4736" || strings.Contains(c.LabelSelector, "trace_id") {
+			t.Errorf("trace_id_selector call %s %v", c.LabelSelector, c.TraceIdSelector)
+		}
 	}
 }
 
@@ -321,9 +268,11 @@ func TestTraceProfileOfAllocationsUsesTheRequestsUploadPeriod(t *testing.T) {
 	if n := notices(r.Frames[0]); !strings.Contains(n, "[warning] No memory:alloc_objects:count:space:bytes sample carries the span or trace IDs") || !strings.Contains(n, "includes other requests") {
 		t.Errorf("notice = %s", n)
 	}
-	// span IDs, then trace_id per service, then the services over the request's period.
-	if len(pyro.spanCalls) != 3 || len(pyro.mergeSels) != 6 {
-		t.Errorf("%d span calls, selectors %v", len(pyro.spanCalls), pyro.mergeSels)
+	// span IDs; trace_id_selector per service, whose non-empty answer for ai-enrichment (this fake
+	// drops the field, as 1.12) is probed once and discarded; the trace_id label per service; then
+	// the services over the request's period.
+	if len(pyro.spanCalls) != 3 || len(pyro.traceCalls) != 4 || len(pyro.mergeSels) != 10 {
+		t.Errorf("%d span calls, %d trace_id_selector calls, selectors %v", len(pyro.spanCalls), len(pyro.traceCalls), pyro.mergeSels)
 	}
 }
 
@@ -344,7 +293,7 @@ func TestTraceProfileWhenJaegerIsDownUsesTheTraceIDLabelAndSaysWhy(t *testing.T)
 	// Nothing labelled either: the error names Jaeger and what was tried.
 	b = newTraceProfileBed(t, &spanPyroscope{}, true)
 	r = b.query(t, `{"queryType":"profile","traceId":"4bf92f3577b34da6a3ce929d0e0e4736"}`)
-	wantError(t, r, backend.ErrorSourceDownstream, "Jaeger (http://127.0.0.1:", "HTTP 503", `no profile sample in the panel's time range carries the label trace_id="4bf92f3577b34da6a3ce929d0e0e4736"`)
+	wantError(t, r, backend.ErrorSourceDownstream, "Jaeger (http://127.0.0.1:", "HTTP 503", `no profile sample in the panel's time range carries trace ID 4bf92f3577b34da6a3ce929d0e0e4736 (asked by trace_id_selector and by the label trace_id="4bf92f3577b34da6a3ce929d0e0e4736")`)
 }
 
 func TestTraceProfileOfAnUnknownTrace(t *testing.T) {
@@ -383,5 +332,146 @@ func TestSpanSelectorProfileAsksSpanProfilesOverAWiderWindow(t *testing.T) {
 	c := pyro.spanCalls[0]
 	if c.Start != 1_700_000_000_000-60_000 || c.End != 1_700_000_000_030+60_000 || c.SpanSelector[0] != "00f067aa0ba902b7" {
 		t.Errorf("asked %d–%d for %v", c.Start, c.End, c.SpanSelector)
+	}
+}
+
+// newVersionBed serves srv (a fake Pyroscope of one version) and a Jaeger holding the demo-like
+// trace; the services' samples are stamped at the trace's start.
+func newVersionBed(t *testing.T, srv *pyroscopetest.Server, jaegerDown bool) (*Datasource, jaeger.Trace) {
+	t.Helper()
+	tr := demoLikeTrace(time.Now().Add(-10 * time.Minute))
+	ds := newTestDatasource(t, map[string]any{
+		"pyroscopeUrl": pyroscopetest.Serve(t, srv),
+		"jaegerUrl":    newJaegerFake(t, &jaegerFake{Traces: []jaeger.Trace{tr}, Down: jaegerDown}, nil).URL,
+	}, nil)
+	return ds, tr
+}
+
+// sample is one stack of service, carrying traceID per sample (as 2.x stores otel-profiling-go's
+// trace_id) and no span ID, so no span-profile query can find it.
+func sample(service, traceID string, at time.Time, stack string, value int64) pyroscopetest.Sample {
+	return pyroscopetest.Sample{Series: map[string]string{"service_name": service}, TraceID: traceID, Time: at, Stack: stack, Value: value}
+}
+
+const otherTrace = "0af7651916cd43dd8448eb211c80319c"
+
+func TestTraceProfileOnPyroscope2MatchesByTraceIDSelectorWhenNoSpanHasSamples(t *testing.T) {
+	srv := &pyroscopetest.Server{Version: pyroscopetest.V2}
+	ds, tr := newVersionBed(t, srv, false)
+	at := tr.Spans[0].Start
+	srv.Add(
+		sample("ai-detector", tr.TraceID, at, "detect.py;infer", 70),
+		sample("nemotron-backend", tr.TraceID, at, "main.handleDetect;main.dbQuery", 30),
+		// Another request of the same services in the same seconds: not this trace's.
+		sample("ai-detector", otherTrace, at, "detect.py;warmup", 500),
+		// An older SDK's label: never needed once the selector found the trace.
+		pyroscopetest.Sample{Series: map[string]string{"service_name": "ai-enrichment", "trace_id": tr.TraceID}, Time: at, Stack: "legacy", Value: 9},
+	)
+	r := run(t, ds, query("A", `{"queryType":"profile","traceId":"4bf92f3577b34da6a3ce929d0e0e4736"}`)).Responses["A"]
+	if r.Error != nil {
+		t.Fatal(r.Error)
+	}
+	want := []string{"0 total 100", "1 ai-detector 70", "2 detect.py 70", "3 infer 70", "1 nemotron-backend 30", "2 main.handleDetect 30", "3 main.dbQuery 30"}
+	if got := rows(r.Frames[0]); !slices.Equal(got, want) {
+		t.Errorf("rows %v, want %v", got, want)
+	}
+	if n := notices(r.Frames[0]); !strings.Contains(n, "[info] No span of trace 4bf92f3577b34da6a3ce929d0e0e4736 has span-profile samples; matched by trace_id_selector (Pyroscope 2.x) instead") ||
+		!strings.Contains(n, "2 service(s) (ai-detector, nemotron-backend)") {
+		t.Errorf("notice = %s", n)
+	}
+	// Three span-profile calls, three trace_id_selector calls and one probe; no label query.
+	for _, c := range srv.Calls() {
+		if strings.Contains(c.LabelSelector, "trace_id") {
+			t.Errorf("asked the trace_id label although the selector found the trace: %s", c.LabelSelector)
+		}
+	}
+	if len(srv.SpanCalls()) != 3 || len(srv.TraceSelectorCalls()) != 4 {
+		t.Errorf("%d span calls, %d trace_id_selector calls", len(srv.SpanCalls()), len(srv.TraceSelectorCalls()))
+	}
+	if got := ds.pyroscope.TraceSelectorSupport(); got != pyroscope.TraceSelectorHonoured {
+		t.Errorf("support %v", got)
+	}
+}
+
+func TestTraceProfileOnPyroscope2WithJaegerDownMatchesA64BitIDBySelector(t *testing.T) {
+	srv := &pyroscopetest.Server{Version: pyroscopetest.V2}
+	ds, _ := newVersionBed(t, srv, true)
+	at := time.Now().Add(-20 * time.Minute)
+	srv.Add(sample("ai-detector", "0000000000000000a3ce929d0e0e4736", at, "detect.py;infer", 40),
+		sample("ai-detector", otherTrace, at, "detect.py;warmup", 500))
+	r := run(t, ds, query("A", `{"queryType":"profile","traceId":"A3CE929D0E0E4736"}`)).Responses["A"]
+	if r.Error != nil {
+		t.Fatal(r.Error)
+	}
+	if got := rows(r.Frames[0]); !slices.Equal(got, []string{"0 total 40", "1 detect.py 40", "2 infer 40"}) {
+		t.Errorf("rows %v", got)
+	}
+	if n := notices(r.Frames[0]); !strings.Contains(n, "[warning] Could not read the trace's spans (Jaeger (http://127.0.0.1:") ||
+		!strings.Contains(n, "matched the samples of trace 0000000000000000a3ce929d0e0e4736 by trace_id_selector (Pyroscope 2.x) in the panel's time range") {
+		t.Errorf("notice = %s", n)
+	}
+	// Services unknown: one query for all, the user's (empty) selector, over the panel's hour.
+	c := srv.TraceSelectorCalls()[0]
+	if c.LabelSelector != "{}" || c.TraceIdSelector[0] != "0000000000000000a3ce929d0e0e4736" || c.End-c.Start != time.Hour.Milliseconds() {
+		t.Errorf("asked %s %v over %d ms", c.LabelSelector, c.TraceIdSelector, c.End-c.Start)
+	}
+}
+
+func TestTraceProfileInDualModeUsesTheLabelForWindowsOfV1DataAndSaysSo(t *testing.T) {
+	// Everything older than a minute lies in the v1 storage: the trace's window reaches into it.
+	srv := &pyroscopetest.Server{Version: pyroscopetest.V2, V1Until: time.Now().Add(-time.Minute)}
+	ds, tr := newVersionBed(t, srv, false)
+	srv.Add(pyroscopetest.Sample{Series: map[string]string{"service_name": "ai-detector", "trace_id": tr.TraceID}, Time: tr.Spans[0].Start, Stack: "detect.py;infer", Value: 70})
+	r := run(t, ds, query("A", `{"queryType":"profile","traceId":"4bf92f3577b34da6a3ce929d0e0e4736"}`)).Responses["A"]
+	if r.Error != nil {
+		t.Fatal(r.Error)
+	}
+	if got := rows(r.Frames[0]); !slices.Equal(got, []string{"0 total 70", "1 ai-detector 70", "2 detect.py 70", "3 infer 70"}) {
+		t.Errorf("rows %v", got)
+	}
+	n := notices(r.Frames[0])
+	for _, part := range []string{
+		"[info] Pyroscope refused trace_id_selector for this time range, as Pyroscope 2.x in v1-v2 dual mode does where the range holds data of its v1 storage",
+		"(Pyroscope answered: trace_id_selector is only supported with the v2 query backend); so samples were matched by the trace_id label only.",
+		"matched by the trace_id label instead (older SDKs tag samples this way)",
+	} {
+		if !strings.Contains(n, part) {
+			t.Errorf("notices lack %q:\n%s", part, n)
+		}
+	}
+	if got := ds.pyroscope.TraceSelectorSupport(); got != pyroscope.TraceSelectorUnknown {
+		t.Errorf("a refused window settled the verdict: %v", got)
+	}
+}
+
+func TestTraceProfileOnPyroscope112NeverPassesTheUnfilteredProfileOffAsTheRequests(t *testing.T) {
+	srv := &pyroscopetest.Server{Version: pyroscopetest.V112}
+	ds, tr := newVersionBed(t, srv, false)
+	// Other requests' samples, in every service and at the trace's time: what 1.12 answers to
+	// any trace_id_selector.
+	for _, svc := range []string{"ai-detector", "ai-enrichment", "nemotron-backend"} {
+		srv.Add(sample(svc, "", tr.Spans[0].Start, "main.busy", 1000))
+	}
+	r := run(t, ds, query("A", `{"queryType":"profile","traceId":"4bf92f3577b34da6a3ce929d0e0e4736"}`)).Responses["A"]
+	if r.Error != nil {
+		t.Fatal(r.Error)
+	}
+	if r.Frames[0].Rows() != 0 {
+		t.Errorf("showed %v as the request's profile", rows(r.Frames[0]))
+	}
+	if n := notices(r.Frames[0]); !strings.Contains(n, `[warning] No profile samples for trace 4bf92f3577b34da6a3ce929d0e0e4736 yet`) ||
+		!strings.Contains(n, `no sample carries the label trace_id="4bf92f3577b34da6a3ce929d0e0e4736" (this Pyroscope ignores trace_id_selector, as 1.x does`) {
+		t.Errorf("notice = %s", n)
+	}
+	if got := ds.pyroscope.TraceSelectorSupport(); got != pyroscope.TraceSelectorIgnored {
+		t.Errorf("support %v", got)
+	}
+
+	// Known now: a trace that Jaeger lacks is asked by the label alone, and is an error naming both.
+	sent := len(srv.TraceSelectorCalls())
+	r = run(t, ds, query("A", `{"queryType":"profile","traceId":"00000000000000000000000000000abc"}`)).Responses["A"]
+	wantError(t, r, backend.ErrorSourceDownstream, "Jaeger", `carries the label trace_id="00000000000000000000000000000abc" (this Pyroscope ignores trace_id_selector`)
+	if n := len(srv.TraceSelectorCalls()) - sent; n != 0 {
+		t.Errorf("sent trace_id_selector %d more times to a server known to ignore it", n)
 	}
 }

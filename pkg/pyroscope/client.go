@@ -4,6 +4,7 @@ package pyroscope
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"time"
 
@@ -20,12 +21,15 @@ import (
 type Client struct {
 	url     string
 	querier querierv1connect.QuerierServiceClient
+	// traceSelector is what this server was seen to do with trace_id_selector; one Client per
+	// data source instance, so per URL and tenant, which is what the answer depends on.
+	traceSelector traceSelectorState
 }
 
 // New returns a client for the upstream's URL using hc (built by upstream.NewHTTPClient, which
 // adds auth and the X-Scope-OrgID tenant header).
 func New(u models.Upstream, hc *http.Client) *Client {
-	return &Client{url: u.URL, querier: querierv1connect.NewQuerierServiceClient(hc, u.URL)}
+	return &Client{url: u.URL, querier: querierv1connect.NewQuerierServiceClient(hc, u.URL), traceSelector: newTraceSelectorState()}
 }
 
 // ProfileType is one profile type the server has data for.
@@ -58,8 +62,11 @@ type FlameGraphQuery struct {
 	LabelSelector string
 	// SpanSelector keeps only the samples of these span IDs (16 hex digits each).
 	SpanSelector []string
-	Start, End   time.Time
-	MaxNodes     int64
+	// TraceID keeps only the samples of this trace (16 or 32 hex digits), by trace_id_selector:
+	// see traceFlameGraph. It excludes SpanSelector, as Pyroscope 2.x refuses both at once.
+	TraceID    string
+	Start, End time.Time
+	MaxNodes   int64
 }
 
 // FlameGraph is Pyroscope's level-encoded flame graph: Levels[i] holds 4 numbers per node
@@ -74,26 +81,42 @@ type FlameGraph struct {
 // MergedFlameGraph merges every sample matching q into one flame graph.
 //
 // With a span selector it asks SelectMergeSpanProfile: Pyroscope 1.12 ignores the span selector
-// of SelectMergeStacktraces and would answer with the unfiltered profile (INTEROP.md §3).
+// of SelectMergeStacktraces and would answer with the unfiltered profile (INTEROP.md §3). With a
+// trace ID it asks SelectMergeStacktraces with trace_id_selector, and fails with
+// ErrTraceSelectorIgnored or ErrTraceSelectorRefused where the server cannot filter by it.
 func (c *Client) MergedFlameGraph(ctx context.Context, q FlameGraphQuery) (*FlameGraph, error) {
-	if len(q.SpanSelector) > 0 {
+	switch {
+	case q.TraceID != "" && len(q.SpanSelector) > 0:
+		return nil, errSpanAndTraceSelector
+	case q.TraceID != "":
+		return c.traceFlameGraph(ctx, q)
+	case len(q.SpanSelector) > 0:
 		return c.spanFlameGraph(ctx, q)
 	}
-	return c.mergedFlameGraph(ctx, q)
+	return c.mergedFlameGraph(ctx, q, "")
 }
 
-func (c *Client) mergedFlameGraph(ctx context.Context, q FlameGraphQuery) (fg *FlameGraph, err error) {
+var errSpanAndTraceSelector = errors.New("a span selector and a trace ID cannot be asked together: Pyroscope 2.x refuses span_selector with trace_id_selector")
+
+// mergedFlameGraph asks SelectMergeStacktraces, with trace_id_selector when traceID is set (32
+// hex digits).
+func (c *Client) mergedFlameGraph(ctx context.Context, q FlameGraphQuery, traceID string) (fg *FlameGraph, err error) {
 	ctx, span := upstream.StartSpan(ctx, models.Pyroscope, "SelectMergeStacktraces",
-		attribute.String("profile_type", q.ProfileTypeID), attribute.String("label_selector", q.LabelSelector))
+		attribute.String("profile_type", q.ProfileTypeID), attribute.String("label_selector", q.LabelSelector),
+		attribute.Bool("trace_id_selector", traceID != ""))
 	defer func() { err = upstream.EndSpan(span, c.wrap(err)) }()
 	maxNodes := q.MaxNodes
-	res, err := c.querier.SelectMergeStacktraces(ctx, connect.NewRequest(&querierv1.SelectMergeStacktracesRequest{
+	req := &querierv1.SelectMergeStacktracesRequest{
 		ProfileTypeID: q.ProfileTypeID,
 		LabelSelector: q.LabelSelector,
 		Start:         q.Start.UnixMilli(),
 		End:           q.End.UnixMilli(),
 		MaxNodes:      &maxNodes,
-	}))
+	}
+	if traceID != "" {
+		req.TraceIdSelector = []string{traceID}
+	}
+	res, err := c.querier.SelectMergeStacktraces(ctx, connect.NewRequest(req))
 	if err != nil {
 		return nil, err
 	}
