@@ -24,6 +24,7 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/data"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/internal/pluginhost"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/frames"
 )
 
 func main() {
@@ -168,7 +169,7 @@ func printFlameGraph(f *data.Frame, rows int) {
 		unit = value.Config.Unit
 	}
 	fmt.Printf("flame graph %q: %d nodes, unit %s\n", f.Name, f.Rows(), unit)
-	if f.Rows() == 0 {
+	if !frames.FlameGraphHasSamples(f) {
 		fmt.Println("  (no samples in this range)")
 		return
 	}

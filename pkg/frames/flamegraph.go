@@ -16,7 +16,7 @@ const FlameGraphFrameName = "response"
 
 // FlameGraph turns Pyroscope's level encoding into the nested-set frame Grafana's flame graph
 // panel reads: fields level, value, self, label (an enum), one row per node in depth-first order.
-// A nil or empty graph gives the same frame with no rows.
+// A nil or empty graph gives the empty answer (see emptyRoot).
 func FlameGraph(fg *pyroscope.FlameGraph, profileTypeID string) *data.Frame {
 	if fg == nil || len(fg.Levels) == 0 {
 		return FlameGraphTree(FlameGraphFrameName, nil, profileTypeID)
@@ -24,7 +24,8 @@ func FlameGraph(fg *pyroscope.FlameGraph, profileTypeID string) *data.Frame {
 	return FlameGraphTree(FlameGraphFrameName, flamegraph.FromPyroscope(fg), profileTypeID)
 }
 
-// FlameGraphTree is FlameGraph for a tree (a merged or service-level graph); nil gives no rows.
+// FlameGraphTree is FlameGraph for a tree (a merged or service-level graph); a nil or empty tree
+// gives the empty answer.
 func FlameGraphTree(name string, root *flamegraph.Node, profileTypeID string) *data.Frame {
 	return nestedSet(name, root, profileTypeID, false)
 }
@@ -38,12 +39,25 @@ func DiffFlameGraph(root *flamegraph.Node, profileTypeID string) *data.Frame {
 	return nestedSet(FlameGraphFrameName, root, profileTypeID, true)
 }
 
+// emptyRootName labels the one row of an empty answer, as Pyroscope names its root.
+const emptyRootName = "total"
+
 func nestedSet(name string, root *flamegraph.Node, profileTypeID string, diff bool) *data.Frame {
 	unit := ProfileUnit(profileTypeID)
 	var levels, values, selfs, valuesRight, selfsRight []int64
 	var labels []data.EnumItemIndex
 	enum := newEnum()
-	if root != nil && !root.Empty() {
+	if root == nil || root.Empty() {
+		// The empty answer is one root row of 0 samples, as Pyroscope answers an empty range and
+		// Grafana's Pyroscope data source passes it on. @grafana/flamegraph cannot read a frame
+		// without rows (building its levels throws, the panel shows "An unexpected error
+		// happened"), and without the frame the panel says "Data is missing fields" and the
+		// notices saying why are lost. This way it draws an empty graph, "0 samples", with them.
+		levels, values, selfs, labels = []int64{0}, []int64{0}, []int64{0}, []data.EnumItemIndex{enum.index(emptyRootName)}
+		if diff {
+			valuesRight, selfsRight = []int64{0}, []int64{0}
+		}
+	} else {
 		n := root.Count()
 		levels, values, selfs, labels = make([]int64, 0, n), make([]int64, 0, n), make([]int64, 0, n), make([]data.EnumItemIndex, 0, n)
 		if diff {
@@ -76,6 +90,22 @@ func nestedSet(name string, root *flamegraph.Node, profileTypeID string, diff bo
 	}
 	frame.Meta = &data.FrameMeta{PreferredVisualization: data.VisTypeFlameGraph}
 	return frame
+}
+
+// FlameGraphHasSamples says whether a flame graph frame holds samples: the empty answer is
+// one root row whose value (and, in a diff, valueRight) is 0.
+func FlameGraphHasSamples(f *data.Frame) bool {
+	if f == nil || f.Rows() == 0 {
+		return false
+	}
+	for _, name := range []string{"value", "valueRight"} {
+		if field, _ := f.FieldByName(name); field != nil && field.Len() > 0 {
+			if v, ok := field.At(0).(int64); ok && v != 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // nonNil keeps empty fields typed and serialised as [] rather than null.

@@ -83,12 +83,25 @@ func TestFlameGraphFrameMetaAndUnits(t *testing.T) {
 	}
 }
 
-func TestEmptyFlameGraphKeepsNameAndMeta(t *testing.T) {
+// An empty answer is one root row of 0 samples: @grafana/flamegraph throws on a frame without
+// rows (src/__grafana__ shows it), and draws this one as an empty graph with "0 samples".
+func TestEmptyFlameGraphIsOneRootOfNoSamples(t *testing.T) {
 	for _, fg := range []*pyroscope.FlameGraph{nil, {}} {
 		f := FlameGraph(fg, "memory:alloc_space:bytes:space:bytes")
-		if f.Rows() != 0 || f.Name != "response" || f.Meta.PreferredVisualization != data.VisTypeFlameGraph || len(f.Fields) != 4 {
+		if f.Rows() != 1 || f.Name != "response" || f.Meta.PreferredVisualization != data.VisTypeFlameGraph || len(f.Fields) != 4 ||
+			f.Fields[0].At(0) != int64(0) || f.Fields[1].At(0) != int64(0) || f.Fields[2].At(0) != int64(0) {
 			t.Errorf("empty frame = %+v", f)
 		}
+		if FlameGraphHasSamples(f) {
+			t.Errorf("the empty answer counts as having samples")
+		}
+	}
+	diff := DiffFlameGraph(nil, "process_cpu:cpu:nanoseconds:cpu:nanoseconds")
+	if diff.Rows() != 1 || len(diff.Fields) != 6 || diff.Fields[4].At(0) != int64(0) || FlameGraphHasSamples(diff) {
+		t.Errorf("empty diff frame = %+v", diff)
+	}
+	if !FlameGraphHasSamples(FlameGraph(sample, "process_cpu:cpu:nanoseconds:cpu:nanoseconds")) {
+		t.Errorf("a graph of 100 samples counts as empty")
 	}
 	checkGolden(t, "flamegraph_empty", FlameGraph(nil, "memory:alloc_space:bytes:space:bytes"))
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/hsi-profiling/hsi-profiling-datasource/internal/faultproxy"
 	"github.com/hsi-profiling/hsi-profiling-datasource/internal/pluginhost"
 	"github.com/hsi-profiling/hsi-profiling-datasource/internal/testbed"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/frames"
 )
 
 const cpu = "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
@@ -147,7 +148,7 @@ func decode(r *pluginv2.DataResponse) answer {
 // has says whether part p is in the answer: the frame with rows, and the field with a value.
 func (a answer) has(p part) bool {
 	for _, f := range a.frames {
-		if f.Name != p.frame || f.Rows() == 0 {
+		if f.Name != p.frame || !hasData(f) {
 			continue
 		}
 		if p.field == "" {
@@ -163,6 +164,15 @@ func (a answer) has(p part) bool {
 	return false
 }
 
+// hasData says whether a frame holds data: rows, or samples for a flame graph (whose empty
+// answer is one root row of 0 samples).
+func hasData(f *data.Frame) bool {
+	if f.Meta != nil && f.Meta.PreferredVisualization == data.VisTypeFlameGraph {
+		return frames.FlameGraphHasSamples(f)
+	}
+	return f.Rows() > 0
+}
+
 // unaffected says whether a is still what base was: the same error, and every frame that had
 // rows still has them (the bed's data grows, so more rows are fine).
 func (a answer) unaffected(base answer) bool {
@@ -170,7 +180,7 @@ func (a answer) unaffected(base answer) bool {
 		return false
 	}
 	for _, f := range base.frames {
-		if f.Rows() > 0 && !a.has(part{frame: f.Name}) {
+		if hasData(f) && !a.has(part{frame: f.Name}) {
 			return false
 		}
 	}
@@ -182,7 +192,7 @@ func (a answer) shape() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "error %q;", a.err)
 	for _, f := range a.frames {
-		fmt.Fprintf(&b, " %s(%v)", f.Name, f.Rows() > 0)
+		fmt.Fprintf(&b, " %s(%v)", f.Name, hasData(f))
 	}
 	return b.String()
 }
