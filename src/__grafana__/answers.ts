@@ -1,0 +1,17 @@
+import type { BackendDataSourceResponse } from '@grafana/runtime';
+
+/** The answers test/frames writes: each one a query and what the plugin binary answered. */
+export const ANSWERS = ['service', 'span', 'request', 'diff', 'empty'] as const;
+export type AnswerName = (typeof ANSWERS)[number];
+
+export interface Fixture {
+  query: Record<string, unknown>;
+  from: number;
+  to: number;
+  traceId?: string;
+  spanId?: string;
+  /** The services of the request's spans, as Jaeger lists them. */
+  traceServices?: string[];
+  /** The answer as Grafana's server sends it to the frontend (/api/ds/query). */
+  response: BackendDataSourceResponse;
+}

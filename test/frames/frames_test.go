@@ -1,0 +1,250 @@
+//go:build integration
+
+// Package frames asks the plugin binary, as Grafana runs it and against the test bed's real
+// servers, for the profile answers users open in Grafana's flame graph, and writes each answer as
+// the JSON Grafana's server sends its frontend (/api/ds/query: {"results": {refId: {"frames":
+// [{schema, data}]}}}). The frontend tests (npm run test:grafana, npm run test:browser) read them
+// with Grafana's own code: @grafana/runtime's toDataQueryResponse and @grafana/flamegraph.
+package frames
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/grafana/grafana-plugin-sdk-go/backend"
+	"github.com/grafana/grafana-plugin-sdk-go/data"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/internal/pluginhost"
+	"github.com/hsi-profiling/hsi-profiling-datasource/internal/testbed"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/jaeger"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
+)
+
+var (
+	bed    testbed.Endpoints
+	binary string
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(testbed.MainWithPlugin(m, &bed, testbed.PluginBuild{Path: &binary}))
+}
+
+const (
+	cpuType     = "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
+	demoBackend = "nemotron-backend"
+	// framesDirEnv names the folder the fixtures are written to; the frontend tests read the same.
+	framesDirEnv = "HSI_FRAMES_DIR"
+)
+
+// fixture is one file: the query as a panel stores it, what the test knows about the request
+// from Jaeger itself, and the plugin's answer as Grafana's server hands it to the frontend.
+type fixture struct {
+	Query    map[string]any  `json:"query"`
+	From     int64           `json:"from"`
+	To       int64           `json:"to"`
+	TraceID  string          `json:"traceId,omitempty"`
+	SpanID   string          `json:"spanId,omitempty"`
+	Services []string        `json:"traceServices,omitempty"`
+	Response json.RawMessage `json:"response"`
+}
+
+func framesDir(t *testing.T) string {
+	if dir := os.Getenv(framesDirEnv); dir != "" {
+		return dir
+	}
+	root, err := testbed.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(root, ".testbed", "frames")
+}
+
+func TestWriteTheFlameGraphsGrafanaReads(t *testing.T) {
+	dir := framesDir(t)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// A fixture of an earlier run must not pass for this one's.
+	old, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+	for _, f := range old {
+		if err := os.Remove(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h, err := pluginhost.Start(binary, pluginhost.DataSource{UID: "hsi-frames", Name: "HSI Profiling", JSONData: map[string]any{
+		"pyroscopeUrl": bed.PyroscopeURL, "prometheusUrl": bed.PrometheusURL, "jaegerUrl": bed.JaegerURL,
+	}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+
+	write := func(name string, f fixture, res *backend.QueryDataResponse) {
+		t.Helper()
+		raw, err := json.Marshal(res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Response = raw
+		out, err := json.MarshalIndent(f, "", " ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name+".json"), out, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	now := time.Now()
+	service := map[string]any{"queryType": "profile", "profileTypeId": cpuType, "labelSelector": `{service_name="` + demoBackend + `"}`}
+	res := query(t, ctx, h, service, now.Add(-15*time.Minute), now)
+	if rows := flameRows(t, res); rows < 2 {
+		t.Fatalf("the backend's profile over 15 min has %d rows", rows)
+	}
+	write("service", fixture{Query: service, From: now.Add(-15 * time.Minute).UnixMilli(), To: now.UnixMilli()}, res)
+
+	traceID, res, from, to := profiledRequest(t, ctx, h)
+	request := map[string]any{"queryType": "profile", "profileTypeId": cpuType, "traceId": traceID, "perService": true}
+	tr, err := jaeger.New(models.Upstream{Name: "Jaeger", URL: bed.JaegerURL}, http.DefaultClient).Trace(ctx, traceID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var services []string
+	var root jaeger.Span
+	for _, s := range tr.Spans {
+		if !slices.Contains(services, s.Service) {
+			services = append(services, s.Service)
+		}
+		if s.Service == demoBackend && s.ParentSpanID == "" {
+			root = s
+		}
+	}
+	slices.Sort(services)
+	if root.SpanID == "" {
+		t.Fatalf("trace %s has no root span of %s", traceID, demoBackend)
+	}
+	write("request", fixture{Query: request, From: from.UnixMilli(), To: to.UnixMilli(), TraceID: traceID, Services: services}, res)
+
+	// Exactly what Grafana's trace view asks for its embedded span flame graph: the span ±30 s.
+	span := map[string]any{"queryType": "profile", "profileTypeId": cpuType, "labelSelector": `{service_name="` + demoBackend + `"}`,
+		"groupBy": []string{}, "spanSelector": []string{root.SpanID}}
+	from, to = root.Start.Add(-30*time.Second), root.Start.Add(root.Duration+30*time.Second)
+	res = query(t, ctx, h, span, from, to)
+	if rows := flameRows(t, res); rows < 2 {
+		t.Fatalf("the span profile of %s has %d rows", root.SpanID, rows)
+	}
+	write("span", fixture{Query: span, From: from.UnixMilli(), To: to.UnixMilli(), TraceID: traceID, SpanID: root.SpanID}, res)
+
+	now = time.Now()
+	diff := map[string]any{"queryType": "diff", "profileTypeId": cpuType, "labelSelector": `{service_name="` + demoBackend + `"}`,
+		"baseline": map[string]any{"from": "now-15m", "to": "now"}, "comparison": map[string]any{"traceId": traceID}}
+	res = query(t, ctx, h, diff, now.Add(-15*time.Minute), now)
+	if names := frameNames(t, res); !slices.Equal(names, []string{"response", "diff summary"}) {
+		t.Fatalf("diff frames %v, want the flame graph and its summary", names)
+	}
+	write("diff", fixture{Query: diff, From: now.Add(-15 * time.Minute).UnixMilli(), To: now.UnixMilli(), TraceID: traceID}, res)
+
+	// A service that never pushed a profile: the empty answer a panel gets for a typo.
+	empty := map[string]any{"queryType": "profile", "profileTypeId": cpuType, "labelSelector": `{service_name="no-such-service"}`}
+	res = query(t, ctx, h, empty, now.Add(-15*time.Minute), now)
+	if rows := flameRows(t, res); rows != 1 || res.Responses["A"].Frames[0].Fields[1].At(0) != int64(0) {
+		t.Fatalf("a service without profiles has %d rows; want the empty answer, one root row of 0 samples", rows)
+	}
+	write("empty", fixture{Query: empty, From: now.Add(-15 * time.Minute).UnixMilli(), To: now.UnixMilli()}, res)
+	t.Logf("frames for the frontend tests written to %s", dir)
+}
+
+// query sends one query as refId A and fails the test on a transport or query error.
+func query(t *testing.T, ctx context.Context, h *pluginhost.Host, model map[string]any, from, to time.Time) *backend.QueryDataResponse {
+	t.Helper()
+	proto, err := h.QueryData(ctx, pluginhost.Query{RefID: "A", JSON: model, From: from, To: to})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Grafana's server decodes the plugin's Arrow frames this way before it writes them as JSON.
+	res, err := backend.FromProto().QueryDataResponse(proto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := res.Responses["A"]; a.Error != nil {
+		t.Fatalf("%v: %v", model, a.Error)
+	}
+	return res
+}
+
+func frameNames(t *testing.T, res *backend.QueryDataResponse) []string {
+	var names []string
+	for _, f := range res.Responses["A"].Frames {
+		names = append(names, f.Name)
+	}
+	return names
+}
+
+// flameRows is the row count of the answer's flame graph frame.
+func flameRows(t *testing.T, res *backend.QueryDataResponse) int {
+	t.Helper()
+	frames := res.Responses["A"].Frames
+	if len(frames) == 0 || frames[0].Name != "response" || frames[0].Meta == nil || frames[0].Meta.PreferredVisualization != data.VisTypeFlameGraph {
+		t.Fatalf("the answer's first frame is not a flame graph: %v", frameNames(t, res))
+	}
+	return frames[0].Rows()
+}
+
+// profiledRequest makes a request slow in the backend's database step and waits until its
+// whole-request profile has every service's samples matched by span ID: spans reach Jaeger within
+// a second, profiles Pyroscope at the demo's next upload (2 s). Sampling is statistical (100 Hz),
+// so a request whose short service calls got no sample is replaced, at most three in all.
+func profiledRequest(t *testing.T, ctx context.Context, h *pluginhost.Host) (string, *backend.QueryDataResponse, time.Time, time.Time) {
+	t.Helper()
+	var last string
+	for range 3 {
+		res, err := http.Get(bed.DemoURL + "/api/detect?slow=db")
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		id := res.Header.Get("X-Trace-Id")
+		if len(id) != 32 {
+			t.Fatalf("demo answered %s with trace ID %q", res.Status, id)
+		}
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(time.Second) {
+			to := time.Now()
+			from := to.Add(-time.Minute)
+			proto, err := h.QueryData(ctx, pluginhost.Query{RefID: "A", From: from, To: to,
+				JSON: map[string]any{"queryType": "profile", "profileTypeId": cpuType, "traceId": id, "perService": true}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			qr, err := backend.FromProto().QueryDataResponse(proto)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := qr.Responses["A"]
+			if a.Error != nil {
+				last = a.Error.Error()
+				continue
+			}
+			notice := ""
+			if f := a.Frames[0]; f.Meta != nil && len(f.Meta.Notices) > 0 {
+				notice = f.Meta.Notices[0].Text
+			}
+			// The merged graph and one frame per service of the demo.
+			if strings.Contains(notice, "matched by span ID") && strings.Contains(notice, "in 3 of 3 service(s)") && len(a.Frames) == 4 {
+				return id, qr, from, to
+			}
+			last = fmt.Sprintf("%d frames, notice %q", len(a.Frames), notice)
+		}
+	}
+	t.Fatalf("no request got samples in all three services: %s", last)
+	return "", nil, time.Time{}, time.Time{}
+}
