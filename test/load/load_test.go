@@ -123,7 +123,14 @@ func TestLoadDashboardsThroughOneProcess(t *testing.T) {
 	// Warm-up: each request once, alone. Pools, caches and NVML's first try start here, so the
 	// baseline is the process ready to serve, and a request that fails even alone says so.
 	for _, c := range calls {
-		switch r := p.do(ctx, c, true); r.outcome {
+		r := p.do(ctx, c, true)
+		// The bed's Pyroscope fails now and then on its own ("canceled: stream error") on a busy
+		// machine: a request failed by an upstream is asked again, twice at most, and logged.
+		for try := 1; r.outcome == byUpstream && try <= 2; try++ {
+			t.Logf("warm-up: %s: an upstream failed on its own, asked again: %s", c.name, r.detail)
+			r = p.do(ctx, c, true)
+		}
+		switch r.outcome {
 		case failed, byUpstream:
 			t.Errorf("warm-up: %s: %s", c.name, r.detail)
 		case warned:
