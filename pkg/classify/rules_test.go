@@ -24,7 +24,7 @@ func TestProvisionedRulesAreTheDefaultsRendered(t *testing.T) {
 		t.Fatal(err)
 	}
 	if want := RulesYAML(DefaultThresholds()); string(got) != want {
-		t.Errorf("%s differs from RulesYAML(DefaultThresholds()); regenerate it with\n  go run ./pkg/classify/rulegen > %s",
+		t.Errorf("%s differs from RulesYAML(DefaultThresholds()); regenerate it with\n  go run ./cmd/hsi-rulegen > %s",
 			rulesFile, strings.TrimPrefix(rulesFile, "../../"))
 	}
 }

@@ -63,7 +63,7 @@ func answerGPUClass(ctx context.Context, src gpuFigureSource, q backend.DataQuer
 		notices = append(notices, fmt.Sprintf("step raised from the panel's %s to minStep %s: shorter steps would repeat the same DCGM samples (set minStep in the query to change it)", q.Interval, step))
 	}
 	if len(cs.Changed) > 0 {
-		notices = append(notices, fmt.Sprintf("thresholds differ from the defaults (%s): the provisioned recording rules (provisioning/prometheus/rules/gpu-classification.yml) use the defaults; render matching rules with `go run ./pkg/classify/rulegen -settings jsonData.json`",
+		notices = append(notices, fmt.Sprintf("thresholds differ from the defaults (%s): the provisioned recording rules (provisioning/prometheus/rules/gpu-classification.yml) use the defaults; render matching rules with `go run ./cmd/hsi-rulegen -settings jsonData.json`",
 			strings.Join(cs.Changed, ", ")))
 	}
 

@@ -221,7 +221,7 @@ func TestGPUClassQueryNeedsTheClockHistoryForSustainedThrottling(t *testing.T) {
 	if len(r.Frames) != 1 || r.Frames[0].Fields[1].At(0) != "balanced" {
 		t.Errorf("frames %d, first class %v: an hour-long window no longer holds the 1590 MHz maximum", len(r.Frames), r.Frames[0].Fields[1].At(0))
 	}
-	if n := noticeTexts(r.Frames[0]); !strings.Contains(n, "thresholds differ from the defaults (clockMaxWindow)") || !strings.Contains(n, "go run ./pkg/classify/rulegen") {
+	if n := noticeTexts(r.Frames[0]); !strings.Contains(n, "thresholds differ from the defaults (clockMaxWindow)") || !strings.Contains(n, "go run ./cmd/hsi-rulegen") {
 		t.Errorf("notices:\n%s", n)
 	}
 }

@@ -1,8 +1,8 @@
-// Command rulegen renders the GPU classification recording rules for a data source's settings,
+// Command hsi-rulegen renders the GPU classification recording rules for a data source's settings,
 // so Prometheus classifies with the same thresholds as the plugin:
 //
-//	go run ./pkg/classify/rulegen                            # the defaults (the provisioned file)
-//	go run ./pkg/classify/rulegen -settings jsonData.json    # the thresholds in a jsonData file
+//	go run ./cmd/hsi-rulegen                            # the defaults (the provisioned file)
+//	go run ./cmd/hsi-rulegen -settings jsonData.json    # the thresholds in a jsonData file
 //
 // The settings file is the data source's jsonData object (gpuThresholds, pcieGeneration,
 // pcieWidth are read; other keys are ignored).
@@ -24,7 +24,7 @@ func main() {
 	flag.Parse()
 	th, err := thresholds(*settingsPath)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "rulegen:", err)
+		fmt.Fprintln(os.Stderr, "hsi-rulegen:", err)
 		os.Exit(1)
 	}
 	fmt.Print(classify.RulesYAML(th))
