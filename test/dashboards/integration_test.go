@@ -25,27 +25,31 @@ var bed testbed.Endpoints
 
 func TestMain(m *testing.M) { os.Exit(testbed.MainForTests(m, &bed)) }
 
-// slowRequest sends the demo a request slow in its database step and waits until its spans are
-// in Jaeger and its span profiles in Pyroscope, as a user would pick it from the slow traces.
+// slowRequest is a demo request slow in its database step whose whole-request profile the plugin
+// answers from span profiles (testbed.SlowRequest), as a user picks it from the slow traces.
 func slowRequest(t *testing.T, ds *plugin.Datasource) string {
 	t.Helper()
-	res, err := http.Get(bed.DemoURL + "/api/detect?slow=db")
+	notice := func(ctx context.Context, traceID string) (string, error) {
+		q := backend.DataQuery{RefID: "A", QueryType: "profile", JSON: json.RawMessage(fmt.Sprintf(`{"queryType":"profile","traceId":%q}`, traceID)),
+			TimeRange: backend.TimeRange{From: time.Now().Add(-time.Hour), To: time.Now()}}
+		r, err := ds.QueryData(ctx, &backend.QueryDataRequest{Queries: []backend.DataQuery{q}})
+		if err != nil {
+			return "", err
+		}
+		a := r.Responses["A"]
+		if a.Error != nil {
+			return "", a.Error
+		}
+		if len(a.Frames) == 0 || a.Frames[0].Meta == nil || len(a.Frames[0].Meta.Notices) == 0 {
+			return "", fmt.Errorf("a whole-request profile without notices")
+		}
+		return a.Frames[0].Meta.Notices[0].Text, nil
+	}
+	traceID, err := testbed.SlowRequest(t.Context(), bed, notice)
 	if err != nil {
 		t.Fatal(err)
 	}
-	res.Body.Close()
-	id := res.Header.Get("X-Trace-Id")
-	q := backend.DataQuery{RefID: "A", QueryType: "profile", JSON: json.RawMessage(fmt.Sprintf(`{"queryType":"profile","traceId":%q}`, id)),
-		TimeRange: backend.TimeRange{From: time.Now().Add(-time.Hour), To: time.Now()}}
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(time.Second) {
-		r, err := ds.QueryData(context.Background(), &backend.QueryDataRequest{Queries: []backend.DataQuery{q}})
-		if err == nil && r.Responses["A"].Error == nil && len(r.Responses["A"].Frames[0].Meta.Notices) > 0 &&
-			strings.Contains(r.Responses["A"].Frames[0].Meta.Notices[0].Text, "matched by span ID") {
-			return id
-		}
-	}
-	t.Fatalf("trace %s never got its span profiles", id)
-	return ""
+	return traceID
 }
 
 func TestRealEveryDashboardPanelAnswers(t *testing.T) {

@@ -19,7 +19,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -199,17 +198,11 @@ func ctxFor(t *testing.T, d time.Duration) context.Context {
 	return ctx
 }
 
-// slowRequest sends the demo a request slow in its database step and returns its trace ID and
-// the span IDs of its nemotron-backend spans once Jaeger has them and Pyroscope has their span
-// profiles, as a user picks a slow request from the dashboard.
+// slowRequest is a demo request slow in its database step whose whole-request profile the plugin
+// answers from span profiles (testbed.SlowRequest), as a user picks a slow request from the
+// dashboard, and the span IDs of its nemotron-backend spans.
 func slowRequest(t *testing.T) (traceID string, spanIDs []string) {
 	t.Helper()
-	res, err := http.Get(bed.DemoURL + "/api/detect?slow=db")
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
-	traceID = res.Header.Get("X-Trace-Id")
 	h, err := pluginhost.Start(binary, pluginhost.DataSource{UID: "hsi-direct", JSONData: map[string]any{
 		"pyroscopeUrl": bed.PyroscopeURL, "prometheusUrl": bed.PrometheusURL, "jaegerUrl": bed.JaegerURL,
 	}}, nil)
@@ -217,22 +210,8 @@ func slowRequest(t *testing.T) (traceID string, spanIDs []string) {
 		t.Fatal(err)
 	}
 	defer h.Stop()
-	var last string
-	for deadline := time.Now().Add(45 * time.Second); ; time.Sleep(time.Second) {
-		if time.Now().After(deadline) {
-			t.Fatalf("trace %s never got all its services' span profiles: %s", traceID, last)
-		}
-		now := time.Now()
-		qr, err := h.QueryData(ctxFor(t, time.Minute), pluginhost.Query{RefID: "A", From: now.Add(-time.Hour), To: now,
-			JSON: map[string]any{"queryType": "profile", "traceId": traceID}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		// Every service's span profile is in: "... in 3 of 3 service(s)".
-		last = decode(qr.Responses["A"]).text
-		if m := allServices.FindStringSubmatch(last); m != nil && m[1] == m[2] {
-			break
-		}
+	if traceID, err = testbed.SlowRequest(t.Context(), bed, testbed.HostNotice(h)); err != nil {
+		t.Fatal(err)
 	}
 	var trace struct {
 		Data []struct {
@@ -243,7 +222,7 @@ func slowRequest(t *testing.T) (traceID string, spanIDs []string) {
 			Processes map[string]struct{ ServiceName string } `json:"processes"`
 		} `json:"data"`
 	}
-	res, err = http.Get(bed.JaegerURL + "/api/traces/" + traceID)
+	res, err := http.Get(bed.JaegerURL + "/api/traces/" + traceID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,5 +240,3 @@ func slowRequest(t *testing.T) (traceID string, spanIDs []string) {
 	}
 	return traceID, spanIDs
 }
-
-var allServices = regexp.MustCompile(`matched by span ID: .* in (\d+) of (\d+) service`)

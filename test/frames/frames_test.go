@@ -10,12 +10,10 @@ package frames
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -200,51 +198,21 @@ func flameRows(t *testing.T, res *backend.QueryDataResponse) int {
 	return frames[0].Rows()
 }
 
-// profiledRequest makes a request slow in the backend's database step and waits until its
-// whole-request profile has every service's samples matched by span ID: spans reach Jaeger within
-// a second, profiles Pyroscope at the demo's next upload (2 s). Sampling is statistical (100 Hz),
-// so a request whose short service calls got no sample is replaced, at most three in all.
+// profiledRequest is a demo request slow in its database step whose whole-request profile the
+// plugin answers from span profiles of every service (testbed.SlowRequest), and that profile with
+// one frame per service, over the last minute.
 func profiledRequest(t *testing.T, ctx context.Context, h *pluginhost.Host) (string, *backend.QueryDataResponse, time.Time, time.Time) {
 	t.Helper()
-	var last string
-	for range 3 {
-		res, err := http.Get(bed.DemoURL + "/api/detect?slow=db")
-		if err != nil {
-			t.Fatal(err)
-		}
-		res.Body.Close()
-		id := res.Header.Get("X-Trace-Id")
-		if len(id) != 32 {
-			t.Fatalf("demo answered %s with trace ID %q", res.Status, id)
-		}
-		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(time.Second) {
-			to := time.Now()
-			from := to.Add(-time.Minute)
-			proto, err := h.QueryData(ctx, pluginhost.Query{RefID: "A", From: from, To: to,
-				JSON: map[string]any{"queryType": "profile", "profileTypeId": cpuType, "traceId": id, "perService": true}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			qr, err := backend.FromProto().QueryDataResponse(proto)
-			if err != nil {
-				t.Fatal(err)
-			}
-			a := qr.Responses["A"]
-			if a.Error != nil {
-				last = a.Error.Error()
-				continue
-			}
-			notice := ""
-			if f := a.Frames[0]; f.Meta != nil && len(f.Meta.Notices) > 0 {
-				notice = f.Meta.Notices[0].Text
-			}
-			// The merged graph and one frame per service of the demo.
-			if strings.Contains(notice, "matched by span ID") && strings.Contains(notice, "in 3 of 3 service(s)") && len(a.Frames) == 4 {
-				return id, qr, from, to
-			}
-			last = fmt.Sprintf("%d frames, notice %q", len(a.Frames), notice)
-		}
+	id, err := testbed.SlowRequest(ctx, bed, testbed.HostNotice(h))
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatalf("no request got samples in all three services: %s", last)
-	return "", nil, time.Time{}, time.Time{}
+	to := time.Now()
+	from := to.Add(-time.Minute)
+	qr := query(t, ctx, h, map[string]any{"queryType": "profile", "profileTypeId": cpuType, "traceId": id, "perService": true}, from, to)
+	// The merged graph and one frame per service of the demo.
+	if n := len(qr.Responses["A"].Frames); n != 4 {
+		t.Fatalf("whole request %s with perService: %d frames, want the merged graph and the demo's 3 services", id, n)
+	}
+	return id, qr, from, to
 }

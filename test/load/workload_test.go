@@ -13,10 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/grafana/grafana-plugin-sdk-go/data"
-
 	"github.com/hsi-profiling/hsi-profiling-datasource/internal/dashboards"
 	"github.com/hsi-profiling/hsi-profiling-datasource/internal/pluginhost"
+	"github.com/hsi-profiling/hsi-profiling-datasource/internal/testbed"
 )
 
 // call is one request Grafana makes of the plugin: a panel's queries in one QueryData, or one
@@ -154,53 +153,15 @@ func dashboardSpan(from string) time.Duration {
 	return 15 * time.Minute
 }
 
-// slowRequest sends the demo requests slow in their database step and waits until the plugin
-// answers one's whole-request profile from span profiles, as a user would pick it from the slow
-// traces. A request's samples can miss the profiler on a busy machine, so another request goes
-// out every 10 s while none has its span profiles. It returns the trace ID and the backend's
-// profiled root span.
+// slowRequest is a demo request slow in its database step whose whole-request profile the plugin
+// answers from span profiles (testbed.SlowRequest), and the backend's profiled root span.
 func slowRequest(t *testing.T, h *pluginhost.Host) (traceID, spanID string) {
 	t.Helper()
-	var ids []string
-	last := ""
-	for start := time.Now(); time.Since(start) < 45*time.Second; time.Sleep(time.Second) {
-		if len(ids) < 1+int(time.Since(start)/(10*time.Second)) {
-			res, err := http.Get(bed.DemoURL + "/api/detect?slow=db")
-			if err != nil {
-				t.Fatal(err)
-			}
-			res.Body.Close()
-			if id := res.Header.Get("X-Trace-Id"); id != "" {
-				ids = append(ids, id)
-			} else {
-				t.Fatal("the demo answered without X-Trace-Id")
-			}
-		}
-		// Spans reach Jaeger within a second, span profiles Pyroscope at the demo's next upload.
-		for _, id := range ids {
-			q := pluginhost.Query{RefID: "A", JSON: map[string]any{"queryType": "profile", "traceId": id},
-				From: time.Now().Add(-15 * time.Minute), To: time.Now()}
-			r, err := h.QueryData(t.Context(), q)
-			if err != nil {
-				t.Fatal(err)
-			}
-			a := r.Responses["A"]
-			if last = a.Error; a.Error != "" {
-				continue
-			}
-			frames, err := data.UnmarshalArrowFrames(a.Frames)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(frames) > 0 && frames[0].Meta != nil && len(frames[0].Meta.Notices) > 0 {
-				if last = frames[0].Meta.Notices[0].Text; strings.Contains(last, "matched by span ID") {
-					return id, profiledRootSpan(t, id)
-				}
-			}
-		}
+	traceID, err := testbed.SlowRequest(t.Context(), bed, testbed.HostNotice(h))
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatalf("none of the traces %v got its span profiles in 45 s; last answer: %s", ids, last)
-	return "", ""
+	return traceID, profiledRootSpan(t, traceID)
 }
 
 // profiledRootSpan is the backend's root span of the trace, the one otel-profiling-go labels its
