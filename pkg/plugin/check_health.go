@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
@@ -33,32 +32,27 @@ type upstreamHealth struct {
 func (d *Datasource) CheckHealth(ctx context.Context, _ *backend.CheckHealthRequest) (*backend.CheckHealthResult, error) {
 	ups := d.settings.Upstreams()
 	results := make([]upstreamHealth, len(ups))
-	var wg sync.WaitGroup
+	answers := make([]string, len(ups))
+	errs := safe.ForEach("health check", len(ups), 0, func(i int) (err error) {
+		if u := ups[i]; u.Configured() && u.Err == nil {
+			answers[i], err = d.checkUpstream(ctx, u.Name)
+		}
+		return err
+	})
 	for i, u := range ups {
 		results[i] = upstreamHealth{Upstream: u.Name, Configured: u.Configured()}
-		if !u.Configured() {
+		switch {
+		case !u.Configured():
 			results[i].Message = "not configured"
-			continue
-		}
-		if u.Err != nil {
+		case u.Err != nil:
 			results[i].Message = u.Err.Error()
-			continue
-		}
-		wg.Go(func() {
-			var detail string
-			err := safe.Do("health check of "+u.Name, func() (err error) {
-				detail, err = d.checkUpstream(ctx, u.Name)
-				return err
-			})
-			if err != nil {
-				results[i].Message = healthCause(err)
-				return
-			}
+		case errs[i] != nil:
+			results[i].Message = healthCause(errs[i])
+		default:
 			results[i].OK = true
-			results[i].Message = "OK" + detail
-		})
+			results[i].Message = "OK" + answers[i]
+		}
 	}
-	wg.Wait()
 	if h, ok := d.nvmlHealth(); ok {
 		results = append(results, h)
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
@@ -395,18 +394,9 @@ func (rp *requestProfile) warn(text string) {
 }
 
 // fanOut runs fn(0..n-1) in parallel, at most maxParallelProfileQueries at once, and waits. A
-// panic in one call is logged (safe.Do) and leaves that call's result untouched.
+// panic in one call is logged (safe.ForEach) and leaves that call's result untouched.
 func fanOut(n int, fn func(i int)) {
-	sem := make(chan struct{}, maxParallelProfileQueries)
-	var wg sync.WaitGroup
-	for i := range n {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			_ = safe.Do("parallel upstream call", func() error { fn(i); return nil })
-		})
-	}
-	wg.Wait()
+	safe.ForEach("parallel upstream call", n, maxParallelProfileQueries, func(i int) error { fn(i); return nil })
 }
 
 func sortedKeys[V any](m map[string]V) []string {

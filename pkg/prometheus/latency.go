@@ -8,7 +8,6 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/prometheus/common/model"
@@ -95,17 +94,12 @@ func (c *Client) EndpointLatencies(ctx context.Context, q LatencyQuery) (res Lat
 		err      error
 	}
 	answers := make([]answer, len(calls))
-	var wg sync.WaitGroup
-	for i, call := range calls {
-		wg.Go(func() {
-			a := &answers[i]
-			a.err = safe.Do("latency query", func() (err error) {
-				a.vec, a.warnings, err = c.instantVector(ctx, call.expr, q.End)
-				return err
-			})
-		})
+	for i, err := range safe.ForEach("latency query", len(calls), 0, func(i int) (err error) {
+		answers[i].vec, answers[i].warnings, err = c.instantVector(ctx, calls[i].expr, q.End)
+		return err
+	}) {
+		answers[i].err = err
 	}
-	wg.Wait()
 
 	type key struct{ metric, service, endpoint string }
 	rows := map[key]*EndpointLatency{}

@@ -7,6 +7,7 @@ import (
 	"runtime/debug"
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
+	"golang.org/x/sync/errgroup"
 )
 
 // ErrPanicked is what a panicking call returns; the log has the details.
@@ -21,4 +22,24 @@ func Do(what string, fn func() error) (err error) {
 		}
 	}()
 	return fn()
+}
+
+// ForEach runs fn(0), ..., fn(n-1) in parallel, at most limit at once (0: no bound), each under
+// Do, waits for all and returns their errors by index. One call failing or panicking neither
+// cancels nor spoils the others: each part of an answer degrades alone. The bound is errgroup's
+// SetLimit, so the goroutines are started only as slots free up.
+func ForEach(what string, n, limit int, fn func(i int) error) []error {
+	errs := make([]error, n)
+	var g errgroup.Group
+	if limit > 0 {
+		g.SetLimit(limit)
+	}
+	for i := range n {
+		g.Go(func() error {
+			errs[i] = Do(what, func() error { return fn(i) })
+			return nil
+		})
+	}
+	_ = g.Wait() // every call's error is in errs
+	return errs
 }
