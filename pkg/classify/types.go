@@ -4,7 +4,10 @@
 package classify
 
 import (
+	"cmp"
 	"math"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -26,14 +29,145 @@ const (
 // Classes lists every class in display order.
 var Classes = []Class{ComputeBound, MemoryBound, PCIeBound, ThermalThrottled, PowerThrottled, Idle, Balanced, NoData}
 
-// GPU identifies one GPU as DCGM labels it.
+// GPU identifies one GPU, or one MIG instance of one, as DCGM labels it: the one identity
+// every package keys GPUs by. It is comparable, so it is its own map key. dcgm-exporter labels a
+// MIG instance with its parent's index, UUID and model plus GPU_I_ID and GPU_I_PROFILE, so two
+// instances of one GPU differ only in MIG: a key without it would merge them.
 type GPU struct {
 	Host  string // Hostname (or hostname) label
 	Index string // gpu label
-	UUID  string // UUID label
+	UUID  string // UUID label: the physical GPU's, also on its MIG instances' series
 	Model string // modelName label
-	// Labels holds every label of the GPU's series (pod, namespace, pci_bus_id, ...).
-	Labels map[string]string
+	// MIG is the GPU instance ID (GPU_I_ID) and MIGProfile its profile (GPU_I_PROFILE, such as
+	// "1g.10gb"); both "" for a whole GPU.
+	MIG        string
+	MIGProfile string
+}
+
+// String names the GPU in a sentence: "gpu-node-1 GPU 0 (NVIDIA A100-SXM4-80GB) MIG 1g.10gb #3".
+func (g GPU) String() string {
+	var b strings.Builder
+	b.WriteString(g.Host)
+	if id := g.id(); id != "" {
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(id)
+	}
+	if g.Model != "" {
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString("(" + g.Model + ")")
+	}
+	if m := g.migName(); m != "" {
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(m)
+	}
+	if b.Len() == 0 {
+		return "GPU"
+	}
+	return b.String()
+}
+
+// Name is the short name of table cells and series: "gpu-node-1/0 MIG 1g.10gb #3".
+func (g GPU) Name() string {
+	switch d := g.Device(); {
+	case g.Host == "":
+		return d
+	case d == "":
+		return g.Host
+	default:
+		return g.Host + "/" + d
+	}
+}
+
+// Device is the GPU's name on its host: "0 MIG 1g.10gb #3" (the UUID when the index is unknown).
+func (g GPU) Device() string {
+	id := g.Index
+	if id == "" {
+		id = g.UUID
+	}
+	return strings.TrimSpace(id + " " + g.migName())
+}
+
+// OnHost names the GPU where its host goes without saying: "GPU 0 MIG 1g.10gb #3".
+func (g GPU) OnHost() string {
+	return strings.TrimSpace(g.id() + " " + g.migName())
+}
+
+func (g GPU) id() string {
+	switch {
+	case g.Index != "":
+		return "GPU " + g.Index
+	case g.UUID != "":
+		return g.UUID
+	}
+	return ""
+}
+
+// migName is "MIG 1g.10gb #3", "MIG #3" without the profile, "" for a whole GPU.
+func (g GPU) migName() string {
+	switch {
+	case g.MIG == "" && g.MIGProfile == "":
+		return ""
+	case g.MIG == "":
+		return "MIG " + g.MIGProfile
+	case g.MIGProfile == "":
+		return "MIG #" + g.MIG
+	}
+	return "MIG " + g.MIGProfile + " #" + g.MIG
+}
+
+// Matches says whether a service's name for a GPU (a span attribute, CUDA_VISIBLE_DEVICES-style)
+// designates g: its index or UUID name the whole GPU, every MIG instance included; the MIG
+// device name "MIG-<GPU UUID>/<GPU instance>[/<compute instance>]" (the form drivers before
+// R470 give, and CUDA still accepts) names one instance. The newer "MIG-<uuid>" names have no
+// counterpart in DCGM's labels, so they match nothing.
+func (g GPU) Matches(name string) bool {
+	if name == "" {
+		return false
+	}
+	if name == g.Index || name == g.UUID {
+		return true
+	}
+	rest, ok := strings.CutPrefix(name, "MIG-")
+	if !ok || g.MIG == "" || g.UUID == "" {
+		return false
+	}
+	rest, ok = strings.CutPrefix(rest, g.UUID+"/")
+	if !ok {
+		return false
+	}
+	gi, _, _ := strings.Cut(rest, "/")
+	return gi == g.MIG
+}
+
+// Compare orders GPUs by host, index (as numbers), UUID, MIG instance (as numbers), then the rest.
+func (g GPU) Compare(o GPU) int {
+	return cmp.Or(cmp.Compare(g.Host, o.Host), compareNumeric(g.Index, o.Index), cmp.Compare(g.UUID, o.UUID),
+		compareNumeric(g.MIG, o.MIG), cmp.Compare(g.MIGProfile, o.MIGProfile), cmp.Compare(g.Model, o.Model))
+}
+
+// compareNumeric orders labels that hold numbers as numbers ("2" before "10"), after "" (a
+// whole GPU before its MIG instances) and before other text.
+func compareNumeric(a, b string) int {
+	if a == "" || b == "" {
+		return cmp.Compare(a, b)
+	}
+	x, errA := strconv.Atoi(a)
+	y, errB := strconv.Atoi(b)
+	switch {
+	case errA == nil && errB == nil:
+		return cmp.Compare(x, y)
+	case errA == nil:
+		return -1
+	case errB == nil:
+		return 1
+	}
+	return cmp.Compare(a, b)
 }
 
 // Figures are one GPU's readings at one moment. A figure the exporter does not send is NaN;

@@ -46,8 +46,8 @@ type SpanRow struct {
 	HotSelf     int64
 	// Host is the span's host as DCGM labels it ("" when the span names none).
 	Host string
-	// GPUs are the GPUs the span's service names (attribute JoinSettings.GPUAttribute); nil means
-	// every GPU of the host.
+	// GPUs are the GPUs the span's service names (attribute JoinSettings.GPUAttribute, matched by
+	// classify.GPU.Matches); nil means every GPU of the host.
 	GPUs []string
 	// GPU holds the GPU figures over the span's window; nil when there are none (no host, no
 	// DCGM series for it, or Prometheus not asked).
@@ -59,8 +59,9 @@ type SpanRow struct {
 
 // GPUWindow is what the span's GPUs did over its window.
 type GPUWindow struct {
-	// GPUs lists the GPUs whose samples were used ("host/index").
-	GPUs []string
+	// GPUs lists the GPUs whose samples were used, in classify.GPU's order: each MIG instance on
+	// its own.
+	GPUs []classify.GPU
 	// Class is the dominant class over the window and ClassShare its share of the samples (0..1).
 	Class      classify.Class
 	ClassShare float64
@@ -278,9 +279,10 @@ func TraceWindow(t *jaeger.Trace) (start, end time.Time) {
 type ServiceHost struct{ Service, Host string }
 
 // ServiceGPUs lists, per service and host, the GPUs its spans name in JoinSettings.GPUAttribute
-// (an index or UUID; several separated by commas). Services usually set it on the span that runs
-// the model, not on their local root: every span of the service on that host is joined to those
-// GPUs. Services that name none are absent (every GPU of the host).
+// (an index, a UUID or a MIG device name, see classify.GPU.Matches; several separated by
+// commas). Services usually set it on the span that runs the model, not on their local root:
+// every span of the service on that host is joined to those GPUs. Services that name none are
+// absent (every GPU of the host).
 func ServiceGPUs(t *jaeger.Trace, j models.JoinSettings) map[ServiceHost][]string {
 	out := map[ServiceHost][]string{}
 	for _, s := range t.Spans {
@@ -311,7 +313,7 @@ func spanGPUWindow(s jaeger.Span, host string, gpus []string, series []classify.
 	w := &GPUWindow{}
 	var util, mem, pcie mean
 	for _, sr := range series {
-		if sr.GPU.Host != host || gpus != nil && !slices.Contains(gpus, sr.GPU.Index) && !slices.Contains(gpus, sr.GPU.UUID) {
+		if sr.GPU.Host != host || gpus != nil && !slices.ContainsFunc(gpus, sr.GPU.Matches) {
 			continue
 		}
 		part := classify.GPUSeries{GPU: sr.GPU}
@@ -333,14 +335,14 @@ func spanGPUWindow(s jaeger.Span, host string, gpus []string, series []classify.
 		}
 		if len(part.Samples) > 0 {
 			cut = append(cut, part)
-			w.GPUs = append(w.GPUs, sr.GPU.Host+"/"+sr.GPU.Index)
+			w.GPUs = append(w.GPUs, sr.GPU)
 			w.Samples += len(part.Samples)
 		}
 	}
 	if len(cut) == 0 {
 		return nil
 	}
-	slices.Sort(w.GPUs)
+	slices.SortFunc(w.GPUs, classify.GPU.Compare)
 	w.Util, w.MemActivity, w.PCIe = util.value(), mem.value(), pcie.value()
 	w.Class, w.ClassShare = classify.NoData, 0
 	if classifyFn != nil {

@@ -214,7 +214,7 @@ func TestJoinTraceJoinsEachSpanToItsServicesGPUs(t *testing.T) {
 	// (t0+310ms..t0+390ms) gets the reading at t0+1s: the first at or after its end.
 	for _, op := range []string{"GET /detect", "model.predict"} {
 		r := rowByOp(rows, op)
-		if !slices.Equal(r.GPUs, []string{"0"}) || r.GPU == nil || !slices.Equal(r.GPU.GPUs, []string{"gpu-node-1/0"}) {
+		if !slices.Equal(r.GPUs, []string{"0"}) || r.GPU == nil || !slices.Equal(gpuNames(r.GPU), []string{"gpu-node-1/0"}) {
 			t.Fatalf("%s: gpus %v window %+v", op, r.GPUs, r.GPU)
 		}
 		if r.GPU.Util != 100 || r.GPU.MemActivity != 50 || r.GPU.PCIe != 3e9 || r.GPU.Samples != 1 || r.GPU.Class != classify.ComputeBound || r.GPU.ClassShare != 1 ||
@@ -228,7 +228,7 @@ func TestJoinTraceJoinsEachSpanToItsServicesGPUs(t *testing.T) {
 	// The backend names no GPU: all GPUs of its host, not the other host's. Its 500 ms window
 	// gets t0 and t0+1s from each GPU: util (90+100+10+20)/4.
 	root := rowByOp(rows, "GET /api/detect")
-	if root.GPUs != nil || root.GPU == nil || !slices.Equal(root.GPU.GPUs, []string{"gpu-node-1/0", "gpu-node-1/1"}) || root.GPU.Samples != 4 || root.GPU.Util != 55 {
+	if root.GPUs != nil || root.GPU == nil || !slices.Equal(gpuNames(root.GPU), []string{"gpu-node-1/0", "gpu-node-1/1"}) || root.GPU.Samples != 4 || root.GPU.Util != 55 {
 		t.Fatalf("backend root: gpus %v window %+v", root.GPUs, root.GPU)
 	}
 	if !root.GPU.From.Equal(t0) || !root.GPU.To.Equal(t0.Add(time.Second)) {
@@ -319,5 +319,50 @@ func TestTraceWindowCoversEverySpan(t *testing.T) {
 	start, end := TraceWindow(demoJoinTrace())
 	if !start.Equal(t0) || !end.Equal(t0.Add(ms(500))) {
 		t.Errorf("window %v..%v", start, end)
+	}
+}
+
+// gpuNames are the short names of the window's GPUs.
+func gpuNames(w *GPUWindow) []string {
+	var out []string
+	for _, g := range w.GPUs {
+		out = append(out, g.Name())
+	}
+	return out
+}
+
+// migSeries is one MIG instance of gpu-node-1's GPU 0, labelled as dcgm-exporter labels it: the
+// parent's index and UUID, plus the instance and its profile.
+func migSeries(instance, profile string, utilAtT0 float64) classify.GPUSeries {
+	s := gpuSeries("gpu-node-1", "0", utilAtT0)
+	s.GPU.MIG, s.GPU.MIGProfile = instance, profile
+	return s
+}
+
+func TestJoinTraceKeepsEachMIGInstanceOfOneGPU(t *testing.T) {
+	tr := demoJoinTrace()
+	tr.Spans[5].Attributes["gpu.index"] = "MIG-GPU-0/2/0" // enrich runs on instance 2 only (pre-R470 MIG name)
+	series := []classify.GPUSeries{migSeries("1", "3g.20gb", 90), migSeries("2", "1g.5gb", 10)}
+	c := &classifyByMeanUtil{}
+	rows := JoinTrace(TraceJoin{Trace: tr, GPUSeries: series, GPUStep: time.Second, GPUsKnown: true, Classify: c.fn, Join: models.DefaultJoinSettings()})
+
+	// GPU 0 by index is the whole GPU: both instances, each on its own.
+	predict := rowByOp(rows, "model.predict")
+	if predict.GPU == nil || !slices.Equal(gpuNames(predict.GPU), []string{"gpu-node-1/0 MIG 3g.20gb #1", "gpu-node-1/0 MIG 1g.5gb #2"}) {
+		t.Fatalf("model.predict window %+v", predict.GPU)
+	}
+	// The instance named by its MIG device name: its own figures and class, not its sibling's.
+	enrich := rowByOp(rows, "enrich")
+	if enrich.GPU == nil || !slices.Equal(gpuNames(enrich.GPU), []string{"gpu-node-1/0 MIG 1g.5gb #2"}) || enrich.GPU.Util != 20 || enrich.GPU.Class != classify.Idle {
+		t.Fatalf("enrich window %+v", enrich.GPU)
+	}
+	for _, call := range c.calls {
+		seen := map[classify.GPU]bool{}
+		for _, s := range call {
+			if seen[s.GPU] {
+				t.Errorf("the classifier got %s twice in one window", s.GPU)
+			}
+			seen[s.GPU] = true
+		}
 	}
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/data"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/classify"
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/prometheus"
 )
 
 // Frames of the gpuClass query. Names say what each frame is, so panels and transformations
@@ -57,30 +57,18 @@ func classMappings() data.ValueMappings {
 	return data.ValueMappings{m}
 }
 
-// gpuDisplayName is "host/index" (UUID without an index), plus the MIG instance.
+// gpuDisplayName is the GPU's short name: "host/index", plus the MIG instance.
 func gpuDisplayName(g classify.GPU) string {
-	name := strings.TrimSpace(GPUSeriesDisplayName("", models.AggregationGPU, gpuLabels(g)))
-	if name == "" {
-		return "GPU"
+	if name := g.Name(); name != "" {
+		return name
 	}
-	return name
+	return "GPU"
 }
 
-// gpuLabels are the GPU's role labels (host, gpu, uuid, model, mig, ...), as every GPU query of
-// the plugin names them.
+// gpuLabels are the GPU's role labels (host, gpu, uuid, model, mig, mig_profile), as every GPU
+// query of the plugin names them.
 func gpuLabels(g classify.GPU) data.Labels {
-	l := data.Labels{}
-	for k, v := range g.Labels {
-		if v != "" {
-			l[k] = v
-		}
-	}
-	for role, v := range map[string]string{models.RoleHost: g.Host, models.RoleGPU: g.Index, models.RoleUUID: g.UUID, models.RoleModel: g.Model} {
-		if v != "" {
-			l[role] = v
-		}
-	}
-	return l
+	return data.Labels(prometheus.GPURoleLabels(g))
 }
 
 // GPUClassTimeline is the state-timeline frame: a "time" field over every step of any GPU and
@@ -122,13 +110,13 @@ func GPUClassTimeline(results []GPUClassResult) *data.Frame {
 	return f
 }
 
-// GPUClassSummary is the table: one row per GPU with its share of steps in each class (no data
+// GPUClassSummary is the table: one row per GPU (each MIG instance its own row) with its share of steps in each class (no data
 // included, so a row sums to 1), the dominant class (the most frequent one other than no data)
 // and its share, the number of steps, the evidence of the latest dominant-class step, and the
 // seeds' recommended action for the dominant class.
 func GPUClassSummary(results []GPUClassResult) *data.Frame {
 	n := len(results)
-	gpu, host, index, model := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	gpu, host, index, mig, model := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	dominant, evidence, action := make([]string, n), make([]string, n), make([]string, n)
 	domShare := make([]float64, n)
 	steps := make([]int64, n)
@@ -138,7 +126,7 @@ func GPUClassSummary(results []GPUClassResult) *data.Frame {
 		shares[c] = make([]float64, n)
 	}
 	for i, r := range results {
-		gpu[i], host[i], index[i], model[i] = gpuDisplayName(r.GPU), r.GPU.Host, r.GPU.Index, r.GPU.Model
+		gpu[i], host[i], index[i], mig[i], model[i] = gpuDisplayName(r.GPU), r.GPU.Host, r.GPU.Index, r.GPU.MIG, r.GPU.Model
 		res := make([]classify.Result, len(r.Classes))
 		for j, c := range r.Classes {
 			res[j] = classify.Result{Class: c}
@@ -163,6 +151,8 @@ func GPUClassSummary(results []GPUClassResult) *data.Frame {
 		data.NewField("GPU", nil, gpu),
 		data.NewField("host", nil, host),
 		data.NewField("gpu", nil, index),
+		data.NewField("mig", nil, mig).SetConfig(&data.FieldConfig{DisplayNameFromDS: "MIG instance",
+			Description: "The MIG GPU instance (GPU_I_ID; its profile is in the GPU column); empty for a whole GPU."}),
 		data.NewField("model", nil, model),
 		data.NewField("dominant class", nil, dominant).SetConfig(&data.FieldConfig{Mappings: classMappings()}),
 		data.NewField("dominant share", nil, domShare).SetConfig(pct),

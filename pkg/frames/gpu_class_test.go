@@ -14,10 +14,8 @@ import (
 func gpuClassResults() []GPUClassResult {
 	t0 := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 	at := func(i int) time.Time { return t0.Add(time.Duration(i) * 30 * time.Second) }
-	a := classify.GPU{Host: "fixture-node-a", Index: "0", UUID: "GPU-aaaa", Model: "NVIDIA A100-SXM4-80GB",
-		Labels: map[string]string{"host": "fixture-node-a", "gpu": "0", "uuid": "GPU-aaaa", "model": "NVIDIA A100-SXM4-80GB"}}
-	b := classify.GPU{Host: "fixture-node-b", Index: "2", Model: "Tesla T4",
-		Labels: map[string]string{"host": "fixture-node-b", "gpu": "2", "model": "Tesla T4"}}
+	a := classify.GPU{Host: "fixture-node-a", Index: "0", UUID: "GPU-aaaa", Model: "NVIDIA A100-SXM4-80GB"}
+	b := classify.GPU{Host: "fixture-node-b", Index: "2", Model: "Tesla T4"}
 	ca := []classify.Class{classify.ComputeBound, classify.ComputeBound, classify.NoData, classify.MemoryBound}
 	cb := []classify.Class{classify.Balanced, classify.ThermalThrottled, classify.ThermalThrottled}
 	ta := []time.Time{at(0), at(1), at(2), at(3)}

@@ -62,9 +62,10 @@ func gpuFrameMeta(res *prometheus.MetricResult) *data.FrameMeta {
 	}
 }
 
-// GPUSeriesDisplayName names a series as users say it: the metric's title, then host/index
-// (or the UUID when the index is unknown), the MIG instance, and the pod as namespace/pod;
-// "all GPUs" for the fleet. Host series show the host only.
+// GPUSeriesDisplayName names a series as users say it: the metric's title, then the GPU's short
+// name (classify.GPU.Name: host/index, or the UUID when the index is unknown, and the MIG
+// instance as "MIG 1g.10gb #3") and the pod as namespace/pod; "all GPUs" for the fleet. Host
+// series show the host only.
 func GPUSeriesDisplayName(title, aggregation string, labels map[string]string) string {
 	var where string
 	switch aggregation {
@@ -73,21 +74,7 @@ func GPUSeriesDisplayName(title, aggregation string, labels map[string]string) s
 	case models.AggregationHost:
 		where = labels[models.RoleHost]
 	default:
-		id := labels[models.RoleGPU]
-		if id == "" {
-			id = labels[models.RoleUUID]
-		}
-		switch host := labels[models.RoleHost]; {
-		case host != "" && id != "":
-			where = host + "/" + id
-		case host != "":
-			where = host
-		default:
-			where = id
-		}
-		if mig := labels[models.RoleMIG]; mig != "" {
-			where += " MIG " + mig
-		}
+		where = prometheus.GPUOf(labels).Name()
 		if pod := labels[models.RolePod]; pod != "" {
 			if ns := labels[models.RoleNamespace]; ns != "" {
 				pod = ns + "/" + pod

@@ -1,6 +1,7 @@
 package frames
 
 import (
+	"cmp"
 	"math"
 	"net/url"
 	"strings"
@@ -37,6 +38,7 @@ const (
 	fieldProfileID = "profileID"
 	fieldHost      = "host"
 	fieldGPUVar    = "gpuVar"
+	fieldMIGVar    = "migVar"
 )
 
 // TraceSpans is the trace query's table: one row per span, depth first. Cells the upstreams
@@ -53,6 +55,7 @@ func TraceSpans(traceID string, rows []correlate.SpanRow, profileTypeID, allocTy
 		cpus, allocs, hotSelf                   = make([]*int64, n), make([]*int64, n), make([]*int64, n)
 		hot                                     = make([]*string, n)
 		profileIDs, hosts, gpus, gpuVars        = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		migVars                                 = make([]string, n)
 		classes, evidence                       = make([]*string, n), make([]*string, n)
 		shares, utils, mems, pcies              = make([]*float64, n), make([]*float64, n), make([]*float64, n), make([]*float64, n)
 		kernelTimes                             = make([]*int64, n)
@@ -67,7 +70,7 @@ func TraceSpans(traceID string, rows []correlate.SpanRow, profileTypeID, allocTy
 			hot[i], hotSelf[i] = &r.HotFunction, &r.HotSelf
 		}
 		profileIDs[i], hosts[i] = r.ProfileID, r.Host
-		gpus[i], gpuVars[i] = gpuCell(r)
+		gpus[i], gpuVars[i], migVars[i] = gpuCell(r)
 		kernelTimes[i] = r.GPUKernelTime
 		if w := r.GPU; w != nil {
 			class := string(w.Class)
@@ -101,8 +104,9 @@ func TraceSpans(traceID string, rows []correlate.SpanRow, profileTypeID, allocTy
 		data.NewField(fieldProfileID, nil, profileIDs).SetConfig(&data.FieldConfig{DisplayNameFromDS: "Profile ID", Custom: hidden}),
 		data.NewField(fieldHost, nil, hosts).SetConfig(&data.FieldConfig{DisplayNameFromDS: "Host"}),
 		data.NewField("gpus", nil, gpus).SetConfig(&data.FieldConfig{DisplayNameFromDS: "GPUs", Links: gpuLinks(links),
-			Description: "The GPUs the span's service names in its GPU attribute, else all GPUs of its host."}),
+			Description: "The GPUs whose figures the row shows, each MIG instance on its own (\"0 MIG 1g.10gb #3\"); without figures, the GPUs the span's service names in its GPU attribute, else all GPUs of its host."}),
 		data.NewField(fieldGPUVar, nil, gpuVars).SetConfig(&data.FieldConfig{Custom: hidden}),
+		data.NewField(fieldMIGVar, nil, migVars).SetConfig(&data.FieldConfig{Custom: hidden}),
 		data.NewField("gpuClass", nil, classes).SetConfig(&data.FieldConfig{DisplayNameFromDS: "GPU class",
 			Description: "The dominant workload class of the span's GPUs over its window."}),
 		data.NewField("gpuEvidence", nil, evidence).SetConfig(&data.FieldConfig{DisplayNameFromDS: "GPU evidence",
@@ -122,18 +126,30 @@ func TraceSpans(traceID string, rows []correlate.SpanRow, profileTypeID, allocTy
 	return f
 }
 
-// gpuCell is what the GPUs column shows and the value the GPU dashboard's gpu variable gets: one
-// named GPU links to it, several or all of the host's to all ($__all).
-func gpuCell(r correlate.SpanRow) (shown, variable string) {
+// gpuCell is what the GPUs column shows and the values the GPU dashboard's gpu and mig
+// variables get: the GPUs whose figures the row shows, each MIG instance on its own, else those
+// the service names, else all; one GPU (or one MIG instance) links to it, several to all ($__all).
+func gpuCell(r correlate.SpanRow) (shown, gpuVar, migVar string) {
 	switch {
 	case r.Host == "":
-		return "", ""
+		return "", "", ""
+	case r.GPU != nil && len(r.GPU.GPUs) > 0:
+		names := make([]string, len(r.GPU.GPUs))
+		for i, g := range r.GPU.GPUs {
+			names[i] = g.Device()
+		}
+		if len(names) > 1 {
+			return strings.Join(names, ","), "$__all", "$__all"
+		}
+		g := r.GPU.GPUs[0]
+		gpuVar, migVar = cmp.Or(g.Index, g.UUID), cmp.Or(g.MIG, "$__all")
+		return names[0], gpuVar, migVar
 	case len(r.GPUs) == 1:
-		return r.GPUs[0], r.GPUs[0]
+		return r.GPUs[0], r.GPUs[0], "$__all"
 	case len(r.GPUs) > 1:
-		return strings.Join(r.GPUs, ","), "$__all"
+		return strings.Join(r.GPUs, ","), "$__all", "$__all"
 	}
-	return "all", "$__all"
+	return "all", "$__all", "$__all"
 }
 
 func spanLinks(l TraceLinks) []data.DataLink {
@@ -174,7 +190,7 @@ func gpuLinks(l TraceLinks) []data.DataLink {
 	return []data.DataLink{{
 		Title: "GPU dashboard",
 		URL: "/d/" + url.PathEscape(l.GPUDashboardUID) + "?var-host=${__data.fields." + fieldHost + "}&var-gpu=${__data.fields." + fieldGPUVar +
-			"}&${__url_time_range}",
+			"}&var-mig=${__data.fields." + fieldMIGVar + "}&${__url_time_range}",
 	}}
 }
 

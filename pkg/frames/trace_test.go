@@ -26,12 +26,12 @@ func spanRows() []correlate.SpanRow {
 	return []correlate.SpanRow{
 		{Span: sp("b000000000000001", "nemotron-backend", "GET /api/detect", 0, 500), Self: 25 * time.Millisecond,
 			ProfileID: "b000000000000001", CPU: i64(310e6), HotFunction: "crypto/sha256.block", HotSelf: 250e6, Host: "gpu-node-1",
-			GPU: &correlate.GPUWindow{GPUs: []string{"gpu-node-1/0", "gpu-node-1/1"}, Class: classify.Idle, ClassShare: 0.75, Util: 35, MemActivity: 12.5, PCIe: 2.5e9, Samples: 4}},
+			GPU: &correlate.GPUWindow{GPUs: []classify.GPU{{Host: "gpu-node-1", Index: "0"}, {Host: "gpu-node-1", Index: "1"}}, Class: classify.Idle, ClassShare: 0.75, Util: 35, MemActivity: 12.5, PCIe: 2.5e9, Samples: 4}},
 		{Span: sp("b000000000000002", "nemotron-backend", "db_query", 5, 300), Depth: 1, Self: 300 * time.Millisecond, Host: "gpu-node-1",
-			GPU: &correlate.GPUWindow{GPUs: []string{"gpu-node-1/0", "gpu-node-1/1"}, Class: classify.Idle, ClassShare: 1, Util: 30, MemActivity: math.NaN(), PCIe: math.NaN(), Samples: 2}},
+			GPU: &correlate.GPUWindow{GPUs: []classify.GPU{{Host: "gpu-node-1", Index: "0"}, {Host: "gpu-node-1", Index: "1"}}, Class: classify.Idle, ClassShare: 1, Util: 30, MemActivity: math.NaN(), PCIe: math.NaN(), Samples: 2}},
 		{Span: sp("d000000000000001", "ai-detector", "GET /detect", 310, 80), Depth: 1, Self: 10 * time.Millisecond,
 			ProfileID: "d000000000000001", CPU: i64(0), Host: "gpu-node-1", GPUs: []string{"0"},
-			GPU: &correlate.GPUWindow{GPUs: []string{"gpu-node-1/0"}, Class: classify.ComputeBound, ClassShare: 1, Evidence: []string{"compute 92% > computeBoundPct 80", "memory 40% < 60"}, Util: 92, MemActivity: 40, PCIe: 1e9, Samples: 1}},
+			GPU: &correlate.GPUWindow{GPUs: []classify.GPU{{Host: "gpu-node-1", Index: "0"}}, Class: classify.ComputeBound, ClassShare: 1, Evidence: []string{"compute 92% > computeBoundPct 80", "memory 40% < 60"}, Util: 92, MemActivity: 40, PCIe: 1e9, Samples: 1}},
 		// No host: no GPU cells and no GPU link value.
 		{Span: sp("e000000000000001", "ai-enrichment", "GET /enrich", 395, 70), Depth: 1, Self: 70 * time.Millisecond, GPUs: []string{"0", "1"}},
 	}
@@ -74,7 +74,8 @@ func TestTraceSpansFrameLeavesMissingCellsEmpty(t *testing.T) {
 		t.Error("a span without host shows a GPU class")
 	}
 	gpus, vars := field(t, f, "gpus"), field(t, f, "gpuVar")
-	want := [][2]string{{"all", "$__all"}, {"all", "$__all"}, {"0", "0"}, {"", ""}}
+	// Rows with figures name the GPUs they come from; without, those the service names.
+	want := [][2]string{{"0,1", "$__all"}, {"0,1", "$__all"}, {"0", "0"}, {"", ""}}
 	for i, w := range want {
 		if gpus.At(i) != w[0] || vars.At(i) != w[1] {
 			t.Errorf("row %d: gpus %q var %q, want %v", i, gpus.At(i), vars.At(i), w)
@@ -101,7 +102,7 @@ func TestTraceSpansLinksUseGrafanasInterpolation(t *testing.T) {
 	cases := map[string]string{
 		"spanID":      `[{"title":"Open span in trace","internal":{"query":{"query":"${__data.fields.traceID}"},"datasourceUid":"jaeger-uid","panelsState":{"trace":{"spanId":"${__value.raw}"}}}}]`,
 		"hotFunction": `[{"title":"Span profile","internal":{"query":{"labelSelector":"{service_name=\"${__data.fields.service}\"}","profileTypeId":"process_cpu:cpu:nanoseconds:cpu:nanoseconds","queryType":"profile","spanSelector":["${__data.fields.profileID}"]},"datasourceUid":"hsi-uid","datasourceName":"HSI Profiling"}}]`,
-		"gpus":        `[{"title":"GPU dashboard","url":"/d/hsi-gpu-metrics?var-host=${__data.fields.host}\u0026var-gpu=${__data.fields.gpuVar}\u0026${__url_time_range}"}]`,
+		"gpus":        `[{"title":"GPU dashboard","url":"/d/hsi-gpu-metrics?var-host=${__data.fields.host}\u0026var-gpu=${__data.fields.gpuVar}\u0026var-mig=${__data.fields.migVar}\u0026${__url_time_range}"}]`,
 	}
 	for name, want := range cases {
 		if got := linkJSON(name); got != want {
@@ -135,8 +136,27 @@ func TestTraceSpansLinksUseGrafanasInterpolation(t *testing.T) {
 
 func TestTraceSpansFrameOfNoSpansIsTyped(t *testing.T) {
 	f := TraceSpans("4bf92f3577b34da6a3ce929d0e0e4736", nil, "process_cpu:cpu:nanoseconds:cpu:nanoseconds", "memory:alloc_space:bytes:space:bytes", TraceLinks{})
-	if f.Rows() != 0 || len(f.Fields) != 23 {
+	if f.Rows() != 0 || len(f.Fields) != 24 {
 		t.Errorf("rows %d fields %d", f.Rows(), len(f.Fields))
 	}
 	checkGolden(t, "trace_spans_empty", f)
+}
+
+func TestTraceSpansNameEachMIGInstance(t *testing.T) {
+	parent := classify.GPU{Host: "gpu-node-1", Index: "0", UUID: "GPU-5fd4a0b2", Model: "NVIDIA A100-SXM4-40GB"}
+	one, two := parent, parent
+	one.MIG, one.MIGProfile = "1", "3g.20gb"
+	two.MIG, two.MIGProfile = "2", "1g.5gb"
+	row := func(gpus ...classify.GPU) correlate.SpanRow {
+		return correlate.SpanRow{Span: jaeger.Span{SpanID: "e000000000000002", Service: "ai-enrichment", Operation: "enrich", Start: traceStart, Duration: time.Second},
+			Host: "gpu-node-1", GPUs: []string{"0"}, GPU: &correlate.GPUWindow{GPUs: gpus, Class: classify.Idle, ClassShare: 1, Util: 1, Samples: 1}}
+	}
+	f := TraceSpans("4bf92f3577b34da6a3ce929d0e0e4736", []correlate.SpanRow{row(two), row(one, two)}, "process_cpu:cpu:nanoseconds:cpu:nanoseconds", "memory:alloc_space:bytes:space:bytes", fullLinks)
+	gpus, gpuVars, migVars := field(t, f, "gpus"), field(t, f, "gpuVar"), field(t, f, "migVar")
+	want := [][3]string{{"0 MIG 1g.5gb #2", "0", "2"}, {"0 MIG 3g.20gb #1,0 MIG 1g.5gb #2", "$__all", "$__all"}}
+	for i, w := range want {
+		if gpus.At(i) != w[0] || gpuVars.At(i) != w[1] || migVars.At(i) != w[2] {
+			t.Errorf("row %d: gpus %q gpu var %q mig var %q, want %v", i, gpus.At(i), gpuVars.At(i), migVars.At(i), w)
+		}
+	}
 }

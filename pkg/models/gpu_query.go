@@ -24,6 +24,9 @@ const (
 	RoleNamespace = "namespace"
 	RoleContainer = "container"
 	RoleMIG       = "mig"
+	// RoleMIGProfile is the MIG instance's profile (GPU_I_PROFILE, "1g.10gb"): it describes the
+	// instance RoleMIG names, so it is not one of GPURoles (no filter, picker or override).
+	RoleMIGProfile = "mig_profile"
 )
 
 // GPURoles lists the roles in the order labels and messages name them.

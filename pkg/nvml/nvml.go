@@ -141,8 +141,7 @@ func (d Device) Figures() classify.Figures {
 // GPU is the classifier's identity of a local GPU.
 func (d Device) GPU(host string) classify.GPU {
 	idx := fmt.Sprint(d.Index)
-	return classify.GPU{Host: host, Index: idx, UUID: d.UUID, Model: d.Name,
-		Labels: map[string]string{"gpu": idx, "UUID": d.UUID, "modelName": d.Name, "pci_bus_id": d.PCIBusID}}
+	return classify.GPU{Host: host, Index: idx, UUID: d.UUID, Model: d.Name}
 }
 
 // DeviceSeries is one GPU's samples, oldest first.

@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
@@ -30,7 +31,7 @@ type promFake struct {
 }
 
 type fakeGPU struct {
-	Labels map[string]string // Hostname, gpu, UUID, modelName
+	Labels map[string]string // Hostname, gpu, UUID, modelName; GPU_I_ID, GPU_I_PROFILE on MIG instances
 	// Value is the GPU's reading of a DCGM metric at t; ok false: the GPU does not export it.
 	Value func(metric string, t time.Time) (v float64, ok bool)
 }
@@ -98,7 +99,7 @@ func (f *promFake) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	case path == "/api/v1/label/__name__/values":
 		reply(f.metricNames())
 	case path == "/api/v1/labels":
-		reply([]string{"__name__", "Hostname", "UUID", "gpu", "modelName"})
+		reply(f.labelNames())
 	case strings.HasPrefix(path, "/api/v1/label/") && strings.HasSuffix(path, "/values"):
 		name := strings.TrimSuffix(strings.TrimPrefix(path, "/api/v1/label/"), "/values")
 		var values []string
@@ -124,6 +125,20 @@ func (f *promFake) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		http.NotFound(w, r)
 	}
+}
+
+// labelNames are the label names of the GPUs' series, as Prometheus lists them (sorted).
+func (f *promFake) labelNames() []string {
+	names := []string{"__name__"}
+	for _, g := range f.GPUs {
+		for k := range g.Labels {
+			if !slices.Contains(names, k) {
+				names = append(names, k)
+			}
+		}
+	}
+	slices.Sort(names)
+	return names
 }
 
 func (f *promFake) metricNames() []string {
@@ -157,7 +172,8 @@ func (f *promFake) rangeResult(query, startS, endS, stepS string) []map[string]a
 			if !selects(vs, g.Labels) {
 				continue
 			}
-			key := vs.Name + "|" + g.Labels["UUID"]
+			// Every label: MIG instances of one GPU share its UUID.
+			key := vs.Name + "|" + fmt.Sprint(g.Labels)
 			if seen[key] {
 				continue
 			}

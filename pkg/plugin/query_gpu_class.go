@@ -148,18 +148,13 @@ func lacksBitmask(series []classify.GPUSeries) bool {
 	return false
 }
 
-// gpuClassKey identifies a GPU across GPUFigures calls by its identity roles.
-func gpuClassKey(g classify.GPU) string {
-	return strings.Join([]string{g.Host, g.Index, g.UUID, g.Model, g.Labels[models.RoleMIG]}, "\x00")
-}
-
 // classifyGPUs classifies each GPU (in parallel: classification is CPU-bound) with its clock
 // history in front, and keeps the steps from the panel's start (aligned down to the step, as the
 // first returned step is).
 func classifyGPUs(series, history []classify.GPUSeries, th classify.Thresholds, from time.Time) []frames.GPUClassResult {
-	hist := make(map[string][]classify.Sample, len(history))
+	hist := make(map[classify.GPU][]classify.Sample, len(history))
 	for _, h := range history {
-		hist[gpuClassKey(h.GPU)] = h.Samples
+		hist[h.GPU] = h.Samples
 	}
 	results := make([]frames.GPUClassResult, len(series))
 	jobs := make(chan int)
@@ -169,7 +164,7 @@ func classifyGPUs(series, history []classify.GPUSeries, th classify.Thresholds, 
 			for i := range jobs {
 				// Recovered per GPU: a worker that died would leave the others blocked on jobs.
 				_ = safe.Do("GPU classification", func() error {
-					results[i] = classifyGPU(series[i], hist[gpuClassKey(series[i].GPU)], th, from)
+					results[i] = classifyGPU(series[i], hist[series[i].GPU], th, from)
 					return nil
 				})
 			}
@@ -242,7 +237,7 @@ func gpuClassCoverage(results []frames.GPUClassResult, series []classify.GPUSeri
 	}
 	var notices, unclassified, noBitmask []string
 	for i, r := range results {
-		name := gpuClassName(r.GPU)
+		name := r.GPU.Name()
 		if !slices.ContainsFunc(r.Classes, func(c classify.Class) bool { return c != classify.NoData }) {
 			unclassified = append(unclassified, name)
 		}
@@ -259,17 +254,6 @@ func gpuClassCoverage(results []frames.GPUClassResult, series []classify.GPUSeri
 			classify.MetricClockEvents, gpuClassList(noBitmask), th.ThermalTempC, th.ThermalClockRatio, classify.PromDuration(th.ClockMaxWindow)))
 	}
 	return notices
-}
-
-func gpuClassName(g classify.GPU) string {
-	id := g.Index
-	if id == "" {
-		id = g.UUID
-	}
-	if g.Host == "" {
-		return id
-	}
-	return g.Host + "/" + id
 }
 
 // gpuClassList lists up to 8 names, then how many more.

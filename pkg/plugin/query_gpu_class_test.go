@@ -64,7 +64,7 @@ func (f *fakeFigures) GPUFigures(_ context.Context, filter models.GPUFilter, sta
 var classT0 = time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)
 
 func gpuOf(host, index, model string) classify.GPU {
-	return classify.GPU{Host: host, Index: index, Model: model, Labels: map[string]string{"host": host, "gpu": index, "model": model}}
+	return classify.GPU{Host: host, Index: index, Model: model}
 }
 
 // nodeA0 is compute-bound with profiling ratios and the bitmask.

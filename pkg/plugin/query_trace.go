@@ -195,22 +195,23 @@ func seriesStep(series []classify.GPUSeries, asked time.Duration) time.Duration 
 // results: the dominant class, its share and the evidence of its first reading in the window
 // (naming the GPU when the window covers several).
 func classifier(series []classify.GPUSeries, th classify.Thresholds) correlate.ClassifyFunc {
-	results := map[string][]classify.Result{}
+	// Keyed by the whole identity: MIG instances of one GPU share its host, index and UUID.
+	results := map[classify.GPU][]classify.Result{}
 	for _, s := range series {
-		results[gpuID(s.GPU)] = classify.ClassifySeries(s, th)
+		results[s.GPU] = classify.ClassifySeries(s, th)
 	}
 	return func(cut []classify.GPUSeries) (classify.Class, float64, []string) {
 		var window []classify.Result
-		var from []string // the GPU of each result
+		var from []classify.GPU // the GPU of each result
 		for _, c := range cut {
 			if len(c.Samples) == 0 {
 				continue
 			}
 			first, last := c.Samples[0].Time, c.Samples[len(c.Samples)-1].Time
-			for _, r := range results[gpuID(c.GPU)] {
+			for _, r := range results[c.GPU] {
 				if !r.Time.Before(first) && !r.Time.After(last) {
 					window = append(window, r)
-					from = append(from, c.GPU.Index)
+					from = append(from, c.GPU)
 				}
 			}
 		}
@@ -221,15 +222,13 @@ func classifier(series []classify.GPUSeries, th classify.Thresholds) correlate.C
 			}
 			evidence := slices.Clone(r.Evidence)
 			if len(cut) > 1 {
-				evidence[0] = "GPU " + from[i] + ": " + evidence[0]
+				evidence[0] = from[i].OnHost() + ": " + evidence[0]
 			}
 			return class, share, evidence
 		}
 		return class, share, nil
 	}
 }
-
-func gpuID(g classify.GPU) string { return g.Host + "\x00" + g.Index + "\x00" + g.UUID }
 
 // traceNotices says, on the spans frame, what each upstream contributed and what is missing.
 func (d *Datasource) traceNotices(tq *models.TraceQuery, trace *jaeger.Trace, rows []correlate.SpanRow, a *traceAnswers) []data.Notice {

@@ -190,8 +190,8 @@ func TestTraceQueryJoinsSpansProfilesAndGPUs(t *testing.T) {
 		// function is the largest self. Self times: 500 ms minus db_query (1–301 ms), the
 		// detector (310–350) and the enrichment (395–435); model.predict (312–352) covers its
 		// parent from 312 ms on, so the detector's root keeps 2 ms.
-		"GET /api/detect": "self=120 cpu=320 alloc_space=4096 hotFunction=crypto/sha256.block gpus=all gpuClass=compute-bound gpuUtil=53.5",
-		"db_query":        "self=300 cpu=- alloc_space=- hotFunction=- gpus=all gpuClass=compute-bound gpuUtil=53.5",
+		"GET /api/detect": "self=120 cpu=320 alloc_space=4096 hotFunction=crypto/sha256.block gpus=0,1 gpuClass=compute-bound gpuUtil=53.5",
+		"db_query":        "self=300 cpu=- alloc_space=- hotFunction=- gpus=0,1 gpuClass=compute-bound gpuUtil=53.5",
 		"GET /detect":     "self=2 cpu=60 alloc_space=0 hotFunction=main.modelPredict gpus=0 gpuClass=compute-bound gpuUtil=95",
 		"model.predict":   "self=40 cpu=- alloc_space=- hotFunction=- gpus=0 gpuClass=compute-bound gpuUtil=95",
 		"GET /enrich":     "self=1 cpu=0 alloc_space=1048576 hotFunction=- gpus=1 gpuClass=idle gpuUtil=12",

@@ -201,6 +201,8 @@ var roleAliases = map[string][]string{
 	models.RoleNamespace: {"exported_namespace", "namespace", "pod_namespace"},
 	models.RoleContainer: {"exported_container", "container", "container_name"},
 	models.RoleMIG:       {"GPU_I_ID"},
+	// dcgm-exporter labels a MIG instance's series with its parent's gpu and UUID plus these two.
+	models.RoleMIGProfile: {"GPU_I_PROFILE"},
 }
 
 // Catalogue is the catalogue with a data source's overrides applied.

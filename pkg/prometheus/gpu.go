@@ -43,7 +43,7 @@ const (
 )
 
 // MetricSeries is one series of a catalogue metric: its labels by role (host, gpu, uuid,
-// model, pod, namespace, container, mig; absent roles left out) and its values in the
+// model, mig, mig_profile, pod, namespace, container; absent roles left out) and its values in the
 // catalogue's unit, at the steps where Prometheus had a value.
 type MetricSeries struct {
 	Labels map[string]string
@@ -109,7 +109,7 @@ func counterRateWindow(step time.Duration) time.Duration {
 func gpuGroupingRoles(aggregation string) ([]string, error) {
 	switch aggregation {
 	case models.AggregationGPU, "":
-		return []string{models.RoleHost, models.RoleGPU, models.RoleUUID, models.RoleModel, models.RoleMIG, models.RolePod, models.RoleNamespace, models.RoleContainer}, nil
+		return []string{models.RoleHost, models.RoleGPU, models.RoleUUID, models.RoleModel, models.RoleMIG, models.RoleMIGProfile, models.RolePod, models.RoleNamespace, models.RoleContainer}, nil
 	case models.AggregationHost:
 		return []string{models.RoleHost}, nil
 	case models.AggregationFleet:
@@ -118,8 +118,27 @@ func gpuGroupingRoles(aggregation string) ([]string, error) {
 	return nil, backend.DownstreamError(fmt.Errorf("aggregation must be %q, %q or %q, got %q", models.AggregationGPU, models.AggregationHost, models.AggregationFleet, aggregation))
 }
 
-// gpuIdentityRoles name one GPU: what GPUFigures groups by.
-var gpuIdentityRoles = []string{models.RoleHost, models.RoleGPU, models.RoleUUID, models.RoleModel, models.RoleMIG}
+// gpuIdentityRoles name one GPU (classify.GPU): what GPUFigures groups by.
+var gpuIdentityRoles = []string{models.RoleHost, models.RoleGPU, models.RoleUUID, models.RoleModel, models.RoleMIG, models.RoleMIGProfile}
+
+// GPUOf is the GPU that role labels (host, gpu, uuid, model, mig, mig_profile) name.
+func GPUOf(labels map[string]string) classify.GPU {
+	return classify.GPU{Host: labels[models.RoleHost], Index: labels[models.RoleGPU], UUID: labels[models.RoleUUID],
+		Model: labels[models.RoleModel], MIG: labels[models.RoleMIG], MIGProfile: labels[models.RoleMIGProfile]}
+}
+
+// GPURoleLabels are the GPU's role labels, those it has: how every GPU frame of the plugin
+// labels its fields.
+func GPURoleLabels(g classify.GPU) map[string]string {
+	out := map[string]string{}
+	for role, v := range map[string]string{models.RoleHost: g.Host, models.RoleGPU: g.Index, models.RoleUUID: g.UUID,
+		models.RoleModel: g.Model, models.RoleMIG: g.MIG, models.RoleMIGProfile: g.MIGProfile} {
+		if v != "" {
+			out[role] = v
+		}
+	}
+	return out
+}
 
 // gpuQuery is what a GPU query is built from: the plan, and which label names carry each role.
 type gpuQuery struct {
@@ -342,13 +361,8 @@ func sortMetricSeries(ss []MetricSeries) {
 }
 
 func compareGPURoles(a, b map[string]string) int {
-	if c := strings.Compare(a[models.RoleHost], b[models.RoleHost]); c != 0 {
+	if c := GPUOf(a).Compare(GPUOf(b)); c != 0 {
 		return c
-	}
-	ai, aerr := strconv.Atoi(a[models.RoleGPU])
-	bi, berr := strconv.Atoi(b[models.RoleGPU])
-	if aerr == nil && berr == nil && ai != bi {
-		return ai - bi
 	}
 	for _, role := range models.GPURoles {
 		if c := strings.Compare(a[role], b[role]); c != 0 {
@@ -383,8 +397,8 @@ var gpuFigures = []gpuFigure{
 // GPUFigures fetches, in parallel, every figure classify.Figures holds for each GPU matching
 // filter, from start to end at step, and joins them per GPU on one step grid.
 //
-//   - Series are per GPU (host, gpu index, UUID, model, MIG instance), ordered by host then
-//     index; GPU.Labels holds those roles by name (host, gpu, uuid, model, mig).
+//   - Series are per GPU (classify.GPU: host, gpu index, UUID, model, MIG instance and
+//     profile), ordered by host, index, then MIG instance: two MIG instances of one GPU are two.
 //   - Samples cover every step from the aligned start to the aligned end; a figure without a
 //     value at a step is NaN, and a figure the exporter does not send is NaN throughout, with a
 //     notice naming the DCGM names tried. PCIe is in bytes/s (deprecated KB/s series converted).
@@ -480,15 +494,14 @@ func (c *Client) GPUFigures(ctx context.Context, filter models.GPUFilter, start,
 	}
 
 	steps := int(w.end.Sub(w.start)/w.step) + 1
-	byGPU := map[string]*classify.GPUSeries{}
+	byGPU := map[classify.GPU]*classify.GPUSeries{}
 	for i, rangeSelector := range results {
 		for _, s := range rangeSelector {
-			labels := gpuRoleLabels(s.Metric, q.roles, gpuIdentityRoles)
-			key := gpuKey(labels)
-			gs := byGPU[key]
+			g := GPUOf(gpuRoleLabels(s.Metric, q.roles, gpuIdentityRoles))
+			gs := byGPU[g]
 			if gs == nil {
-				gs = newGPUSeries(labels, w, steps)
-				byGPU[key] = gs
+				gs = newGPUSeries(g, w, steps)
+				byGPU[g] = gs
 			}
 			for _, p := range s.Values {
 				k := int(math.Round(float64(p.Timestamp.Time().Sub(w.start)) / float64(w.step)))
@@ -501,7 +514,7 @@ func (c *Client) GPUFigures(ctx context.Context, filter models.GPUFilter, start,
 	for _, gs := range byGPU {
 		out = append(out, *gs)
 	}
-	slices.SortFunc(out, func(a, b classify.GPUSeries) int { return compareGPURoles(a.GPU.Labels, b.GPU.Labels) })
+	slices.SortFunc(out, func(a, b classify.GPUSeries) int { return a.GPU.Compare(b.GPU) })
 	if len(out) > limit {
 		out = out[:limit]
 		notices = append(notices, fmt.Sprintf("more than %d GPUs match; the first %d are used. Narrow the filter or raise jsonData.gpuMaxSeries", limit, limit))
@@ -509,20 +522,8 @@ func (c *Client) GPUFigures(ctx context.Context, filter models.GPUFilter, start,
 	return out, notices, nil
 }
 
-func gpuKey(labels map[string]string) string {
-	parts := make([]string, 0, len(gpuIdentityRoles))
-	for _, r := range gpuIdentityRoles {
-		parts = append(parts, labels[r])
-	}
-	return strings.Join(parts, "\x00")
-}
-
-func newGPUSeries(labels map[string]string, w gpuWindow, steps int) *classify.GPUSeries {
-	gs := &classify.GPUSeries{
-		GPU: classify.GPU{Host: labels[models.RoleHost], Index: labels[models.RoleGPU], UUID: labels[models.RoleUUID],
-			Model: labels[models.RoleModel], Labels: labels},
-		Samples: make([]classify.Sample, steps),
-	}
+func newGPUSeries(g classify.GPU, w gpuWindow, steps int) *classify.GPUSeries {
+	gs := &classify.GPUSeries{GPU: g, Samples: make([]classify.Sample, steps)}
 	for k := range gs.Samples {
 		gs.Samples[k] = classify.Sample{Time: w.start.Add(time.Duration(k) * w.step), Figures: classify.Missing()}
 	}

@@ -12,6 +12,8 @@ import (
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/classify"
+
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/upstream"
 )
@@ -343,7 +345,7 @@ func TestGPUFiguresJoinsEveryFigurePerGPU(t *testing.T) {
 	}
 	a, b := series[0], series[1]
 	if a.GPU.Host != "node-a" || a.GPU.Index != "0" || a.GPU.UUID != "GPU-a0" || a.GPU.Model != "NVIDIA A100-SXM4-80GB" ||
-		b.GPU.Host != "node-b" || b.GPU.Labels["host"] != "node-b" || b.GPU.Labels["model"] != "Tesla T4" {
+		b.GPU != (classify.GPU{Host: "node-b", Index: "0", UUID: "GPU-b0", Model: "Tesla T4"}) {
 		t.Errorf("GPUs %+v / %+v", a.GPU, b.GPU)
 	}
 	// Three steps (0, 30, 60 s): every step present, NaN where a value is missing.
@@ -445,5 +447,61 @@ func TestGPULabelValuesUnitesAliasesAndSortsIndexesAsNumbers(t *testing.T) {
 	}
 	if _, err := c.GPULabelValues(context.Background(), "node", models.GPUFilter{}, t0, tEnd); err == nil || !strings.Contains(err.Error(), `unknown GPU label role "node"`) {
 		t.Errorf("unknown role: %v", err)
+	}
+}
+
+// migSlices are two MIG instances of one A100 as dcgm-exporter labels them: the parent's gpu,
+// UUID, device and modelName, plus GPU_I_PROFILE and GPU_I_ID. Only the instance tells them apart.
+var migSlices = []map[string]string{
+	{"Hostname": "gpu-node-1", "gpu": "0", "UUID": "GPU-5fd4a0b2-7c1e-4d2a-9f3b-0123456789ab", "device": "nvidia0", "pci_bus_id": "00000000:07:00.0",
+		"modelName": "NVIDIA A100-SXM4-40GB", "GPU_I_PROFILE": "3g.20gb", "GPU_I_ID": "1"},
+	{"Hostname": "gpu-node-1", "gpu": "0", "UUID": "GPU-5fd4a0b2-7c1e-4d2a-9f3b-0123456789ab", "device": "nvidia0", "pci_bus_id": "00000000:07:00.0",
+		"modelName": "NVIDIA A100-SXM4-40GB", "GPU_I_PROFILE": "1g.5gb", "GPU_I_ID": "2"},
+}
+
+func TestGPUFiguresKeepsEachMIGInstanceOfOneGPU(t *testing.T) {
+	values := map[string][2]float64{ // metric → instance 1, instance 2 (busy, idle)
+		"DCGM_FI_PROF_GR_ENGINE_ACTIVE": {0.97, 0.01},
+		"DCGM_FI_PROF_DRAM_ACTIVE":      {0.30, 0.00},
+	}
+	f := &fakeDCGM{
+		metricNames: []string{"DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_PROF_DRAM_ACTIVE"},
+		labelNames:  []string{"Hostname", "gpu", "UUID", "device", "pci_bus_id", "modelName", "GPU_I_PROFILE", "GPU_I_ID"},
+		rangeAnswer: func(metrics []string, _ string) []fakeStream {
+			var out []fakeStream
+			for _, m := range metrics {
+				for i, labels := range migSlices {
+					out = append(out, fakeStream{Metric: labels, Values: points(values[m][i], values[m][i])})
+				}
+			}
+			return out
+		},
+	}
+	c, _ := newFakeDCGM(t, f)
+	series, _, err := c.GPUFigures(context.Background(), models.GPUFilter{}, t0, t0.Add(30*time.Second), 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent := classify.GPU{Host: "gpu-node-1", Index: "0", UUID: "GPU-5fd4a0b2-7c1e-4d2a-9f3b-0123456789ab", Model: "NVIDIA A100-SXM4-40GB"}
+	one, two := parent, parent
+	one.MIG, one.MIGProfile = "1", "3g.20gb"
+	two.MIG, two.MIGProfile = "2", "1g.5gb"
+	if len(series) != 2 || series[0].GPU != one || series[1].GPU != two {
+		t.Fatalf("GPUs %+v", series)
+	}
+	if g := series[0].Samples[0].Figures.GrEngine; g != 0.97 {
+		t.Errorf("instance 1 graphics engine %v, want 0.97", g)
+	}
+	if g := series[1].Samples[0].Figures.GrEngine; g != 0.01 {
+		t.Errorf("instance 2 graphics engine %v, want 0.01", g)
+	}
+	// Prometheus keeps only the labels a query groups by: both MIG labels must be among them.
+	for _, q := range f.requests {
+		if q.Path == "/api/v1/query_range" && (!strings.Contains(q.Query, "GPU_I_ID") || !strings.Contains(q.Query, "GPU_I_PROFILE")) {
+			t.Errorf("query does not keep the MIG labels: %s", q.Query)
+		}
+	}
+	if got := one.String(); got != "gpu-node-1 GPU 0 (NVIDIA A100-SXM4-40GB) MIG 3g.20gb #1" {
+		t.Errorf("String() = %q", got)
 	}
 }
