@@ -8,12 +8,12 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	"github.com/grafana/grafana-plugin-sdk-go/backend/datasource"
 	"github.com/grafana/grafana-plugin-sdk-go/data"
 
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/safe"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/selfprofile"
 )
 
@@ -76,18 +76,15 @@ func withModelQueryTypes(req *backend.QueryDataRequest) *backend.QueryDataReques
 // its own response, never the others and never the QueryData call.
 func perQuery(queryType string, h queryHandler) backend.QueryDataHandlerFunc {
 	return func(ctx context.Context, req *backend.QueryDataRequest) (*backend.QueryDataResponse, error) {
+		answers := make([]backend.DataResponse, len(req.Queries))
+		safe.ForEach("query", len(req.Queries), 0, func(i int) error {
+			answers[i] = runQuery(ctx, queryType, h, req.Queries[i]) // recovers its own panic, naming the query type
+			return nil
+		})
 		res := backend.NewQueryDataResponse()
-		var mu sync.Mutex
-		var wg sync.WaitGroup
-		for _, q := range req.Queries {
-			wg.Go(func() {
-				r := runQuery(ctx, queryType, h, q)
-				mu.Lock()
-				res.Responses[q.RefID] = r
-				mu.Unlock()
-			})
+		for i, q := range req.Queries {
+			res.Responses[q.RefID] = answers[i]
 		}
-		wg.Wait()
 		return res, nil
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
@@ -157,24 +156,11 @@ func classifyGPUs(series, history []classify.GPUSeries, th classify.Thresholds, 
 		hist[h.GPU] = h.Samples
 	}
 	results := make([]frames.GPUClassResult, len(series))
-	jobs := make(chan int)
-	var wg sync.WaitGroup
-	for range max(1, min(runtime.GOMAXPROCS(0), len(series))) {
-		wg.Go(func() {
-			for i := range jobs {
-				// Recovered per GPU: a worker that died would leave the others blocked on jobs.
-				_ = safe.Do("GPU classification", func() error {
-					results[i] = classifyGPU(series[i], hist[series[i].GPU], th, from)
-					return nil
-				})
-			}
-		})
-	}
-	for i := range series {
-		jobs <- i
-	}
-	close(jobs)
-	wg.Wait()
+	// CPU work: one GPU per core at a time; a GPU whose classification panics keeps its zero result.
+	safe.ForEach("GPU classification", len(series), runtime.GOMAXPROCS(0), func(i int) error {
+		results[i] = classifyGPU(series[i], hist[series[i].GPU], th, from)
+		return nil
+	})
 	return results
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
@@ -54,20 +53,10 @@ func (d *Datasource) queryGPUMetrics(ctx context.Context, q backend.DataQuery) b
 	step := max(q.Interval, time.Second)
 
 	results := make([]*prometheus.MetricResult, len(gq.Metrics))
-	errs := make([]error, len(gq.Metrics))
-	sem := make(chan struct{}, gpuMetricConcurrency)
-	var wg sync.WaitGroup
-	for i, name := range gq.Metrics {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			errs[i] = safe.Do("gpuMetrics "+name, func() (err error) {
-				results[i], err = prom.GPUMetric(ctx, name, gq.GPUFilter, gq.Aggregation, q.TimeRange.From, q.TimeRange.To, step)
-				return err
-			})
-		})
-	}
-	wg.Wait()
+	errs := safe.ForEach("gpuMetrics", len(gq.Metrics), gpuMetricConcurrency, func(i int) (err error) {
+		results[i], err = prom.GPUMetric(ctx, gq.Metrics[i], gq.GPUFilter, gq.Aggregation, q.TimeRange.From, q.TimeRange.To, step)
+		return err
+	})
 
 	var out []*data.Frame
 	var failures []string

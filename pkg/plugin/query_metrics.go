@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
@@ -102,19 +101,19 @@ func (d *Datasource) queryBoth(ctx context.Context, q backend.DataQuery) backend
 		profile   backend.DataResponse
 		series    []*data.Frame
 		seriesErr error
-		wg        sync.WaitGroup
 	)
-	wg.Go(func() {
-		if perr := safe.Do("both query: flame graph", func() error { profile = d.queryProfile(ctx, q); return nil }); perr != nil {
-			profile = backend.ErrDataResponseWithSource(backend.StatusInternal, backend.ErrorSourcePlugin, perr.Error())
-		}
-	})
-	wg.Go(func() {
-		if perr := safe.Do("both query: series", func() error { series, seriesErr = d.seriesFrames(ctx, q, pq, agg); return nil }); perr != nil {
-			series, seriesErr = nil, perr
-		}
-	})
-	wg.Wait()
+	halves := []func(){
+		func() { profile = d.queryProfile(ctx, q) },
+		func() { series, seriesErr = d.seriesFrames(ctx, q, pq, agg) },
+	}
+	// A half that panics fails alone, as one that errs.
+	panicked := safe.ForEach("both query", len(halves), 0, func(i int) error { halves[i](); return nil })
+	if panicked[0] != nil {
+		profile = backend.ErrDataResponseWithSource(backend.StatusInternal, backend.ErrorSourcePlugin, panicked[0].Error())
+	}
+	if panicked[1] != nil {
+		series, seriesErr = nil, panicked[1]
+	}
 
 	switch {
 	case profile.Error != nil && seriesErr != nil:

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
@@ -458,30 +457,19 @@ func (c *Client) GPUFigures(ctx context.Context, filter models.GPUFilter, start,
 	// each (see queryPlan.limited).
 	results := make([]model.Matrix, len(jobs))
 	warnings := make([][]string, len(jobs))
-	errs := make([]error, len(jobs))
+	// The figures are needed together: the first failure cancels the queries still to come.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	sem := make(chan struct{}, figureConcurrency)
-	var wg sync.WaitGroup
-	for i, j := range jobs {
-		wg.Go(func() {
-			select {
-			case sem <- struct{}{}:
-			case <-ctx.Done():
-				errs[i] = ctx.Err()
-				return
-			}
-			defer func() { <-sem }()
-			errs[i] = safe.Do("GPU figure query", func() (err error) {
-				results[i], warnings[i], err = c.gpuQueryRange(ctx, q.plan.limited(j.agg, j.expr, presentAll).String(), w)
-				return err
-			})
-			if errs[i] != nil {
-				cancel()
-			}
-		})
-	}
-	wg.Wait()
+	errs := safe.ForEach("GPU figure query", len(jobs), figureConcurrency, func(i int) (err error) {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		results[i], warnings[i], err = c.gpuQueryRange(ctx, q.plan.limited(jobs[i].agg, jobs[i].expr, presentAll).String(), w)
+		if err != nil {
+			cancel()
+		}
+		return err
+	})
 	if err := firstGPUError(errs); err != nil {
 		return nil, nil, err
 	}

@@ -1,6 +1,7 @@
 package prometheus
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"sync"
@@ -115,35 +116,24 @@ func (c *Client) inventory(ctx context.Context, start, end time.Time) (inv *inve
 	ctx, span := upstream.StartSpan(ctx, models.Prometheus, "GPUInventory")
 	defer func() { err = upstream.EndSpan(span, err) }()
 	inv = &inventory{metrics: map[string]bool{}, labels: map[string]bool{}}
-	var (
-		wg           sync.WaitGroup
-		namesErr     error
-		labelNameErr error
-	)
-	wg.Go(func() {
-		namesErr = safe.Do("DCGM metric names", func() error {
+	lookups := []func() error{
+		func() error { // the DCGM metric names
 			values, _, _, err := c.api.LabelValues(ctx, "__name__", []string{match}, start, end)
 			for _, v := range values {
 				inv.metrics[string(v)] = true
 			}
 			return err
-		})
-	})
-	wg.Go(func() {
-		labelNameErr = safe.Do("DCGM label names", func() error {
+		},
+		func() error { // their label names
 			labelNames, _, _, err := c.api.LabelNames(ctx, []string{match}, start, end)
 			for _, l := range labelNames {
 				inv.labels[string(l)] = true
 			}
 			return err
-		})
-	})
-	wg.Wait()
-	if namesErr != nil {
-		return nil, c.wrap(namesErr)
+		},
 	}
-	if labelNameErr != nil {
-		return nil, c.wrap(labelNameErr)
+	if err := cmp.Or(safe.ForEach("DCGM inventory", len(lookups), 0, func(i int) error { return lookups[i]() })...); err != nil {
+		return nil, c.wrap(err)
 	}
 	c.cache.put(key, inv)
 	return inv, nil
