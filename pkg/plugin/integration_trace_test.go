@@ -147,12 +147,13 @@ func TestRealTraceQueryExplainsTheSlowRequest(t *testing.T) {
 	}
 
 	// GPU columns from the live simulator: the detector's spans on GPU 0 (gpu.index on
-	// model.predict), the enrichment's on GPU 1, the backend on both.
+	// model.predict), the enrichment's on GPU 1, the backend (no gpu.index) on every GPU of its
+	// host, listed.
 	for _, c := range []struct{ service, op, gpus, gpu string }{
 		{"ai-detector", "GET /detect", "0", "0"},
 		{"ai-detector", "model.predict", "0", "0"},
 		{"ai-enrichment", "enrich", "1", "1"},
-		{"nemotron-backend", "GET /api/detect", "all", ""},
+		{"nemotron-backend", "GET /api/detect", "0,1", ""},
 	} {
 		row := findRow(t, rows, c.service, c.op)
 		util, ok := row.num("gpuUtil")
