@@ -48,7 +48,7 @@ func GPUMetricFrames(res *prometheus.MetricResult) []*data.Frame {
 		out = append(out, f)
 	}
 	for _, n := range res.Notices {
-		out[0].AppendNotices(data.Notice{Severity: data.NoticeSeverityWarning, Text: n})
+		out[0].AppendNotices(Warning(n))
 	}
 	return out
 }

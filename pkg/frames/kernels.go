@@ -38,7 +38,7 @@ func KernelFrames(file string, r *gputrace.Result) []*data.Frame {
 		ns("min", mins), ns("max", maxs), ns("std dev", stds))
 	summary.Meta = &data.FrameMeta{PreferredVisualization: data.VisTypeTable}
 	for _, t := range r.Notices {
-		summary.AppendNotices(data.Notice{Severity: data.NoticeSeverityWarning, Text: t})
+		summary.AppendNotices(Warning(t))
 	}
 
 	// Four rows per GPU, then four for the file ("all": the GPUs' figures summed, shares of

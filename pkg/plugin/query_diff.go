@@ -52,8 +52,8 @@ func (d *Datasource) queryDiff(ctx context.Context, q backend.DataQuery) backend
 	base, comp := sides[0].res.tree, sides[1].res.tree
 	tree := flamegraph.Diff(base, comp)
 	summary := frames.DiffSummary(tree, DiffSummaryRows) // shares: before scaling, same after
-	notices = append(notices, data.Notice{Severity: data.NoticeSeverityInfo, Text: normalise(tree, pq.ProfileTypeID,
-		sides[0].res.describe, sides[1].res.describe)})
+	notices = append(notices, frames.Info(normalise(tree, pq.ProfileTypeID,
+		sides[0].res.describe, sides[1].res.describe)))
 	frame := frames.DiffFlameGraph(tree, pq.ProfileTypeID)
 	frame.Meta.Notices = notices
 	return withFrames(frame, summary)

@@ -57,7 +57,8 @@ func answerGPUClass(ctx context.Context, src gpuFigureSource, q backend.DataQuer
 		return badQuery(models.QueryTypeGPUClass, fmt.Errorf("the time range must start before it ends, got %s to %s", from.Format(time.RFC3339), to.Format(time.RFC3339)))
 	}
 	step := max(q.Interval, gq.MinStep)
-	notices := []string{fmt.Sprintf("classes are judged at each %s step on DCGM's samples: dcgm-exporter collects every 30 s by default, so they describe coarse averages, not individual kernels", step)}
+	method := frames.Info(fmt.Sprintf("classes are judged at each %s step on DCGM's samples: dcgm-exporter collects every 30 s by default, so they describe coarse averages, not individual kernels", step))
+	var notices []string // what may mislead or is missing: warnings
 	if q.Interval > 0 && q.Interval < step {
 		notices = append(notices, fmt.Sprintf("step raised from the panel's %s to minStep %s: shorter steps would repeat the same DCGM samples (set minStep in the query to change it)", q.Interval, step))
 	}
@@ -104,12 +105,9 @@ func answerGPUClass(ctx context.Context, src gpuFigureSource, q backend.DataQuer
 		}
 		out = append(out, shares...)
 	}
+	out[0].AppendNotices(method)
 	for _, n := range notices {
-		severity := data.NoticeSeverityWarning
-		if strings.HasPrefix(n, "classes are judged") {
-			severity = data.NoticeSeverityInfo
-		}
-		out[0].AppendNotices(data.Notice{Severity: severity, Text: n})
+		out[0].AppendNotices(frames.Warning(n))
 	}
 	return withFrames(out...)
 }

@@ -84,7 +84,7 @@ func answerGPULocal(src nvml.Source, gq *models.GPULocalQuery, cs models.Classif
 		return errorResponse(backend.DownstreamError(err))
 	}
 	for _, n := range notices {
-		f[0].AppendNotices(data.Notice{Severity: data.NoticeSeverityWarning, Text: n})
+		f[0].AppendNotices(frames.Warning(n))
 	}
 	return withFrames(f...)
 }

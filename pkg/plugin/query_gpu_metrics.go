@@ -78,7 +78,8 @@ func (d *Datasource) queryGPUMetrics(ctx context.Context, q backend.DataQuery) b
 		return errorResponse(firstErr)
 	}
 	for _, f := range failures {
-		out[0].AppendNotices(data.Notice{Severity: data.NoticeSeverityError, Text: f})
+		// The other metrics answered: a part is missing, the panel is not failed.
+		out[0].AppendNotices(frames.Warning(f))
 	}
 	return withFrames(out...)
 }

@@ -54,7 +54,7 @@ func (d *Datasource) queryKernels(ctx context.Context, q backend.DataQuery) back
 			name = f.File.Rel
 		}
 		fs := frames.KernelFrames(name, f.Result)
-		fs[0].AppendNotices(data.Notice{Severity: data.NoticeSeverityInfo, Text: "Read from " + f.File.Rel})
+		fs[0].AppendNotices(frames.Info("Read from " + f.File.Rel))
 		out = append(out, fs...)
 	}
 	if len(out) == 0 {
@@ -64,7 +64,7 @@ func (d *Datasource) queryKernels(ctx context.Context, q backend.DataQuery) back
 		}
 	}
 	for _, n := range notices {
-		out[0].AppendNotices(data.Notice{Severity: data.NoticeSeverityWarning, Text: n})
+		out[0].AppendNotices(frames.Warning(n))
 	}
 	return withFrames(out...)
 }
@@ -139,10 +139,10 @@ func (d *Datasource) spanKernelTimes(ctx context.Context, traceID string, rows [
 		results = append(results, f.Result)
 	}
 	if n := correlate.AttributeKernels(rows, traceID, results); n != "" {
-		out = append(out, infoNotice(n))
+		out = append(out, frames.Info(n))
 	}
 	for _, n := range notices {
-		out = append(out, warnNotice(n))
+		out = append(out, frames.Warning(n))
 	}
 	return out
 }

@@ -127,8 +127,7 @@ func (d *Datasource) queryBoth(ctx context.Context, q backend.DataQuery) backend
 		// An empty flame graph carries the notice, so the flame graph panel says why it is empty
 		// while the time series panel shows the series.
 		flame := frames.FlameGraph(nil, pq.ProfileTypeID)
-		flame.AppendNotices(data.Notice{Severity: data.NoticeSeverityWarning,
-			Text: fmt.Sprintf("flame graph unavailable, series shown: %v", profile.Error)})
+		flame.AppendNotices(frames.Warning(fmt.Sprintf("flame graph unavailable, series shown: %v", profile.Error)))
 		return withFrames(append([]*data.Frame{flame}, series...)...)
 
 	case seriesErr != nil:
@@ -136,8 +135,7 @@ func (d *Datasource) queryBoth(ctx context.Context, q backend.DataQuery) backend
 		if len(out) == 0 {
 			out = []*data.Frame{frames.FlameGraph(nil, pq.ProfileTypeID)}
 		}
-		out[0].AppendNotices(data.Notice{Severity: data.NoticeSeverityWarning,
-			Text: fmt.Sprintf("series unavailable, flame graph shown: %v", seriesErr)})
+		out[0].AppendNotices(frames.Warning(fmt.Sprintf("series unavailable, flame graph shown: %v", seriesErr)))
 		return withFrames(out...)
 	}
 	return withFrames(append(profile.Frames, series...)...)

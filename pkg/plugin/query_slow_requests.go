@@ -61,13 +61,13 @@ func (d *Datasource) querySlowRequests(ctx context.Context, q backend.DataQuery)
 		RequestDashboardUID: j.RequestDashboardUID, TraceDatasourceUID: j.TraceDatasourceUID, TraceDatasourceType: j.TraceDatasourceType,
 	})
 	if traceErr != nil {
-		slow.Meta.Notices = append(slow.Meta.Notices, warnNotice(fmt.Sprintf("No slow traces: %v", traceErr)))
+		slow.Meta.Notices = append(slow.Meta.Notices, frames.Warning(fmt.Sprintf("No slow traces: %v", traceErr)))
 	}
 	for _, n := range traceNotes {
-		slow.Meta.Notices = append(slow.Meta.Notices, infoNotice(n))
+		slow.Meta.Notices = append(slow.Meta.Notices, frames.Info(n))
 	}
 	if j.Err != nil {
-		latency.Meta.Notices = append(latency.Meta.Notices, warnNotice(fmt.Sprintf("Some join settings are invalid and use their defaults: %v", j.Err)))
+		latency.Meta.Notices = append(latency.Meta.Notices, frames.Warning(fmt.Sprintf("Some join settings are invalid and use their defaults: %v", j.Err)))
 	}
 	return withFrames(latency, slow)
 }
@@ -84,7 +84,7 @@ func (d *Datasource) endpointLatencies(ctx context.Context, sq *models.SlowReque
 
 func latencyNotices(sq *models.SlowRequestsQuery, lat prometheus.LatencyResult, latErr error, j models.JoinSettings) []data.Notice {
 	if latErr != nil {
-		return []data.Notice{warnNotice(fmt.Sprintf("No latency table: %v", latErr))}
+		return []data.Notice{frames.Warning(fmt.Sprintf("No latency table: %v", latErr))}
 	}
 	var out []data.Notice
 	if len(lat.Rows) == 0 {
@@ -96,11 +96,11 @@ func latencyNotices(sq *models.SlowRequestsQuery, lat prometheus.LatencyResult, 
 		if sq.Service != "" || sq.Endpoint != "" {
 			what = fmt.Sprintf("requests of service %q, endpoint %q", sq.Service, sq.Endpoint)
 		}
-		out = append(out, warnNotice(fmt.Sprintf("No latency histogram has %s in the panel's time range (read: %s). Set jsonData.latencyHistograms to your request-duration histogram, its service and endpoint labels.",
+		out = append(out, frames.Warning(fmt.Sprintf("No latency histogram has %s in the panel's time range (read: %s). Set jsonData.latencyHistograms to your request-duration histogram, its service and endpoint labels.",
 			what, strings.Join(names, ", "))))
 	}
 	for _, w := range lat.Warnings {
-		out = append(out, warnNotice("Prometheus: "+w))
+		out = append(out, frames.Warning("Prometheus: "+w))
 	}
 	return out
 }

@@ -53,7 +53,7 @@ func (d *Datasource) queryTrace(ctx context.Context, q backend.DataQuery) backen
 			return errorResponse(err)
 		}
 		spans := frames.TraceSpans(tq.TraceID, nil, tq.ProfileTypeID, tq.AllocTypeID, links)
-		spans.Meta.Notices = []data.Notice{warnNotice(fmt.Sprintf("No span table: could not read trace %s (%v).", tq.TraceID, jaegerErr))}
+		spans.Meta.Notices = []data.Notice{frames.Warning(fmt.Sprintf("No span table: could not read trace %s (%v).", tq.TraceID, jaegerErr))}
 		return withFrames(spans, flameGraphFrame(rp, tq.ProfileTypeID))
 	}
 
@@ -242,39 +242,39 @@ func (d *Datasource) traceNotices(tq *models.TraceQuery, trace *jaeger.Trace, ro
 	// CPU column and flame graph.
 	switch {
 	case a.cpuErr != nil:
-		out = append(out, warnNotice(fmt.Sprintf("No CPU column or flame graph: %v", a.cpuErr)))
+		out = append(out, frames.Warning(fmt.Sprintf("No CPU column or flame graph: %v", a.cpuErr)))
 	case profiled == 0:
-		out = append(out, infoNotice(fmt.Sprintf("The %s column is empty: no span carries pyroscope.profile.id, so no span has a profile of its own (the flame graph matches the trace's samples as its notice says).",
+		out = append(out, frames.Info(fmt.Sprintf("The %s column is empty: no span carries pyroscope.profile.id, so no span has a profile of its own (the flame graph matches the trace's samples as its notice says).",
 			frames.SampleType(tq.ProfileTypeID))))
 	case profiled > correlate.MaxSpanQueries:
-		out = append(out, infoNotice(fmt.Sprintf("The %s column is empty: the trace has %d profiled spans, more than the %d asked one by one, so samples are known per service only (see the flame graph).",
+		out = append(out, frames.Info(fmt.Sprintf("The %s column is empty: the trace has %d profiled spans, more than the %d asked one by one, so samples are known per service only (see the flame graph).",
 			frames.SampleType(tq.ProfileTypeID), profiled, correlate.MaxSpanQueries)))
 	case !a.cpu.Spans.HasSamples():
-		out = append(out, warnNotice(fmt.Sprintf("The %s column is empty: none of the %d profiled span(s) has span-profile samples of type %s (see the flame graph's notice).",
+		out = append(out, frames.Warning(fmt.Sprintf("The %s column is empty: none of the %d profiled span(s) has span-profile samples of type %s (see the flame graph's notice).",
 			frames.SampleType(tq.ProfileTypeID), profiled, tq.ProfileTypeID)))
 	}
 	// Allocation column.
 	switch {
 	case a.allocErr != nil:
-		out = append(out, warnNotice(fmt.Sprintf("No allocation column: %v", a.allocErr)))
+		out = append(out, frames.Warning(fmt.Sprintf("No allocation column: %v", a.allocErr)))
 	case a.alloc != nil && !a.alloc.HasSamples():
-		out = append(out, infoNotice(fmt.Sprintf("The %s column is empty: no %s sample carries a span ID. Go's heap profiles (and most other profilers') are taken outside span labels; the request's allocations are in the profile query with traceId and profileTypeId %s, which shows its services' samples around it.",
+		out = append(out, frames.Info(fmt.Sprintf("The %s column is empty: no %s sample carries a span ID. Go's heap profiles (and most other profilers') are taken outside span labels; the request's allocations are in the profile query with traceId and profileTypeId %s, which shows its services' samples around it.",
 			frames.SampleType(tq.AllocTypeID), tq.AllocTypeID, tq.AllocTypeID)))
 	}
 	for _, n := range a.allocNotes {
-		out = append(out, infoNotice(n))
+		out = append(out, frames.Info(n))
 	}
 	// GPU columns.
 	if a.gpuErr != nil {
-		out = append(out, warnNotice(fmt.Sprintf("No GPU columns: %v", a.gpuErr)))
+		out = append(out, frames.Warning(fmt.Sprintf("No GPU columns: %v", a.gpuErr)))
 	} else {
 		out = append(out, gpuNotice(trace, rows, a, d.settings.Join))
 	}
 	for _, n := range a.gpuNotices {
-		out = append(out, infoNotice("GPU series: "+n))
+		out = append(out, frames.Info("GPU series: "+n))
 	}
 	if err := d.settings.GPUSettingsErr; err != nil {
-		out = append(out, warnNotice(fmt.Sprintf("Some GPU or join settings are invalid and use their defaults: %v", err)))
+		out = append(out, frames.Warning(fmt.Sprintf("Some GPU or join settings are invalid and use their defaults: %v", err)))
 	}
 	return out
 }
@@ -308,11 +308,10 @@ func gpuNotice(trace *jaeger.Trace, rows []correlate.SpanRow, a *traceAnswers, j
 	if noHost > 0 {
 		fmt.Fprintf(&b, " %d span(s) name no host (%q).", noHost, join.HostAttribute)
 	}
-	sev := data.NoticeSeverityInfo
 	if joined == 0 {
-		sev = data.NoticeSeverityWarning
+		return frames.Warning(b.String())
 	}
-	return data.Notice{Severity: sev, Text: b.String()}
+	return frames.Info(b.String())
 }
 
 // traceLinks is where the spans frame links to; this data source's UID comes from the request's
@@ -324,12 +323,4 @@ func (d *Datasource) traceLinks(ctx context.Context) frames.TraceLinks {
 		l.DatasourceUID, l.DatasourceName = ds.UID, ds.Name
 	}
 	return l
-}
-
-func warnNotice(text string) data.Notice {
-	return data.Notice{Severity: data.NoticeSeverityWarning, Text: text}
-}
-
-func infoNotice(text string) data.Notice {
-	return data.Notice{Severity: data.NoticeSeverityInfo, Text: text}
 }

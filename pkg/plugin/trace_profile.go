@@ -14,6 +14,7 @@ import (
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/correlate"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/flamegraph"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/frames"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/jaeger"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/pyroscope"
@@ -386,11 +387,11 @@ func (rp *requestProfile) add(service string, tree *flamegraph.Node) {
 }
 
 func (rp *requestProfile) info(text string) {
-	rp.Notices = append(rp.Notices, data.Notice{Severity: data.NoticeSeverityInfo, Text: text})
+	rp.Notices = append(rp.Notices, frames.Info(text))
 }
 
 func (rp *requestProfile) warn(text string) {
-	rp.Notices = append(rp.Notices, data.Notice{Severity: data.NoticeSeverityWarning, Text: text})
+	rp.Notices = append(rp.Notices, frames.Warning(text))
 }
 
 // fanOut runs fn(0..n-1) in parallel, at most maxParallelProfileQueries at once, and waits. A
