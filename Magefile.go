@@ -6,10 +6,15 @@ package main
 import (
 	// mage:import
 	build "github.com/grafana/grafana-plugin-sdk-go/build"
+	"github.com/magefile/mage/sh"
 )
 
 // Default configures the default target.
 var Default = build.BuildAll
+
+// Generate writes src/generated/vocabulary.ts, the editors' copy of the query types, DCGM catalogue,
+// thresholds and settings ranges declared in Go; a Go test fails while it is stale.
+func Generate() error { return sh.RunV("go", "generate", "./cmd/hsi-gen-ts") }
 
 func init() {
 	// The linux/amd64 binary reads local GPUs through NVML (pkg/nvml), which needs cgo: it links

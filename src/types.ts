@@ -1,45 +1,50 @@
 import { DataSourceJsonData } from '@grafana/data';
 import { DataQuery } from '@grafana/schema';
 
-/** Query types the editor offers, in picker order; each has its own fields in the editor. */
-export const QUERY_TYPES = [
-  { value: 'profile', label: 'Profile', description: 'Flame graph; optionally of one request (trace ID) or spans' },
-  { value: 'metrics', label: 'Metrics', description: 'Profile values over time, grouped by labels' },
-  { value: 'both', label: 'Both', description: 'Flame graph and profile values over time' },
-  { value: 'diff', label: 'Diff', description: 'Diff flame graph: a baseline against a comparison' },
-  {
-    value: 'trace',
+import {
+  DCGM_LABEL_ALIASES,
+  DEFAULT_ALLOC_TYPE,
+  DEFAULT_LATENCY_HISTOGRAMS as GENERATED_LATENCY_HISTOGRAMS,
+  DEFAULT_PROFILE_TYPE,
+  GPU_AGGREGATIONS,
+  GPU_CATALOGUE,
+  GPU_LOCAL_VIEWS,
+  GPU_METRIC_NAMES,
+  GPU_THRESHOLD_WINDOWS,
+  GPU_THRESHOLDS,
+  QUERY_TYPE_NAMES,
+  TRACE_DATASOURCE_TYPES as GENERATED_TRACE_DATASOURCE_TYPES,
+} from './generated/vocabulary';
+
+/** What the picker shows of each query type; the names and their order are the backend's. */
+const QUERY_TYPE_TEXT: Record<QueryType, { label: string; description: string }> = {
+  profile: { label: 'Profile', description: 'Flame graph; optionally of one request (trace ID) or spans' },
+  metrics: { label: 'Metrics', description: 'Profile values over time, grouped by labels' },
+  both: { label: 'Both', description: 'Flame graph and profile values over time' },
+  diff: { label: 'Diff', description: 'Diff flame graph: a baseline against a comparison' },
+  trace: {
     label: 'Request (trace)',
     description: "One request: each span's time, CPU, allocations and GPU state, and its flame graph",
   },
-  {
-    value: 'slowRequests',
-    label: 'Slow requests',
-    description: 'Latency percentiles by endpoint and the slowest traces',
-  },
-  { value: 'gpuMetrics', label: 'GPU metrics', description: 'DCGM series by name, per GPU, per host or fleet-wide' },
-  {
-    value: 'gpuClass',
+  slowRequests: { label: 'Slow requests', description: 'Latency percentiles by endpoint and the slowest traces' },
+  gpuMetrics: { label: 'GPU metrics', description: 'DCGM series by name, per GPU, per host or fleet-wide' },
+  gpuClass: {
     label: 'GPU class',
     description: 'Per GPU: compute-, memory-, PCIe-bound, throttled or idle, with the recommended action',
   },
-  {
-    value: 'gpuLocal',
-    label: 'Local GPUs (NVML)',
-    description: 'Live GPUs of the host Grafana runs on, read through NVML',
-  },
-  {
-    value: 'kernels',
+  gpuLocal: { label: 'Local GPUs (NVML)', description: 'Live GPUs of the host Grafana runs on, read through NVML' },
+  kernels: {
     label: 'GPU kernels',
     description: 'Kernel summary, breakdowns and advice from the GPU kernel traces captured for a request',
   },
-] as const;
+};
 
-export type QueryType = (typeof QUERY_TYPES)[number]['value'];
+/** Query types the editor offers, in picker order; each has its own fields in the editor. */
+export const QUERY_TYPES = QUERY_TYPE_NAMES.map((value) => ({ value, ...QUERY_TYPE_TEXT[value] }));
 
-export const DEFAULT_PROFILE_TYPE = 'process_cpu:cpu:nanoseconds:cpu:nanoseconds';
-/** The trace query's allocation profile when allocTypeId is unset. */
-export const DEFAULT_ALLOC_TYPE = 'memory:alloc_space:bytes:space:bytes';
+export type QueryType = (typeof QUERY_TYPE_NAMES)[number];
+
+export { DEFAULT_ALLOC_TYPE, DEFAULT_PROFILE_TYPE };
 
 /** What the gpu-label-values resource lists: hosts, GPUs (index or UUID), models, pods, namespaces. */
 export type GpuRole = 'host' | 'gpu' | 'model' | 'pod' | 'namespace';
@@ -48,10 +53,10 @@ export type GpuRole = 'host' | 'gpu' | 'model' | 'pod' | 'namespace';
  * Local GPUs: what the gpuLocal query shows of the Grafana host's GPUs (pkg/models/gpu_local_query.go,
  * GPULocalViews); unset: devices.
  */
-export type GpuLocalView = 'devices' | 'processes' | 'xid' | 'series' | 'class';
+export type GpuLocalView = (typeof GPU_LOCAL_VIEWS)[number];
 
 /** GPU metrics: one series per GPU, per host, or one for the fleet. */
-export type GpuAggregation = 'gpu' | 'host' | 'fleet';
+export type GpuAggregation = (typeof GPU_AGGREGATIONS)[number];
 
 /** One side of a diff; unset fields take the query's label selector and the panel's time range. */
 export interface DiffSide {
@@ -139,98 +144,42 @@ type UpstreamJsonData = {
   [K in UpstreamKey as `${K}TimeoutSeconds`]?: number;
 };
 
-/**
- * Catalogue names jsonData.dcgmMetricNames accepts as keys, in the editor's order
- * (pkg/models/gpu_query.go, GPUMetricNames; a test keeps the two equal).
- */
-export const GPU_METRIC_NAMES = [
-  'gpu_utilization',
-  'mem_copy_utilization',
-  'sm_active',
-  'sm_occupancy',
-  'gr_engine_active',
-  'tensor_active',
-  'dram_active',
-  'fp64_active',
-  'fp32_active',
-  'fp16_active',
-  'fb_used',
-  'fb_free',
-  'fb_used_percent',
-  'temperature',
-  'memory_temperature',
-  'power',
-  'energy',
-  'energy_power',
-  'sm_clock',
-  'mem_clock',
-  'pcie_tx',
-  'pcie_rx',
-  'pcie_replay',
-  'nvlink_tx',
-  'nvlink_rx',
-  'nvlink_bandwidth',
-  'xid_errors',
-  'ecc_sbe',
-  'ecc_dbe',
-  'remapped_rows_correctable',
-  'remapped_rows_uncorrectable',
-  'row_remap_failure',
-  'clock_events',
-  'enc_utilization',
-  'dec_utilization',
-] as const;
+export { GPU_METRIC_NAMES };
 
-/** Catalogue entries computed from others: they have no metric of their own to rename. */
-export const COMPUTED_GPU_METRICS: Record<string, string> = {
-  fb_used_percent: 'fb_used and fb_free',
-  nvlink_bandwidth: 'nvlink_tx and nvlink_rx',
+/** Catalogue entries computed from others, with what they combine: they have no metric of their own to rename. */
+export const COMPUTED_GPU_METRICS: Record<string, string> = Object.fromEntries(
+  GPU_CATALOGUE.filter((m) => m.computedFrom.length > 0).map((m) => [m.name, m.computedFrom.join(' and ')])
+);
+
+/** How the settings page names each role of jsonData.dcgmLabelNames. */
+const DCGM_ROLE_TEXT: Record<keyof typeof DCGM_LABEL_ALIASES, { label: string; what: string }> = {
+  host: { label: 'Host', what: 'host name' },
+  gpu: { label: 'GPU index', what: 'GPU index' },
+  uuid: { label: 'GPU UUID', what: 'GPU UUID' },
+  model: { label: 'Model', what: 'GPU model' },
+  pod: { label: 'Pod', what: 'Kubernetes pod' },
+  namespace: { label: 'Namespace', what: 'Kubernetes namespace' },
+  container: { label: 'Container', what: 'container' },
+  mig: { label: 'MIG instance', what: 'MIG instance ID' },
 };
 
 /**
- * The roles of jsonData.dcgmLabelNames (pkg/models/gpu_query.go, GPURoles), with the label names
- * the backend tries when the role is not set (pkg/prometheus/catalogue.go, roleAliases).
+ * The roles of jsonData.dcgmLabelNames in the backend's order, with the label names it tries when
+ * the role is not set.
  */
-export const DCGM_LABEL_ROLES = [
-  { role: 'host', label: 'Host', what: 'host name', aliases: ['Hostname', 'hostname'] },
-  { role: 'gpu', label: 'GPU index', what: 'GPU index', aliases: ['gpu'] },
-  { role: 'uuid', label: 'GPU UUID', what: 'GPU UUID', aliases: ['UUID'] },
-  { role: 'model', label: 'Model', what: 'GPU model', aliases: ['modelName'] },
-  { role: 'pod', label: 'Pod', what: 'Kubernetes pod', aliases: ['exported_pod', 'pod', 'pod_name'] },
-  {
-    role: 'namespace',
-    label: 'Namespace',
-    what: 'Kubernetes namespace',
-    aliases: ['exported_namespace', 'namespace', 'pod_namespace'],
-  },
-  {
-    role: 'container',
-    label: 'Container',
-    what: 'container',
-    aliases: ['exported_container', 'container', 'container_name'],
-  },
-  { role: 'mig', label: 'MIG instance', what: 'MIG instance ID', aliases: ['GPU_I_ID'] },
-] as const;
+export const DCGM_LABEL_ROLES = (Object.keys(DCGM_LABEL_ALIASES) as Array<keyof typeof DCGM_LABEL_ALIASES>).map(
+  (role) => ({ role, ...DCGM_ROLE_TEXT[role], aliases: DCGM_LABEL_ALIASES[role] })
+);
 
-export type DcgmLabelRole = (typeof DCGM_LABEL_ROLES)[number]['role'];
+export type DcgmLabelRole = keyof typeof DCGM_LABEL_ALIASES;
 
 /**
  * jsonData.gpuThresholds (pkg/models/settings_classify.go): numbers, and two windows as Go
  * durations ("24h"). A missing key takes its default. Provisioning files may quote numbers.
  */
-export interface GpuThresholds {
-  computeBoundPct?: number;
-  computeBoundMaxMemoryPct?: number;
-  memoryBoundPct?: number;
-  memoryBoundMaxComputePct?: number;
-  pcieBoundLinkShare?: number;
-  idleBelowPct?: number;
-  thermalTempC?: number;
-  thermalClockRatio?: number;
-  dramActivePeak?: number;
-  clockMaxWindow?: string;
-  shareWindow?: string;
-}
+export type GpuThresholds = { [K in keyof typeof GPU_THRESHOLDS]?: number } & {
+  [K in keyof typeof GPU_THRESHOLD_WINDOWS]?: string;
+};
 
 /** One request-duration histogram of the slowRequests query (pkg/models/settings_join.go). */
 export interface LatencyHistogram {
@@ -242,18 +191,11 @@ export interface LatencyHistogram {
 }
 
 /** What slowRequests reads when jsonData.latencyHistograms is unset. */
-export const DEFAULT_LATENCY_HISTOGRAMS: LatencyHistogram[] = [
-  { metric: 'http_request_duration_seconds', serviceLabels: ['service'], endpointLabel: 'endpoint' },
-  {
-    metric: 'http_server_request_duration_seconds',
-    serviceLabels: ['service_name', 'job'],
-    endpointLabel: 'http_route',
-  },
-];
+export const DEFAULT_LATENCY_HISTOGRAMS: LatencyHistogram[] = GENERATED_LATENCY_HISTOGRAMS;
 
 /** The trace data sources span links can open: their query models differ. */
-export type TraceDatasourceType = 'jaeger' | 'tempo';
-export const TRACE_DATASOURCE_TYPES: TraceDatasourceType[] = ['jaeger', 'tempo'];
+export type TraceDatasourceType = (typeof GENERATED_TRACE_DATASOURCE_TYPES)[number];
+export const TRACE_DATASOURCE_TYPES: TraceDatasourceType[] = [...GENERATED_TRACE_DATASOURCE_TYPES];
 
 /**
  * Every key beyond the upstreams, as the backend reads it (pkg/models/settings*.go). Unset keys

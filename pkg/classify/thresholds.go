@@ -128,6 +128,8 @@ func (k ThresholdKey) Check(v float64) error {
 
 // NumericThresholdKeys lists the numeric thresholds by their JSON key, in documentation order
 // (the windows, PCIeGeneration and PCIeWidth are read separately: they are not plain numbers).
+// The settings page's defaults and ranges are generated from these, DefaultThresholds, WindowKeys
+// and the PCIe bounds: run go generate ./cmd/hsi-gen-ts after changing any of them.
 var NumericThresholdKeys = []ThresholdKey{
 	{Key: "computeBoundPct", Min: 0, Max: 100, field: func(t *Thresholds) *float64 { return &t.ComputeBoundPct }},
 	{Key: "computeBoundMaxMemoryPct", Min: 0, Max: 100, field: func(t *Thresholds) *float64 { return &t.ComputeBoundMaxMemoryPct }},
@@ -177,6 +179,13 @@ var WindowKeys = []WindowKey{
 // ValidPCIeWidths are the link widths PCIe defines.
 var ValidPCIeWidths = []int{1, 2, 4, 8, 12, 16, 32}
 
+// MinPCIeGeneration and MaxPCIeGeneration bound pcieGeneration: Gen1 to Gen6, the generations
+// PCIeCapacity knows the per-lane rate of.
+const (
+	MinPCIeGeneration = 1
+	MaxPCIeGeneration = 6
+)
+
 // Validate checks every threshold and names the first invalid one by its JSON key.
 func (t Thresholds) Validate() error {
 	for _, k := range NumericThresholdKeys {
@@ -184,8 +193,8 @@ func (t Thresholds) Validate() error {
 			return err
 		}
 	}
-	if t.PCIeGeneration < 1 || t.PCIeGeneration > 6 {
-		return fmt.Errorf("pcieGeneration must be 1 to 6, got %d", t.PCIeGeneration)
+	if t.PCIeGeneration < MinPCIeGeneration || t.PCIeGeneration > MaxPCIeGeneration {
+		return fmt.Errorf("pcieGeneration must be %d to %d, got %d", MinPCIeGeneration, MaxPCIeGeneration, t.PCIeGeneration)
 	}
 	validWidth := false
 	for _, w := range ValidPCIeWidths {

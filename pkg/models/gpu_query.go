@@ -32,20 +32,6 @@ const (
 // GPURoles lists the roles in the order labels and messages name them.
 var GPURoles = []string{RoleHost, RoleGPU, RoleUUID, RoleModel, RolePod, RoleNamespace, RoleContainer, RoleMIG}
 
-// GPUMetricNames are the catalogue names a gpuMetrics query and jsonData.dcgmMetricNames accept,
-// in the editor's order. pkg/prometheus defines each (what it reads, its unit); they live here
-// because the query and settings validation needs them and pkg/prometheus imports this package.
-// A test in pkg/prometheus keeps the two lists equal.
-var GPUMetricNames = []string{
-	"gpu_utilization", "mem_copy_utilization", "sm_active", "sm_occupancy", "gr_engine_active",
-	"tensor_active", "dram_active", "fp64_active", "fp32_active", "fp16_active",
-	"fb_used", "fb_free", "fb_used_percent",
-	"temperature", "memory_temperature", "power", "energy", "energy_power",
-	"sm_clock", "mem_clock", "pcie_tx", "pcie_rx", "pcie_replay",
-	"nvlink_tx", "nvlink_rx", "nvlink_bandwidth",
-	"xid_errors", "ecc_sbe", "ecc_dbe", "remapped_rows_correctable", "remapped_rows_uncorrectable", "row_remap_failure", "clock_events", "enc_utilization", "dec_utilization",
-}
-
 // Aggregations of a gpuMetrics query: one series per GPU (the default), per host, or one for
 // the whole fleet that matches the filter.
 const (

@@ -20,6 +20,13 @@ const (
 	QueryTypeDiff    = "diff"
 )
 
+// QueryTypes lists every query type in the editor's picker order. The editor's list is generated
+// from it (cmd/hsi-gen-ts), so a type added here must get its label and description there too.
+var QueryTypes = []string{
+	QueryTypeProfile, QueryTypeMetrics, QueryTypeBoth, QueryTypeDiff, QueryTypeTrace, QueryTypeSlowRequests,
+	QueryTypeGPUMetrics, QueryTypeGPUClass, QueryTypeGPULocal, QueryTypeKernels,
+}
+
 // DefaultProfileTypeID is used when a query (such as Grafana's trace-to-profile link with no
 // configured type) leaves profileTypeId empty.
 const DefaultProfileTypeID = "process_cpu:cpu:nanoseconds:cpu:nanoseconds"

@@ -43,13 +43,6 @@ func (s DCGMSettings) SeriesLimit() int {
 	return s.MaxSeries
 }
 
-// computedGPUMetrics are catalogue entries computed from others: overriding them has no metric
-// to name.
-var computedGPUMetrics = map[string]string{
-	"fb_used_percent":  "fb_used and fb_free",
-	"nvlink_bandwidth": "nvlink_tx and nvlink_rx",
-}
-
 // loadDCGM reads the DCGMSettings keys of jsonData; it returns the first invalid one, naming its key.
 func loadDCGM(j jsonFields, out *DCGMSettings) error {
 	out.MaxSeries = DefaultGPUMaxSeries

@@ -72,9 +72,11 @@ func profiling(classic, ratio string) []Source {
 
 func one(metric string) []Source { return []Source{{Metric: metric}} }
 
-// catalogue is every metric the plugin knows, in the editor's order (models.GPUMetricNames has
-// the same names; a test keeps them equal). Sources are from dcgm-exporter's default and DCP
-// CSV files and DCGM's field list (dcgm_fields.h): see /work/shared/design/GPU.md §1.
+// catalogue is every metric the plugin knows, in the editor's order. models.GPUMetricNames and
+// the editors' src/generated/vocabulary.ts are generated from it: after a change run
+// go generate ./cmd/hsi-gen-ts (internal/tsgen's test fails until then). Sources are from
+// dcgm-exporter's default and DCP CSV files and DCGM's field list (dcgm_fields.h): see
+// /work/shared/design/GPU.md §1.
 //
 // Left out on purpose: DCGM_FI_DEV_GPU_UTIL_RATIO (sources disagree whether it is field 203 in
 // percent or a new 0..1 field, and a wrong guess is off by 100×) and

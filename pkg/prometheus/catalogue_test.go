@@ -11,16 +11,6 @@ import (
 // valueFormats/categories.ts): a typo there would silently show raw numbers.
 var grafanaUnits = []string{"percent", "percentunit", "mbytes", "celsius", "watt", "joule", "rotmhz", "Bps", "ops", "hex0x", "none", "short"}
 
-func TestCatalogueMatchesTheNamesQueriesAccept(t *testing.T) {
-	var names []string
-	for _, m := range catalogue {
-		names = append(names, m.Name)
-	}
-	if !slices.Equal(names, models.GPUMetricNames) {
-		t.Errorf("catalogue %v\nmodels.GPUMetricNames %v", names, models.GPUMetricNames)
-	}
-}
-
 func TestCatalogueEntriesAreComplete(t *testing.T) {
 	for _, m := range catalogue {
 		if m.Title == "" || m.Description == "" {

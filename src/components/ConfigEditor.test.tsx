@@ -1,12 +1,11 @@
 import React, { useState } from 'react';
-import { readFileSync } from 'fs';
-import { join } from 'path';
 import { fireEvent, render, screen } from '@testing-library/react';
 import { DataSourceSettings } from '@grafana/data';
 
 import { ConfigEditor } from './ConfigEditor';
 import { THRESHOLD_ROWS } from './SettingsSections';
-import { COMPUTED_GPU_METRICS, DCGM_LABEL_ROLES, GPU_METRIC_NAMES, HsiOptions, HsiSecureJsonData } from '../types';
+import { GPU_THRESHOLD_WINDOWS, GPU_THRESHOLDS } from '../generated/vocabulary';
+import { HsiOptions, HsiSecureJsonData } from '../types';
 
 // The real picker lists Grafana's data sources through getDataSourceSrv; this one records its
 // filter and offers one Tempo data source.
@@ -275,6 +274,30 @@ describe('ConfigEditor settings sections', () => {
     expect('gpuThresholds' in last().jsonData).toBe(false);
   });
 
+  it("offers every threshold the backend reads, with the backend's default and range", () => {
+    renderEditor(settings());
+    open('GPU classification thresholds');
+    const rows = THRESHOLD_ROWS.flat();
+    expect(rows.map((d) => d.key).sort()).toEqual(
+      [...Object.keys(GPU_THRESHOLDS), ...Object.keys(GPU_THRESHOLD_WINDOWS)].sort()
+    );
+    for (const d of rows) {
+      const backend = d.key in GPU_THRESHOLDS ? GPU_THRESHOLDS[d.key as keyof typeof GPU_THRESHOLDS] : undefined;
+      const shown = backend?.default ?? GPU_THRESHOLD_WINDOWS[d.key as keyof typeof GPU_THRESHOLD_WINDOWS].default;
+      expect([d.key, screen.getByLabelText(d.label).getAttribute('placeholder')]).toEqual([d.key, String(shown)]);
+      if (backend) {
+        const rangeMessage = new RegExp(`^A number (from|above) ${backend.min} (to|up to) ${backend.max}$`);
+        type(d.label, String(backend.max + 1));
+        expect(screen.getByText(rangeMessage)).toBeInTheDocument();
+        type(d.label, String(backend.max));
+        expect(screen.queryByText(rangeMessage)).not.toBeInTheDocument();
+        type(d.label, String(backend.min));
+        expect([d.key, screen.queryByText(rangeMessage) !== null]).toEqual([d.key, backend.minOpen]);
+        type(d.label, '');
+      }
+    }
+  });
+
   it('writes the join settings and the host map', () => {
     const { last } = renderEditor(settings());
     open('Request join and links');
@@ -359,59 +382,6 @@ describe('ConfigEditor settings sections', () => {
       },
     ]);
     expect((screen.getByLabelText('Latency histograms') as HTMLTextAreaElement).value).toContain('"http_route"');
-  });
-});
-
-/** The editor's lists, defaults and ranges are copies of the backend's: these keep them equal. */
-describe('settings page against the backend', () => {
-  const go = (path: string) => readFileSync(join(__dirname, '../../', path), 'utf8');
-
-  it('offers the catalogue names and roles the backend accepts', () => {
-    const models = go('pkg/models/gpu_query.go');
-    const names = /var GPUMetricNames = \[\]string\{([^}]*)\}/.exec(models)![1];
-    expect([...GPU_METRIC_NAMES]).toEqual([...names.matchAll(/"(\w+)"/g)].map((m) => m[1]));
-    const dcgm = go('pkg/models/settings_dcgm.go');
-    for (const [name, from] of Object.entries(COMPUTED_GPU_METRICS)) {
-      expect(dcgm).toMatch(new RegExp(`"${name}":\\s+"${from}"`));
-    }
-    const roles = Object.fromEntries([...models.matchAll(/(Role\w+)\s*= "(\w+)"/g)].map((m) => [m[1], m[2]]));
-    const order = /var GPURoles = \[\]string\{([^}]*)\}/
-      .exec(models)![1]
-      .split(',')
-      .map((r) => roles[r.trim()]);
-    expect(DCGM_LABEL_ROLES.map((r) => r.role)).toEqual(order);
-    const catalogue = go('pkg/prometheus/catalogue.go');
-    for (const r of DCGM_LABEL_ROLES) {
-      const constName = Object.keys(roles).find((k) => roles[k] === r.role);
-      const aliases = new RegExp(`models\\.${constName}:\\s*\\{([^}]*)\\}`).exec(catalogue)![1];
-      expect([...r.aliases]).toEqual([...aliases.matchAll(/"(\w+)"/g)].map((m) => m[1]));
-    }
-  });
-
-  it('shows the default and range of every classification threshold', () => {
-    const src = go('pkg/classify/thresholds.go');
-    const defaults = Object.fromEntries(
-      [.../func DefaultThresholds\(\)[\s\S]*?\n\}/.exec(src)![0].matchAll(/(\w+):\s+([^,]+),/g)].map((m) => [
-        m[1],
-        m[2],
-      ])
-    );
-    const keys = [...src.matchAll(/\{Key: "(\w+)", Min: ([\d.]+), Max: ([\d.]+),( MinOpen: true,)?.*?&t\.(\w+) \}/g)];
-    const windows = [...src.matchAll(/\{Key: "(\w+)", field: .*?&t\.(\w+) \}/g)];
-    const shown = THRESHOLD_ROWS.flat();
-    expect(shown.map((d) => d.key).sort()).toEqual([...keys, ...windows].map((m) => m[1]).sort());
-    for (const [, key, min, max, minOpen, field] of keys) {
-      const d = shown.find((x) => x.key === key)!;
-      expect([key, d.default, d.range]).toEqual([
-        key,
-        Number(defaults[field]),
-        { min: Number(min), max: Number(max), ...(minOpen ? { minOpen: true } : {}) },
-      ]);
-    }
-    const goDuration: Record<string, string> = { '24 * time.Hour': '24h', 'time.Hour': '1h' };
-    for (const [, key, field] of windows) {
-      expect([key, shown.find((x) => x.key === key)!.default]).toEqual([key, goDuration[defaults[field]]]);
-    }
   });
 });
 

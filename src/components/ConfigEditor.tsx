@@ -3,6 +3,7 @@ import { DataSourcePluginOptionsEditorProps } from '@grafana/data';
 import { FieldSet, InlineField, InlineSwitch, Input, RadioButtonGroup, SecretInput, SecretTextArea } from '@grafana/ui';
 
 import { AuthKind, HsiOptions, HsiSecureJsonData, UPSTREAMS, UpstreamKey } from '../types';
+import { UPSTREAM_TIMEOUT_SECONDS as TIMEOUT } from '../generated/vocabulary';
 import { JsonPatch, SettingsSections } from './SettingsSections';
 
 type Props = DataSourcePluginOptionsEditorProps<HsiOptions, HsiSecureJsonData>;
@@ -170,12 +171,16 @@ function UpstreamSection(p: SectionProps) {
           />
         </InlineField>
       )}
-      <InlineField label="Timeout (seconds)" labelWidth={LABEL_WIDTH} tooltip="1 to 300; default 30.">
+      <InlineField
+        label="Timeout (seconds)"
+        labelWidth={LABEL_WIDTH}
+        tooltip={`${TIMEOUT.min} to ${TIMEOUT.max}; default ${TIMEOUT.default}.`}
+      >
         <Input
           aria-label={`${p.name} timeout`}
           type="number"
           width={12}
-          placeholder="30"
+          placeholder={String(TIMEOUT.default)}
           value={(p.jsonData[json('TimeoutSeconds')] as number | undefined) ?? ''}
           onChange={(e) => {
             const v = e.currentTarget.value;

@@ -1,6 +1,7 @@
 import React from 'react';
 import { ComboboxOption, InlineField, InlineFieldRow, RadioButtonGroup } from '@grafana/ui';
 
+import { GPU_AGGREGATIONS, GPU_LOCAL_VIEWS } from '../generated/vocabulary';
 import { GpuAggregation, GpuLocalView, GpuMetric, GpuRole } from '../types';
 import { FieldsProps } from './SelectorFields';
 import { LABEL_WIDTH, MultiPicker, stringOptions } from './fields';
@@ -26,23 +27,27 @@ const FILTERS: Array<{
   { role: 'namespace', field: 'namespaces', label: 'Namespaces', placeholder: 'All namespaces' },
 ];
 
-const AGGREGATIONS: Array<{ value: GpuAggregation; label: string; description: string }> = [
-  { value: 'gpu', label: 'Per GPU', description: 'One series per GPU' },
-  { value: 'host', label: 'Per host', description: 'One series per host' },
-  { value: 'fleet', label: 'Fleet', description: 'One series over all the selected GPUs' },
-];
+/** What the pickers show of each aggregation and view; the values and their order are the backend's. */
+type Text = { label: string; description: string };
+const withText = <T extends string>(values: readonly T[], text: Record<T, Text>) =>
+  values.map((value) => ({ value, ...text[value] }));
 
-const LOCAL_VIEWS: Array<{ value: GpuLocalView; label: string; description: string }> = [
-  { value: 'devices', label: 'Devices', description: 'One row per GPU, as NVML reads it now' },
-  { value: 'processes', label: 'Processes', description: 'The processes running on each GPU and their memory' },
-  { value: 'xid', label: 'XID events', description: 'XID errors the driver reported' },
-  { value: 'series', label: 'Series', description: "The sampler's recent samples, one frame per GPU" },
-  {
-    value: 'class',
+const AGGREGATIONS = withText<GpuAggregation>(GPU_AGGREGATIONS, {
+  gpu: { label: 'Per GPU', description: 'One series per GPU' },
+  host: { label: 'Per host', description: 'One series per host' },
+  fleet: { label: 'Fleet', description: 'One series over all the selected GPUs' },
+});
+
+const LOCAL_VIEWS = withText<GpuLocalView>(GPU_LOCAL_VIEWS, {
+  devices: { label: 'Devices', description: 'One row per GPU, as NVML reads it now' },
+  processes: { label: 'Processes', description: 'The processes running on each GPU and their memory' },
+  xid: { label: 'XID events', description: 'XID errors the driver reported' },
+  series: { label: 'Series', description: "The sampler's recent samples, one frame per GPU" },
+  class: {
     label: 'Class',
     description: 'Per GPU: compute-, memory-, PCIe-bound, throttled or idle, from the recent samples',
   },
-];
+});
 
 /** Local GPUs (NVML): the view of the Grafana host's GPUs; needs jsonData.nvmlEnabled. */
 export function GpuLocalFields({ query, update }: FieldsProps) {

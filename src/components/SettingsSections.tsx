@@ -27,6 +27,16 @@ import {
   TraceDatasourceType,
 } from '../types';
 import {
+  DEFAULT_LATENCY_MS,
+  GPU_MAX_SERIES,
+  GPU_THRESHOLD_WINDOW_RANGE as WINDOWS,
+  GPU_THRESHOLD_WINDOWS,
+  GPU_THRESHOLDS,
+  JOIN_DEFAULTS,
+  PCIE_LINK,
+  TRACE_FILE_DEFAULTS,
+} from '../generated/vocabulary';
+import {
   attributeError,
   dashboardUidError,
   labelNameError,
@@ -130,8 +140,8 @@ function TraceDirectoriesSection({ jsonData, onChange, open }: SectionProps) {
       <InlineFieldRow>
         <NumberSetting
           label="Max file bytes"
-          tooltip="Trace files larger than this are skipped. Default 2147483648 (2 GiB)."
-          placeholder="2147483648"
+          tooltip={`Trace files larger than this are skipped. Default ${TRACE_FILE_DEFAULTS.maxFileBytes} (${TRACE_FILE_DEFAULTS.maxFileBytes / 2 ** 30} GiB).`}
+          placeholder={String(TRACE_FILE_DEFAULTS.maxFileBytes)}
           value={jsonData.traceMaxFileBytes}
           range={{ min: 0, max: Number.MAX_SAFE_INTEGER, minOpen: true, whole: true }}
           onChange={(v) => onChange({ traceMaxFileBytes: v })}
@@ -139,8 +149,8 @@ function TraceDirectoriesSection({ jsonData, onChange, open }: SectionProps) {
         <NumberSetting
           label="Max files"
           labelWidth={16}
-          tooltip="Trace files looked at per query. Default 10000."
-          placeholder="10000"
+          tooltip={`Trace files looked at per query. Default ${TRACE_FILE_DEFAULTS.maxFiles}.`}
+          placeholder={String(TRACE_FILE_DEFAULTS.maxFiles)}
           value={jsonData.traceMaxFiles}
           range={{ min: 0, max: 10000000, minOpen: true, whole: true }}
           onChange={(v) => onChange({ traceMaxFiles: v })}
@@ -181,26 +191,26 @@ function DcgmSection({ jsonData, onChange, open }: SectionProps) {
     <Section title="GPU series (DCGM)" open={open}>
       <NumberSetting
         label="Series limit"
-        tooltip="Most series one GPU query returns (1 to 10000); beyond it the panel shows the first ones and a notice. Default 500."
-        placeholder="500"
+        tooltip={`Most series one GPU query returns (${GPU_MAX_SERIES.min} to ${GPU_MAX_SERIES.max}); beyond it the panel shows the first ones and a notice. Default ${GPU_MAX_SERIES.default}.`}
+        placeholder={String(GPU_MAX_SERIES.default)}
         value={jsonData.gpuMaxSeries}
-        range={{ min: 1, max: 10000, whole: true }}
+        range={{ min: GPU_MAX_SERIES.min, max: GPU_MAX_SERIES.max, whole: true }}
         onChange={(v) => onChange({ gpuMaxSeries: v })}
       />
       <InlineFieldRow>
         <NumberSetting
           label="PCIe generation"
-          tooltip="The PCIe generation of the GPUs' host link, 1 to 6. With the width it gives the link's capacity, which the PCIe-bound classification compares transfers with. Default 4."
-          placeholder="4"
+          tooltip={`The PCIe generation of the GPUs' host link, ${PCIE_LINK.minGeneration} to ${PCIE_LINK.maxGeneration}. With the width it gives the link's capacity, which the PCIe-bound classification compares transfers with. Default ${PCIE_LINK.defaultGeneration}.`}
+          placeholder={String(PCIE_LINK.defaultGeneration)}
           value={jsonData.pcieGeneration}
-          range={{ min: 1, max: 6, whole: true }}
+          range={{ min: PCIE_LINK.minGeneration, max: PCIE_LINK.maxGeneration, whole: true }}
           onChange={(v) => onChange({ pcieGeneration: v })}
         />
         <NumberSetting
           label="Lanes"
           labelWidth={8}
-          tooltip="The PCIe link width: 1, 2, 4, 8, 12, 16 or 32 lanes. Default 16."
-          placeholder="16"
+          tooltip={`The PCIe link width: ${PCIE_WIDTHS.slice(0, -1).join(', ')} or ${PCIE_WIDTHS.at(-1)} lanes. Default ${PCIE_LINK.defaultWidth}.`}
+          placeholder={String(PCIE_LINK.defaultWidth)}
           value={jsonData.pcieWidth}
           error={pcieWidthError(jsonData.pcieWidth)}
           onChange={(v) => onChange({ pcieWidth: v })}
@@ -243,7 +253,7 @@ function DcgmSection({ jsonData, onChange, open }: SectionProps) {
   );
 }
 
-const PCIE_WIDTHS = [1, 2, 4, 8, 12, 16, 32];
+const PCIE_WIDTHS: readonly number[] = PCIE_LINK.widths;
 
 const pcieWidthError = (v: number | undefined) =>
   v === undefined || PCIE_WIDTHS.includes(Number(v)) ? undefined : `One of ${PCIE_WIDTHS.join(', ')}`;
@@ -264,103 +274,87 @@ interface ThresholdDef {
   range?: { min: number; max: number; minOpen?: boolean };
 }
 
-const pct = { min: 0, max: 100 };
-const ratio = { min: 0, max: 1, minOpen: true };
+type NumericThreshold = keyof typeof GPU_THRESHOLDS;
+type WindowThreshold = keyof typeof GPU_THRESHOLD_WINDOWS;
 
-/** gpuThresholds keys in pairs, one row each; defaults and ranges of pkg/classify/thresholds.go. */
+/** A numeric threshold's default and range, from the backend's (src/generated/vocabulary.ts). */
+const numeric = (key: NumericThreshold) => {
+  const { default: value, min, max, minOpen } = GPU_THRESHOLDS[key];
+  return { key, default: value, range: { min, max, minOpen } };
+};
+const window = (key: WindowThreshold) => ({ key, default: GPU_THRESHOLD_WINDOWS[key].default });
+const dflt = (key: NumericThreshold | WindowThreshold) =>
+  key in GPU_THRESHOLDS
+    ? GPU_THRESHOLDS[key as NumericThreshold].default
+    : GPU_THRESHOLD_WINDOWS[key as WindowThreshold].default;
+
+/** gpuThresholds keys in pairs, one row each; defaults and ranges are the backend's. */
 export const THRESHOLD_ROWS: ThresholdDef[][] = [
   [
     {
-      key: 'computeBoundPct',
+      ...numeric('computeBoundPct'),
       label: 'Compute-bound above %',
-      tooltip:
-        'A GPU is compute-bound when its compute (SM active, else GPU utilisation) is above this percentage and its memory bandwidth below the next one. Default 80.',
-      default: 80,
-      range: pct,
+      tooltip: `A GPU is compute-bound when its compute (SM active, else GPU utilisation) is above this percentage and its memory bandwidth below the next one. Default ${dflt('computeBoundPct')}.`,
     },
     {
-      key: 'computeBoundMaxMemoryPct',
+      ...numeric('computeBoundMaxMemoryPct'),
       label: 'and memory below %',
-      tooltip: 'Memory bandwidth a compute-bound GPU stays under, in percent. Default 60.',
-      default: 60,
-      range: pct,
+      tooltip: `Memory bandwidth a compute-bound GPU stays under, in percent. Default ${dflt('computeBoundMaxMemoryPct')}.`,
     },
   ],
   [
     {
-      key: 'memoryBoundPct',
+      ...numeric('memoryBoundPct'),
       label: 'Memory-bound above %',
-      tooltip:
-        'A GPU is memory-bound when its memory bandwidth is above this percentage and its compute below the next one. Default 70.',
-      default: 70,
-      range: pct,
+      tooltip: `A GPU is memory-bound when its memory bandwidth is above this percentage and its compute below the next one. Default ${dflt('memoryBoundPct')}.`,
     },
     {
-      key: 'memoryBoundMaxComputePct',
+      ...numeric('memoryBoundMaxComputePct'),
       label: 'and compute below %',
-      tooltip: 'Compute a memory-bound GPU stays under, in percent. Default 70.',
-      default: 70,
-      range: pct,
+      tooltip: `Compute a memory-bound GPU stays under, in percent. Default ${dflt('memoryBoundMaxComputePct')}.`,
     },
   ],
   [
     {
-      key: 'thermalTempC',
+      ...numeric('thermalTempC'),
       label: 'Thermal above °C',
-      tooltip:
-        'When the exporter does not report why clocks were lowered: a GPU hotter than this whose SM clock is under the ratio next to it of its recent maximum is thermal-throttled. Default 83.',
-      default: 83,
-      range: { min: 0, max: 150 },
+      tooltip: `When the exporter does not report why clocks were lowered: a GPU hotter than this whose SM clock is under the ratio next to it of its recent maximum is thermal-throttled. Default ${dflt('thermalTempC')}.`,
     },
     {
-      key: 'thermalClockRatio',
+      ...numeric('thermalClockRatio'),
       label: 'and clock below ×max',
-      tooltip: 'The SM clock as a share of its maximum over the max-clock window (0 to 1). Default 0.9.',
-      default: 0.9,
-      range: ratio,
+      tooltip: `The SM clock as a share of its maximum over the max-clock window (0 to 1). Default ${dflt('thermalClockRatio')}.`,
     },
   ],
   [
     {
-      key: 'pcieBoundLinkShare',
+      ...numeric('pcieBoundLinkShare'),
       label: 'PCIe-bound above ×link',
-      tooltip:
-        "A GPU is PCIe-bound when the busier transfer direction is above this share of the link's capacity (generation × lanes, in GPU series) while compute and memory are not high. 0 to 1; default 0.6.",
-      default: 0.6,
-      range: ratio,
+      tooltip: `A GPU is PCIe-bound when the busier transfer direction is above this share of the link's capacity (generation × lanes, in GPU series) while compute and memory are not high. 0 to 1; default ${dflt('pcieBoundLinkShare')}.`,
     },
     {
-      key: 'idleBelowPct',
+      ...numeric('idleBelowPct'),
       label: 'Idle below %',
-      tooltip: 'Compute below this percentage is low utilisation. Default 50.',
-      default: 50,
-      range: pct,
+      tooltip: `Compute below this percentage is low utilisation. Default ${dflt('idleBelowPct')}.`,
     },
   ],
   [
     {
-      key: 'dramActivePeak',
+      ...numeric('dramActivePeak'),
       label: 'DRAM active peak',
-      tooltip:
-        "DCGM's DRAM-active figure tops out near 0.8 in practice; it is divided by this to read as memory bandwidth in percent. 0 to 1; default 0.8.",
-      default: 0.8,
-      range: ratio,
+      tooltip: `DCGM's DRAM-active figure tops out near 0.8 in practice; it is divided by this to read as memory bandwidth in percent. 0 to 1; default ${dflt('dramActivePeak')}.`,
     },
   ],
   [
     {
-      key: 'clockMaxWindow',
+      ...window('clockMaxWindow'),
       label: 'Max-clock window',
-      tooltip:
-        "How far back the SM clock's maximum (the clock the thermal check expects) is taken: 1m to 7d. Throttling longer than this stops being seen. Default 24h.",
-      default: '24h',
+      tooltip: `How far back the SM clock's maximum (the clock the thermal check expects) is taken: ${WINDOWS.minText} to ${WINDOWS.maxText}. Throttling longer than this stops being seen. Default ${dflt('clockMaxWindow')}.`,
     },
     {
-      key: 'shareWindow',
+      ...window('shareWindow'),
       label: 'Share window',
-      tooltip:
-        'The window of the share of time each GPU spends in each class, as alerts compare it: 1m to 7d. Default 1h.',
-      default: '1h',
+      tooltip: `The window of the share of time each GPU spends in each class, as alerts compare it: ${WINDOWS.minText} to ${WINDOWS.maxText}. Default ${dflt('shareWindow')}.`,
     },
   ],
 ];
@@ -420,16 +414,16 @@ function JoinSection({ jsonData, onChange, open }: SectionProps) {
     <Section title="Request join and links" open={open}>
       <TextSetting
         label="Span host attribute"
-        tooltip="The span resource attribute that names the host a request ran on, to find its GPUs. A span attribute of that name is used when the resource lacks it. Default host.name."
-        placeholder="host.name"
+        tooltip={`The span resource attribute that names the host a request ran on, to find its GPUs. A span attribute of that name is used when the resource lacks it. Default ${JOIN_DEFAULTS.hostAttribute}.`}
+        placeholder={JOIN_DEFAULTS.hostAttribute}
         value={jsonData.joinHostAttribute}
         error={attributeError(jsonData.joinHostAttribute)}
         onChange={(v) => onChange({ joinHostAttribute: v })}
       />
       <TextSetting
         label="Span GPU attribute"
-        tooltip="The span attribute that names the GPUs a service used, by index or UUID (several separated by commas). Spans of services without it are joined to every GPU of their host. Default gpu.index."
-        placeholder="gpu.index"
+        tooltip={`The span attribute that names the GPUs a service used, by index or UUID (several separated by commas). Spans of services without it are joined to every GPU of their host. Default ${JOIN_DEFAULTS.gpuAttribute}.`}
+        placeholder={JOIN_DEFAULTS.gpuAttribute}
         value={jsonData.joinGpuAttribute}
         error={attributeError(jsonData.joinGpuAttribute)}
         onChange={(v) => onChange({ joinGpuAttribute: v })}
@@ -470,16 +464,16 @@ function JoinSection({ jsonData, onChange, open }: SectionProps) {
       </InlineField>
       <TextSetting
         label="GPU dashboard UID"
-        tooltip="The dashboard that GPU links open. Default hsi-gpu-metrics, the GPU Metrics dashboard this plugin ships."
-        placeholder="hsi-gpu-metrics"
+        tooltip={`The dashboard that GPU links open. Default ${JOIN_DEFAULTS.gpuDashboardUid}, the GPU Metrics dashboard this plugin ships.`}
+        placeholder={JOIN_DEFAULTS.gpuDashboardUid}
         value={jsonData.gpuDashboardUid}
         error={dashboardUidError(jsonData.gpuDashboardUid)}
         onChange={(v) => onChange({ gpuDashboardUid: v })}
       />
       <TextSetting
         label="Request dashboard UID"
-        tooltip="The dashboard that slow-trace links open, with the trace ID filled in. Default hsi-request-profiling, the Request-Level Profiling dashboard this plugin ships."
-        placeholder="hsi-request-profiling"
+        tooltip={`The dashboard that slow-trace links open, with the trace ID filled in. Default ${JOIN_DEFAULTS.requestDashboardUid}, the Request-Level Profiling dashboard this plugin ships.`}
+        placeholder={JOIN_DEFAULTS.requestDashboardUid}
         value={jsonData.requestDashboardUid}
         error={dashboardUidError(jsonData.requestDashboardUid)}
         onChange={(v) => onChange({ requestDashboardUid: v })}
@@ -493,14 +487,16 @@ function SlowRequestsSection({ jsonData, onChange, open }: SectionProps) {
   const red = jsonData.latencyRedMs;
   const positive = (v?: number) => (v === undefined || Number(v) > 0 ? undefined : 'A positive number of milliseconds');
   const order =
-    Number(yellow ?? 500) >= Number(red ?? 1000) ? 'Yellow must start below red (defaults 500 and 1000)' : undefined;
+    Number(yellow ?? DEFAULT_LATENCY_MS.yellow) >= Number(red ?? DEFAULT_LATENCY_MS.red)
+      ? `Yellow must start below red (defaults ${DEFAULT_LATENCY_MS.yellow} and ${DEFAULT_LATENCY_MS.red})`
+      : undefined;
   return (
     <Section title="Slow requests" open={open}>
       <InlineFieldRow>
         <NumberSetting
           label="Yellow from (ms)"
-          tooltip="Latencies from this many milliseconds are coloured yellow, faster ones green. Default 500."
-          placeholder="500"
+          tooltip={`Latencies from this many milliseconds are coloured yellow, faster ones green. Default ${DEFAULT_LATENCY_MS.yellow}.`}
+          placeholder={String(DEFAULT_LATENCY_MS.yellow)}
           value={yellow}
           error={positive(yellow)}
           onChange={(v) => onChange({ latencyYellowMs: v })}
@@ -508,8 +504,8 @@ function SlowRequestsSection({ jsonData, onChange, open }: SectionProps) {
         <NumberSetting
           label="Red from (ms)"
           labelWidth={16}
-          tooltip="Latencies from this many milliseconds are coloured red. Default 1000."
-          placeholder="1000"
+          tooltip={`Latencies from this many milliseconds are coloured red. Default ${DEFAULT_LATENCY_MS.red}.`}
+          placeholder={String(DEFAULT_LATENCY_MS.red)}
           value={red}
           error={positive(red) ?? order}
           onChange={(v) => onChange({ latencyRedMs: v })}

@@ -4,6 +4,8 @@
  * Anything holding a template variable is left alone: it is only known once interpolated.
  */
 
+import { GPU_THRESHOLD_WINDOW_RANGE } from '../generated/vocabulary';
+
 const VARIABLE = /\$\w+|\$\{[^}]+\}|\[\[[^\]]+\]\]/;
 
 export const hasVariable = (s: string) => VARIABLE.test(s);
@@ -126,7 +128,7 @@ export function stepError(d?: unknown): string | undefined {
   return ms !== undefined && ms > 0 ? undefined : 'A duration such as 15s, 1m or 1d';
 }
 
-/** The classification windows: whole seconds from 1m to 7d (168h). */
+/** The classification windows: whole seconds within the backend's bounds (1m to 7d). */
 export function windowError(d?: unknown): string | undefined {
   if (text(d) === '') {
     return undefined;
@@ -135,7 +137,8 @@ export function windowError(d?: unknown): string | undefined {
   if (ms === undefined) {
     return 'A duration such as 1h, 30m or 1d';
   }
-  return ms >= 6e4 && ms <= 6048e5 && ms % 1000 === 0 ? undefined : 'Whole seconds from 1m to 7d';
+  const { min, max, minText, maxText } = GPU_THRESHOLD_WINDOW_RANGE;
+  return ms >= min && ms <= max && ms % 1000 === 0 ? undefined : `Whole seconds from ${minText} to ${maxText}`;
 }
 
 /** A number setting: undefined (unset) is fine; otherwise within [min, max] (min excluded when minOpen). */
