@@ -3,7 +3,7 @@ import { fireEvent, render, screen } from '@testing-library/react';
 import { DataSourceSettings } from '@grafana/data';
 
 import { ConfigEditor } from './ConfigEditor';
-import { THRESHOLD_ROWS } from './SettingsSections';
+import { THRESHOLD_ROWS } from './config/ThresholdsSection';
 import { GPU_THRESHOLD_WINDOWS, GPU_THRESHOLDS } from '../generated/vocabulary';
 import { HsiOptions, HsiSecureJsonData } from '../types';
 
