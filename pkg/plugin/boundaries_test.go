@@ -725,7 +725,7 @@ func TestBoundariesKernelFilesStayInside(t *testing.T) {
 		// The listing and the search by trace ID leave out every link that leaves the directory.
 		for q, want := range map[string][]string{"": append([]string{"inside.json"}, uriTrickNames...), "?traceId=" + escapeTraceID: {}} {
 			status, body := traceResource(t, ds, "kernel-files"+q)
-			var got struct{ Files []kernelFile }
+			var got struct{ Files []gputrace.TraceFile }
 			if err := json.Unmarshal([]byte(body), &got); status != 200 || err != nil {
 				t.Fatalf("%s: kernel-files%s: HTTP %d %s", dir, q, status, body)
 			}
@@ -777,50 +777,5 @@ func mustJSON(t *testing.T, v any) string {
 	return string(b)
 }
 
-// kernelNames lists the kernels of an analysis, "" for none.
-func kernelNames(r *gputrace.Result) string {
-	if r == nil {
-		return ""
-	}
-	var names []string
-	for _, k := range r.Kernels {
-		names = append(names, k.Name)
-	}
-	return strings.Join(names, ",")
-}
-
-func TestBoundariesKernelFileSwappedAfterItsChecks(t *testing.T) {
-	// A file is checked when it is listed or resolved, and read after: whoever can write into
-	// the trace directory could put a symlink leading out in its place in between. The read goes
-	// through an os.Root of the directory (and SQLite gets the opened file itself), so the swap
-	// finds an error, never the outside file.
-	k := newKernelEscapeBed(t)
-	writeMarkerNsys(t, filepath.Join(k.dir, "swap.sqlite"), "inside_kernel")
-	writeFile(t, filepath.Join(k.dir, "swap.json"), kinetoTrace("inside"))
-	ts := newTestDatasource(t, map[string]any{"traceDirectories": []string{k.dir}}, nil).settings.Traces
-	for name, outside := range map[string]string{"swap.json": "leak.json", "swap.sqlite": "leak.sqlite"} {
-		f, err := resolveKernelFile(ts, name)
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		// Before the swap the file reads, the Nsight export through /proc/self/fd on Linux.
-		res, err := analyzeInside(context.Background(), f, ts.MaxFileBytes)
-		if err != nil || kernelNames(res) == "" || strings.Contains(kernelNames(res), k.marker) {
-			t.Fatalf("%s before the swap: %v, kernels %q", name, err, kernelNames(res))
-		}
-		if err := os.Remove(f.Abs); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Symlink(filepath.Join(k.outside, outside), f.Abs); err != nil {
-			t.Fatal(err)
-		}
-		// The swap is real: reading the checked path by name now reads the outside file.
-		if res, _ := gputrace.AnalyzeFile(context.Background(), f.Abs, gputrace.Limits{}, gputrace.AnalysisOptions{}); !strings.Contains(kernelNames(res), k.marker) {
-			t.Fatalf("%s: the swapped path does not lead to the outside file (kernels %q)", name, kernelNames(res))
-		}
-		res, err = analyzeInside(context.Background(), f, ts.MaxFileBytes)
-		if err == nil || strings.Contains(kernelNames(res), k.marker) {
-			t.Errorf("%s swapped for a link out of the directory: err %v, kernels %q", name, err, kernelNames(res))
-		}
-	}
-}
+// The check of a file swapped after it was listed is TestStoreFileSwappedAfterItsChecks in
+// pkg/gputrace, beside the store that reads through an os.Root.

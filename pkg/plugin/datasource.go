@@ -11,6 +11,7 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/backend/instancemgmt"
 	"github.com/grafana/grafana-plugin-sdk-go/backend/resource/httpadapter"
 
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/jaeger"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/nvml"
@@ -40,6 +41,8 @@ type Datasource struct {
 	jaeger     *jaeger.Client
 	// nvml is the host's GPUs (gpuLocal), nil unless jsonData.nvmlEnabled; it starts on first use.
 	nvml nvml.Source
+	// kernels is the GPU kernel trace files of jsonData.traceDirectories, nil when none is set.
+	kernels *gputrace.Store
 
 	httpClients []*upstream.HTTPClient
 	queries     *datasource.QueryTypeMux
@@ -74,6 +77,7 @@ func NewDatasource(_ context.Context, s backend.DataSourceInstanceSettings) (ins
 			ds.jaeger = jaeger.New(*u, hc.Client)
 		}
 	}
+	ds.kernels = newKernelStore(settings.Traces)
 	if settings.NVMLEnabled && settings.NVMLErr == nil {
 		ds.nvml = nvml.New(nvml.Options{})
 	}

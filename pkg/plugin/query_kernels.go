@@ -22,24 +22,24 @@ func (d *Datasource) queryKernels(ctx context.Context, q backend.DataQuery) back
 	if err != nil {
 		return badQuery(models.QueryTypeKernels, err)
 	}
-	ts, err := d.traceDirs()
+	store, err := d.traceDirs()
 	if err != nil {
 		return errorResponse(err)
 	}
 	var (
-		files   []analyzedFile
+		files   []gputrace.Found
 		notices []string
 	)
 	if kq.File != "" {
-		f, err := resolveKernelFile(ts, kq.File)
+		f, err := store.Resolve(kq.File)
 		if err != nil {
-			return errorResponse(err)
+			return errorResponse(backend.DownstreamError(err))
 		}
-		files = []analyzedFile{{File: f}}
+		files = []gputrace.Found{{File: f}}
 	} else {
-		files, notices = findKernelFiles(ctx, ts, kq.TraceID)
+		files, notices = store.FindByTraceID(ctx, kq.TraceID)
 	}
-	analyze(ctx, ts, files)
+	store.AnalyzeAll(ctx, files)
 
 	var out []*data.Frame
 	for _, f := range files {
@@ -72,7 +72,7 @@ func (d *Datasource) queryKernels(ctx context.Context, q backend.DataQuery) back
 // resourceKernelFiles lists the trace files under the configured directories, most recent
 // first: GET kernel-files?traceId= (optional: only the files of that request).
 func (d *Datasource) resourceKernelFiles(w http.ResponseWriter, r *http.Request) {
-	ts, err := d.traceDirs()
+	store, err := d.traceDirs()
 	if err != nil {
 		writeError(w, err)
 		return
@@ -83,15 +83,15 @@ func (d *Datasource) resourceKernelFiles(w http.ResponseWriter, r *http.Request)
 		return
 	}
 	type answer struct {
-		Files   []kernelFile `json:"files"`
-		Notices []string     `json:"notices,omitempty"`
+		Files   []gputrace.TraceFile `json:"files"`
+		Notices []string             `json:"notices,omitempty"`
 	}
 	var a answer
 	if id == "" {
-		a.Files, a.Notices = listKernelFiles(r.Context(), ts)
+		a.Files, a.Notices = store.List(r.Context())
 	} else {
-		var found []analyzedFile
-		found, a.Notices = findKernelFiles(r.Context(), ts, id)
+		var found []gputrace.Found
+		found, a.Notices = store.FindByTraceID(r.Context(), id)
 		for _, f := range found {
 			if f.Result != nil {
 				f.File.TraceIDs = nil
@@ -103,7 +103,7 @@ func (d *Datasource) resourceKernelFiles(w http.ResponseWriter, r *http.Request)
 		}
 	}
 	if a.Files == nil {
-		a.Files = []kernelFile{}
+		a.Files = []gputrace.TraceFile{}
 	}
 	for i := range a.Files {
 		if a.Files[i].TraceIDs == nil {
@@ -121,15 +121,14 @@ func emptyResult() *gputrace.Result {
 // spanKernelTimes fills the rows' GPU kernel time from the request's kernel traces, when trace
 // directories are configured (otherwise it does nothing, silently: the column stays empty).
 func (d *Datasource) spanKernelTimes(ctx context.Context, traceID string, rows []correlate.SpanRow) []data.Notice {
-	ts := d.settings.Traces
-	if ts.Err != nil || len(ts.Directories) == 0 || len(rows) == 0 {
+	if d.kernels == nil || len(rows) == 0 {
 		return nil
 	}
-	files, notices := findKernelFiles(ctx, ts, traceID)
+	files, notices := d.kernels.FindByTraceID(ctx, traceID)
 	if len(files) == 0 {
 		return nil
 	}
-	analyze(ctx, ts, files)
+	d.kernels.AnalyzeAll(ctx, files)
 	var out []data.Notice
 	results := make([]*gputrace.Result, 0, len(files))
 	for _, f := range files {

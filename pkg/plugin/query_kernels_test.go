@@ -12,6 +12,8 @@ import (
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	"github.com/grafana/grafana-plugin-sdk-go/data"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace"
 )
 
 const kernelTraceID = "4bf92f3577b34da6a3ce929d0e0e4736"
@@ -126,11 +128,19 @@ func TestKernelsQueryFileAndEscapes(t *testing.T) {
 	if r.Error != nil || !strings.Contains(noticeTexts(r.Frames[0]), "broken.json") {
 		t.Fatalf("broken: %v %q", r.Error, noticeTexts(r.Frames[0]))
 	}
-	for _, bad := range []string{"../secret/leak.json", "infer/../../secret/leak.json", filepath.Join(outside, "leak.json"), "link.json", "linkdir/leak.json", "/etc/passwd"} {
+	// A file the store refuses (its cases are pkg/gputrace's TestStoreResolve) is the user's
+	// error, named as the store names it.
+	for bad, want := range map[string]string{
+		"../secret/leak.json":               `field "file" must be a path relative to a trace directory (no ..)`,
+		filepath.Join(outside, "leak.json"): `field "file" must be a path relative to a trace directory (not absolute)`,
+		"link.json":                         "trace file link.json: it resolves outside the trace directory",
+		"linkdir/leak.json":                 "trace file linkdir/leak.json: it resolves outside the trace directory",
+		"absent.json":                       "trace file absent.json not found in the trace directories",
+	} {
 		raw, _ := json.Marshal(map[string]string{"queryType": "kernels", "file": bad})
 		r := runKernels(t, ds, string(raw))
-		if r.Error == nil {
-			t.Errorf("%s: no error, frames %v", bad, r.Frames)
+		if r.Error == nil || !strings.Contains(r.Error.Error(), want) || r.ErrorSource != backend.ErrorSourceDownstream {
+			t.Errorf("%s: error %v (source %q), want a downstream error with %q", bad, r.Error, r.ErrorSource, want)
 		}
 	}
 	// The listing leaves out the symlinks that leave the directory.
@@ -138,7 +148,7 @@ func TestKernelsQueryFileAndEscapes(t *testing.T) {
 	w := httptest.NewRecorder()
 	ds.resourceKernelFiles(w, req)
 	var got struct {
-		Files []kernelFile `json:"files"`
+		Files []gputrace.TraceFile `json:"files"`
 	}
 	if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil || w.Code != 200 {
 		t.Fatalf("kernel-files: %d %s", w.Code, w.Body)

@@ -1,0 +1,287 @@
+package gputrace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// MaxContentScan bounds how many of the most recent files are opened to look for a trace ID
+// inside them when none names it in its file name.
+const MaxContentScan = 20
+
+// Store is the GPU kernel traces of one data source: the trace files under its configured
+// directories. Nothing outside a directory is ever listed or read: a directory's own links are
+// resolved at each call (repointing one changes what is read), links inside it are followed only
+// to files that stay inside (linked directories are not entered), and reads go through an
+// os.Root of the directory.
+type Store struct {
+	dirs         []string
+	maxFiles     int
+	maxFileBytes int64
+}
+
+// NewStore is the store of the given absolute directories; maxFiles bounds the files looked at
+// per call (jsonData.traceMaxFiles), maxFileBytes skips larger files (jsonData.traceMaxFileBytes).
+func NewStore(dirs []string, maxFiles int, maxFileBytes int64) *Store {
+	return &Store{dirs: dirs, maxFiles: maxFiles, maxFileBytes: maxFileBytes}
+}
+
+// TraceFile is one trace file found under a configured directory.
+type TraceFile struct {
+	Dir      string    `json:"-"` // the configured directory, resolved
+	Rel      string    `json:"file"`
+	Abs      string    `json:"-"` // resolved path, inside Dir
+	Size     int64     `json:"size"`
+	Modified time.Time `json:"modified"`
+	TraceIDs []string  `json:"traceIds"`
+}
+
+// Found is one trace file and its analysis (Err: a per-file error; Result may then cover what
+// was read before it). Result and Err are both nil until Analyze fills them in.
+type Found struct {
+	File   TraceFile
+	Result *Result
+	Err    error
+}
+
+// IsTraceFile says whether a name is a trace file the kernels query reads.
+func IsTraceFile(name string) bool {
+	n := strings.ToLower(name)
+	return strings.HasSuffix(n, ".json") || strings.HasSuffix(n, ".json.gz") || strings.HasSuffix(n, ".sqlite")
+}
+
+// inside says whether path lies in root (both resolved).
+func inside(root, path string) bool {
+	rel, err := filepath.Rel(root, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
+}
+
+// resolveRoot resolves a configured directory's own symlinks.
+func resolveRoot(dir string) (string, error) {
+	root, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return "", fmt.Errorf("trace directory %s: %w", dir, err)
+	}
+	return root, nil
+}
+
+// statInside resolves path and checks it is a regular trace file inside root within the size
+// bound.
+func (s *Store) statInside(root, path string) (string, fs.FileInfo, error) {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return "", nil, err
+	}
+	if !inside(root, real) {
+		return "", nil, errors.New("it resolves outside the trace directory")
+	}
+	fi, err := os.Stat(real)
+	if err != nil {
+		return "", nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return "", nil, errors.New("not a regular file")
+	}
+	if fi.Size() > s.maxFileBytes {
+		return "", nil, fmt.Errorf("%d bytes, over jsonData.traceMaxFileBytes (%d)", fi.Size(), s.maxFileBytes)
+	}
+	return real, fi, nil
+}
+
+// List walks the directories for trace files, most recent first, with notices for what was
+// skipped. The walk stops after maxFiles files.
+func (s *Store) List(ctx context.Context) ([]TraceFile, []string) {
+	var (
+		out     []TraceFile
+		notices []string
+		seen    int
+	)
+	for _, dir := range s.dirs {
+		root, err := resolveRoot(dir)
+		if err != nil {
+			notices = append(notices, err.Error())
+			continue
+		}
+		err = filepath.WalkDir(root, func(p string, e fs.DirEntry, err error) error {
+			if err != nil {
+				if p == root {
+					return err
+				}
+				return nil // unreadable subdirectory: skip it
+			}
+			if ctxErr := ctx.Err(); ctxErr != nil {
+				return ctxErr
+			}
+			if e.IsDir() || !IsTraceFile(e.Name()) {
+				return nil
+			}
+			if seen >= s.maxFiles {
+				notices = append(notices, fmt.Sprintf("more than %d trace files: the rest were not looked at (jsonData.traceMaxFiles)", s.maxFiles))
+				return filepath.SkipAll
+			}
+			seen++
+			real, fi, err := s.statInside(root, p)
+			if err != nil {
+				// A link leading out is left out silently: naming it would tell what lies outside.
+				if e.Type()&fs.ModeSymlink == 0 && !strings.Contains(err.Error(), "outside") {
+					notices = append(notices, fmt.Sprintf("%s skipped: %v", filepath.Base(p), err))
+				}
+				return nil
+			}
+			rel, _ := filepath.Rel(root, p)
+			out = append(out, TraceFile{Dir: root, Rel: filepath.ToSlash(rel), Abs: real, Size: fi.Size(), Modified: fi.ModTime().UTC(), TraceIDs: TraceIDsInFileName(p)})
+			return nil
+		})
+		if err != nil && !errors.Is(err, filepath.SkipAll) {
+			notices = append(notices, fmt.Sprintf("trace directory %s: %v", dir, err))
+		}
+		if seen >= s.maxFiles {
+			break
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Modified.After(out[j].Modified) })
+	return out, notices
+}
+
+// Resolve finds a file given relative to one of the directories (the first that has it); it
+// must resolve inside that directory.
+func (s *Store) Resolve(file string) (TraceFile, error) {
+	if file == "" {
+		return TraceFile{}, errors.New("no file given")
+	}
+	rel := filepath.Clean(file)
+	if filepath.IsAbs(rel) || strings.ContainsRune(rel, 0) {
+		return TraceFile{}, fmt.Errorf("%s is outside the trace directories", rel)
+	}
+	if !IsTraceFile(rel) {
+		return TraceFile{}, fmt.Errorf("%s is not a trace file (.json, .json.gz, .pt.trace.json, .sqlite)", rel)
+	}
+	var last error
+	for _, dir := range s.dirs {
+		root, err := resolveRoot(dir)
+		if err != nil {
+			last = err
+			continue
+		}
+		p := filepath.Join(root, rel)
+		if !inside(root, p) {
+			return TraceFile{}, fmt.Errorf("%s is outside the trace directories", rel)
+		}
+		real, fi, err := s.statInside(root, p)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return TraceFile{}, fmt.Errorf("trace file %s: %v", rel, err)
+		}
+		return TraceFile{Dir: root, Rel: filepath.ToSlash(rel), Abs: real, Size: fi.Size(), Modified: fi.ModTime().UTC(), TraceIDs: TraceIDsInFileName(p)}, nil
+	}
+	if last != nil {
+		return TraceFile{}, fmt.Errorf("trace file %s not found: %v", rel, last)
+	}
+	return TraceFile{}, fmt.Errorf("trace file %s not found in the trace directories", rel)
+}
+
+// nameMatches says whether the file name names traceID (a 64-bit ID matches the low half of a
+// 128-bit one either way round).
+func nameMatches(f TraceFile, traceID string) bool {
+	for _, id := range f.TraceIDs {
+		if id == traceID || (len(id) == 32 && len(traceID) == 16 && id[16:] == traceID) || (len(id) == 16 && len(traceID) == 32 && traceID[16:] == id) {
+			return true
+		}
+	}
+	return false
+}
+
+// FindByTraceID finds the traces of a request: by the trace ID in the file name first, else by
+// the trace IDs inside the most recent MaxContentScan files that name no request. Files found
+// by content come back analysed.
+func (s *Store) FindByTraceID(ctx context.Context, traceID string) ([]Found, []string) {
+	files, notices := s.List(ctx)
+	var out []Found
+	for _, f := range files {
+		if nameMatches(f, traceID) {
+			out = append(out, Found{File: f})
+		}
+	}
+	if len(out) > 0 {
+		return out, notices
+	}
+	scanned := 0
+	for _, f := range files {
+		if scanned >= MaxContentScan || ctx.Err() != nil {
+			break
+		}
+		if len(f.TraceIDs) > 0 {
+			continue // names another request
+		}
+		scanned++
+		res, err := s.Analyze(ctx, f)
+		if res != nil && res.Matches(traceID) {
+			out = append(out, Found{File: f, Result: res, Err: err})
+		}
+	}
+	if len(out) == 0 && len(files) > scanned {
+		notices = append(notices, fmt.Sprintf("no file name names trace %s and only the %d most recent unnamed files were opened to look inside", traceID, scanned))
+	}
+	return out, notices
+}
+
+// AnalyzeAll fills in the analysis of each file not yet analysed.
+func (s *Store) AnalyzeAll(ctx context.Context, files []Found) {
+	for i := range files {
+		if files[i].Result == nil && files[i].Err == nil {
+			files[i].Result, files[i].Err = s.Analyze(ctx, files[i].File)
+		}
+	}
+}
+
+// Open opens a listed file through an os.Root of its trace directory. The checks made when it
+// was listed (inside, regular, size) are made again on the open file: were the file swapped in
+// between for a symlink leading out of the directory, the Root refuses to follow it, so nothing
+// outside the directory is ever read.
+func (s *Store) Open(f TraceFile) (*os.File, error) {
+	root, err := os.OpenRoot(f.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("trace directory %s: %w", f.Dir, err)
+	}
+	defer root.Close()
+	rel, err := filepath.Rel(f.Dir, f.Abs)
+	if err != nil || !inside(f.Dir, f.Abs) {
+		return nil, errors.New("it resolves outside the trace directory")
+	}
+	file, err := root.Open(rel)
+	if err != nil {
+		return nil, fmt.Errorf("cannot open it inside the trace directory: %w", err)
+	}
+	fi, err := file.Stat()
+	switch {
+	case err != nil:
+	case !fi.Mode().IsRegular():
+		err = errors.New("not a regular file")
+	case fi.Size() > s.maxFileBytes:
+		err = fmt.Errorf("%d bytes, over jsonData.traceMaxFileBytes (%d)", fi.Size(), s.maxFileBytes)
+	}
+	if err != nil {
+		file.Close()
+		return nil, err
+	}
+	return file, nil
+}
+
+// Analyze opens a listed file inside its directory (Open) and analyses what it opened.
+func (s *Store) Analyze(ctx context.Context, f TraceFile) (*Result, error) {
+	file, err := s.Open(f)
+	if err != nil {
+		return nil, err
+	}
+	defer file.Close()
+	return AnalyzeOpened(ctx, file, f.Abs, Limits{}, AnalysisOptions{})
+}
