@@ -45,7 +45,7 @@ func checkConversion(t *testing.T, fg *pyroscope.FlameGraph) {
 			roots = len(l) / 4
 		}
 	}
-	tree := flamegraph.FromPyroscope(fg)
+	tree := fg.Tree() // as the client returns it
 	want := nodes
 	if roots != 1 {
 		want++ // a root above several (or no) first-level nodes
@@ -62,11 +62,11 @@ func checkConversion(t *testing.T, fg *pyroscope.FlameGraph) {
 			t.Fatalf("node %s: total %d, self %d, children %d", n.Name, n.Total, n.Self, sum)
 		}
 	})
-	f := frames.FlameGraph(fg, cpu)
+	f := frames.FlameGraph(fg.Tree(), cpu)
 	if !tree.Empty() && f.Rows() != want {
 		t.Fatalf("frame has %d rows for %d nodes", f.Rows(), want)
 	}
-	diff := flamegraph.Diff(tree, flamegraph.FromPyroscope(fg))
+	diff := flamegraph.Diff(tree, fg.Tree())
 	diff.ScaleLeft(0.5)
 	if df := frames.DiffFlameGraph(diff, cpu); !diff.Empty() && df.Rows() != diff.Count() {
 		t.Fatalf("diff frame has %d rows for %d nodes", df.Rows(), diff.Count())

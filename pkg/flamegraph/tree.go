@@ -2,10 +2,6 @@
 // the two sides of a diff) can be merged and compared before they become a frame. Pure, no I/O.
 package flamegraph
 
-import (
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/pyroscope"
-)
-
 // RootName is the name of a flame graph's root, as Pyroscope calls it.
 const RootName = "total"
 
@@ -25,11 +21,13 @@ type Node struct {
 // New returns an empty root.
 func New() *Node { return &Node{Name: RootName} }
 
-// FromPyroscope rebuilds the tree from Pyroscope's level encoding: on each level, 4 numbers per
-// node (x offset from the previous sibling's end, total, self, name index); a node's parent is the
-// node one level up whose x range contains it. A nil or empty graph gives an empty root.
-func FromPyroscope(fg *pyroscope.FlameGraph) *Node {
-	if fg == nil || len(fg.Levels) == 0 {
+// FromLevels rebuilds the tree from Pyroscope's level encoding (the names and levels of its
+// FlameGraph message): on each level, 4 numbers per node (x offset from the previous sibling's
+// end, total, self, index into names); a node's parent is the node one level up whose x range
+// contains it. No levels give an empty root. It takes the numbers rather than the client's type
+// so that the trees, and the frames built from them, depend on no client.
+func FromLevels(names []string, levels [][]int64) *Node {
+	if len(levels) == 0 {
 		return New()
 	}
 	type placed struct {
@@ -38,19 +36,19 @@ func FromPyroscope(fg *pyroscope.FlameGraph) *Node {
 	}
 	// All nodes in one allocation: a 16k-node reply would otherwise cost 16k small allocations.
 	count := 0
-	for _, values := range fg.Levels {
+	for _, values := range levels {
 		count += len(values) / 4
 	}
 	arena := make([]Node, 0, count)
 	var prev []placed
 	var roots []*Node
-	for li, values := range fg.Levels {
+	for li, values := range levels {
 		cur := make([]placed, 0, len(values)/4)
 		x := int64(0)
 		p := 0
 		for i := 0; i+3 < len(values); i += 4 {
 			start := x + values[i]
-			arena = append(arena, Node{Name: nameAt(fg.Names, values[i+3]), Total: values[i+1], Self: values[i+2]})
+			arena = append(arena, Node{Name: nameAt(names, values[i+3]), Total: values[i+1], Self: values[i+2]})
 			n := &arena[len(arena)-1]
 			x = start + n.Total
 			cur = append(cur, placed{n, start, x})

@@ -4,9 +4,20 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/pyroscope"
 )
+
+// encoded is a flame graph in Pyroscope's level encoding, as its FlameGraph message holds it.
+type encoded struct {
+	Names  []string
+	Levels [][]int64
+}
+
+func fromEncoded(e *encoded) *Node {
+	if e == nil {
+		return FromLevels(nil, nil)
+	}
+	return FromLevels(e.Names, e.Levels)
+}
 
 // sample in Pyroscope's level encoding:
 //
@@ -16,14 +27,13 @@ import (
 //	└── db 40 (self 10)
 //	    ├── sha256 10 (starts 10 into db: a gap of self time before it)
 //	    └── serialize 20 (the same name again, under another parent)
-var sample = &pyroscope.FlameGraph{
+var sample = &encoded{
 	Names: []string{"total", "handle", "db", "serialize", "sha256"},
 	Levels: [][]int64{
 		{0, 100, 0, 0},
 		{0, 60, 10, 1, 0, 40, 10, 2},
 		{0, 50, 50, 3, 10, 10, 10, 4, 0, 20, 20, 3},
 	},
-	Total: 100,
 }
 
 // dump prints a tree one node per line: depth-indented "name total/self[ right totalRight/selfRight]".
@@ -39,7 +49,7 @@ func dump(n *Node) string {
 	return b.String()
 }
 
-func TestFromPyroscopeRebuildsParentsFromXRanges(t *testing.T) {
+func TestFromLevelsRebuildsParentsFromXRanges(t *testing.T) {
 	want := `total 100/0
   handle 60/10
     serialize 50/50
@@ -47,24 +57,24 @@ func TestFromPyroscopeRebuildsParentsFromXRanges(t *testing.T) {
     sha256 10/10
     serialize 20/20
 `
-	if got := dump(FromPyroscope(sample)); got != want {
+	if got := dump(fromEncoded(sample)); got != want {
 		t.Errorf("tree:\n%s\nwant:\n%s", got, want)
 	}
-	if !FromPyroscope(nil).Empty() || !FromPyroscope(&pyroscope.FlameGraph{}).Empty() {
+	if !fromEncoded(nil).Empty() || !fromEncoded(&encoded{}).Empty() {
 		t.Error("a nil or empty graph must give an empty root")
 	}
 }
 
-func TestFromPyroscopeSurvivesBadNameIndexes(t *testing.T) {
-	fg := &pyroscope.FlameGraph{Names: []string{"total"}, Levels: [][]int64{{0, 5, 0, 0}, {0, 5, 5, 9}, {0, 1}}}
-	if got := dump(FromPyroscope(fg)); got != "total 5/0\n  <unknown> 5/5\n" {
+func TestFromLevelsSurvivesBadNameIndexes(t *testing.T) {
+	fg := &encoded{Names: []string{"total"}, Levels: [][]int64{{0, 5, 0, 0}, {0, 5, 5, 9}, {0, 1}}}
+	if got := dump(fromEncoded(fg)); got != "total 5/0\n  <unknown> 5/5\n" {
 		t.Errorf("tree = %q", got)
 	}
 }
 
 func TestMergeAddsAlongEqualPaths(t *testing.T) {
-	a := FromPyroscope(sample)
-	a.Merge(FromPyroscope(sample))
+	a := fromEncoded(sample)
+	a.Merge(fromEncoded(sample))
 	want := `total 200/0
   handle 120/20
     serialize 100/100
@@ -79,8 +89,8 @@ func TestMergeAddsAlongEqualPaths(t *testing.T) {
 
 func TestAddUnderPutsAServiceLevelBelowTheRoot(t *testing.T) {
 	root := New()
-	root.AddUnder("ai-detector", FromPyroscope(sample))
-	root.AddUnder("ai-enrichment", FromPyroscope(&pyroscope.FlameGraph{
+	root.AddUnder("ai-detector", fromEncoded(sample))
+	root.AddUnder("ai-enrichment", fromEncoded(&encoded{
 		Names: []string{"total", "extract"}, Levels: [][]int64{{0, 30, 0, 0}, {0, 30, 30, 1}},
 	}))
 	root.AddUnder("idle-service", New()) // no samples: no node
@@ -100,11 +110,11 @@ func TestAddUnderPutsAServiceLevelBelowTheRoot(t *testing.T) {
 }
 
 func TestDiffKeepsBothSidesAndScaling(t *testing.T) {
-	right := &pyroscope.FlameGraph{
+	right := &encoded{
 		Names:  []string{"total", "handle", "serialize", "new"},
 		Levels: [][]int64{{0, 10, 0, 0}, {0, 8, 0, 1, 0, 2, 2, 3}, {0, 8, 8, 2}},
 	}
-	d := Diff(FromPyroscope(sample), FromPyroscope(right))
+	d := Diff(fromEncoded(sample), fromEncoded(right))
 	want := `total 100/0 right 10/0
   handle 60/10 right 8/0
     serialize 50/50 right 8/8
@@ -137,7 +147,7 @@ func TestDiffKeepsBothSidesAndScaling(t *testing.T) {
 }
 
 func TestByFunctionSumsEveryPathAndCountsRecursionOnce(t *testing.T) {
-	got := FromPyroscope(sample).ByFunction()
+	got := fromEncoded(sample).ByFunction()
 	if got["serialize"] != (FunctionTotals{Self: 70, Total: 70}) || got["db"] != (FunctionTotals{Self: 10, Total: 40}) {
 		t.Errorf("by function = %+v", got)
 	}
@@ -145,7 +155,7 @@ func TestByFunctionSumsEveryPathAndCountsRecursionOnce(t *testing.T) {
 		t.Error("the root is not a function")
 	}
 	// walk → walk → leaf: walk holds 10 inclusive, not 10 + 8.
-	rec := FromPyroscope(&pyroscope.FlameGraph{
+	rec := fromEncoded(&encoded{
 		Names:  []string{"total", "walk", "leaf"},
 		Levels: [][]int64{{0, 10, 0, 0}, {0, 10, 2, 1}, {0, 8, 0, 1}, {0, 8, 8, 2}},
 	}).ByFunction()

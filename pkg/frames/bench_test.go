@@ -77,7 +77,7 @@ func itoa(i int) string {
 }
 
 func TestBigFlameGraphIsWhatTheBenchmarkSays(t *testing.T) {
-	f := FlameGraph(pyroscope.FromProto(bigFlameGraph(16384)), "process_cpu:cpu:nanoseconds:cpu:nanoseconds")
+	f := FlameGraph(pyroscope.FromProto(bigFlameGraph(16384)).Tree(), "process_cpu:cpu:nanoseconds:cpu:nanoseconds")
 	if f.Rows() != 16384 {
 		t.Fatalf("rows = %d", f.Rows())
 	}
@@ -109,7 +109,7 @@ func BenchmarkFlameGraphFrame16k(b *testing.B) {
 	}
 	const profileType = "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
 	decoded := decode()
-	allocs := testing.AllocsPerRun(5, func() { FlameGraph(pyroscope.FromProto(decoded.Flamegraph), profileType) })
+	allocs := testing.AllocsPerRun(5, func() { FlameGraph(pyroscope.FromProto(decoded.Flamegraph).Tree(), profileType) })
 	decodeAllocs := testing.AllocsPerRun(5, func() { decode() })
 
 	var decodeTime, frameTime time.Duration
@@ -117,7 +117,7 @@ func BenchmarkFlameGraphFrame16k(b *testing.B) {
 		t0 := time.Now()
 		res := decode()
 		t1 := time.Now()
-		f := FlameGraph(pyroscope.FromProto(res.Flamegraph), profileType)
+		f := FlameGraph(pyroscope.FromProto(res.Flamegraph).Tree(), profileType)
 		frameTime += time.Since(t1)
 		decodeTime += t1.Sub(t0)
 		if f.Rows() != nodes {

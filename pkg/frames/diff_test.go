@@ -7,12 +7,11 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/data"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/flamegraph"
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/pyroscope"
 )
 
 // slowSerialize is the comparison of the diff tests: the same program where serializeResponse
 // took most of the time.
-var slowSerialize = &pyroscope.FlameGraph{
+var slowSerialize = &encoded{
 	Names:  []string{"total", "handle_request", "serializeResponse", "dbQuery"},
 	Levels: [][]int64{{0, 200, 0, 0}, {0, 180, 0, 1, 0, 20, 20, 3}, {0, 180, 180, 2}},
 }
@@ -21,7 +20,7 @@ var slowSerialize = &pyroscope.FlameGraph{
 // node's width is value + valueRight, the baseline's share value / root value, the comparison's
 // valueRight / root valueRight. Those shares must be the diff summary's.
 func TestDiffFlameGraphGivesEachSideItsOwnFields(t *testing.T) {
-	tree := flamegraph.Diff(flamegraph.FromPyroscope(sample), flamegraph.FromPyroscope(slowSerialize))
+	tree := flamegraph.Diff(sample.tree(), slowSerialize.tree())
 	f := DiffFlameGraph(tree, "process_cpu:cpu:nanoseconds:cpu:nanoseconds")
 	var names []string
 	for _, fld := range f.Fields {
@@ -69,7 +68,7 @@ func TestDiffFlameGraphGivesEachSideItsOwnFields(t *testing.T) {
 }
 
 func TestDiffSummaryListsTheBiggestMoverFirst(t *testing.T) {
-	tree := flamegraph.Diff(flamegraph.FromPyroscope(sample), flamegraph.FromPyroscope(slowSerialize))
+	tree := flamegraph.Diff(sample.tree(), slowSerialize.tree())
 	f := DiffSummary(tree, 3)
 	if f.Rows() != 3 {
 		t.Fatalf("rows = %d", f.Rows())
@@ -91,8 +90,8 @@ func TestDiffSummaryListsTheBiggestMoverFirst(t *testing.T) {
 
 func TestServiceLevelFlameGraph(t *testing.T) {
 	root := flamegraph.New()
-	root.AddUnder("nemotron-backend", flamegraph.FromPyroscope(sample))
-	root.AddUnder("ai-detector", flamegraph.FromPyroscope(slowSerialize))
+	root.AddUnder("nemotron-backend", sample.tree())
+	root.AddUnder("ai-detector", slowSerialize.tree())
 	f := FlameGraphTree(FlameGraphFrameName, root, "memory:alloc_space:bytes:space:bytes")
 	if f.Fields[1].Config.Unit != "bytes" || f.Rows() != 1+(1+5)+(1+3) { // root, each service and its functions
 		t.Errorf("unit %q, rows %d", f.Fields[1].Config.Unit, f.Rows())

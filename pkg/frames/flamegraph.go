@@ -7,25 +7,20 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/data"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/flamegraph"
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/pyroscope"
 )
 
 // FlameGraphFrameName is the name Grafana's flame graph panel and the trace view's embedded span
 // flame graph look for.
 const FlameGraphFrameName = "response"
 
-// FlameGraph turns Pyroscope's level encoding into the nested-set frame Grafana's flame graph
-// panel reads: fields level, value, self, label (an enum), one row per node in depth-first order.
-// A nil or empty graph gives the empty answer (see emptyRoot).
-func FlameGraph(fg *pyroscope.FlameGraph, profileTypeID string) *data.Frame {
-	if fg == nil || len(fg.Levels) == 0 {
-		return FlameGraphTree(FlameGraphFrameName, nil, profileTypeID)
-	}
-	return FlameGraphTree(FlameGraphFrameName, flamegraph.FromPyroscope(fg), profileTypeID)
+// FlameGraph turns a flame graph tree into the nested-set frame Grafana's flame graph panel
+// reads: fields level, value, self, label (an enum), one row per node in depth-first order. A nil
+// or empty tree gives the empty answer (see emptyRootName).
+func FlameGraph(root *flamegraph.Node, profileTypeID string) *data.Frame {
+	return FlameGraphTree(FlameGraphFrameName, root, profileTypeID)
 }
 
-// FlameGraphTree is FlameGraph for a tree (a merged or service-level graph); a nil or empty tree
-// gives the empty answer.
+// FlameGraphTree is FlameGraph under another frame name (a request's per-service graphs).
 func FlameGraphTree(name string, root *flamegraph.Node, profileTypeID string) *data.Frame {
 	return nestedSet(name, root, profileTypeID, false)
 }

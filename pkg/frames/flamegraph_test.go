@@ -5,8 +5,17 @@ import (
 
 	"github.com/grafana/grafana-plugin-sdk-go/data"
 
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/pyroscope"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/flamegraph"
 )
+
+// encoded is a flame graph in Pyroscope's level encoding, as its FlameGraph message holds it.
+type encoded struct {
+	Names  []string
+	Levels [][]int64
+}
+
+// tree rebuilds it as the Pyroscope client does before a frame is built.
+func (e *encoded) tree() *flamegraph.Node { return flamegraph.FromLevels(e.Names, e.Levels) }
 
 // A small tree in Pyroscope's level encoding:
 //
@@ -16,18 +25,17 @@ import (
 //	└── dbQuery 40
 //	    ├── sha256 10 (starts 10 into dbQuery: a gap of self time before it)
 //	    └── serializeResponse 20 (the same name again, under another parent)
-var sample = &pyroscope.FlameGraph{
+var sample = &encoded{
 	Names: []string{"total", "handle_request", "dbQuery", "serializeResponse", "sha256"},
 	Levels: [][]int64{
 		{0, 100, 0, 0},
 		{0, 60, 10, 1, 0, 40, 10, 2},
 		{0, 50, 50, 3, 10, 10, 10, 4, 0, 20, 20, 3},
 	},
-	Total: 100, MaxSelf: 50,
 }
 
 func TestFlameGraphIsTheNestedSetGrafanaReads(t *testing.T) {
-	f := FlameGraph(sample, "process_cpu:cpu:nanoseconds:cpu:nanoseconds")
+	f := FlameGraph(sample.tree(), "process_cpu:cpu:nanoseconds:cpu:nanoseconds")
 
 	type row struct {
 		level       int64
@@ -70,7 +78,7 @@ func TestFlameGraphFrameMetaAndUnits(t *testing.T) {
 		"broken": "short",
 	}
 	for typeID, unit := range cases {
-		f := FlameGraph(sample, typeID)
+		f := FlameGraph(sample.tree(), typeID)
 		if f.Name != "response" || f.Meta == nil || f.Meta.PreferredVisualization != data.VisTypeFlameGraph {
 			t.Fatalf("%s: frame name %q meta %+v", typeID, f.Name, f.Meta)
 		}
@@ -86,8 +94,8 @@ func TestFlameGraphFrameMetaAndUnits(t *testing.T) {
 // An empty answer is one root row of 0 samples: @grafana/flamegraph throws on a frame without
 // rows (src/__grafana__ shows it), and draws this one as an empty graph with "0 samples".
 func TestEmptyFlameGraphIsOneRootOfNoSamples(t *testing.T) {
-	for _, fg := range []*pyroscope.FlameGraph{nil, {}} {
-		f := FlameGraph(fg, "memory:alloc_space:bytes:space:bytes")
+	for _, root := range []*flamegraph.Node{nil, flamegraph.New(), (&encoded{}).tree()} {
+		f := FlameGraph(root, "memory:alloc_space:bytes:space:bytes")
 		if f.Rows() != 1 || f.Name != "response" || f.Meta.PreferredVisualization != data.VisTypeFlameGraph || len(f.Fields) != 4 ||
 			f.Fields[0].At(0) != int64(0) || f.Fields[1].At(0) != int64(0) || f.Fields[2].At(0) != int64(0) {
 			t.Errorf("empty frame = %+v", f)
@@ -100,7 +108,7 @@ func TestEmptyFlameGraphIsOneRootOfNoSamples(t *testing.T) {
 	if diff.Rows() != 1 || len(diff.Fields) != 6 || diff.Fields[4].At(0) != int64(0) || FlameGraphHasSamples(diff) {
 		t.Errorf("empty diff frame = %+v", diff)
 	}
-	if !FlameGraphHasSamples(FlameGraph(sample, "process_cpu:cpu:nanoseconds:cpu:nanoseconds")) {
+	if !FlameGraphHasSamples(FlameGraph(sample.tree(), "process_cpu:cpu:nanoseconds:cpu:nanoseconds")) {
 		t.Errorf("a graph of 100 samples counts as empty")
 	}
 	checkGolden(t, "flamegraph_empty", FlameGraph(nil, "memory:alloc_space:bytes:space:bytes"))
@@ -109,8 +117,8 @@ func TestEmptyFlameGraphIsOneRootOfNoSamples(t *testing.T) {
 func TestFlameGraphSurvivesMalformedLevels(t *testing.T) {
 	// Truncated tuples and name indexes out of range come from broken upstream replies; they must
 	// not panic and must not invent rows.
-	fg := &pyroscope.FlameGraph{Names: []string{"total"}, Levels: [][]int64{{0, 10, 0, 0}, {0, 5, 5, 7, 1, 2}}}
-	f := FlameGraph(fg, "process_cpu:cpu:nanoseconds:cpu:nanoseconds")
+	fg := &encoded{Names: []string{"total"}, Levels: [][]int64{{0, 10, 0, 0}, {0, 5, 5, 7, 1, 2}}}
+	f := FlameGraph(fg.tree(), "process_cpu:cpu:nanoseconds:cpu:nanoseconds")
 	if f.Rows() != 2 {
 		t.Fatalf("rows = %d, want 2", f.Rows())
 	}

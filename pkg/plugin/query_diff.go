@@ -99,14 +99,14 @@ func (d *Datasource) diffSideProfile(ctx context.Context, q backend.DataQuery, p
 		from, to = from.Add(-SpanWindowPadding), to.Add(SpanWindowPadding)
 		describe = fmt.Sprintf("%d span(s) of %s", len(side.SpanSelector), selector)
 	}
-	fg, err := d.pyroscope.MergedFlameGraph(ctx, pyroscope.FlameGraphQuery{
+	tree, err := d.pyroscope.MergedFlameGraph(ctx, pyroscope.FlameGraphQuery{
 		ProfileTypeID: pq.ProfileTypeID, LabelSelector: selector, SpanSelector: side.SpanSelector,
 		Start: from, End: to, MaxNodes: pq.MaxNodes,
 	})
 	if err != nil {
 		return diffSide{err: err}
 	}
-	return diffSide{tree: flamegraph.FromPyroscope(fg), describe: describe}
+	return diffSide{tree: tree, describe: describe}
 }
 
 // normalise scales the side with the smaller total up to the other's and says so.

@@ -47,7 +47,7 @@ func (d *Datasource) queryProfile(ctx context.Context, q backend.DataQuery) back
 	if len(pq.SpanSelector) > 0 {
 		start, end = start.Add(-SpanWindowPadding), end.Add(SpanWindowPadding)
 	}
-	fg, err := d.pyroscope.MergedFlameGraph(ctx, pyroscope.FlameGraphQuery{
+	tree, err := d.pyroscope.MergedFlameGraph(ctx, pyroscope.FlameGraphQuery{
 		ProfileTypeID: pq.ProfileTypeID,
 		LabelSelector: pq.LabelSelector,
 		SpanSelector:  pq.SpanSelector,
@@ -58,7 +58,7 @@ func (d *Datasource) queryProfile(ctx context.Context, q backend.DataQuery) back
 	if err != nil {
 		return errorResponse(err)
 	}
-	return withFrames(frames.FlameGraph(fg, pq.ProfileTypeID))
+	return withFrames(frames.FlameGraph(tree, pq.ProfileTypeID))
 }
 
 // queryRequestProfile answers a profile query with a traceId: the whole request's flame graph,

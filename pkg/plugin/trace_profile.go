@@ -130,7 +130,7 @@ func (d *Datasource) spanProfiles(ctx context.Context, profileTypeID string, max
 	}
 	fanOut(len(plan.Queries), func(i int) {
 		sq := plan.Queries[i]
-		fg, err := d.pyroscope.MergedFlameGraph(ctx, pyroscope.FlameGraphQuery{
+		tree, err := d.pyroscope.MergedFlameGraph(ctx, pyroscope.FlameGraphQuery{
 			ProfileTypeID: profileTypeID,
 			LabelSelector: correlate.ServiceSelector(matchers, sq.Service),
 			SpanSelector:  sq.SpanIDs,
@@ -138,7 +138,7 @@ func (d *Datasource) spanProfiles(ctx context.Context, profileTypeID string, max
 			End:           sq.End.Add(SpanWindowPadding),
 			MaxNodes:      maxNodes,
 		})
-		results[i] = spanProfileResult{query: sq, tree: flamegraph.FromPyroscope(fg), err: err}
+		results[i] = spanProfileResult{query: sq, tree: tree, err: err}
 	})
 	return results
 }
@@ -293,11 +293,11 @@ func (d *Datasource) profilesBySelector(ctx context.Context, q requestProfileQue
 		results[i].err = safe.ErrPanicked
 	}
 	fanOut(len(keys), func(i int) {
-		fg, err := d.pyroscope.MergedFlameGraph(ctx, pyroscope.FlameGraphQuery{
+		tree, err := d.pyroscope.MergedFlameGraph(ctx, pyroscope.FlameGraphQuery{
 			ProfileTypeID: q.ProfileTypeID, LabelSelector: selectors[keys[i]], TraceID: traceID,
 			Start: start, End: end, MaxNodes: q.MaxNodes,
 		})
-		results[i] = spanProfileResult{query: correlate.SpanProfileQuery{Service: keys[i]}, tree: flamegraph.FromPyroscope(fg), err: err}
+		results[i] = spanProfileResult{query: correlate.SpanProfileQuery{Service: keys[i]}, tree: tree, err: err}
 	})
 	rp := newRequestProfile(start, end)
 	var errs queryErrors

@@ -45,7 +45,7 @@ func (fg *FlameGraph) Check() error {
 				continue
 			}
 			// The parent is the first node above that ends after this one starts, as the tree
-			// is rebuilt (flamegraph.FromPyroscope).
+			// is rebuilt (flamegraph.FromLevels).
 			for p < len(prev) && prev[p].end <= start {
 				p++
 			}

@@ -13,6 +13,7 @@ import (
 	"github.com/grafana/pyroscope/api/gen/proto/go/querier/v1/querierv1connect"
 	"go.opentelemetry.io/otel/attribute"
 
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/flamegraph"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/upstream"
 )
@@ -78,22 +79,30 @@ type FlameGraph struct {
 	MaxSelf int64
 }
 
-// MergedFlameGraph merges every sample matching q into one flame graph.
+// MergedFlameGraph merges every sample matching q into one flame graph, as a tree (an empty root
+// where nothing matched; nil only with an error). The reply passes Check before it is rebuilt.
 //
 // With a span selector it asks SelectMergeSpanProfile: Pyroscope 1.12 ignores the span selector
 // of SelectMergeStacktraces and would answer with the unfiltered profile (INTEROP.md §3). With a
 // trace ID it asks SelectMergeStacktraces with trace_id_selector, and fails with
 // ErrTraceSelectorIgnored or ErrTraceSelectorRefused where the server cannot filter by it.
-func (c *Client) MergedFlameGraph(ctx context.Context, q FlameGraphQuery) (*FlameGraph, error) {
+func (c *Client) MergedFlameGraph(ctx context.Context, q FlameGraphQuery) (*flamegraph.Node, error) {
+	var fg *FlameGraph
+	var err error
 	switch {
 	case q.TraceID != "" && len(q.SpanSelector) > 0:
 		return nil, errSpanAndTraceSelector
 	case q.TraceID != "":
-		return c.traceFlameGraph(ctx, q)
+		fg, err = c.traceFlameGraph(ctx, q)
 	case len(q.SpanSelector) > 0:
-		return c.spanFlameGraph(ctx, q)
+		fg, err = c.spanFlameGraph(ctx, q)
+	default:
+		fg, err = c.mergedFlameGraph(ctx, q, "")
 	}
-	return c.mergedFlameGraph(ctx, q, "")
+	if err != nil {
+		return nil, err
+	}
+	return fg.Tree(), nil
 }
 
 var errSpanAndTraceSelector = errors.New("a span selector and a trace ID cannot be asked together: Pyroscope 2.x refuses span_selector with trace_id_selector")
@@ -158,6 +167,14 @@ func FromProto(f *querierv1.FlameGraph) *FlameGraph {
 		fg.Levels = append(fg.Levels, l.GetValues())
 	}
 	return fg
+}
+
+// Tree rebuilds the flame graph as a tree; a nil graph gives an empty root.
+func (fg *FlameGraph) Tree() *flamegraph.Node {
+	if fg == nil {
+		return flamegraph.New()
+	}
+	return flamegraph.FromLevels(fg.Names, fg.Levels)
 }
 
 func (c *Client) wrap(err error) error { return upstream.Wrap(models.Pyroscope, c.url, err) }
