@@ -2,7 +2,7 @@ package testbed
 
 import "testing"
 
-// The notices are the plugin's own (pkg/plugin spanMatchNotice), as the README quotes them.
+// The notices are the plugin's own (pkg/correlate spanMatchNotice), as the README quotes them.
 func TestProfiledInEveryServiceReadsTheWholeRequestNotice(t *testing.T) {
 	for notice, want := range map[string]bool{
 		"Whole request 4bf9…, matched by span ID: 3 of 3 profiled span(s) had samples, in 3 of 3 service(s) (ai-detector, ai-enrichment, nemotron-backend).": true,

@@ -1,5 +1,8 @@
 // Package correlate joins what the upstreams return: a trace's spans to the profile queries that
-// find their samples, and (later) to the GPU state of their hosts. Pure functions, no I/O.
+// find their samples, and to the GPU state of their hosts. The planning and joining are pure; the
+// whole request's profile (ProfileOfRequest) asks its upstreams through the small interfaces it
+// declares (Traces, Profiles), never through a client's own type, so it is tested with fakes in
+// memory.
 package correlate
 
 import (

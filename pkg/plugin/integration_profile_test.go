@@ -61,7 +61,7 @@ func profiledRequest(t *testing.T, ds *Datasource, slow, profileType string) (st
 			}
 			f := r.Frames[0]
 			// CPU samples must match the request's spans; heap samples never can (see
-			// profileOverWindow), so their notice says they come from the request's period.
+			// correlate.profileOverWindow), so their notice says they come from the request's period.
 			wantMatch := "matched by span ID"
 			if strings.HasPrefix(profileType, "memory:") {
 				wantMatch = "heap profiles cannot record them"

@@ -9,6 +9,7 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	"github.com/grafana/grafana-plugin-sdk-go/data"
 
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/correlate"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/flamegraph"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/frames"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
@@ -77,7 +78,7 @@ func (d *Datasource) diffSideProfile(ctx context.Context, q backend.DataQuery, p
 		selector = side.LabelSelector
 	}
 	if side.TraceID != "" {
-		rp, err := d.profileOfRequest(ctx, requestProfileQuery{
+		rp, err := d.profileOfRequest(ctx, correlate.RequestProfileQuery{
 			TraceID: side.TraceID, LabelSelector: selector, ProfileTypeID: pq.ProfileTypeID,
 			MaxNodes: pq.MaxNodes, From: from, To: to,
 		})
@@ -92,11 +93,11 @@ func (d *Datasource) diffSideProfile(ctx context.Context, q backend.DataQuery, p
 		if len(rp.Services) == 0 {
 			tree = rp.Tree
 		}
-		return diffSide{tree: tree, notices: rp.Notices, describe: "trace " + side.TraceID}
+		return diffSide{tree: tree, notices: dataNotices(rp.Notices), describe: "trace " + side.TraceID}
 	}
 	describe := fmt.Sprintf("%s over %s to %s", selector, from.UTC().Format(time.RFC3339), to.UTC().Format(time.RFC3339))
 	if len(side.SpanSelector) > 0 {
-		from, to = from.Add(-SpanWindowPadding), to.Add(SpanWindowPadding)
+		from, to = from.Add(-correlate.SpanWindowPadding), to.Add(correlate.SpanWindowPadding)
 		describe = fmt.Sprintf("%d span(s) of %s", len(side.SpanSelector), selector)
 	}
 	tree, err := d.pyroscope.MergedFlameGraph(ctx, pyroscope.FlameGraphQuery{

@@ -2,11 +2,11 @@ package plugin
 
 import (
 	"context"
-	"time"
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	"github.com/grafana/grafana-plugin-sdk-go/data"
 
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/correlate"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/frames"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/pyroscope"
@@ -25,11 +25,6 @@ func (d *Datasource) queryHandlers() map[string]queryHandler {
 	}
 }
 
-// SpanWindowPadding widens the range asked of Pyroscope for span profiles. A profiler uploads its
-// samples in periods (10–60 s), so a 30 ms span's samples sit in a profile stamped up to a period
-// away from the span; the span filter keeps the answer exact, the padding only finds the profile.
-const SpanWindowPadding = 60 * time.Second
-
 // queryProfile answers the flame graph of a label selector and profile type over the panel's
 // range, optionally restricted to some spans.
 func (d *Datasource) queryProfile(ctx context.Context, q backend.DataQuery) backend.DataResponse {
@@ -45,7 +40,7 @@ func (d *Datasource) queryProfile(ctx context.Context, q backend.DataQuery) back
 	}
 	start, end := q.TimeRange.From, q.TimeRange.To
 	if len(pq.SpanSelector) > 0 {
-		start, end = start.Add(-SpanWindowPadding), end.Add(SpanWindowPadding)
+		start, end = start.Add(-correlate.SpanWindowPadding), end.Add(correlate.SpanWindowPadding)
 	}
 	tree, err := d.pyroscope.MergedFlameGraph(ctx, pyroscope.FlameGraphQuery{
 		ProfileTypeID: pq.ProfileTypeID,
@@ -65,7 +60,7 @@ func (d *Datasource) queryProfile(ctx context.Context, q backend.DataQuery) back
 // one service level under the root, plus one frame per service when perService is set. Notices
 // say how the samples were matched (span IDs or the trace_id label) and what is missing.
 func (d *Datasource) queryRequestProfile(ctx context.Context, q backend.DataQuery, pq *models.ProfileQuery) backend.DataResponse {
-	rp, err := d.profileOfRequest(ctx, requestProfileQuery{
+	rp, err := d.profileOfRequest(ctx, correlate.RequestProfileQuery{
 		TraceID: pq.TraceID, LabelSelector: pq.LabelSelector, ProfileTypeID: pq.ProfileTypeID,
 		MaxNodes: pq.MaxNodes, From: q.TimeRange.From, To: q.TimeRange.To,
 	})
@@ -73,7 +68,7 @@ func (d *Datasource) queryRequestProfile(ctx context.Context, q backend.DataQuer
 		return errorResponse(err)
 	}
 	main := frames.FlameGraphTree(frames.FlameGraphFrameName, rp.Tree, pq.ProfileTypeID)
-	main.Meta.Notices = rp.Notices
+	main.Meta.Notices = dataNotices(rp.Notices)
 	out := []*data.Frame{main}
 	if pq.PerService {
 		for _, svc := range sortedKeys(rp.Services) {

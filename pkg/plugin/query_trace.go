@@ -35,7 +35,7 @@ func (d *Datasource) queryTrace(ctx context.Context, q backend.DataQuery) backen
 	if err != nil {
 		return badQuery(models.QueryTypeTrace, err)
 	}
-	rq := requestProfileQuery{
+	rq := correlate.RequestProfileQuery{
 		TraceID: tq.TraceID, LabelSelector: "{}", ProfileTypeID: tq.ProfileTypeID, MaxNodes: tq.MaxNodes,
 		From: q.TimeRange.From, To: q.TimeRange.To,
 	}
@@ -48,7 +48,7 @@ func (d *Datasource) queryTrace(ctx context.Context, q backend.DataQuery) backen
 		if pyroErr != nil {
 			return errorResponse(jaegerErr)
 		}
-		rp, err := d.profileOfTrace(ctx, rq, nil, nil, jaegerErr)
+		rp, err := d.profileOfTrace(ctx, rq, nil, jaegerErr)
 		if err != nil {
 			return errorResponse(err)
 		}
@@ -74,15 +74,15 @@ func (d *Datasource) queryTrace(ctx context.Context, q backend.DataQuery) backen
 	return withFrames(out...)
 }
 
-func flameGraphFrame(rp *requestProfile, profileTypeID string) *data.Frame {
+func flameGraphFrame(rp *correlate.RequestProfile, profileTypeID string) *data.Frame {
 	f := frames.FlameGraphTree(frames.FlameGraphFrameName, rp.Tree, profileTypeID)
-	f.Meta.Notices = rp.Notices
+	f.Meta.Notices = dataNotices(rp.Notices)
 	return f
 }
 
 // traceAnswers is what the upstreams said about one trace; each part has its own error.
 type traceAnswers struct {
-	cpu    *requestProfile
+	cpu    *correlate.RequestProfile
 	cpuErr error
 
 	alloc      correlate.SpanProfiles
@@ -106,7 +106,7 @@ func (a *traceAnswers) cpuSpans() correlate.SpanProfiles {
 // traceUpstreams asks, in parallel: Pyroscope for the trace's CPU profile (per span and whole),
 // Pyroscope for each profiled span's allocations, and Prometheus for the GPUs of the trace's
 // hosts. It takes about as long as the slowest of them.
-func (d *Datasource) traceUpstreams(ctx context.Context, tq *models.TraceQuery, rq requestProfileQuery, trace *jaeger.Trace, pyroErr error) *traceAnswers {
+func (d *Datasource) traceUpstreams(ctx context.Context, tq *models.TraceQuery, rq correlate.RequestProfileQuery, trace *jaeger.Trace, pyroErr error) *traceAnswers {
 	// A call that panics (fanOut logs it) leaves these errors in place.
 	a := &traceAnswers{cpuErr: safe.ErrPanicked, allocErr: safe.ErrPanicked, gpuErr: safe.ErrPanicked}
 	fanOut(3, func(i int) {
@@ -116,7 +116,7 @@ func (d *Datasource) traceUpstreams(ctx context.Context, tq *models.TraceQuery, 
 				a.cpuErr = pyroErr
 				return
 			}
-			a.cpu, a.cpuErr = d.profileOfTrace(ctx, rq, nil, trace, nil)
+			a.cpu, a.cpuErr = d.profileOfTrace(ctx, rq, trace, nil)
 		case 1:
 			if pyroErr != nil {
 				a.allocErr = pyroErr
@@ -140,15 +140,15 @@ func (d *Datasource) spanAllocations(ctx context.Context, tq *models.TraceQuery,
 	case !plan.PerSpan:
 		return nil, []string{fmt.Sprintf("The trace has %d profiled spans, more than the %d asked one by one: per-span allocations are not shown.", plan.ProfiledSpans, correlate.MaxSpanQueries)}, nil
 	}
-	results := d.spanProfiles(ctx, tq.AllocTypeID, tq.MaxNodes, nil, plan)
+	results := correlate.AskSpanProfiles(ctx, d.pyroscope, tq.AllocTypeID, tq.MaxNodes, nil, plan)
 	out := correlate.SpanProfiles{}
 	var failed []error
 	for _, r := range results {
-		if r.err != nil {
-			failed = append(failed, r.err)
+		if r.Err != nil {
+			failed = append(failed, r.Err)
 			continue
 		}
-		out[r.query.SpanIDs[0]] = r.tree
+		out[r.Query.SpanIDs[0]] = r.Tree
 	}
 	if len(failed) == len(results) {
 		return nil, nil, failed[0]

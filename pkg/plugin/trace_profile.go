@@ -3,58 +3,21 @@ package plugin
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sort"
-	"strings"
-	"time"
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	"github.com/grafana/grafana-plugin-sdk-go/data"
-	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/correlate"
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/flamegraph"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/frames"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/jaeger"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/pyroscope"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/safe"
 )
 
-// maxParallelProfileQueries bounds the Pyroscope calls one query makes at once: enough for a
-// request's spans to be asked in one round, few enough not to flood Pyroscope.
-const maxParallelProfileQueries = 16
-
-// requestProfileQuery asks for the profile of one whole request.
-type requestProfileQuery struct {
-	TraceID       string
-	LabelSelector string // the user's; service_name is set per service
-	ProfileTypeID string
-	MaxNodes      int64
-	// From and To are the panel's range: the trace_id fallback searches it when Jaeger cannot
-	// say when the trace happened.
-	From, To time.Time
-}
-
-// requestProfile is the profile of one whole request: a root, one node per service, their stacks.
-type requestProfile struct {
-	Tree     *flamegraph.Node
-	Services map[string]*flamegraph.Node
-	// Spans holds each profiled span's own profile, keyed by its pyroscope.profile.id, when its
-	// samples were matched by span (one query per span); empty otherwise. A span asked without
-	// error is present, with an empty tree when it had no samples.
-	Spans      correlate.SpanProfiles
-	Notices    []data.Notice
-	Start, End time.Time // the window asked of Pyroscope
-	// noTraceSamples says, after "no sample", how the trace ID was looked for (profileByTraceID).
-	noTraceSamples string
-}
-
-// profileOfRequest fetches the trace from Jaeger, asks Pyroscope for each service's span profiles
-// in parallel and merges them under one root with a service level. When no span has samples it
-// falls back to the trace ID (profileByTraceID); when Jaeger cannot answer, it goes straight to
-// that fallback with a notice. It fails only when nothing can be said about the request.
-func (d *Datasource) profileOfRequest(ctx context.Context, q requestProfileQuery) (*requestProfile, error) {
+// profileOfRequest answers the whole request's profile (correlate.ProfileOfRequest) once
+// Pyroscope is known to be set up and the user's selector parses; q.Matchers is set here.
+func (d *Datasource) profileOfRequest(ctx context.Context, q correlate.RequestProfileQuery) (*correlate.RequestProfile, error) {
 	if err := d.unavailable(&d.settings.Pyroscope); err != nil {
 		return nil, err
 	}
@@ -62,91 +25,25 @@ func (d *Datasource) profileOfRequest(ctx context.Context, q requestProfileQuery
 	if err != nil {
 		return nil, backend.DownstreamError(err)
 	}
-	trace, jaegerErr := d.traceFromJaeger(ctx, q.TraceID)
-	return d.profileOfTrace(ctx, q, matchers, trace, jaegerErr)
+	q.Matchers = matchers
+	rp, err := correlate.ProfileOfRequest(ctx, correlate.TracesFunc(d.traceFromJaeger), d.pyroscope, q)
+	return rp, requestProfileError(err)
 }
 
 // profileOfTrace is profileOfRequest once the trace has been read (or Jaeger failed with
 // jaegerErr), so that the trace query reads the trace once for its rows and its profile.
-func (d *Datasource) profileOfTrace(ctx context.Context, q requestProfileQuery, matchers []*labels.Matcher,
-	trace *jaeger.Trace, jaegerErr error,
-) (*requestProfile, error) {
-	if jaegerErr != nil {
-		return d.profileByTraceID(ctx, q, matchers, nil, q.From, q.To, jaegerErr)
-	}
-	plan := correlate.PlanTraceProfile(trace, matchers)
-	if len(plan.Queries) == 0 {
-		return nil, backend.DownstreamError(fmt.Errorf("trace %s has no spans of a service matching %s (its services: %s)",
-			q.TraceID, q.LabelSelector, strings.Join(correlate.TraceServices(trace, nil), ", ")))
-	}
-	results := d.spanProfiles(ctx, q.ProfileTypeID, q.MaxNodes, matchers, plan)
-	rp := newRequestProfile(plan.Start.Add(-SpanWindowPadding), plan.End.Add(SpanWindowPadding))
-	var failed []spanProfileResult
-	spansWithSamples := 0
-	for _, r := range results {
-		if r.err != nil {
-			failed = append(failed, r)
-			continue
-		}
-		if plan.PerSpan {
-			rp.Spans[r.query.SpanIDs[0]] = r.tree
-		}
-		if !r.tree.Empty() {
-			spansWithSamples += len(r.query.SpanIDs)
-			rp.add(r.query.Service, r.tree)
-		}
-	}
-	if len(failed) == len(results) {
-		return nil, failed[0].err
-	}
-	if len(failed) > 0 {
-		rp.warn(fmt.Sprintf("%d of %d span-profile queries failed, so the graph lacks their samples: %v",
-			len(failed), len(results), failed[0].err))
-	}
-	if rp.Tree.Empty() && len(failed) == 0 {
-		byTrace, err := d.profileByTraceID(ctx, q, matchers, plan.Services, rp.Start, rp.End, nil)
-		if err != nil || !byTrace.Tree.Empty() {
-			return byTrace, err
-		}
-		if isHeapProfile(q.ProfileTypeID) {
-			return d.profileOverWindow(ctx, q, matchers, plan.Services, plan.Start, plan.End)
-		}
-		byTrace.warn(fmt.Sprintf("No profile samples for trace %s yet: none of its spans has span-profile samples (span_id labels, as otel-profiling-go adds) and no sample %s. Profilers upload every 10–15 s, so a request of the last seconds may not be there yet; otherwise check that its services (%s) push span profiles of type %s to this Pyroscope.",
-			q.TraceID, byTrace.noTraceSamples, strings.Join(plan.Services, ", "), q.ProfileTypeID))
-		return byTrace, nil
-	}
-	rp.info(spanMatchNotice(q.TraceID, plan, spansWithSamples, rp.Services))
-	return rp, nil
+func (d *Datasource) profileOfTrace(ctx context.Context, q correlate.RequestProfileQuery, trace *jaeger.Trace, jaegerErr error) (*correlate.RequestProfile, error) {
+	rp, err := correlate.ProfileOfTrace(ctx, d.pyroscope, q, trace, jaegerErr)
+	return rp, requestProfileError(err)
 }
 
-// spanProfiles asks Pyroscope for each query of the plan in parallel (SelectMergeSpanProfile,
-// over the spans' window padded by SpanWindowPadding), one result per query in plan order.
-func (d *Datasource) spanProfiles(ctx context.Context, profileTypeID string, maxNodes int64, matchers []*labels.Matcher,
-	plan correlate.TraceProfilePlan,
-) []spanProfileResult {
-	results := make([]spanProfileResult, len(plan.Queries))
-	for i := range results {
-		results[i] = spanProfileResult{query: plan.Queries[i], err: safe.ErrPanicked}
+// requestProfileError files a selector that matches none of the trace's services as the user's
+// to fix; the upstreams' errors come already filed.
+func requestProfileError(err error) error {
+	if _, ok := errors.AsType[*correlate.NoMatchingServiceError](err); ok {
+		return backend.DownstreamError(err)
 	}
-	fanOut(len(plan.Queries), func(i int) {
-		sq := plan.Queries[i]
-		tree, err := d.pyroscope.MergedFlameGraph(ctx, pyroscope.FlameGraphQuery{
-			ProfileTypeID: profileTypeID,
-			LabelSelector: correlate.ServiceSelector(matchers, sq.Service),
-			SpanSelector:  sq.SpanIDs,
-			Start:         sq.Start.Add(-SpanWindowPadding),
-			End:           sq.End.Add(SpanWindowPadding),
-			MaxNodes:      maxNodes,
-		})
-		results[i] = spanProfileResult{query: sq, tree: tree, err: err}
-	})
-	return results
-}
-
-type spanProfileResult struct {
-	query correlate.SpanProfileQuery
-	tree  *flamegraph.Node
-	err   error
+	return err
 }
 
 func (d *Datasource) traceFromJaeger(ctx context.Context, traceID string) (*jaeger.Trace, error) {
@@ -156,248 +53,26 @@ func (d *Datasource) traceFromJaeger(ctx context.Context, traceID string) (*jaeg
 	return d.jaeger.Trace(ctx, traceID)
 }
 
-// Ways a request's samples are matched by its trace ID, as the notices name them.
-const (
-	byTraceSelector = "trace_id_selector (Pyroscope 2.x)"
-	byTraceIDLabel  = "the trace_id label"
-)
-
-// profileByTraceID is the fallback when no span's samples can be found: the samples carrying the
-// trace ID. First by trace_id_selector, as Pyroscope 2.x keeps each sample's trace ID (the client
-// checks that the server really filters, see pyroscope.Client.MergedFlameGraph); then by the
-// trace_id label, which older SDKs (the seeds' Python tag_wrapper) put on their series: the only
-// way on Pyroscope 1.x and for a 2.x window refused to the selector. One query per service when
-// the services are known, else one for all. jaegerErr, when set, is why the trace's spans could
-// not be used.
-func (d *Datasource) profileByTraceID(ctx context.Context, q requestProfileQuery, matchers []*labels.Matcher,
-	services []string, start, end time.Time, jaegerErr error,
-) (*requestProfile, error) {
-	traceMatcher := correlate.TraceIDMatcher(q.TraceID)
-	plain, labelled := map[string]string{}, map[string]string{}
-	for _, svc := range services {
-		plain[svc] = correlate.ServiceSelector(matchers, svc)
-		labelled[svc] = correlate.ServiceSelector(matchers, svc, traceMatcher)
-	}
-	if len(services) == 0 {
-		plain[""] = correlate.Selector(matchers)
-		labelled[""] = correlate.Selector(append(append([]*labels.Matcher{}, matchers...), traceMatcher))
-	}
-	bySelector, selectorErrs := d.profilesBySelector(ctx, q, q.TraceID, plain, start, end)
-	ignored := selectorErrs.find(pyroscope.ErrTraceSelectorIgnored) != nil
-	refused := selectorErrs.find(pyroscope.ErrTraceSelectorRefused)
-	if !ignored && refused == nil && !bySelector.Tree.Empty() {
-		return tracedProfile(q, bySelector, byTraceSelector, selectorErrs.first(), jaegerErr)
-	}
-
-	byLabel, labelErrs := d.profilesBySelector(ctx, q, "", labelled, start, end)
-	labelClause := fmt.Sprintf("carries the label trace_id=%q", q.TraceID)
-	switch {
-	case ignored:
-		byLabel.noTraceSamples = labelClause + " (this Pyroscope ignores trace_id_selector, as 1.x does, so only the label could be asked)"
-	case refused != nil:
-		byLabel.noTraceSamples = fmt.Sprintf("%s (trace_id_selector could not be asked: %v)", labelClause, refused)
-	default:
-		byLabel.noTraceSamples = fmt.Sprintf("carries trace ID %s (asked by trace_id_selector and by the label trace_id=%q)", q.TraceID, q.TraceID)
-	}
-	// Errors of the selector way other than "cannot filter" are failures like any other.
-	var selectorErr error
-	if !ignored && refused == nil {
-		selectorErr = selectorErrs.first()
-	}
-	found := !byLabel.Tree.Empty()
-	firstErr := cmpOr(labelErrs.first(), selectorErr)
-	switch {
-	case jaegerErr != nil && !found && firstErr == nil:
-		return nil, fmt.Errorf("%w; and no profile sample in the panel's time range %s", jaegerErr, byLabel.noTraceSamples)
-	case jaegerErr != nil && !found:
-		return nil, errors.Join(jaegerErr, firstErr)
-	case firstErr != nil && !found:
-		return nil, firstErr
-	case !found:
-		return byLabel, nil
-	}
-	if refused != nil {
-		byLabel.info(fmt.Sprintf("%v; so samples were matched by the trace_id label only.", refused))
-	}
-	return tracedProfile(q, byLabel, byTraceIDLabel, firstErr, jaegerErr)
-}
-
-// tracedProfile adds the notices of a request's samples found by its trace ID, the named way.
-func tracedProfile(q requestProfileQuery, rp *requestProfile, way string, partialErr, jaegerErr error) (*requestProfile, error) {
-	switch {
-	case jaegerErr != nil && way == byTraceIDLabel:
-		rp.warn(fmt.Sprintf("Could not read the trace's spans (%v); matched the samples labelled trace_id=%q in the panel's time range instead, without span detail.", jaegerErr, q.TraceID))
-	case jaegerErr != nil:
-		rp.warn(fmt.Sprintf("Could not read the trace's spans (%v); matched the samples of trace %s by %s in the panel's time range instead, without span detail.", jaegerErr, q.TraceID, way))
-	case way == byTraceIDLabel:
-		rp.info(fmt.Sprintf("No span of trace %s has span-profile samples; matched by the trace_id label instead (older SDKs tag samples this way): samples in %d service(s)%s.",
-			q.TraceID, max(len(rp.Services), 1), serviceList(rp.Services)))
-	default:
-		rp.info(fmt.Sprintf("No span of trace %s has span-profile samples; matched by %s instead, which keeps each sample's trace ID: samples in %d service(s)%s.",
-			q.TraceID, way, max(len(rp.Services), 1), serviceList(rp.Services)))
-	}
-	if partialErr != nil {
-		rp.warn(fmt.Sprintf("Some trace_id queries failed, so the graph may lack samples: %v", partialErr))
-	}
-	return rp, nil
-}
-
-// isHeapProfile reports whether samples of this type come from a heap profile (Pyroscope names
-// them memory:...): those are taken at allocation, outside any span's labels, so span and trace
-// IDs can never match them.
-func isHeapProfile(profileTypeID string) bool {
-	return strings.HasPrefix(profileTypeID, "memory:")
-}
-
-// uploadPeriod is how long a profiler collects before it uploads: samples are stamped with the
-// start of their period, so a request's samples sit up to one period before it. 15 s is
-// pyroscope-go's default, and longer than the seeds' SDKs use.
-const uploadPeriod = 15 * time.Second
-
-// profileOverWindow is the last resort for heap profiles, whose samples no span or trace label can
-// reach: each service's samples stamped in the request's upload period. It is how a request's
-// allocations can be shown at all; the notice says that other requests of that period are included.
-func (d *Datasource) profileOverWindow(ctx context.Context, q requestProfileQuery, matchers []*labels.Matcher,
-	services []string, start, end time.Time,
-) (*requestProfile, error) {
-	selectors := map[string]string{}
-	for _, svc := range services {
-		selectors[svc] = correlate.ServiceSelector(matchers, svc)
-	}
-	start, end = start.Add(-uploadPeriod), end.Add(time.Second)
-	rp, errs := d.profilesBySelector(ctx, q, "", selectors, start, end)
-	err := errs.first()
-	if rp.Tree.Empty() {
-		if err != nil {
-			return nil, err
-		}
-		rp.warn(fmt.Sprintf("No profile samples for trace %s: its services (%s) have no %s samples around it. Check that they push profiles of this type to this Pyroscope.",
-			q.TraceID, strings.Join(services, ", "), q.ProfileTypeID))
-		return rp, nil
-	}
-	rp.warn(fmt.Sprintf("No %s sample carries the span or trace IDs of trace %s (heap profiles cannot record them); showing what its services (%s) sampled from %s before the request to its end instead, which includes other requests of that period.",
-		q.ProfileTypeID, q.TraceID, strings.Join(sortedKeys(rp.Services), ", "), uploadPeriod))
-	if err != nil {
-		rp.warn(fmt.Sprintf("Some services' queries failed, so the graph may lack samples: %v", err))
-	}
-	return rp, nil
-}
-
-// profilesBySelector asks one flame graph per selector in parallel, of trace traceID's samples
-// alone when it is set (trace_id_selector), and merges them; a selector keyed "" goes straight
-// under the root (no service level). It returns the errors besides, in selector order.
-func (d *Datasource) profilesBySelector(ctx context.Context, q requestProfileQuery, traceID string, selectors map[string]string, start, end time.Time) (*requestProfile, queryErrors) {
-	keys := sortedKeys(selectors)
-	results := make([]spanProfileResult, len(keys))
-	for i := range results {
-		results[i].err = safe.ErrPanicked
-	}
-	fanOut(len(keys), func(i int) {
-		tree, err := d.pyroscope.MergedFlameGraph(ctx, pyroscope.FlameGraphQuery{
-			ProfileTypeID: q.ProfileTypeID, LabelSelector: selectors[keys[i]], TraceID: traceID,
-			Start: start, End: end, MaxNodes: q.MaxNodes,
-		})
-		results[i] = spanProfileResult{query: correlate.SpanProfileQuery{Service: keys[i]}, tree: tree, err: err}
-	})
-	rp := newRequestProfile(start, end)
-	var errs queryErrors
-	for _, r := range results {
-		switch {
-		case r.err != nil:
-			errs = append(errs, r.err)
-		case r.query.Service == "":
-			rp.Tree.Merge(r.tree) // services unknown without the trace: no service level
-		default:
-			rp.add(r.query.Service, r.tree)
-		}
-	}
-	return rp, errs
-}
-
-// queryErrors are the failed calls of one fan-out.
-type queryErrors []error
-
-func (e queryErrors) first() error {
-	if len(e) == 0 {
+// dataNotices are the join's notices as Grafana shows them.
+func dataNotices(ns []correlate.Notice) []data.Notice {
+	if len(ns) == 0 {
 		return nil
 	}
-	return e[0]
-}
-
-// find returns the first error that is target, or nil.
-func (e queryErrors) find(target error) error {
-	for _, err := range e {
-		if errors.Is(err, target) {
-			return err
+	out := make([]data.Notice, len(ns))
+	for i, n := range ns {
+		if n.Severity == correlate.Warning {
+			out[i] = frames.Warning(n.Text)
+		} else {
+			out[i] = frames.Info(n.Text)
 		}
 	}
-	return nil
+	return out
 }
 
-func spanMatchNotice(traceID string, plan correlate.TraceProfilePlan, spansWithSamples int, services map[string]*flamegraph.Node) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "Whole request %s, matched by span ID: ", traceID)
-	if plan.PerSpan {
-		fmt.Fprintf(&b, "%d of %d profiled span(s) had samples", spansWithSamples, plan.AskedSpans)
-	} else {
-		fmt.Fprintf(&b, "%d span(s) asked in one query per service", plan.AskedSpans)
-	}
-	fmt.Fprintf(&b, ", in %d of %d service(s)%s.", len(services), len(plan.Services), serviceList(services))
-	if plan.ProfiledSpans == 0 {
-		b.WriteString(" No span carries pyroscope.profile.id, so every span of the trace was asked for.")
-	} else if !plan.PerSpan {
-		fmt.Fprintf(&b, " Spans with samples are counted per service above %d profiled spans.", correlate.MaxSpanQueries)
-	}
-	var missing []string
-	for _, svc := range plan.Services {
-		if services[svc] == nil {
-			missing = append(missing, svc)
-		}
-	}
-	if len(missing) > 0 {
-		fmt.Fprintf(&b, " No samples for: %s.", strings.Join(missing, ", "))
-	}
-	return b.String()
-}
-
-func serviceList(services map[string]*flamegraph.Node) string {
-	if len(services) == 0 {
-		return ""
-	}
-	return " (" + strings.Join(sortedKeys(services), ", ") + ")"
-}
-
-func newRequestProfile(start, end time.Time) *requestProfile {
-	return &requestProfile{Tree: flamegraph.New(), Services: map[string]*flamegraph.Node{}, Spans: correlate.SpanProfiles{}, Start: start, End: end}
-}
-
-// add merges a service's samples: under the service's node in the whole graph, and into the
-// service's own graph.
-func (rp *requestProfile) add(service string, tree *flamegraph.Node) {
-	if tree.Empty() {
-		return
-	}
-	rp.Tree.AddUnder(service, tree)
-	own := rp.Services[service]
-	if own == nil {
-		own = flamegraph.New()
-		rp.Services[service] = own
-	}
-	own.Merge(tree)
-}
-
-func (rp *requestProfile) info(text string) {
-	rp.Notices = append(rp.Notices, frames.Info(text))
-}
-
-func (rp *requestProfile) warn(text string) {
-	rp.Notices = append(rp.Notices, frames.Warning(text))
-}
-
-// fanOut runs fn(0..n-1) in parallel, at most maxParallelProfileQueries at once, and waits. A
-// panic in one call is logged (safe.ForEach) and leaves that call's result untouched.
+// fanOut runs fn(0..n-1) in parallel, at most correlate.MaxParallelProfileQueries at once, and
+// waits. A panic in one call is logged (safe.ForEach) and leaves that call's result untouched.
 func fanOut(n int, fn func(i int)) {
-	safe.ForEach("parallel upstream call", n, maxParallelProfileQueries, func(i int) error { fn(i); return nil })
+	safe.ForEach("parallel upstream call", n, correlate.MaxParallelProfileQueries, func(i int) error { fn(i); return nil })
 }
 
 func sortedKeys[V any](m map[string]V) []string {
@@ -407,11 +82,4 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
-}
-
-func cmpOr(a, b error) error {
-	if a != nil {
-		return a
-	}
-	return b
 }

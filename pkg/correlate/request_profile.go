@@ -1,0 +1,439 @@
+package correlate
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/flamegraph"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/jaeger"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/pyroscope"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/safe"
+)
+
+// Profiles is what the whole-request join asks of a profile store: one merged flame graph per
+// query (pyroscope.Client answers it, detecting whether the server filters by trace_id_selector).
+type Profiles interface {
+	MergedFlameGraph(ctx context.Context, q pyroscope.FlameGraphQuery) (*flamegraph.Node, error)
+}
+
+// Traces is what the whole-request join asks of a trace store (jaeger.Client answers it).
+type Traces interface {
+	Trace(ctx context.Context, traceID string) (*jaeger.Trace, error)
+}
+
+// TracesFunc lets a function be a Traces, as the plugin's, which first checks that Jaeger is set up.
+type TracesFunc func(ctx context.Context, traceID string) (*jaeger.Trace, error)
+
+// Trace calls f.
+func (f TracesFunc) Trace(ctx context.Context, traceID string) (*jaeger.Trace, error) {
+	return f(ctx, traceID)
+}
+
+// Severity is how a notice is shown: Warning where the answer lacks something or may mislead.
+type Severity int
+
+const (
+	Info Severity = iota
+	Warning
+)
+
+// Notice is one line the user reads beside the whole request's profile.
+type Notice struct {
+	Severity Severity
+	Text     string
+}
+
+// NoMatchingServiceError: none of the trace's services matches the user's selector, so the user
+// must change the query.
+type NoMatchingServiceError struct {
+	TraceID, LabelSelector string
+	Services               []string // the trace's, sorted
+}
+
+func (e *NoMatchingServiceError) Error() string {
+	return fmt.Sprintf("trace %s has no spans of a service matching %s (its services: %s)",
+		e.TraceID, e.LabelSelector, strings.Join(e.Services, ", "))
+}
+
+// SpanWindowPadding widens the range asked of Pyroscope for span profiles. A profiler uploads its
+// samples in periods (10–60 s), so a 30 ms span's samples sit in a profile stamped up to a period
+// away from the span; the span filter keeps the answer exact, the padding only finds the profile.
+const SpanWindowPadding = 60 * time.Second
+
+// MaxParallelProfileQueries bounds the Pyroscope calls one query makes at once: enough for a
+// request's spans to be asked in one round, few enough not to flood Pyroscope.
+const MaxParallelProfileQueries = 16
+
+// RequestProfileQuery asks for the profile of one whole request.
+type RequestProfileQuery struct {
+	TraceID string
+	// LabelSelector is the user's selector as typed (the error naming it quotes it), Matchers the
+	// same parsed; service_name is set per service.
+	LabelSelector string
+	Matchers      []*labels.Matcher
+	ProfileTypeID string
+	MaxNodes      int64
+	// From and To are the panel's range: the trace_id fallback searches it when the trace store
+	// cannot say when the trace happened.
+	From, To time.Time
+}
+
+// RequestProfile is the profile of one whole request: a root, one node per service, their stacks.
+type RequestProfile struct {
+	Tree     *flamegraph.Node
+	Services map[string]*flamegraph.Node
+	// Spans holds each profiled span's own profile, keyed by its pyroscope.profile.id, when its
+	// samples were matched by span (one query per span); empty otherwise. A span asked without
+	// error is present, with an empty tree when it had no samples.
+	Spans      SpanProfiles
+	Notices    []Notice
+	Start, End time.Time // the window asked of Pyroscope
+	// noTraceSamples says, after "no sample", how the trace ID was looked for (profileByTraceID).
+	noTraceSamples string
+}
+
+// ProfileOfRequest reads the trace, asks for each service's span profiles in parallel and merges
+// them under one root with a service level. When no span has samples it falls back to the trace
+// ID (profileByTraceID); when the trace cannot be read, it goes straight to that fallback with a
+// notice. It fails only when nothing can be said about the request.
+func ProfileOfRequest(ctx context.Context, traces Traces, profiles Profiles, q RequestProfileQuery) (*RequestProfile, error) {
+	trace, traceErr := traces.Trace(ctx, q.TraceID)
+	return ProfileOfTrace(ctx, profiles, q, trace, traceErr)
+}
+
+// ProfileOfTrace is ProfileOfRequest once the trace has been read (or reading it failed with
+// traceErr), so that the trace query reads the trace once for its rows and its profile.
+func ProfileOfTrace(ctx context.Context, profiles Profiles, q RequestProfileQuery, trace *jaeger.Trace, traceErr error) (*RequestProfile, error) {
+	if traceErr != nil {
+		return profileByTraceID(ctx, profiles, q, nil, q.From, q.To, traceErr)
+	}
+	plan := PlanTraceProfile(trace, q.Matchers)
+	if len(plan.Queries) == 0 {
+		return nil, &NoMatchingServiceError{TraceID: q.TraceID, LabelSelector: q.LabelSelector, Services: TraceServices(trace, nil)}
+	}
+	results := AskSpanProfiles(ctx, profiles, q.ProfileTypeID, q.MaxNodes, q.Matchers, plan)
+	rp := newRequestProfile(plan.Start.Add(-SpanWindowPadding), plan.End.Add(SpanWindowPadding))
+	var failed []SpanProfileResult
+	spansWithSamples := 0
+	for _, r := range results {
+		if r.Err != nil {
+			failed = append(failed, r)
+			continue
+		}
+		if plan.PerSpan {
+			rp.Spans[r.Query.SpanIDs[0]] = r.Tree
+		}
+		if !r.Tree.Empty() {
+			spansWithSamples += len(r.Query.SpanIDs)
+			rp.add(r.Query.Service, r.Tree)
+		}
+	}
+	if len(failed) == len(results) {
+		return nil, failed[0].Err
+	}
+	if len(failed) > 0 {
+		rp.warn(fmt.Sprintf("%d of %d span-profile queries failed, so the graph lacks their samples: %v",
+			len(failed), len(results), failed[0].Err))
+	}
+	if rp.Tree.Empty() && len(failed) == 0 {
+		byTrace, err := profileByTraceID(ctx, profiles, q, plan.Services, rp.Start, rp.End, nil)
+		if err != nil || !byTrace.Tree.Empty() {
+			return byTrace, err
+		}
+		if isHeapProfile(q.ProfileTypeID) {
+			return profileOverWindow(ctx, profiles, q, plan.Services, plan.Start, plan.End)
+		}
+		byTrace.warn(fmt.Sprintf("No profile samples for trace %s yet: none of its spans has span-profile samples (span_id labels, as otel-profiling-go adds) and no sample %s. Profilers upload every 10–15 s, so a request of the last seconds may not be there yet; otherwise check that its services (%s) push span profiles of type %s to this Pyroscope.",
+			q.TraceID, byTrace.noTraceSamples, strings.Join(plan.Services, ", "), q.ProfileTypeID))
+		return byTrace, nil
+	}
+	rp.info(spanMatchNotice(q.TraceID, plan, spansWithSamples, rp.Services))
+	return rp, nil
+}
+
+// SpanProfileResult is the answer to one query of a plan.
+type SpanProfileResult struct {
+	Query SpanProfileQuery
+	Tree  *flamegraph.Node
+	Err   error
+}
+
+// AskSpanProfiles asks each query of the plan in parallel (span profiles over the spans' window
+// padded by SpanWindowPadding), one result per query in plan order.
+func AskSpanProfiles(ctx context.Context, profiles Profiles, profileTypeID string, maxNodes int64, matchers []*labels.Matcher,
+	plan TraceProfilePlan,
+) []SpanProfileResult {
+	results := make([]SpanProfileResult, len(plan.Queries))
+	for i := range results {
+		results[i] = SpanProfileResult{Query: plan.Queries[i], Err: safe.ErrPanicked}
+	}
+	fanOut(len(plan.Queries), func(i int) {
+		sq := plan.Queries[i]
+		tree, err := profiles.MergedFlameGraph(ctx, pyroscope.FlameGraphQuery{
+			ProfileTypeID: profileTypeID,
+			LabelSelector: ServiceSelector(matchers, sq.Service),
+			SpanSelector:  sq.SpanIDs,
+			Start:         sq.Start.Add(-SpanWindowPadding),
+			End:           sq.End.Add(SpanWindowPadding),
+			MaxNodes:      maxNodes,
+		})
+		results[i] = SpanProfileResult{Query: sq, Tree: tree, Err: err}
+	})
+	return results
+}
+
+// Ways a request's samples are matched by its trace ID, as the notices name them.
+const (
+	byTraceSelector = "trace_id_selector (Pyroscope 2.x)"
+	byTraceIDLabel  = "the trace_id label"
+)
+
+// profileByTraceID is the fallback when no span's samples can be found: the samples carrying the
+// trace ID. First by trace_id_selector, as Pyroscope 2.x keeps each sample's trace ID (the client
+// checks that the server really filters, see pyroscope.Client.MergedFlameGraph); then by the
+// trace_id label, which older SDKs (the seeds' Python tag_wrapper) put on their series: the only
+// way on Pyroscope 1.x and for a 2.x window refused to the selector. One query per service when
+// the services are known, else one for all. traceErr, when set, is why the trace's spans could
+// not be used.
+func profileByTraceID(ctx context.Context, profiles Profiles, q RequestProfileQuery,
+	services []string, start, end time.Time, traceErr error,
+) (*RequestProfile, error) {
+	traceMatcher := TraceIDMatcher(q.TraceID)
+	plain, labelled := map[string]string{}, map[string]string{}
+	for _, svc := range services {
+		plain[svc] = ServiceSelector(q.Matchers, svc)
+		labelled[svc] = ServiceSelector(q.Matchers, svc, traceMatcher)
+	}
+	if len(services) == 0 {
+		plain[""] = Selector(q.Matchers)
+		labelled[""] = Selector(append(append([]*labels.Matcher{}, q.Matchers...), traceMatcher))
+	}
+	bySelector, selectorErrs := profilesBySelector(ctx, profiles, q, q.TraceID, plain, start, end)
+	ignored := selectorErrs.find(pyroscope.ErrTraceSelectorIgnored) != nil
+	refused := selectorErrs.find(pyroscope.ErrTraceSelectorRefused)
+	if !ignored && refused == nil && !bySelector.Tree.Empty() {
+		return tracedProfile(q, bySelector, byTraceSelector, selectorErrs.first(), traceErr)
+	}
+
+	byLabel, labelErrs := profilesBySelector(ctx, profiles, q, "", labelled, start, end)
+	labelClause := fmt.Sprintf("carries the label trace_id=%q", q.TraceID)
+	switch {
+	case ignored:
+		byLabel.noTraceSamples = labelClause + " (this Pyroscope ignores trace_id_selector, as 1.x does, so only the label could be asked)"
+	case refused != nil:
+		byLabel.noTraceSamples = fmt.Sprintf("%s (trace_id_selector could not be asked: %v)", labelClause, refused)
+	default:
+		byLabel.noTraceSamples = fmt.Sprintf("carries trace ID %s (asked by trace_id_selector and by the label trace_id=%q)", q.TraceID, q.TraceID)
+	}
+	// Errors of the selector way other than "cannot filter" are failures like any other.
+	var selectorErr error
+	if !ignored && refused == nil {
+		selectorErr = selectorErrs.first()
+	}
+	found := !byLabel.Tree.Empty()
+	firstErr := cmp.Or(labelErrs.first(), selectorErr)
+	switch {
+	case traceErr != nil && !found && firstErr == nil:
+		return nil, fmt.Errorf("%w; and no profile sample in the panel's time range %s", traceErr, byLabel.noTraceSamples)
+	case traceErr != nil && !found:
+		return nil, errors.Join(traceErr, firstErr)
+	case firstErr != nil && !found:
+		return nil, firstErr
+	case !found:
+		return byLabel, nil
+	}
+	if refused != nil {
+		byLabel.info(fmt.Sprintf("%v; so samples were matched by the trace_id label only.", refused))
+	}
+	return tracedProfile(q, byLabel, byTraceIDLabel, firstErr, traceErr)
+}
+
+// tracedProfile adds the notices of a request's samples found by its trace ID, the named way.
+func tracedProfile(q RequestProfileQuery, rp *RequestProfile, way string, partialErr, traceErr error) (*RequestProfile, error) {
+	switch {
+	case traceErr != nil && way == byTraceIDLabel:
+		rp.warn(fmt.Sprintf("Could not read the trace's spans (%v); matched the samples labelled trace_id=%q in the panel's time range instead, without span detail.", traceErr, q.TraceID))
+	case traceErr != nil:
+		rp.warn(fmt.Sprintf("Could not read the trace's spans (%v); matched the samples of trace %s by %s in the panel's time range instead, without span detail.", traceErr, q.TraceID, way))
+	case way == byTraceIDLabel:
+		rp.info(fmt.Sprintf("No span of trace %s has span-profile samples; matched by the trace_id label instead (older SDKs tag samples this way): samples in %d service(s)%s.",
+			q.TraceID, max(len(rp.Services), 1), serviceList(rp.Services)))
+	default:
+		rp.info(fmt.Sprintf("No span of trace %s has span-profile samples; matched by %s instead, which keeps each sample's trace ID: samples in %d service(s)%s.",
+			q.TraceID, way, max(len(rp.Services), 1), serviceList(rp.Services)))
+	}
+	if partialErr != nil {
+		rp.warn(fmt.Sprintf("Some trace_id queries failed, so the graph may lack samples: %v", partialErr))
+	}
+	return rp, nil
+}
+
+// isHeapProfile reports whether samples of this type come from a heap profile (Pyroscope names
+// them memory:...): those are taken at allocation, outside any span's labels, so span and trace
+// IDs can never match them.
+func isHeapProfile(profileTypeID string) bool {
+	return strings.HasPrefix(profileTypeID, "memory:")
+}
+
+// UploadPeriod is how long a profiler collects before it uploads: samples are stamped with the
+// start of their period, so a request's samples sit up to one period before it. 15 s is
+// pyroscope-go's default, and longer than the seeds' SDKs use.
+const UploadPeriod = 15 * time.Second
+
+// profileOverWindow is the last resort for heap profiles, whose samples no span or trace label can
+// reach: each service's samples stamped in the request's upload period. It is how a request's
+// allocations can be shown at all; the notice says that other requests of that period are included.
+func profileOverWindow(ctx context.Context, profiles Profiles, q RequestProfileQuery,
+	services []string, start, end time.Time,
+) (*RequestProfile, error) {
+	selectors := map[string]string{}
+	for _, svc := range services {
+		selectors[svc] = ServiceSelector(q.Matchers, svc)
+	}
+	start, end = start.Add(-UploadPeriod), end.Add(time.Second)
+	rp, errs := profilesBySelector(ctx, profiles, q, "", selectors, start, end)
+	err := errs.first()
+	if rp.Tree.Empty() {
+		if err != nil {
+			return nil, err
+		}
+		rp.warn(fmt.Sprintf("No profile samples for trace %s: its services (%s) have no %s samples around it. Check that they push profiles of this type to this Pyroscope.",
+			q.TraceID, strings.Join(services, ", "), q.ProfileTypeID))
+		return rp, nil
+	}
+	rp.warn(fmt.Sprintf("No %s sample carries the span or trace IDs of trace %s (heap profiles cannot record them); showing what its services (%s) sampled from %s before the request to its end instead, which includes other requests of that period.",
+		q.ProfileTypeID, q.TraceID, strings.Join(sortedKeys(rp.Services), ", "), UploadPeriod))
+	if err != nil {
+		rp.warn(fmt.Sprintf("Some services' queries failed, so the graph may lack samples: %v", err))
+	}
+	return rp, nil
+}
+
+// profilesBySelector asks one flame graph per selector in parallel, of trace traceID's samples
+// alone when it is set (trace_id_selector), and merges them; a selector keyed "" goes straight
+// under the root (no service level). It returns the errors besides, in selector order.
+func profilesBySelector(ctx context.Context, profiles Profiles, q RequestProfileQuery, traceID string, selectors map[string]string, start, end time.Time) (*RequestProfile, queryErrors) {
+	keys := sortedKeys(selectors)
+	results := make([]SpanProfileResult, len(keys))
+	for i := range results {
+		results[i].Err = safe.ErrPanicked
+	}
+	fanOut(len(keys), func(i int) {
+		tree, err := profiles.MergedFlameGraph(ctx, pyroscope.FlameGraphQuery{
+			ProfileTypeID: q.ProfileTypeID, LabelSelector: selectors[keys[i]], TraceID: traceID,
+			Start: start, End: end, MaxNodes: q.MaxNodes,
+		})
+		results[i] = SpanProfileResult{Query: SpanProfileQuery{Service: keys[i]}, Tree: tree, Err: err}
+	})
+	rp := newRequestProfile(start, end)
+	var errs queryErrors
+	for _, r := range results {
+		switch {
+		case r.Err != nil:
+			errs = append(errs, r.Err)
+		case r.Query.Service == "":
+			rp.Tree.Merge(r.Tree) // services unknown without the trace: no service level
+		default:
+			rp.add(r.Query.Service, r.Tree)
+		}
+	}
+	return rp, errs
+}
+
+// queryErrors are the failed calls of one fan-out.
+type queryErrors []error
+
+func (e queryErrors) first() error {
+	if len(e) == 0 {
+		return nil
+	}
+	return e[0]
+}
+
+// find returns the first error that is target, or nil.
+func (e queryErrors) find(target error) error {
+	for _, err := range e {
+		if errors.Is(err, target) {
+			return err
+		}
+	}
+	return nil
+}
+
+func spanMatchNotice(traceID string, plan TraceProfilePlan, spansWithSamples int, services map[string]*flamegraph.Node) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Whole request %s, matched by span ID: ", traceID)
+	if plan.PerSpan {
+		fmt.Fprintf(&b, "%d of %d profiled span(s) had samples", spansWithSamples, plan.AskedSpans)
+	} else {
+		fmt.Fprintf(&b, "%d span(s) asked in one query per service", plan.AskedSpans)
+	}
+	fmt.Fprintf(&b, ", in %d of %d service(s)%s.", len(services), len(plan.Services), serviceList(services))
+	if plan.ProfiledSpans == 0 {
+		b.WriteString(" No span carries pyroscope.profile.id, so every span of the trace was asked for.")
+	} else if !plan.PerSpan {
+		fmt.Fprintf(&b, " Spans with samples are counted per service above %d profiled spans.", MaxSpanQueries)
+	}
+	var missing []string
+	for _, svc := range plan.Services {
+		if services[svc] == nil {
+			missing = append(missing, svc)
+		}
+	}
+	if len(missing) > 0 {
+		fmt.Fprintf(&b, " No samples for: %s.", strings.Join(missing, ", "))
+	}
+	return b.String()
+}
+
+func serviceList(services map[string]*flamegraph.Node) string {
+	if len(services) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(sortedKeys(services), ", ") + ")"
+}
+
+func newRequestProfile(start, end time.Time) *RequestProfile {
+	return &RequestProfile{Tree: flamegraph.New(), Services: map[string]*flamegraph.Node{}, Spans: SpanProfiles{}, Start: start, End: end}
+}
+
+// add merges a service's samples: under the service's node in the whole graph, and into the
+// service's own graph.
+func (rp *RequestProfile) add(service string, tree *flamegraph.Node) {
+	if tree.Empty() {
+		return
+	}
+	rp.Tree.AddUnder(service, tree)
+	own := rp.Services[service]
+	if own == nil {
+		own = flamegraph.New()
+		rp.Services[service] = own
+	}
+	own.Merge(tree)
+}
+
+func (rp *RequestProfile) info(text string) {
+	rp.Notices = append(rp.Notices, Notice{Severity: Info, Text: text})
+}
+
+func (rp *RequestProfile) warn(text string) {
+	rp.Notices = append(rp.Notices, Notice{Severity: Warning, Text: text})
+}
+
+// fanOut runs fn(0..n-1) in parallel, at most MaxParallelProfileQueries at once, and waits. A
+// panic in one call is logged (safe.ForEach) and leaves that call's result untouched.
+func fanOut(n int, fn func(i int)) {
+	safe.ForEach("parallel upstream call", n, MaxParallelProfileQueries, func(i int) error { fn(i); return nil })
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	return slices.Sorted(maps.Keys(m))
+}
