@@ -3,6 +3,7 @@ package testbed
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -14,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	_ "modernc.org/sqlite" // the "sqlite" driver, as pkg/gputrace reads exports
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/internal/pluginhost"
 )
@@ -206,4 +209,30 @@ func WriteKernelTrace(dir, traceID string) (string, error) {
 ]}`
 	path := filepath.Join(dir, "detect_"+traceID+".pt.trace.json")
 	return path, os.WriteFile(path, []byte(trace), 0o644)
+}
+
+// WriteNsysKernel writes at path a minimal Nsight Systems SQLite export (nsys export --type
+// sqlite: the StringIds and CUPTI_ACTIVITY_KIND_KERNEL tables) holding one 4 µs kernel named name
+// on stream 7, for tests that must tell which export the plugin read.
+func WriteNsysKernel(path, name string) error {
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	for _, q := range []string{
+		`CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT)`,
+		`CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER, deviceId INTEGER, streamId INTEGER, correlationId INTEGER, demangledName INTEGER, shortName INTEGER)`,
+		`INSERT INTO StringIds VALUES (1, ?)`,
+		`INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (1000, 5000, 0, 7, 1, 1, 1)`,
+	} {
+		var args []any
+		if strings.Contains(q, "?") {
+			args = append(args, name)
+		}
+		if _, err := db.Exec(q, args...); err != nil {
+			return fmt.Errorf("%s: %w", q, err)
+		}
+	}
+	return nil
 }

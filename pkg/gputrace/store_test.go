@@ -2,7 +2,6 @@ package gputrace
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/internal/testbed"
 )
 
 const storeTraceID = "4bf92f3577b34da6a3ce929d0e0e4736"
@@ -47,26 +48,6 @@ func symlink(t *testing.T, target, name string) {
 	}
 	if err := os.Symlink(target, name); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// writeMarkerNsys writes a minimal Nsight Systems export with one kernel named name.
-func writeMarkerNsys(t *testing.T, path, name string) {
-	t.Helper()
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	for _, q := range []string{
-		`CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT)`,
-		`CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER, deviceId INTEGER, streamId INTEGER, correlationId INTEGER, demangledName INTEGER, shortName INTEGER)`,
-		`INSERT INTO StringIds VALUES (1, '` + name + `')`,
-		`INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (1000, 5000, 0, 7, 1, 1, 1)`,
-	} {
-		if _, err := db.Exec(q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
 	}
 }
 
@@ -232,8 +213,12 @@ func TestStoreFileSwappedAfterItsChecks(t *testing.T) {
 	const marker = "OUTSIDE_MARKER_7f3a"
 	writeStoreFile(t, filepath.Join(dir, "swap.json"), storeTrace("inside", "inside_kernel"), time.Time{})
 	writeStoreFile(t, filepath.Join(outside, "leak.json"), storeTrace("outside", marker), time.Time{})
-	writeMarkerNsys(t, filepath.Join(dir, "swap.sqlite"), "inside_kernel")
-	writeMarkerNsys(t, filepath.Join(outside, "leak.sqlite"), marker)
+	if err := testbed.WriteNsysKernel(filepath.Join(dir, "swap.sqlite"), "inside_kernel"); err != nil {
+		t.Fatal(err)
+	}
+	if err := testbed.WriteNsysKernel(filepath.Join(outside, "leak.sqlite"), marker); err != nil {
+		t.Fatal(err)
+	}
 	s := NewStore([]string{dir}, 100, 1<<20)
 	for name, leak := range map[string]string{"swap.json": "leak.json", "swap.sqlite": "leak.sqlite"} {
 		f, err := s.Resolve(name)

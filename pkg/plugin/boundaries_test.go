@@ -2,7 +2,6 @@ package plugin
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -21,6 +20,7 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	"github.com/grafana/pyroscope/api/gen/proto/go/querier/v1/querierv1connect"
 
+	"github.com/hsi-profiling/hsi-profiling-datasource/internal/testbed"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/jaeger"
 )
@@ -614,7 +614,9 @@ func newKernelEscapeBed(t *testing.T) kernelEscapeBed {
 	leak := strings.ReplaceAll(kinetoTrace("request "+escapeTraceID), `"gemm"`, `"`+k.marker+`"`)
 	writeFile(t, filepath.Join(k.outside, "leak.json"), leak)
 	writeFile(t, filepath.Join(k.outside, "leak_"+escapeTraceID+".pt.trace.json"), leak)
-	writeMarkerNsys(t, filepath.Join(k.outside, "leak.sqlite"), k.marker)
+	if err := testbed.WriteNsysKernel(filepath.Join(k.outside, "leak.sqlite"), k.marker); err != nil {
+		t.Fatal(err)
+	}
 	link := func(target, name string) {
 		t.Helper()
 		if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
@@ -640,26 +642,6 @@ func newKernelEscapeBed(t *testing.T) kernelEscapeBed {
 		writeFile(t, filepath.Join(k.dir, name), "not an export")
 	}
 	return k
-}
-
-// writeMarkerNsys writes a minimal Nsight Systems export with one kernel named name.
-func writeMarkerNsys(t *testing.T, path, name string) {
-	t.Helper()
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	for _, q := range []string{
-		`CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT)`,
-		`CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER, deviceId INTEGER, streamId INTEGER, correlationId INTEGER, demangledName INTEGER, shortName INTEGER)`,
-		`INSERT INTO StringIds VALUES (1, '` + name + `')`,
-		`INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (1000, 5000, 0, 7, 1, 1, 1)`,
-	} {
-		if _, err := db.Exec(q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
 }
 
 // answerText is everything a kernels answer shows: error, frames and notices.
