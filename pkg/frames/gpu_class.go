@@ -20,19 +20,6 @@ const (
 	GPUClassShareFrameName    = "GPU class share"
 )
 
-// GPUClassResult is one GPU's classification over a query's range.
-type GPUClassResult struct {
-	GPU     classify.GPU
-	Times   []time.Time
-	Classes []classify.Class
-	// Shares is each class's share of the classified steps over the trailing share window, at
-	// each step (classify.TrailingShares); NaN where the window holds no classified step.
-	Shares map[classify.Class][]float64
-	// Evidence explains one step of the dominant class (the latest), at EvidenceTime.
-	Evidence     []string
-	EvidenceTime time.Time
-}
-
 // ClassColors are the state colours, Grafana's named palette: compute-bound is the healthy
 // "busy" state (green), throttling is red/yellow, waiting on memory or the link orange/purple,
 // idle blue; gaps are grey.
@@ -76,7 +63,7 @@ func gpuLabels(g classify.GPU) data.Labels {
 // Each GPU field carries the GPU's labels, a display name ("fixture-node-a/0") and value
 // mappings that colour each class, which Grafana's state timeline panel reads directly: one row
 // per field, one colour per value.
-func GPUClassTimeline(results []GPUClassResult) *data.Frame {
+func GPUClassTimeline(results []classify.GPUResult) *data.Frame {
 	// GPUs share the step grid, so the union is usually one GPU's times; nanoseconds sort fast.
 	var nanos []int64
 	for _, r := range results {
@@ -114,7 +101,7 @@ func GPUClassTimeline(results []GPUClassResult) *data.Frame {
 // included, so a row sums to 1), the dominant class (the most frequent one other than no data)
 // and its share, the number of steps, the evidence of the latest dominant-class step, and the
 // seeds' recommended action for the dominant class.
-func GPUClassSummary(results []GPUClassResult) *data.Frame {
+func GPUClassSummary(results []classify.GPUResult) *data.Frame {
 	n := len(results)
 	gpu, host, index, mig, model := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	dominant, evidence, action := make([]string, n), make([]string, n), make([]string, n)
@@ -176,7 +163,7 @@ func GPUClassSummary(results []GPUClassResult) *data.Frame {
 // class=<class>, so a Grafana alert rule can reduce each to its last value and compare it, like
 // the recording rule hsi:gpu_class_share:ratio1h. A step whose trailing window holds no
 // classified step is null.
-func GPUClassShareFrames(results []GPUClassResult, window time.Duration) []*data.Frame {
+func GPUClassShareFrames(results []classify.GPUResult, window time.Duration) []*data.Frame {
 	var out []*data.Frame
 	for _, r := range results {
 		for _, c := range classify.Classes {

@@ -11,7 +11,7 @@ import (
 )
 
 // Two GPUs over four 30 s steps; the second lacks the first step (it appeared later).
-func gpuClassResults() []GPUClassResult {
+func gpuClassResults() []classify.GPUResult {
 	t0 := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 	at := func(i int) time.Time { return t0.Add(time.Duration(i) * 30 * time.Second) }
 	a := classify.GPU{Host: "fixture-node-a", Index: "0", UUID: "GPU-aaaa", Model: "NVIDIA A100-SXM4-80GB"}
@@ -20,7 +20,7 @@ func gpuClassResults() []GPUClassResult {
 	cb := []classify.Class{classify.Balanced, classify.ThermalThrottled, classify.ThermalThrottled}
 	ta := []time.Time{at(0), at(1), at(2), at(3)}
 	tb := []time.Time{at(1), at(2), at(3)}
-	return []GPUClassResult{
+	return []classify.GPUResult{
 		{GPU: a, Times: ta, Classes: ca, Shares: classify.TrailingShares(ta, ca, time.Minute),
 			Evidence: []string{"memory bandwidth 93.8% > memoryBoundPct 70", "compute 35.0% < memoryBoundMaxComputePct 70"}, EvidenceTime: at(3)},
 		{GPU: b, Times: tb, Classes: cb, Shares: classify.TrailingShares(tb, cb, time.Minute),

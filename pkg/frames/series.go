@@ -6,6 +6,7 @@ import (
 
 	"github.com/grafana/grafana-plugin-sdk-go/data"
 
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/pyroscope"
 )
 
@@ -69,16 +70,6 @@ func KindOf(profileTypeID string) SeriesKind {
 	return k
 }
 
-// SampleType is the second part of a profile type ID, which names the value field of each
-// series frame ("cpu", "alloc_objects", ...).
-func SampleType(profileTypeID string) string {
-	parts := strings.Split(profileTypeID, ":")
-	if len(parts) < 2 || parts[1] == "" {
-		return "value"
-	}
-	return parts[1]
-}
-
 // SeriesFrames builds one frame per series, as Grafana's Pyroscope data source does: named
 // "series", a "time" field and a float64 value field named after the sample type carrying the
 // series' labels, with meta.preferredVisualisationType "graph". Cumulative types are divided by
@@ -119,7 +110,7 @@ func SeriesFrames(series []pyroscope.Series, profileTypeID string, step time.Dur
 		}
 		frame := data.NewFrame(SeriesFrameName,
 			data.NewField("time", nil, times),
-			data.NewField(SampleType(profileTypeID), labels, values).SetConfig(&data.FieldConfig{Unit: unit}),
+			data.NewField(models.SampleType(profileTypeID), labels, values).SetConfig(&data.FieldConfig{Unit: unit}),
 		)
 		frame.Meta = meta
 		frames = append(frames, frame)

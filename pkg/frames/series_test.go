@@ -9,6 +9,7 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/data"
 	"github.com/grafana/grafana-plugin-sdk-go/experimental"
 
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/pyroscope"
 )
 
@@ -165,7 +166,7 @@ func TestKindOfClassifiesTheProfileTypes(t *testing.T) {
 		if k.Cumulative != c.cumulative || k.CPU != c.cpu || k.Unit != c.unit {
 			t.Errorf("%s: %+v, want cumulative %v cpu %v unit %q", c.id, k, c.cumulative, c.cpu, c.unit)
 		}
-		if got := SampleType(c.id); got != c.sampleType {
+		if got := models.SampleType(c.id); got != c.sampleType {
 			t.Errorf("%s: sample type %q, want %q", c.id, got, c.sampleType)
 		}
 	}

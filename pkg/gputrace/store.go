@@ -243,6 +243,25 @@ func (s *Store) AnalyzeAll(ctx context.Context, files []Found) {
 	}
 }
 
+// KernelTracesOf is the analysed kernel traces of a request (FindByTraceID, then AnalyzeAll),
+// with warnings about files that could not be searched or read: the trace join's view.
+func (s *Store) KernelTracesOf(ctx context.Context, traceID string) ([]*Result, []string) {
+	files, warnings := s.FindByTraceID(ctx, traceID)
+	if len(files) == 0 {
+		// Most requests have no kernel trace: the span table says nothing about it.
+		return nil, nil
+	}
+	s.AnalyzeAll(ctx, files)
+	results := make([]*Result, 0, len(files))
+	for _, f := range files {
+		if f.Err != nil {
+			warnings = append(warnings, fmt.Sprintf("GPU kernel trace %s: %v", f.File.Rel, f.Err))
+		}
+		results = append(results, f.Result)
+	}
+	return results, warnings
+}
+
 // Open opens a listed file through an os.Root of its trace directory. The checks made when it
 // was listed (inside, regular, size) are made again on the open file: were the file swapped in
 // between for a symlink leading out of the directory, the Root refuses to follow it, so nothing

@@ -190,6 +190,26 @@ func TestStoreFindByTraceID(t *testing.T) {
 	}
 }
 
+func TestStoreKernelTracesOfARequest(t *testing.T) {
+	dir, _ := storeDirs(t)
+	// A file named for another request that cannot be read as a trace.
+	writeStoreFile(t, filepath.Join(dir, "broken_"+strings.Repeat("c", 32)+".json"), `{"traceEvents": [`, time.Time{})
+	s := NewStore([]string{dir}, 100, 1<<20)
+	ctx := context.Background()
+	results, warnings := s.KernelTracesOf(ctx, storeTraceID)
+	if len(results) != 1 || kernelNames(results[0]) != "gemm" || len(warnings) != 0 {
+		t.Errorf("by name: %v %q", results, warnings)
+	}
+	results, warnings = s.KernelTracesOf(ctx, strings.Repeat("c", 32))
+	if len(warnings) != 1 || !strings.HasPrefix(warnings[0], "GPU kernel trace broken_"+strings.Repeat("c", 32)+".json: ") {
+		t.Errorf("unreadable: %v %q", results, warnings)
+	}
+	// Most requests have no kernel trace: nothing to say.
+	if results, warnings = s.KernelTracesOf(ctx, strings.Repeat("b", 32)); len(results) != 0 || len(warnings) != 0 {
+		t.Errorf("none: %v %q", results, warnings)
+	}
+}
+
 func TestStoreContentScanIsBounded(t *testing.T) {
 	dir := t.TempDir()
 	t0 := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)

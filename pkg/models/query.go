@@ -269,6 +269,16 @@ func ValidLabelName(s string) bool {
 	return true
 }
 
+// SampleType is the second part of a profile type ID ("cpu", "alloc_objects", ...): it names
+// the value of series frames and the profile columns of the span table.
+func SampleType(profileTypeID string) string {
+	parts := strings.Split(profileTypeID, ":")
+	if len(parts) < 2 || parts[1] == "" {
+		return "value"
+	}
+	return parts[1]
+}
+
 // ValidateProfileTypeID checks the name:type:unit:period_type:period_unit form.
 func ValidateProfileTypeID(id string) error {
 	parts := strings.Split(id, ":")

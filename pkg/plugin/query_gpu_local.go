@@ -106,7 +106,7 @@ func localClassFrames(series []nvml.DeviceSeries, cs models.ClassifySettings, in
 		}
 		gs = append(gs, g)
 	}
-	results := classifyGPUs(gs, nil, th, from)
+	results := classify.ClassifyFleet(gs, nil, th, from)
 	notices := []string{fmt.Sprintf("classes of the sampler's last samples (every %s, up to %d per GPU): NVML has no profiling metrics, so compute is GPU utilisation and memory is memory-controller utilisation (the %s/%s fallbacks)",
 		interval, nvml.DefaultCapacity, classify.MetricGPUUtil, classify.MetricMemCopyUtil)}
 	return []*data.Frame{frames.GPUClassTimeline(results), frames.GPUClassSummary(results)}, notices

@@ -8,7 +8,6 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	"github.com/grafana/grafana-plugin-sdk-go/data"
 
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/correlate"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/frames"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
@@ -116,32 +115,4 @@ func (d *Datasource) resourceKernelFiles(w http.ResponseWriter, r *http.Request)
 // emptyResult is the analysis of no trace: the frames keep their columns.
 func emptyResult() *gputrace.Result {
 	return gputrace.NewCollector(gputrace.Limits{}).Result(gputrace.AnalysisOptions{})
-}
-
-// spanKernelTimes fills the rows' GPU kernel time from the request's kernel traces, when trace
-// directories are configured (otherwise it does nothing, silently: the column stays empty).
-func (d *Datasource) spanKernelTimes(ctx context.Context, traceID string, rows []correlate.SpanRow) []data.Notice {
-	if d.kernels == nil || len(rows) == 0 {
-		return nil
-	}
-	files, notices := d.kernels.FindByTraceID(ctx, traceID)
-	if len(files) == 0 {
-		return nil
-	}
-	d.kernels.AnalyzeAll(ctx, files)
-	var out []data.Notice
-	results := make([]*gputrace.Result, 0, len(files))
-	for _, f := range files {
-		if f.Err != nil {
-			notices = append(notices, fmt.Sprintf("GPU kernel trace %s: %v", f.File.Rel, f.Err))
-		}
-		results = append(results, f.Result)
-	}
-	if n := correlate.AttributeKernels(rows, traceID, results); n != "" {
-		out = append(out, frames.Info(n))
-	}
-	for _, n := range notices {
-		out = append(out, frames.Warning(n))
-	}
-	return out
 }

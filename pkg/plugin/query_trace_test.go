@@ -25,12 +25,11 @@ const (
 
 // typedPyroscope answers span profiles by profile type: byType[type][span ID] are folded stacks.
 // SelectMergeStacktraces answers stacks of selectors containing a key of bySelector (the trace_id
-// fallback). Each call waits delay.
+// fallback).
 type typedPyroscope struct {
 	querierv1connect.UnimplementedQuerierServiceHandler
 	byType     map[string]map[string][]string
 	bySelector map[string][]string
-	delay      time.Duration
 
 	mu    sync.Mutex
 	calls []string // "type span,span"
@@ -40,7 +39,6 @@ func (f *typedPyroscope) SelectMergeSpanProfile(_ context.Context, req *connect.
 	f.mu.Lock()
 	f.calls = append(f.calls, req.Msg.ProfileTypeID+" "+strings.Join(req.Msg.SpanSelector, ","))
 	f.mu.Unlock()
-	time.Sleep(f.delay)
 	var stacks []string
 	for _, id := range req.Msg.SpanSelector {
 		stacks = append(stacks, f.byType[req.Msg.ProfileTypeID][id]...)
@@ -49,7 +47,6 @@ func (f *typedPyroscope) SelectMergeSpanProfile(_ context.Context, req *connect.
 }
 
 func (f *typedPyroscope) SelectMergeStacktraces(_ context.Context, req *connect.Request[querierv1.SelectMergeStacktracesRequest]) (*connect.Response[querierv1.SelectMergeStacktracesResponse], error) {
-	time.Sleep(f.delay)
 	var stacks []string
 	for frag, s := range f.bySelector {
 		if strings.Contains(req.Msg.LabelSelector, frag) {
@@ -92,16 +89,15 @@ type joinBed struct {
 }
 
 type joinBedOptions struct {
-	jaegerDown, promDown, pyroDown bool
-	pyroDelay, promDelay           time.Duration
-	settings                       map[string]any
+	jaegerDown, pyroDown bool
+	settings             map[string]any
 }
 
 func newJoinBed(t *testing.T, o joinBedOptions) *joinBed {
 	t.Helper()
 	tr := joinTrace()
 	id := func(i int) string { return tr.Spans[i].SpanID }
-	pyro := &typedPyroscope{delay: o.pyroDelay, byType: map[string]map[string][]string{
+	pyro := &typedPyroscope{byType: map[string]map[string][]string{
 		cpuTypeID: {
 			id(0): {"main.handleDetect;main.dbQuery;crypto/sha256.block 280", "main.handleDetect;main.dbQuery 20", "main.handleDetect;main.serializeResponse 20"},
 			id(2): {"main.handleDetector;main.modelPredict 60"},
@@ -113,7 +109,7 @@ func newJoinBed(t *testing.T, o joinBedOptions) *joinBed {
 		},
 	}, bySelector: map[string][]string{`trace_id="4bf92f3577b34da6a3ce929d0e0e4736"`: {"main.handleDetect;main.dbQuery 99"}}}
 	j := &jaegerFake{Traces: []jaeger.Trace{tr}, Down: o.jaegerDown}
-	prom := &promFake{Delay: o.promDelay, Down: o.promDown, GPUs: []fakeGPU{
+	prom := &promFake{GPUs: []fakeGPU{
 		steadyGPU("gpu-node-1", "0", 95, 0.95, 0.3),
 		steadyGPU("gpu-node-1", "1", 12, 0.1, 0.05),
 		steadyGPU("gpu-node-2", "0", 50, 0.5, 0.5),
@@ -269,38 +265,9 @@ func TestTraceQueryLinksSpansFunctionsAndGPUs(t *testing.T) {
 	}
 }
 
-func TestTraceQueryKeepsOtherColumnsWhenAnUpstreamFails(t *testing.T) {
-	t.Run("Prometheus down", func(t *testing.T) {
-		b := newJoinBed(t, joinBedOptions{promDown: true})
-		r := b.query(t, traceModel)
-		if r.Error != nil || len(r.Frames) != 2 {
-			t.Fatalf("%v %v", r.Error, r.Frames)
-		}
-		got := table(t, r.Frames[0], "cpu", "gpuClass", "gpuUtil")
-		if got["GET /api/detect"] != "cpu=320 gpuClass=- gpuUtil=-" {
-			t.Errorf("root: %s", got["GET /api/detect"])
-		}
-		if n := notices(r.Frames[0]); !strings.Contains(n, "[warning] No GPU columns: Prometheus (http://127.0.0.1:") {
-			t.Errorf("notices:\n%s", n)
-		}
-	})
-	t.Run("Pyroscope down", func(t *testing.T) {
-		b := newJoinBed(t, joinBedOptions{pyroDown: true})
-		r := b.query(t, traceModel)
-		if r.Error != nil || len(r.Frames) != 1 {
-			t.Fatalf("%v %v", r.Error, r.Frames)
-		}
-		got := table(t, r.Frames[0], "cpu", "alloc_space", "gpuClass")
-		if got["GET /detect"] != "cpu=- alloc_space=- gpuClass=compute-bound" {
-			t.Errorf("detector: %s", got["GET /detect"])
-		}
-		n := notices(r.Frames[0])
-		for _, part := range []string{"[warning] No CPU column or flame graph: Pyroscope (http://127.0.0.1:", "[warning] No allocation column: Pyroscope ("} {
-			if !strings.Contains(n, part) {
-				t.Errorf("notices lack %q:\n%s", part, n)
-			}
-		}
-	})
+// The trace join's answers when a store fails are correlate's (JoinRequest's tests); here the
+// frames and the error Grafana gets.
+func TestTraceQueryWithoutTheTrace(t *testing.T) {
 	t.Run("Jaeger down", func(t *testing.T) {
 		b := newJoinBed(t, joinBedOptions{jaegerDown: true})
 		r := b.query(t, traceModel)
@@ -321,94 +288,8 @@ func TestTraceQueryKeepsOtherColumnsWhenAnUpstreamFails(t *testing.T) {
 	})
 }
 
-func TestTraceQueryAsksItsUpstreamsInParallel(t *testing.T) {
-	// Each Pyroscope call takes 400 ms; the GPU figures take about 400 ms too (an inventory
-	// round, then the figures in a few rounds of 100 ms).
-	const pyroDelay = 400 * time.Millisecond
-	b := newJoinBed(t, joinBedOptions{pyroDelay: pyroDelay, promDelay: 100 * time.Millisecond})
-	start := time.Now()
-	r := b.query(t, traceModel)
-	took := time.Since(start)
-	if r.Error != nil {
-		t.Fatal(r.Error)
-	}
-	// One after another: 3 CPU and 3 allocation span calls (2.4 s) and the GPU figures. In
-	// parallel: about the slowest, 400 ms; 800 ms leaves room for a busy machine, and is still
-	// less than any two of the three parts one after the other.
-	if took > 2*pyroDelay {
-		t.Errorf("the trace query took %v: its upstream calls did not run in parallel", took)
-	}
-	if len(b.pyro.calls) != 6 {
-		t.Errorf("Pyroscope calls %v", b.pyro.calls)
-	}
-	if got := table(t, r.Frames[0], "cpu", "gpuUtil")["GET /detect"]; got != "cpu=60 gpuUtil=95" {
-		t.Errorf("detector %s", got)
-	}
-}
-
-func TestTraceQueryMapsSpanHostsToDCGMHosts(t *testing.T) {
-	renamed := func(b *joinBed) {
-		for i := range b.jae.Traces[0].Spans {
-			b.jae.Traces[0].Spans[i].Resource = map[string]string{"k8s.node.name": "ip-10-0-0-1.ec2.internal"}
-		}
-	}
-	b := newJoinBed(t, joinBedOptions{settings: map[string]any{
-		"joinHostAttribute": "k8s.node.name", "joinHostMap": map[string]string{"ip-10-0-0-1.ec2.internal": "gpu-node-1"},
-	}})
-	renamed(b)
-	r := b.query(t, traceModel)
-	if r.Error != nil {
-		t.Fatal(r.Error)
-	}
-	if got := table(t, r.Frames[0], "host", "gpus", "gpuUtil")["enrich"]; got != "host=gpu-node-1 gpus=1 gpuUtil=12" {
-		t.Errorf("mapped: %s", got)
-	}
-	// Without the mapping the span's host has no DCGM series, and the notice says what to set.
-	b = newJoinBed(t, joinBedOptions{settings: map[string]any{"joinHostAttribute": "k8s.node.name"}})
-	renamed(b)
-	r = b.query(t, traceModel)
-	if r.Error != nil {
-		t.Fatal(r.Error)
-	}
-	if got := table(t, r.Frames[0], "host", "gpuUtil")["enrich"]; got != "host=ip-10-0-0-1.ec2.internal gpuUtil=-" {
-		t.Errorf("unmapped: %s", got)
-	}
-	if n := notices(r.Frames[0]); !strings.Contains(n, "[warning] GPU figures for 0 of 6 span(s)") || !strings.Contains(n, "No DCGM series for host(s) ip-10-0-0-1.ec2.internal") || !strings.Contains(n, "jsonData.joinHostMap") {
-		t.Errorf("notices:\n%s", n)
-	}
-}
-
 func TestTraceQueryNeedsATraceID(t *testing.T) {
 	b := newJoinBed(t, joinBedOptions{})
 	wantError(t, b.query(t, `{"queryType":"trace"}`), backend.ErrorSourceDownstream, `invalid trace query: field "traceId" is required`)
 	wantError(t, b.query(t, `{"queryType":"trace","traceId":"4bf92f3577b34da6a3ce929d0e0e4736","allocTypeId":"bytes"}`), backend.ErrorSourceDownstream, `field "allocTypeId" must have the form`)
-}
-
-func TestTraceQueryWithoutProfiledSpansLeavesProfileCellsEmpty(t *testing.T) {
-	b := newJoinBed(t, joinBedOptions{})
-	for i := range b.jae.Traces[0].Spans {
-		delete(b.jae.Traces[0].Spans[i].Attributes, jaeger.ProfileIDAttribute)
-	}
-	r := b.query(t, traceModel)
-	if r.Error != nil {
-		t.Fatal(r.Error)
-	}
-	for op, cells := range table(t, r.Frames[0], "cpu", "alloc_space", "hotFunction") {
-		if cells != "cpu=- alloc_space=- hotFunction=-" {
-			t.Errorf("%s: %s", op, cells)
-		}
-	}
-	n := notices(r.Frames[0])
-	for _, part := range []string{
-		"[info] The cpu column is empty: no span carries pyroscope.profile.id",
-		"[info] No span carries pyroscope.profile.id, so no span has a profile of its own: the allocation column is empty.",
-	} {
-		if !strings.Contains(n, part) {
-			t.Errorf("notices lack %q:\n%s", part, n)
-		}
-	}
-	// The flame graph still asks every span, one query per service.
-	if len(r.Frames) != 2 || rows(r.Frames[1])[0] != "0 total 380" {
-		t.Errorf("flame graph %v", r.Frames)
-	}
 }

@@ -30,13 +30,6 @@ func (d *Datasource) profileOfRequest(ctx context.Context, q correlate.RequestPr
 	return rp, requestProfileError(err)
 }
 
-// profileOfTrace is profileOfRequest once the trace has been read (or Jaeger failed with
-// jaegerErr), so that the trace query reads the trace once for its rows and its profile.
-func (d *Datasource) profileOfTrace(ctx context.Context, q correlate.RequestProfileQuery, trace *jaeger.Trace, jaegerErr error) (*correlate.RequestProfile, error) {
-	rp, err := correlate.ProfileOfTrace(ctx, d.pyroscope, q, trace, jaegerErr)
-	return rp, requestProfileError(err)
-}
-
 // requestProfileError files a selector that matches none of the trace's services as the user's
 // to fix; the upstreams' errors come already filed.
 func requestProfileError(err error) error {

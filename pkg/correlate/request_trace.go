@@ -1,0 +1,302 @@
+package correlate
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/classify"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/jaeger"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/safe"
+)
+
+// GPUFigures is what the trace join asks of a GPU metrics store: every classify.Figures of the
+// GPUs matching the filter, per GPU on one step grid, with notices (prometheus.Client answers it).
+type GPUFigures interface {
+	GPUFigures(ctx context.Context, filter models.GPUFilter, start, end time.Time, step time.Duration) ([]classify.GPUSeries, []string, error)
+}
+
+// KernelTraces is what the trace join asks of the kernel-trace store: the analysed kernel traces
+// that name the request, and warnings about those that could not be found or read
+// (gputrace.Store answers it).
+type KernelTraces interface {
+	KernelTracesOf(ctx context.Context, traceID string) ([]*gputrace.Result, []string)
+}
+
+// TraceSources are the stores the trace join reads, each with the reason it cannot be asked.
+type TraceSources struct {
+	// Traces reads the trace (its error says why when the trace store is not set up).
+	Traces Traces
+	// Profiles is nil when ProfilesErr says why Pyroscope cannot be asked; GPUs likewise.
+	Profiles    Profiles
+	ProfilesErr error
+	GPUs        GPUFigures
+	GPUsErr     error
+	// Kernels is nil when no kernel-trace directory is configured: the column stays empty,
+	// silently, as the feature is not in use.
+	Kernels KernelTraces
+}
+
+// TraceQuery asks for the join of one request.
+type TraceQuery struct {
+	TraceID                    string
+	ProfileTypeID, AllocTypeID string
+	MaxNodes                   int64
+	// From and To are the panel's range, where the trace_id fallback looks when the trace
+	// cannot be read.
+	From, To   time.Time
+	Join       models.JoinSettings
+	Thresholds classify.Thresholds
+}
+
+// TraceAnswer is the join of one request: one row per span, the whole request's profile, and
+// what the user must know about them.
+type TraceAnswer struct {
+	// Trace is nil when it could not be read; Rows is then empty and a notice says why.
+	Trace *jaeger.Trace
+	Rows  []SpanRow
+	// Profile is the whole request's profile; nil when Pyroscope could not say (a notice says why).
+	Profile *RequestProfile
+	// Notices go with the span table: what each store contributed and what is missing.
+	Notices []Notice
+}
+
+// GPUJoinStep is the step of the GPU series the trace join reads. Spans last milliseconds to
+// seconds, so the finest step Prometheus serves well: each span's window runs to one step after
+// its end (see JoinTrace), so every span gets at least one reading. DCGM's own sampling (often
+// 15–30 s) stays the real resolution; the notice says so.
+const GPUJoinStep = time.Second
+
+// JoinRequest answers the request-level join. It reads the trace once, then asks in parallel
+// the profile store for the request's CPU profile (per span and whole) and for each profiled
+// span's allocations, and the GPU store for the GPUs of the trace's hosts; then it joins them per
+// span and adds the kernel time the request's kernel traces attribute to each span. A store that
+// fails empties its columns with a notice naming it. It fails only when the trace cannot be read
+// and no profile can be shown instead.
+func JoinRequest(ctx context.Context, src TraceSources, q TraceQuery) (*TraceAnswer, error) {
+	rq := RequestProfileQuery{TraceID: q.TraceID, LabelSelector: "{}", ProfileTypeID: q.ProfileTypeID, MaxNodes: q.MaxNodes, From: q.From, To: q.To}
+	trace, traceErr := src.Traces.Trace(ctx, q.TraceID)
+	if traceErr != nil {
+		// Without spans there are no rows; the flame graph may still come from the trace ID.
+		if src.ProfilesErr != nil {
+			return nil, traceErr
+		}
+		rp, err := ProfileOfTrace(ctx, src.Profiles, rq, nil, traceErr)
+		if err != nil {
+			return nil, err
+		}
+		return &TraceAnswer{Profile: rp, Notices: []Notice{{Warning, fmt.Sprintf("No span table: could not read trace %s (%v).", q.TraceID, traceErr)}}}, nil
+	}
+
+	a := askTraceStores(ctx, src, q, rq, trace)
+	rows := JoinTrace(TraceJoin{
+		Trace: trace, CPU: a.cpuSpans(), Alloc: a.alloc,
+		GPUSeries: a.gpu, GPUStep: a.gpuStep, GPUsKnown: a.gpuErr == nil,
+		Classify: classify.NewWindows(a.gpu, q.Thresholds).Dominant,
+		Join:     q.Join,
+	})
+	out := &TraceAnswer{Trace: trace, Rows: rows, Profile: a.cpu}
+	out.Notices = append(traceNotices(q, rows, a), kernelTimes(ctx, src.Kernels, trace.TraceID, rows)...)
+	return out, nil
+}
+
+// traceStores is what the stores said about one trace; each part has its own error.
+type traceStores struct {
+	cpu    *RequestProfile
+	cpuErr error
+
+	alloc      SpanProfiles
+	allocNotes []string
+	allocErr   error
+
+	gpu        []classify.GPUSeries
+	gpuStep    time.Duration
+	gpuNotices []string
+	gpuErr     error
+	gpuHosts   []string
+}
+
+func (a *traceStores) cpuSpans() SpanProfiles {
+	if a.cpu == nil {
+		return nil
+	}
+	return a.cpu.Spans
+}
+
+// askTraceStores asks the three in parallel; it takes about as long as the slowest of them.
+func askTraceStores(ctx context.Context, src TraceSources, q TraceQuery, rq RequestProfileQuery, trace *jaeger.Trace) *traceStores {
+	// A call that panics (logged) leaves these errors in place.
+	a := &traceStores{cpuErr: safe.ErrPanicked, allocErr: safe.ErrPanicked, gpuErr: safe.ErrPanicked}
+	fanOut(3, func(i int) {
+		switch {
+		case i < 2 && src.ProfilesErr != nil:
+			a.cpuErr, a.allocErr = src.ProfilesErr, src.ProfilesErr
+		case i == 0:
+			a.cpu, a.cpuErr = ProfileOfTrace(ctx, src.Profiles, rq, trace, nil)
+		case i == 1:
+			a.alloc, a.allocNotes, a.allocErr = spanAllocations(ctx, src.Profiles, q, trace)
+		case src.GPUsErr != nil:
+			a.gpuErr = src.GPUsErr
+		default:
+			a.gpu, a.gpuStep, a.gpuHosts, a.gpuNotices, a.gpuErr = traceGPUs(ctx, src.GPUs, q.Join, trace)
+		}
+	})
+	return a
+}
+
+// spanAllocations asks each profiled span's allocation profile. Only per-span plans can say which
+// span allocated what; otherwise the column stays empty with a note.
+func spanAllocations(ctx context.Context, profiles Profiles, q TraceQuery, trace *jaeger.Trace) (SpanProfiles, []string, error) {
+	plan := PlanTraceProfile(trace, nil)
+	switch {
+	case plan.ProfiledSpans == 0:
+		return nil, []string{"No span carries pyroscope.profile.id, so no span has a profile of its own: the allocation column is empty."}, nil
+	case !plan.PerSpan:
+		return nil, []string{fmt.Sprintf("The trace has %d profiled spans, more than the %d asked one by one: per-span allocations are not shown.", plan.ProfiledSpans, MaxSpanQueries)}, nil
+	}
+	results := AskSpanProfiles(ctx, profiles, q.AllocTypeID, q.MaxNodes, nil, plan)
+	out := SpanProfiles{}
+	var failed []error
+	for _, r := range results {
+		if r.Err != nil {
+			failed = append(failed, r.Err)
+			continue
+		}
+		out[r.Query.SpanIDs[0]] = r.Tree
+	}
+	if len(failed) == len(results) {
+		return nil, nil, failed[0]
+	}
+	var notes []string
+	if len(failed) > 0 {
+		notes = append(notes, fmt.Sprintf("%d of %d span allocation queries failed, so those spans' allocations are empty: %v", len(failed), len(results), failed[0]))
+	}
+	return out, notes, nil
+}
+
+// traceGPUs reads the figures of the trace's hosts' GPUs from a step before it to a few steps after.
+func traceGPUs(ctx context.Context, gpus GPUFigures, join models.JoinSettings, trace *jaeger.Trace) (series []classify.GPUSeries, step time.Duration, hosts, notices []string, err error) {
+	hosts = TraceHosts(trace, join)
+	if len(hosts) == 0 {
+		return nil, 0, nil, nil, fmt.Errorf("no span of the trace names its host in the resource attribute %q (jsonData.joinHostAttribute)", join.HostAttribute)
+	}
+	start, end := TraceWindow(trace)
+	series, notices, err = gpus.GPUFigures(ctx, models.GPUFilter{Hosts: hosts}, start.Add(-GPUJoinStep), end.Add(3*GPUJoinStep), GPUJoinStep)
+	if err != nil {
+		return nil, 0, hosts, notices, err
+	}
+	return series, seriesStep(series, GPUJoinStep), hosts, notices, nil
+}
+
+// seriesStep is the step the series came at: the store may raise the one asked for.
+func seriesStep(series []classify.GPUSeries, asked time.Duration) time.Duration {
+	step := asked
+	for _, s := range series {
+		for i := 1; i < len(s.Samples); i++ {
+			if d := s.Samples[i].Time.Sub(s.Samples[i-1].Time); d > step {
+				step = d
+			}
+		}
+	}
+	return step
+}
+
+// kernelTimes fills the rows' GPU kernel time from the request's kernel traces (AttributeKernels).
+func kernelTimes(ctx context.Context, kernels KernelTraces, traceID string, rows []SpanRow) []Notice {
+	if kernels == nil || len(rows) == 0 {
+		return nil
+	}
+	results, warnings := kernels.KernelTracesOf(ctx, traceID)
+	var out []Notice
+	if n := AttributeKernels(rows, traceID, results); n != "" {
+		out = append(out, Notice{Info, n})
+	}
+	for _, w := range warnings {
+		out = append(out, Notice{Warning, w})
+	}
+	return out
+}
+
+// traceNotices say what each store contributed to the span table and what is missing.
+func traceNotices(q TraceQuery, rows []SpanRow, a *traceStores) []Notice {
+	var out []Notice
+	info := func(format string, args ...any) { out = append(out, Notice{Info, fmt.Sprintf(format, args...)}) }
+	warn := func(format string, args ...any) { out = append(out, Notice{Warning, fmt.Sprintf(format, args...)}) }
+	profiled := 0
+	for _, r := range rows {
+		if r.ProfileID != "" {
+			profiled++
+		}
+	}
+	cpuType, allocType := models.SampleType(q.ProfileTypeID), models.SampleType(q.AllocTypeID)
+	// CPU column and flame graph.
+	switch {
+	case a.cpuErr != nil:
+		warn("No CPU column or flame graph: %v", a.cpuErr)
+	case profiled == 0:
+		info("The %s column is empty: no span carries pyroscope.profile.id, so no span has a profile of its own (the flame graph matches the trace's samples as its notice says).", cpuType)
+	case profiled > MaxSpanQueries:
+		info("The %s column is empty: the trace has %d profiled spans, more than the %d asked one by one, so samples are known per service only (see the flame graph).", cpuType, profiled, MaxSpanQueries)
+	case !a.cpu.Spans.HasSamples():
+		warn("The %s column is empty: none of the %d profiled span(s) has span-profile samples of type %s (see the flame graph's notice).", cpuType, profiled, q.ProfileTypeID)
+	}
+	// Allocation column.
+	switch {
+	case a.allocErr != nil:
+		warn("No allocation column: %v", a.allocErr)
+	case a.alloc != nil && !a.alloc.HasSamples():
+		info("The %s column is empty: no %s sample carries a span ID. Go's heap profiles (and most other profilers') are taken outside span labels; the request's allocations are in the profile query with traceId and profileTypeId %s, which shows its services' samples around it.",
+			allocType, q.AllocTypeID, q.AllocTypeID)
+	}
+	for _, n := range a.allocNotes {
+		info("%s", n)
+	}
+	// GPU columns.
+	if a.gpuErr != nil {
+		warn("No GPU columns: %v", a.gpuErr)
+	} else {
+		out = append(out, gpuJoinNotice(rows, a, q.Join))
+	}
+	for _, n := range a.gpuNotices {
+		info("GPU series: %s", n)
+	}
+	return out
+}
+
+// gpuJoinNotice says how spans met GPUs: which hosts had series, at which resolution.
+func gpuJoinNotice(rows []SpanRow, a *traceStores, join models.JoinSettings) Notice {
+	withSeries := map[string]bool{}
+	for _, s := range a.gpu {
+		withSeries[s.GPU.Host] = true
+	}
+	var missing []string
+	for _, h := range a.gpuHosts {
+		if !withSeries[h] {
+			missing = append(missing, h)
+		}
+	}
+	joined, noHost := 0, 0
+	for _, r := range rows {
+		switch {
+		case r.Host == "":
+			noHost++
+		case r.GPU != nil:
+			joined++
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "GPU figures for %d of %d span(s), over each span's window to %s after its end; DCGM samples every few seconds (30 s by default), so a short span shows the GPU's state around it.", joined, len(rows), a.gpuStep)
+	if len(missing) > 0 {
+		fmt.Fprintf(&b, " No DCGM series for host(s) %s (from the spans' %q): map them to the exporter's host label with jsonData.joinHostMap.", strings.Join(missing, ", "), join.HostAttribute)
+	}
+	if noHost > 0 {
+		fmt.Fprintf(&b, " %d span(s) name no host (%q).", noHost, join.HostAttribute)
+	}
+	if joined == 0 {
+		return Notice{Warning, b.String()}
+	}
+	return Notice{Info, b.String()}
+}
