@@ -7,7 +7,6 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/data"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/pyroscope"
 )
 
 // SeriesFrameName is the name of each frame of a metrics query, as Grafana's Pyroscope data
@@ -76,7 +75,7 @@ func KindOf(profileTypeID string) SeriesKind {
 // the step (see KindOf), and their frames say so with meta.custom.rateCalculated = true. No
 // series gives no frames, as there. Series are separate frames because their points need not
 // share timestamps.
-func SeriesFrames(series []pyroscope.Series, profileTypeID string, step time.Duration) []*data.Frame {
+func SeriesFrames(series []models.ProfileSeries, profileTypeID string, step time.Duration) []*data.Frame {
 	kind := KindOf(profileTypeID)
 	// A zero step would divide by zero; the plugin never asks for one, so values stay raw.
 	rate := kind.Cumulative && step > 0

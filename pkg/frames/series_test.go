@@ -10,7 +10,6 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/experimental"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/pyroscope"
 )
 
 const (
@@ -32,14 +31,14 @@ func checkGoldenSeries(t *testing.T, name string, frames []*data.Frame) {
 }
 
 // Two services' CPU over three 15 s steps: 15e9 ns in 15 s is one core.
-var cpuByService = []pyroscope.Series{
+var cpuByService = []models.ProfileSeries{
 	{
-		Labels: []pyroscope.LabelPair{{Name: "service_name", Value: "ai-detector"}},
-		Points: []pyroscope.Point{{Timestamp: t0, Value: 15e9}, {Timestamp: t0 + 15000, Value: 7.5e9}, {Timestamp: t0 + 30000, Value: 30e9}},
+		Labels: []models.LabelPair{{Name: "service_name", Value: "ai-detector"}},
+		Points: []models.ProfilePoint{{Timestamp: t0, Value: 15e9}, {Timestamp: t0 + 15000, Value: 7.5e9}, {Timestamp: t0 + 30000, Value: 30e9}},
 	},
 	{
-		Labels: []pyroscope.LabelPair{{Name: "service_name", Value: "nemotron-backend"}},
-		Points: []pyroscope.Point{{Timestamp: t0 + 15000, Value: 1.5e9}},
+		Labels: []models.LabelPair{{Name: "service_name", Value: "nemotron-backend"}},
+		Points: []models.ProfilePoint{{Timestamp: t0 + 15000, Value: 1.5e9}},
 	},
 }
 
@@ -74,15 +73,15 @@ func TestSeriesFramesTurnCPUNanosecondsIntoCores(t *testing.T) {
 
 func TestSeriesFramesDivideByTheStepActuallyUsed(t *testing.T) {
 	// The same 60e9 ns is 4 cores over 15 s and 1 core over 60 s.
-	one := []pyroscope.Series{{Points: []pyroscope.Point{{Timestamp: t0, Value: 60e9}}}}
+	one := []models.ProfileSeries{{Points: []models.ProfilePoint{{Timestamp: t0, Value: 60e9}}}}
 	wantValues(t, SeriesFrames(one, cpuType, 15*time.Second)[0], 4)
 	wantValues(t, SeriesFrames(one, cpuType, time.Minute)[0], 1)
 }
 
 func TestSeriesFramesGiveAllocationsPerSecond(t *testing.T) {
-	series := []pyroscope.Series{{
-		Labels: []pyroscope.LabelPair{{Name: "service_name", Value: "ai-enrichment"}, {Name: "span_name", Value: "enrich"}},
-		Points: []pyroscope.Point{{Timestamp: t0, Value: 6000}, {Timestamp: t0 + 60000, Value: 0}},
+	series := []models.ProfileSeries{{
+		Labels: []models.LabelPair{{Name: "service_name", Value: "ai-enrichment"}, {Name: "span_name", Value: "enrich"}},
+		Points: []models.ProfilePoint{{Timestamp: t0, Value: 6000}, {Timestamp: t0 + 60000, Value: 0}},
 	}}
 	frames := SeriesFrames(series, allocType, time.Minute)
 	f := frames[0]
@@ -103,7 +102,7 @@ func TestSeriesFramesGiveAllocationsPerSecond(t *testing.T) {
 }
 
 func TestSeriesFramesLeaveInstantaneousTypesAsTheyAre(t *testing.T) {
-	series := []pyroscope.Series{{Points: []pyroscope.Point{{Timestamp: t0, Value: 52428800}, {Timestamp: t0 + 15000, Value: 41943040}}}}
+	series := []models.ProfileSeries{{Points: []models.ProfilePoint{{Timestamp: t0, Value: 52428800}, {Timestamp: t0 + 15000, Value: 41943040}}}}
 	frames := SeriesFrames(series, inuseType, fifteenSecs)
 	f := frames[0]
 	if f.Fields[1].Name != "inuse_space" || f.Fields[1].Config.Unit != "bytes" {
@@ -123,14 +122,14 @@ func TestSeriesFramesOfNoSeriesAreNoFrames(t *testing.T) {
 	if frames := SeriesFrames(nil, cpuType, fifteenSecs); len(frames) != 0 {
 		t.Errorf("frames = %d, want 0 as Grafana's Pyroscope data source", len(frames))
 	}
-	empty := SeriesFrames([]pyroscope.Series{{}}, cpuType, fifteenSecs)
+	empty := SeriesFrames([]models.ProfileSeries{{}}, cpuType, fifteenSecs)
 	if len(empty) != 1 || empty[0].Rows() != 0 || empty[0].Fields[1].Config.Unit != "cores" {
 		t.Errorf("a series with no points: %+v", empty)
 	}
 }
 
 func TestSeriesFramesNeverDivideByAZeroStep(t *testing.T) {
-	one := []pyroscope.Series{{Points: []pyroscope.Point{{Timestamp: t0, Value: 60e9}}}}
+	one := []models.ProfileSeries{{Points: []models.ProfilePoint{{Timestamp: t0, Value: 60e9}}}}
 	f := SeriesFrames(one, cpuType, 0)[0]
 	wantValues(t, f, 60e9)
 	if f.Fields[1].Config.Unit != "ns" || f.Meta.Custom != nil {

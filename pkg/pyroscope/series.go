@@ -36,25 +36,8 @@ type SeriesQuery struct {
 	Aggregation string
 }
 
-// Series is one time series of a series query: its labels (the groupBy labels) and points.
-type Series struct {
-	Labels []LabelPair
-	Points []Point
-}
-
-// LabelPair is one label of a series.
-type LabelPair struct {
-	Name, Value string
-}
-
-// Point is one step's value.
-type Point struct {
-	Timestamp int64 // Unix milliseconds
-	Value     float64
-}
-
 // Series runs SelectSeries.
-func (c *Client) Series(ctx context.Context, q SeriesQuery) (series []Series, err error) {
+func (c *Client) Series(ctx context.Context, q SeriesQuery) (series []models.ProfileSeries, err error) {
 	req := &querierv1.SelectSeriesRequest{
 		ProfileTypeID: q.ProfileTypeID,
 		LabelSelector: q.LabelSelector,
@@ -89,12 +72,12 @@ func (c *Client) Series(ctx context.Context, q SeriesQuery) (series []Series, er
 		return nil, err
 	}
 	for _, s := range res.Msg.GetSeries() {
-		out := Series{Labels: make([]LabelPair, 0, len(s.GetLabels())), Points: make([]Point, 0, len(s.GetPoints()))}
+		out := models.ProfileSeries{Labels: make([]models.LabelPair, 0, len(s.GetLabels())), Points: make([]models.ProfilePoint, 0, len(s.GetPoints()))}
 		for _, l := range s.GetLabels() {
-			out.Labels = append(out.Labels, LabelPair{Name: l.GetName(), Value: l.GetValue()})
+			out.Labels = append(out.Labels, models.LabelPair{Name: l.GetName(), Value: l.GetValue()})
 		}
 		for _, p := range s.GetPoints() {
-			out.Points = append(out.Points, Point{Timestamp: p.GetTimestamp(), Value: p.GetValue()})
+			out.Points = append(out.Points, models.ProfilePoint{Timestamp: p.GetTimestamp(), Value: p.GetValue()})
 		}
 		series = append(series, out)
 	}

@@ -35,7 +35,7 @@ func TestSeriesSendsTheQueryAndConvertsTheReply(t *testing.T) {
 		r.GetAggregation() != typesv1.TimeSeriesAggregationType_TIME_SERIES_AGGREGATION_TYPE_AVERAGE {
 		t.Errorf("request = %+v", r)
 	}
-	want := []Series{{Labels: []LabelPair{{"service_name", "ai-detector"}}, Points: []Point{{1000, 1.5}, {16000, 2}}}}
+	want := []models.ProfileSeries{{Labels: []models.LabelPair{{Name: "service_name", Value: "ai-detector"}}, Points: []models.ProfilePoint{{Timestamp: 1000, Value: 1.5}, {Timestamp: 16000, Value: 2}}}}
 	if len(series) != 1 || !slices.Equal(series[0].Labels, want[0].Labels) || !slices.Equal(series[0].Points, want[0].Points) {
 		t.Errorf("series = %+v, want %+v", series, want)
 	}
