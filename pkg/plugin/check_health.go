@@ -107,20 +107,32 @@ func (d *Datasource) nvmlHealth() (upstreamHealth, bool) {
 func (d *Datasource) checkUpstream(ctx context.Context, name string) (string, error) {
 	switch name {
 	case models.Pyroscope:
+		pyro, err := d.pyroscopeClient()
+		if err != nil {
+			return "", err
+		}
 		now := time.Now()
-		types, err := d.pyroscope.ProfileTypes(ctx, now.Add(-healthWindow), now)
+		types, err := pyro.ProfileTypes(ctx, now.Add(-healthWindow), now)
 		if err != nil {
 			return "", err
 		}
 		return fmt.Sprintf(" (%d profile types)", len(types)), nil
 	case models.Prometheus:
-		version, err := d.prometheus.Version(ctx)
+		prom, err := d.prometheusClient()
+		if err != nil {
+			return "", err
+		}
+		version, err := prom.Version(ctx)
 		if err != nil {
 			return "", err
 		}
 		return " (version " + version + ")", nil
 	case models.Jaeger:
-		services, api, err := d.jaeger.Services(ctx)
+		jae, err := d.jaegerClient()
+		if err != nil {
+			return "", err
+		}
+		services, api, err := jae.Services(ctx)
 		if err != nil {
 			return "", err
 		}

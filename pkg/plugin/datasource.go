@@ -4,7 +4,6 @@ package plugin
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	"github.com/grafana/grafana-plugin-sdk-go/backend/datasource"
@@ -110,13 +109,3 @@ func (d *Datasource) CallResource(ctx context.Context, req *backend.CallResource
 	return d.resources.CallResource(ctx, req, sender)
 }
 
-// unavailable explains why an upstream cannot be used, or returns nil when it can.
-func (d *Datasource) unavailable(u *models.Upstream) error {
-	if !u.Configured() {
-		return backend.DownstreamError(fmt.Errorf("%s is not configured: set its URL (jsonData.%sUrl) in the data source settings", u.Name, u.Key))
-	}
-	if u.Err != nil {
-		return backend.DownstreamError(u.Err)
-	}
-	return nil
-}

@@ -31,7 +31,8 @@ func (d *Datasource) queryDiff(ctx context.Context, q backend.DataQuery) backend
 	if pq.Baseline == nil || pq.Comparison == nil {
 		return badQuery(models.QueryTypeDiff, errors.New(`fields "baseline" and "comparison" are both needed, each with a time range (from, to), a labelSelector, a spanSelector or a traceId`))
 	}
-	if err := d.unavailable(&d.settings.Pyroscope); err != nil {
+	pyro, err := d.pyroscopeClient()
+	if err != nil {
 		return errorResponse(err)
 	}
 	sides := []struct {
@@ -41,7 +42,7 @@ func (d *Datasource) queryDiff(ctx context.Context, q backend.DataQuery) backend
 	}{{name: "baseline", spec: pq.Baseline}, {name: "comparison", spec: pq.Comparison}}
 	now := time.Now()
 	fanOut(len(sides), func(i int) {
-		sides[i].res = d.diffSideProfile(ctx, q, pq, sides[i].spec, sides[i].name, now)
+		sides[i].res = d.diffSideProfile(ctx, pyro, q, pq, sides[i].spec, sides[i].name, now)
 	})
 	var notices []data.Notice
 	for _, s := range sides {
@@ -68,7 +69,7 @@ type diffSide struct {
 	err      error
 }
 
-func (d *Datasource) diffSideProfile(ctx context.Context, q backend.DataQuery, pq *models.ProfileQuery, side *models.DiffSide, name string, now time.Time) diffSide {
+func (d *Datasource) diffSideProfile(ctx context.Context, pyro *pyroscope.Client, q backend.DataQuery, pq *models.ProfileQuery, side *models.DiffSide, name string, now time.Time) diffSide {
 	from, to, err := side.Range(q.TimeRange.From, q.TimeRange.To, now, name)
 	if err != nil {
 		return diffSide{err: backend.DownstreamError(err)}
@@ -100,7 +101,7 @@ func (d *Datasource) diffSideProfile(ctx context.Context, q backend.DataQuery, p
 		from, to = from.Add(-correlate.SpanWindowPadding), to.Add(correlate.SpanWindowPadding)
 		describe = fmt.Sprintf("%d span(s) of %s", len(side.SpanSelector), selector)
 	}
-	tree, err := d.pyroscope.MergedFlameGraph(ctx, pyroscope.FlameGraphQuery{
+	tree, err := pyro.MergedFlameGraph(ctx, pyroscope.FlameGraphQuery{
 		ProfileTypeID: pq.ProfileTypeID, LabelSelector: selector, SpanSelector: side.SpanSelector,
 		Start: from, End: to, MaxNodes: pq.MaxNodes,
 	})

@@ -2,7 +2,6 @@ package plugin
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -16,19 +15,8 @@ import (
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/nvml"
 )
 
-// nvmlOffMessage answers gpuLocal queries while jsonData.nvmlEnabled is off.
 const nvmlOffMessage = "local GPUs (NVML) are off for this data source: turn on \"Local GPUs (NVML)\" in its settings (jsonData.nvmlEnabled: true); it reads the GPUs of the host Grafana runs on and needs the NVIDIA driver there"
 
-// localGPUs explains why the gpuLocal query cannot run, or returns the instance's sampler.
-func (d *Datasource) localGPUs() (nvml.Source, error) {
-	if d.settings.NVMLErr != nil {
-		return nil, backend.DownstreamError(d.settings.NVMLErr)
-	}
-	if !d.settings.NVMLEnabled || d.nvml == nil {
-		return nil, backend.DownstreamError(errors.New(nvmlOffMessage))
-	}
-	return d.nvml, nil
-}
 
 // queryGPULocal answers the gpuLocal query from the instance's NVML sampler (pkg/nvml), which
 // starts on the first such query and is shared by all of them.

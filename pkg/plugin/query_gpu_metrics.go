@@ -2,7 +2,6 @@ package plugin
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -18,24 +17,6 @@ import (
 // gpuMetricConcurrency bounds the Prometheus queries of one gpuMetrics query.
 const gpuMetricConcurrency = 4
 
-// gpuPrometheus is the Prometheus client for GPU queries, with the data source's DCGM names
-// applied, or the reason there is none: Prometheus not configured or invalid, or invalid GPU
-// settings. Every GPU query type (gpuMetrics, gpuClass, the request join) gets its client here:
-//
-//	prom, err := d.gpuPrometheus()
-//	series, notices, err := prom.GPUFigures(ctx, filter, from, to, step)
-func (d *Datasource) gpuPrometheus() (*prometheus.Client, error) {
-	if err := d.unavailable(&d.settings.Prometheus); err != nil {
-		return nil, err
-	}
-	if d.settings.GPUSettingsErr != nil {
-		return nil, backend.DownstreamError(fmt.Errorf("invalid GPU settings: %w", d.settings.GPUSettingsErr))
-	}
-	if d.prometheus == nil {
-		return nil, errors.New("the Prometheus client was not created although its settings are valid")
-	}
-	return d.prometheus.WithDCGM(d.settings.DCGM), nil
-}
 
 // queryGPUMetrics answers catalogue metrics of DCGM series: one frame per series and metric
 // (frames.GPUMetricFrames). A metric the exporters do not send becomes a notice naming the DCGM

@@ -64,14 +64,15 @@ func (d *Datasource) seriesStep(q backend.DataQuery) time.Duration {
 }
 
 func (d *Datasource) seriesFrames(ctx context.Context, q backend.DataQuery, pq *models.ProfileQuery, agg string) ([]*data.Frame, error) {
-	if err := d.unavailable(&d.settings.Pyroscope); err != nil {
+	pyro, err := d.pyroscopeClient()
+	if err != nil {
 		return nil, err
 	}
 	if d.settings.MinStepErr != nil {
 		return nil, backend.DownstreamError(fmt.Errorf("invalid data source settings: %w", d.settings.MinStepErr))
 	}
 	step := d.seriesStep(q)
-	series, err := d.pyroscope.Series(ctx, pyroscope.SeriesQuery{
+	series, err := pyro.Series(ctx, pyroscope.SeriesQuery{
 		ProfileTypeID: pq.ProfileTypeID,
 		LabelSelector: pq.LabelSelector,
 		Start:         q.TimeRange.From,

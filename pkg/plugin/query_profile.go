@@ -32,7 +32,8 @@ func (d *Datasource) queryProfile(ctx context.Context, q backend.DataQuery) back
 	if err != nil {
 		return badQuery(models.QueryTypeProfile, err)
 	}
-	if err := d.unavailable(&d.settings.Pyroscope); err != nil {
+	pyro, err := d.pyroscopeClient()
+	if err != nil {
 		return errorResponse(err)
 	}
 	if pq.TraceID != "" {
@@ -42,7 +43,7 @@ func (d *Datasource) queryProfile(ctx context.Context, q backend.DataQuery) back
 	if len(pq.SpanSelector) > 0 {
 		start, end = start.Add(-correlate.SpanWindowPadding), end.Add(correlate.SpanWindowPadding)
 	}
-	tree, err := d.pyroscope.MergedFlameGraph(ctx, pyroscope.FlameGraphQuery{
+	tree, err := pyro.MergedFlameGraph(ctx, pyroscope.FlameGraphQuery{
 		ProfileTypeID: pq.ProfileTypeID,
 		LabelSelector: pq.LabelSelector,
 		SpanSelector:  pq.SpanSelector,

@@ -73,10 +73,11 @@ func (d *Datasource) querySlowRequests(ctx context.Context, q backend.DataQuery)
 }
 
 func (d *Datasource) endpointLatencies(ctx context.Context, sq *models.SlowRequestsQuery, tr backend.TimeRange) (prometheus.LatencyResult, error) {
-	if err := d.unavailable(&d.settings.Prometheus); err != nil {
+	prom, err := d.prometheusClient()
+	if err != nil {
 		return prometheus.LatencyResult{}, err
 	}
-	return d.prometheus.EndpointLatencies(ctx, prometheus.LatencyQuery{
+	return prom.EndpointLatencies(ctx, prometheus.LatencyQuery{
 		Histograms: d.settings.Join.LatencyHistograms, Service: sq.Service, Endpoint: sq.Endpoint,
 		End: tr.To, Range: tr.To.Sub(tr.From),
 	})
@@ -120,13 +121,14 @@ func latencyRows(rows []prometheus.EndpointLatency) []frames.EndpointLatency {
 // slowestTraces searches Jaeger for the query's service (or every service, one search each, in
 // parallel), keeps each trace once and returns the slowest first.
 func (d *Datasource) slowestTraces(ctx context.Context, sq *models.SlowRequestsQuery, tr backend.TimeRange) ([]jaeger.TraceSummary, []string, error) {
-	if err := d.unavailable(&d.settings.Jaeger); err != nil {
+	jae, err := d.jaegerClient()
+	if err != nil {
 		return nil, nil, err
 	}
 	var notes []string
 	services := []string{sq.Service}
 	if sq.Service == "" {
-		all, _, err := d.jaeger.Services(ctx)
+		all, _, err := jae.Services(ctx)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -155,7 +157,7 @@ func (d *Datasource) slowestTraces(ctx context.Context, sq *models.SlowRequestsQ
 	// deeper than the list is long finds the slow ones among more requests.
 	depth := max(2*int(sq.Limit), minSearchDepth)
 	fanOut(len(searches), func(i int) {
-		found[i], errs[i] = d.jaeger.FindTraces(ctx, jaeger.TraceQuery{
+		found[i], errs[i] = jae.FindTraces(ctx, jaeger.TraceQuery{
 			Service: searches[i].service, Operation: searches[i].operation, MinDuration: time.Duration(sq.MinDuration),
 			Start: tr.From, End: tr.To, Limit: depth,
 		})

@@ -47,8 +47,10 @@ func (d *Datasource) queryTrace(ctx context.Context, q backend.DataQuery) backen
 // traceSources are the stores the trace join reads, each with the reason it cannot be asked.
 func (d *Datasource) traceSources() correlate.TraceSources {
 	src := correlate.TraceSources{Traces: correlate.TracesFunc(d.traceFromJaeger)}
-	if src.ProfilesErr = d.unavailable(&d.settings.Pyroscope); src.ProfilesErr == nil {
-		src.Profiles = d.pyroscope
+	if pyro, err := d.pyroscopeClient(); err != nil {
+		src.ProfilesErr = err
+	} else {
+		src.Profiles = pyro
 	}
 	// Prometheus configured, GPU settings valid, DCGM names applied.
 	if prom, err := d.gpuPrometheus(); err != nil {

@@ -56,7 +56,8 @@ func (d *Datasource) resourceUpstreams(w http.ResponseWriter, _ *http.Request) {
 
 // resourceProfileTypes lists Pyroscope's profile types for the editor's picker.
 func (d *Datasource) resourceProfileTypes(w http.ResponseWriter, r *http.Request) {
-	if err := d.unavailable(&d.settings.Pyroscope); err != nil {
+	pyro, err := d.pyroscopeClient()
+	if err != nil {
 		writeError(w, err)
 		return
 	}
@@ -65,7 +66,7 @@ func (d *Datasource) resourceProfileTypes(w http.ResponseWriter, r *http.Request
 		writeError(w, err)
 		return
 	}
-	types, err := d.pyroscope.ProfileTypes(r.Context(), from, to)
+	types, err := pyro.ProfileTypes(r.Context(), from, to)
 	if err != nil {
 		writeError(w, err)
 		return

@@ -16,7 +16,8 @@ const labelsWindow = profileTypesWindow
 
 // resourceServices lists Pyroscope's service_name values, for the editor's service picker.
 func (d *Datasource) resourceServices(w http.ResponseWriter, r *http.Request) {
-	if err := d.unavailable(&d.settings.Pyroscope); err != nil {
+	pyro, err := d.pyroscopeClient()
+	if err != nil {
 		writeError(w, err)
 		return
 	}
@@ -25,7 +26,7 @@ func (d *Datasource) resourceServices(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	services, err := d.pyroscope.LabelValues(r.Context(), pyroscope.ServiceNameLabel, "{}", from, to)
+	services, err := pyro.LabelValues(r.Context(), pyroscope.ServiceNameLabel, "{}", from, to)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -36,12 +37,12 @@ func (d *Datasource) resourceServices(w http.ResponseWriter, r *http.Request) {
 // resourceLabelNames lists the label names of the series matching the optional selector,
 // without Pyroscope's internal __...__ labels.
 func (d *Datasource) resourceLabelNames(w http.ResponseWriter, r *http.Request) {
-	selector, from, to, err := d.labelParams(r)
+	pyro, selector, from, to, err := d.labelParams(r)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	names, err := d.pyroscope.LabelNames(r.Context(), selector, from, to)
+	names, err := pyro.LabelNames(r.Context(), selector, from, to)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -52,7 +53,7 @@ func (d *Datasource) resourceLabelNames(w http.ResponseWriter, r *http.Request) 
 // resourceLabelValues lists the values of one label among the series matching the optional
 // selector.
 func (d *Datasource) resourceLabelValues(w http.ResponseWriter, r *http.Request) {
-	selector, from, to, err := d.labelParams(r)
+	pyro, selector, from, to, err := d.labelParams(r)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -62,7 +63,7 @@ func (d *Datasource) resourceLabelValues(w http.ResponseWriter, r *http.Request)
 		writeError(w, err)
 		return
 	}
-	values, err := d.pyroscope.LabelValues(r.Context(), label, selector, from, to)
+	values, err := pyro.LabelValues(r.Context(), label, selector, from, to)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -70,16 +71,16 @@ func (d *Datasource) resourceLabelValues(w http.ResponseWriter, r *http.Request)
 	writeJSON(w, http.StatusOK, values)
 }
 
-// labelParams checks that Pyroscope is usable and reads selector, from and to.
-func (d *Datasource) labelParams(r *http.Request) (selector string, from, to time.Time, err error) {
-	if err = d.unavailable(&d.settings.Pyroscope); err != nil {
-		return "", from, to, err
+// labelParams returns the Pyroscope client (or why there is none) and reads selector, from and to.
+func (d *Datasource) labelParams(r *http.Request) (pyro *pyroscope.Client, selector string, from, to time.Time, err error) {
+	if pyro, err = d.pyroscopeClient(); err != nil {
+		return nil, "", from, to, err
 	}
 	if selector, err = selectorParam(r.URL.Query().Get("selector")); err != nil {
-		return "", from, to, err
+		return nil, "", from, to, err
 	}
 	from, to, err = timeRange(r, labelsWindow)
-	return selector, from, to, err
+	return pyro, selector, from, to, err
 }
 
 // selectorParam validates the selector parameter with the query model's own check, so the

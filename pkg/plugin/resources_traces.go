@@ -19,11 +19,12 @@ const maxTraceSearchLimit = 1000
 
 // resourceTraceServices lists the services Jaeger knows, for the trace editor's service picker.
 func (d *Datasource) resourceTraceServices(w http.ResponseWriter, r *http.Request) {
-	if err := d.unavailable(&d.settings.Jaeger); err != nil {
+	jae, err := d.jaegerClient()
+	if err != nil {
 		writeError(w, err)
 		return
 	}
-	services, _, err := d.jaeger.Services(r.Context())
+	services, _, err := jae.Services(r.Context())
 	if err != nil {
 		writeError(w, err)
 		return
@@ -38,7 +39,8 @@ func (d *Datasource) resourceTraceServices(w http.ResponseWriter, r *http.Reques
 // service (required), operation, minDuration (500ms, 1s, ...), limit (1-1000, default 20), and
 // from/to in Unix milliseconds (default the last hour). Slowest first.
 func (d *Datasource) resourceTraces(w http.ResponseWriter, r *http.Request) {
-	if err := d.unavailable(&d.settings.Jaeger); err != nil {
+	jae, err := d.jaegerClient()
+	if err != nil {
 		writeError(w, err)
 		return
 	}
@@ -47,7 +49,7 @@ func (d *Datasource) resourceTraces(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	found, err := d.jaeger.FindTraces(r.Context(), q)
+	found, err := jae.FindTraces(r.Context(), q)
 	if err != nil {
 		writeError(w, err)
 		return

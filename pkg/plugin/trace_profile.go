@@ -18,7 +18,8 @@ import (
 // profileOfRequest answers the whole request's profile (correlate.ProfileOfRequest) once
 // Pyroscope is known to be set up and the user's selector parses; q.Matchers is set here.
 func (d *Datasource) profileOfRequest(ctx context.Context, q correlate.RequestProfileQuery) (*correlate.RequestProfile, error) {
-	if err := d.unavailable(&d.settings.Pyroscope); err != nil {
+	pyro, err := d.pyroscopeClient()
+	if err != nil {
 		return nil, err
 	}
 	matchers, err := models.ParseLabelSelector(q.LabelSelector)
@@ -26,7 +27,7 @@ func (d *Datasource) profileOfRequest(ctx context.Context, q correlate.RequestPr
 		return nil, backend.DownstreamError(err)
 	}
 	q.Matchers = matchers
-	rp, err := correlate.ProfileOfRequest(ctx, correlate.TracesFunc(d.traceFromJaeger), d.pyroscope, q)
+	rp, err := correlate.ProfileOfRequest(ctx, correlate.TracesFunc(d.traceFromJaeger), pyro, q)
 	return rp, requestProfileError(err)
 }
 
@@ -40,10 +41,11 @@ func requestProfileError(err error) error {
 }
 
 func (d *Datasource) traceFromJaeger(ctx context.Context, traceID string) (*jaeger.Trace, error) {
-	if err := d.unavailable(&d.settings.Jaeger); err != nil {
+	jae, err := d.jaegerClient()
+	if err != nil {
 		return nil, err
 	}
-	return d.jaeger.Trace(ctx, traceID)
+	return jae.Trace(ctx, traceID)
 }
 
 // dataNotices are the join's notices as Grafana shows them.

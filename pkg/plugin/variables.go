@@ -54,14 +54,18 @@ func (d *Datasource) resourceVariable(w http.ResponseWriter, r *http.Request) {
 // variableValues runs a parsed query against its upstream. Never nil, so Grafana gets [] and not
 // null for an empty answer.
 func (d *Datasource) variableValues(ctx context.Context, vq models.VariableQuery, from, to time.Time) ([]variableValue, error) {
-	up := &d.settings.Pyroscope
+	var pyro *pyroscope.Client
+	var jae *jaeger.Client
+	var err error
 	switch {
 	case vq.UsesJaeger():
-		up = &d.settings.Jaeger
+		jae, err = d.jaegerClient()
 	case vq.UsesPrometheus():
-		up = &d.settings.Prometheus
+		_, err = d.prometheusClient()
+	default:
+		pyro, err = d.pyroscopeClient()
 	}
-	if err := d.unavailable(up); err != nil {
+	if err != nil {
 		return nil, err
 	}
 	out := []variableValue{}
@@ -73,7 +77,7 @@ func (d *Datasource) variableValues(ctx context.Context, vq models.VariableQuery
 	}
 	switch vq.Function {
 	case "profile_types":
-		types, err := d.pyroscope.ProfileTypes(ctx, from, to)
+		types, err := pyro.ProfileTypes(ctx, from, to)
 		if err != nil {
 			return nil, err
 		}
@@ -83,16 +87,16 @@ func (d *Datasource) variableValues(ctx context.Context, vq models.VariableQuery
 		}
 		return out, nil
 	case "services":
-		values, err := d.pyroscope.LabelValues(ctx, pyroscope.ServiceNameLabel, "{}", from, to)
+		values, err := pyro.LabelValues(ctx, pyroscope.ServiceNameLabel, "{}", from, to)
 		return same(values), err
 	case "label_names":
-		names, err := d.pyroscope.LabelNames(ctx, vq.Selector, from, to)
+		names, err := pyro.LabelNames(ctx, vq.Selector, from, to)
 		return same(names), err
 	case "label_values":
-		values, err := d.pyroscope.LabelValues(ctx, vq.Label, vq.Selector, from, to)
+		values, err := pyro.LabelValues(ctx, vq.Label, vq.Selector, from, to)
 		return same(values), err
 	case "trace_services":
-		services, _, err := d.jaeger.Services(ctx)
+		services, _, err := jae.Services(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -100,7 +104,7 @@ func (d *Datasource) variableValues(ctx context.Context, vq models.VariableQuery
 		slices.Sort(services)
 		return same(services), nil
 	case "trace_ids":
-		found, err := d.jaeger.FindTraces(ctx, jaeger.TraceQuery{
+		found, err := jae.FindTraces(ctx, jaeger.TraceQuery{
 			Service: vq.Service, MinDuration: vq.MinDuration, Start: from, End: to, Limit: variableTraceLimit,
 		})
 		if err != nil {
