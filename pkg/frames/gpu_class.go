@@ -9,7 +9,7 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/data"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/classify"
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/prometheus"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 )
 
 // Frames of the gpuClass query. Names say what each frame is, so panels and transformations
@@ -55,7 +55,7 @@ func gpuDisplayName(g classify.GPU) string {
 // gpuLabels are the GPU's role labels (host, gpu, uuid, model, mig, mig_profile), as every GPU
 // query of the plugin names them.
 func gpuLabels(g classify.GPU) data.Labels {
-	return data.Labels(prometheus.GPURoleLabels(g))
+	return data.Labels(models.GPURoleLabels(g))
 }
 
 // GPUClassTimeline is the state-timeline frame: a "time" field over every step of any GPU and

@@ -74,7 +74,7 @@ func GPUSeriesDisplayName(title, aggregation string, labels map[string]string) s
 	case models.AggregationHost:
 		where = labels[models.RoleHost]
 	default:
-		where = prometheus.GPUOf(labels).Name()
+		where = models.GPUOf(labels).Name()
 		if pod := labels[models.RolePod]; pod != "" {
 			if ns := labels[models.RoleNamespace]; ns != "" {
 				pod = ns + "/" + pod

@@ -8,6 +8,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/classify"
 )
 
 // QueryTypeGPUMetrics answers DCGM series from Prometheus by catalogue name (gpu_query.go).
@@ -31,6 +33,26 @@ const (
 
 // GPURoles lists the roles in the order labels and messages name them.
 var GPURoles = []string{RoleHost, RoleGPU, RoleUUID, RoleModel, RolePod, RoleNamespace, RoleContainer, RoleMIG}
+
+// GPUOf is the GPU that role labels (host, gpu, uuid, model, mig, mig_profile) name: the one
+// identity every package keys GPUs by.
+func GPUOf(labels map[string]string) classify.GPU {
+	return classify.GPU{Host: labels[RoleHost], Index: labels[RoleGPU], UUID: labels[RoleUUID],
+		Model: labels[RoleModel], MIG: labels[RoleMIG], MIGProfile: labels[RoleMIGProfile]}
+}
+
+// GPURoleLabels are the GPU's role labels, those it has: how every GPU frame of the plugin
+// labels its fields.
+func GPURoleLabels(g classify.GPU) map[string]string {
+	out := map[string]string{}
+	for role, v := range map[string]string{RoleHost: g.Host, RoleGPU: g.Index, RoleUUID: g.UUID,
+		RoleModel: g.Model, RoleMIG: g.MIG, RoleMIGProfile: g.MIGProfile} {
+		if v != "" {
+			out[role] = v
+		}
+	}
+	return out
+}
 
 // Aggregations of a gpuMetrics query: one series per GPU (the default), per host, or one for
 // the whole fleet that matches the filter.
