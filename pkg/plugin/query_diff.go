@@ -94,7 +94,7 @@ func (d *Datasource) diffSideProfile(ctx context.Context, pyro *pyroscope.Client
 		if len(rp.Services) == 0 {
 			tree = rp.Tree
 		}
-		return diffSide{tree: tree, notices: dataNotices(rp.Notices), describe: "trace " + side.TraceID}
+		return diffSide{tree: tree, notices: frames.JoinNotices(rp.Notices), describe: "trace " + side.TraceID}
 	}
 	describe := fmt.Sprintf("%s over %s to %s", selector, from.UTC().Format(time.RFC3339), to.UTC().Format(time.RFC3339))
 	if len(side.SpanSelector) > 0 {

@@ -69,7 +69,7 @@ func (d *Datasource) queryRequestProfile(ctx context.Context, q backend.DataQuer
 		return errorResponse(err)
 	}
 	main := frames.FlameGraphTree(frames.FlameGraphFrameName, rp.Tree, pq.ProfileTypeID)
-	main.Meta.Notices = dataNotices(rp.Notices)
+	main.Meta.Notices = frames.JoinNotices(rp.Notices)
 	out := []*data.Frame{main}
 	if pq.PerService {
 		for _, svc := range sortedKeys(rp.Services) {

@@ -33,7 +33,7 @@ func (d *Datasource) queryTrace(ctx context.Context, q backend.DataQuery) backen
 		traceID = ans.Trace.TraceID
 	}
 	spans := frames.TraceSpans(traceID, ans.Rows, tq.ProfileTypeID, tq.AllocTypeID, d.traceLinks(ctx))
-	spans.Meta.Notices = dataNotices(ans.Notices)
+	spans.Meta.Notices = frames.JoinNotices(ans.Notices)
 	if err := d.settings.GPUSettingsErr; err != nil && ans.Trace != nil {
 		spans.AppendNotices(frames.Warning(fmt.Sprintf("Some GPU or join settings are invalid and use their defaults: %v", err)))
 	}
@@ -66,7 +66,7 @@ func (d *Datasource) traceSources() correlate.TraceSources {
 
 func flameGraphFrame(rp *correlate.RequestProfile, profileTypeID string) *data.Frame {
 	f := frames.FlameGraphTree(frames.FlameGraphFrameName, rp.Tree, profileTypeID)
-	f.Meta.Notices = dataNotices(rp.Notices)
+	f.Meta.Notices = frames.JoinNotices(rp.Notices)
 	return f
 }
 

@@ -6,10 +6,8 @@ import (
 	"sort"
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
-	"github.com/grafana/grafana-plugin-sdk-go/data"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/correlate"
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/frames"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/jaeger"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/safe"
@@ -46,22 +44,6 @@ func (d *Datasource) traceFromJaeger(ctx context.Context, traceID string) (*jaeg
 		return nil, err
 	}
 	return jae.Trace(ctx, traceID)
-}
-
-// dataNotices are the join's notices as Grafana shows them.
-func dataNotices(ns []correlate.Notice) []data.Notice {
-	if len(ns) == 0 {
-		return nil
-	}
-	out := make([]data.Notice, len(ns))
-	for i, n := range ns {
-		if n.Severity == correlate.Warning {
-			out[i] = frames.Warning(n.Text)
-		} else {
-			out[i] = frames.Info(n.Text)
-		}
-	}
-	return out
 }
 
 // fanOut runs fn(0..n-1) in parallel, at most correlate.MaxParallelProfileQueries at once, and

@@ -213,11 +213,3 @@ func TestSpanSelectorProfileAsksSpanProfilesOverAWiderWindow(t *testing.T) {
 		t.Errorf("asked %d–%d for %v", c.Start, c.End, c.SpanSelector)
 	}
 }
-
-func TestJoinNoticesKeepTheirSeverity(t *testing.T) {
-	got := dataNotices([]correlate.Notice{{Severity: correlate.Warning, Text: "lacks"}, {Severity: correlate.Info, Text: "how"}})
-	want := []data.Notice{{Severity: data.NoticeSeverityWarning, Text: "lacks"}, {Severity: data.NoticeSeverityInfo, Text: "how"}}
-	if !slices.Equal(got, want) {
-		t.Errorf("notices %+v", got)
-	}
-}
