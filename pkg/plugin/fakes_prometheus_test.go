@@ -3,6 +3,7 @@ package plugin
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -109,6 +110,8 @@ func (f *promFake) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		reply(append([]string{}, values...))
+	case path == "/api/v1/series":
+		reply(f.seriesResult(r.Form["match[]"]))
 	case path == "/api/v1/query_range":
 		reply(map[string]any{"resultType": "matrix", "result": f.rangeResult(r.Form.Get("query"), r.Form.Get("start"), r.Form.Get("end"), r.Form.Get("step"))})
 	case path == "/api/v1/query":
@@ -148,7 +151,10 @@ func (f *promFake) metricNames() []string {
 	return dcgmMetrics
 }
 
-// rangeResult answers each GPU matching a selector of the query, for the selector's metric.
+// rangeResult answers, for each selector of the query, every GPU series it selects: one per
+// metric the selector's name matchers accept that the GPU exports. Series keep their metric name
+// (__name__) when the query is plain selectors joined by "or", as Prometheus keeps it there and
+// drops it from functions and aggregations.
 func (f *promFake) rangeResult(query, startS, endS, stepS string) []map[string]any {
 	out := []map[string]any{}
 	expr, err := parser.NewParser(parser.Options{}).ParseExpr(query)
@@ -162,6 +168,7 @@ func (f *promFake) rangeResult(query, startS, endS, stepS string) []map[string]a
 	if step <= 0 || end.Before(start) {
 		return out
 	}
+	keepName := plainSelectors(expr)
 	seen := map[string]bool{}
 	parser.Inspect(expr, func(n parser.Node, _ []parser.Node) error {
 		vs, ok := n.(*parser.VectorSelector)
@@ -169,46 +176,89 @@ func (f *promFake) rangeResult(query, startS, endS, stepS string) []map[string]a
 			return nil
 		}
 		for _, g := range f.GPUs {
-			if !selects(vs, g.Labels) {
-				continue
-			}
-			// Every label: MIG instances of one GPU share its UUID.
-			key := vs.Name + "|" + fmt.Sprint(g.Labels)
-			if seen[key] {
-				continue
-			}
-			var values [][2]any
-			for t := start; !t.After(end); t = t.Add(step) {
-				if v, ok := g.Value(vs.Name, t); ok {
-					values = append(values, [2]any{float64(t.UnixMilli()) / 1000, strconv.FormatFloat(v, 'f', -1, 64)})
+			for _, metric := range dcgmMetrics {
+				if !selects(vs, metric, g.Labels) {
+					continue
 				}
+				// Every label: MIG instances of one GPU share its UUID.
+				key := metric + "|" + fmt.Sprint(g.Labels)
+				if seen[key] {
+					continue
+				}
+				var values [][2]any
+				for t := start; !t.After(end); t = t.Add(step) {
+					if v, ok := g.Value(metric, t); ok {
+						values = append(values, [2]any{float64(t.UnixMilli()) / 1000, strconv.FormatFloat(v, 'f', -1, 64)})
+					}
+				}
+				if len(values) == 0 {
+					continue
+				}
+				seen[key] = true
+				labels := maps.Clone(g.Labels)
+				if keepName {
+					labels["__name__"] = metric
+				}
+				out = append(out, map[string]any{"metric": labels, "values": values})
 			}
-			if len(values) == 0 {
-				continue
-			}
-			seen[key] = true
-			out = append(out, map[string]any{"metric": g.Labels, "values": values})
 		}
 		return nil
 	})
 	return out
 }
 
-// selects reports whether the selector's matchers (its name included) accept the GPU's series.
-func selects(vs *parser.VectorSelector, labels map[string]string) bool {
+// seriesResult is the series API's answer: the label sets of the GPU series any match[]
+// selector selects (every GPU exports its metrics over the whole range).
+func (f *promFake) seriesResult(matches []string) []map[string]string {
+	out := []map[string]string{}
+	for _, m := range matches {
+		vs, err := parser.NewParser(parser.Options{}).ParseMetricSelector(m)
+		if err != nil {
+			continue
+		}
+		sel := &parser.VectorSelector{LabelMatchers: vs}
+		for _, g := range f.GPUs {
+			for _, metric := range dcgmMetrics {
+				if _, exported := g.Value(metric, time.Now()); exported && selects(sel, metric, g.Labels) {
+					labels := maps.Clone(g.Labels)
+					labels["__name__"] = metric
+					out = append(out, labels)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// plainSelectors reports whether e is selectors joined by "or" (no function, no aggregation).
+func plainSelectors(e parser.Expr) bool {
+	switch e := e.(type) {
+	case *parser.VectorSelector:
+		return true
+	case *parser.ParenExpr:
+		return plainSelectors(e.Expr)
+	case *parser.BinaryExpr:
+		return e.Op == parser.LOR && plainSelectors(e.LHS) && plainSelectors(e.RHS)
+	}
+	return false
+}
+
+// selects reports whether the selector's matchers (its name included) accept the GPU's series of
+// metric.
+func selects(vs *parser.VectorSelector, metric string, labels map[string]string) bool {
+	if vs.Name != "" && vs.Name != metric {
+		return false
+	}
 	for _, m := range vs.LabelMatchers {
 		v := labels[m.Name]
 		if m.Name == "__name__" {
-			if !slices.Contains(dcgmMetrics, m.Value) && m.Type.String() == "=" {
-				return false
-			}
-			continue
+			v = metric
 		}
 		if !m.Matches(v) {
 			return false
 		}
 	}
-	return vs.Name == "" || slices.Contains(dcgmMetrics, vs.Name)
+	return true
 }
 
 func promTime(s string) time.Time {

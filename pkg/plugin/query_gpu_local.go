@@ -17,7 +17,6 @@ import (
 
 const nvmlOffMessage = "local GPUs (NVML) are off for this data source: turn on \"Local GPUs (NVML)\" in its settings (jsonData.nvmlEnabled: true); it reads the GPUs of the host Grafana runs on and needs the NVIDIA driver there"
 
-
 // queryGPULocal answers the gpuLocal query from the instance's NVML sampler (pkg/nvml), which
 // starts on the first such query and is shared by all of them.
 func (d *Datasource) queryGPULocal(_ context.Context, q backend.DataQuery) backend.DataResponse {

@@ -17,7 +17,6 @@ import (
 // gpuMetricConcurrency bounds the Prometheus queries of one gpuMetrics query.
 const gpuMetricConcurrency = 4
 
-
 // queryGPUMetrics answers catalogue metrics of DCGM series: one frame per series and metric
 // (frames.GPUMetricFrames). A metric the exporters do not send becomes a notice naming the DCGM
 // metrics tried, not an error, and the other metrics still answer; a failing metric fails the
