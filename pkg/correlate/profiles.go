@@ -11,7 +11,7 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/jaeger"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 )
 
 // MaxSpanQueries bounds the per-span profile queries of one trace. Beyond it, each service's spans
@@ -46,10 +46,10 @@ type TraceProfilePlan struct {
 
 // PlanTraceProfile lists the span-profile queries that find the samples of trace t. Spans whose
 // service does not match the user's matchers on service_name are left out.
-func PlanTraceProfile(t *jaeger.Trace, matchers []*labels.Matcher) TraceProfilePlan {
+func PlanTraceProfile(t *models.Trace, matchers []*labels.Matcher) TraceProfilePlan {
 	var plan TraceProfilePlan
-	profiled := map[string][]jaeger.Span{}
-	all := map[string][]jaeger.Span{}
+	profiled := map[string][]models.Span{}
+	all := map[string][]models.Span{}
 	for _, s := range t.Spans {
 		if plan.Start.IsZero() || s.Start.Before(plan.Start) {
 			plan.Start = s.Start
@@ -63,7 +63,7 @@ func PlanTraceProfile(t *jaeger.Trace, matchers []*labels.Matcher) TraceProfileP
 		all[s.Service] = append(all[s.Service], s)
 		// otel-profiling-go sets the attribute to the span ID; Grafana's link sends the attribute's
 		// value, so we do too.
-		if id := s.Attributes[jaeger.ProfileIDAttribute]; id != "" {
+		if id := s.Attributes[models.ProfileIDAttribute]; id != "" {
 			s.SpanID = id
 			profiled[s.Service] = append(profiled[s.Service], s)
 			plan.ProfiledSpans++
@@ -83,7 +83,7 @@ func PlanTraceProfile(t *jaeger.Trace, matchers []*labels.Matcher) TraceProfileP
 		plan.AskedSpans += len(spans)
 		if plan.PerSpan {
 			for _, s := range spans {
-				plan.Queries = append(plan.Queries, spanQuery(svc, []jaeger.Span{s}))
+				plan.Queries = append(plan.Queries, spanQuery(svc, []models.Span{s}))
 			}
 			continue
 		}
@@ -92,7 +92,7 @@ func PlanTraceProfile(t *jaeger.Trace, matchers []*labels.Matcher) TraceProfileP
 	return plan
 }
 
-func spanQuery(service string, spans []jaeger.Span) SpanProfileQuery {
+func spanQuery(service string, spans []models.Span) SpanProfileQuery {
 	q := SpanProfileQuery{Service: service}
 	for _, s := range spans {
 		q.SpanIDs = append(q.SpanIDs, s.SpanID)
@@ -107,7 +107,7 @@ func spanQuery(service string, spans []jaeger.Span) SpanProfileQuery {
 }
 
 // TraceServices lists the services of t that match the user's matchers, sorted.
-func TraceServices(t *jaeger.Trace, matchers []*labels.Matcher) []string {
+func TraceServices(t *models.Trace, matchers []*labels.Matcher) []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, s := range t.Spans {
@@ -130,7 +130,7 @@ func serviceMatches(service string, matchers []*labels.Matcher) bool {
 }
 
 // dedupe drops repeated span IDs (a span reported twice, or two spans naming one profile ID).
-func dedupe(spans []jaeger.Span) []jaeger.Span {
+func dedupe(spans []models.Span) []models.Span {
 	seen := make(map[string]bool, len(spans))
 	out := spans[:0:0]
 	for _, s := range spans {
@@ -147,7 +147,7 @@ const ServiceLabel = "service_name"
 
 // TraceIDLabel is the label older profiling SDKs (the seeds' Python tag_wrapper) put on samples'
 // series. otel-profiling-go's trace_id is no series label on Pyroscope 2.x, which keeps it per
-// sample and filters by it with trace_id_selector instead (pyroscope.FlameGraphQuery.TraceID).
+// sample and filters by it with trace_id_selector instead (models.FlameGraphQuery.TraceID).
 const TraceIDLabel = "trace_id"
 
 // ServiceSelector is the user's matchers with service_name set to service (replacing any

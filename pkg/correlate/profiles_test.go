@@ -9,23 +9,23 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
 
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/jaeger"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 )
 
 var t0 = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 
-func span(id, service string, startMs, durMs int, profiled bool) jaeger.Span {
-	s := jaeger.Span{SpanID: id, Service: service, Start: t0.Add(time.Duration(startMs) * time.Millisecond),
+func span(id, service string, startMs, durMs int, profiled bool) models.Span {
+	s := models.Span{SpanID: id, Service: service, Start: t0.Add(time.Duration(startMs) * time.Millisecond),
 		Duration: time.Duration(durMs) * time.Millisecond, Attributes: map[string]string{}}
 	if profiled {
-		s.Attributes[jaeger.ProfileIDAttribute] = id
+		s.Attributes[models.ProfileIDAttribute] = id
 	}
 	return s
 }
 
 // A request like the demo's: backend root (profiled), its db child, detector and enrichment
 // local roots (profiled) with children.
-var demoTrace = &jaeger.Trace{TraceID: "4bf92f3577b34da6a3ce929d0e0e4736", Spans: []jaeger.Span{
+var demoTrace = &models.Trace{TraceID: "4bf92f3577b34da6a3ce929d0e0e4736", Spans: []models.Span{
 	span("0000000000000001", "nemotron-backend", 0, 400, true),
 	span("0000000000000002", "nemotron-backend", 5, 300, false),
 	span("0000000000000003", "ai-detector", 310, 45, true),
@@ -52,7 +52,7 @@ func TestPlanAsksEachProfiledSpanWithItsOwnWindow(t *testing.T) {
 }
 
 func TestPlanAsksEverySpanWhenNoneCarriesTheProfileAttribute(t *testing.T) {
-	tr := &jaeger.Trace{Spans: []jaeger.Span{
+	tr := &models.Trace{Spans: []models.Span{
 		span("0000000000000001", "a", 0, 10, false), span("0000000000000002", "a", 1, 5, false),
 		span("0000000000000002", "a", 1, 5, false), // reported twice
 		span("0000000000000003", "b", 2, 5, false),
@@ -67,7 +67,7 @@ func TestPlanAsksEverySpanWhenNoneCarriesTheProfileAttribute(t *testing.T) {
 }
 
 func TestPlanBatchesPerServiceAboveTheSpanLimit(t *testing.T) {
-	tr := &jaeger.Trace{}
+	tr := &models.Trace{}
 	for i := range MaxSpanQueries + 1 {
 		tr.Spans = append(tr.Spans, span(fmt.Sprintf("%016x", i+1), []string{"a", "b"}[i%2], i, 1, true))
 	}

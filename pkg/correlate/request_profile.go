@@ -13,27 +13,26 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/flamegraph"
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/jaeger"
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/pyroscope"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/safe"
 )
 
 // Profiles is what the whole-request join asks of a profile store: one merged flame graph per
 // query (pyroscope.Client answers it, detecting whether the server filters by trace_id_selector).
 type Profiles interface {
-	MergedFlameGraph(ctx context.Context, q pyroscope.FlameGraphQuery) (*flamegraph.Node, error)
+	MergedFlameGraph(ctx context.Context, q models.FlameGraphQuery) (*flamegraph.Node, error)
 }
 
 // Traces is what the whole-request join asks of a trace store (jaeger.Client answers it).
 type Traces interface {
-	Trace(ctx context.Context, traceID string) (*jaeger.Trace, error)
+	Trace(ctx context.Context, traceID string) (*models.Trace, error)
 }
 
 // TracesFunc lets a function be a Traces, as the plugin's, which first checks that Jaeger is set up.
-type TracesFunc func(ctx context.Context, traceID string) (*jaeger.Trace, error)
+type TracesFunc func(ctx context.Context, traceID string) (*models.Trace, error)
 
 // Trace calls f.
-func (f TracesFunc) Trace(ctx context.Context, traceID string) (*jaeger.Trace, error) {
+func (f TracesFunc) Trace(ctx context.Context, traceID string) (*models.Trace, error) {
 	return f(ctx, traceID)
 }
 
@@ -111,7 +110,7 @@ func ProfileOfRequest(ctx context.Context, traces Traces, profiles Profiles, q R
 
 // ProfileOfTrace is ProfileOfRequest once the trace has been read (or reading it failed with
 // traceErr), so that the trace query reads the trace once for its rows and its profile.
-func ProfileOfTrace(ctx context.Context, profiles Profiles, q RequestProfileQuery, trace *jaeger.Trace, traceErr error) (*RequestProfile, error) {
+func ProfileOfTrace(ctx context.Context, profiles Profiles, q RequestProfileQuery, trace *models.Trace, traceErr error) (*RequestProfile, error) {
 	if traceErr != nil {
 		return profileByTraceID(ctx, profiles, q, nil, q.From, q.To, traceErr)
 	}
@@ -177,7 +176,7 @@ func AskSpanProfiles(ctx context.Context, profiles Profiles, profileTypeID strin
 	}
 	fanOut(len(plan.Queries), func(i int) {
 		sq := plan.Queries[i]
-		tree, err := profiles.MergedFlameGraph(ctx, pyroscope.FlameGraphQuery{
+		tree, err := profiles.MergedFlameGraph(ctx, models.FlameGraphQuery{
 			ProfileTypeID: profileTypeID,
 			LabelSelector: ServiceSelector(matchers, sq.Service),
 			SpanSelector:  sq.SpanIDs,
@@ -217,8 +216,8 @@ func profileByTraceID(ctx context.Context, profiles Profiles, q RequestProfileQu
 		labelled[""] = Selector(append(append([]*labels.Matcher{}, q.Matchers...), traceMatcher))
 	}
 	bySelector, selectorErrs := profilesBySelector(ctx, profiles, q, q.TraceID, plain, start, end)
-	ignored := selectorErrs.find(pyroscope.ErrTraceSelectorIgnored) != nil
-	refused := selectorErrs.find(pyroscope.ErrTraceSelectorRefused)
+	ignored := selectorErrs.find(models.ErrTraceSelectorIgnored) != nil
+	refused := selectorErrs.find(models.ErrTraceSelectorRefused)
 	if !ignored && refused == nil && !bySelector.Tree.Empty() {
 		return tracedProfile(q, bySelector, byTraceSelector, selectorErrs.first(), traceErr)
 	}
@@ -327,7 +326,7 @@ func profilesBySelector(ctx context.Context, profiles Profiles, q RequestProfile
 		results[i].Err = safe.ErrPanicked
 	}
 	fanOut(len(keys), func(i int) {
-		tree, err := profiles.MergedFlameGraph(ctx, pyroscope.FlameGraphQuery{
+		tree, err := profiles.MergedFlameGraph(ctx, models.FlameGraphQuery{
 			ProfileTypeID: q.ProfileTypeID, LabelSelector: selectors[keys[i]], TraceID: traceID,
 			Start: start, End: end, MaxNodes: q.MaxNodes,
 		})

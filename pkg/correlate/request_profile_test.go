@@ -12,9 +12,7 @@ import (
 	"time"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/flamegraph"
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/jaeger"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/pyroscope"
 )
 
 // fakeProfiles is a profile store in memory, answering as pyroscope.Client does once it has
@@ -31,10 +29,10 @@ type fakeProfiles struct {
 	failSelector string // a selector fragment whose other queries fail
 
 	mu    sync.Mutex
-	calls []pyroscope.FlameGraphQuery
+	calls []models.FlameGraphQuery
 }
 
-func (f *fakeProfiles) MergedFlameGraph(_ context.Context, q pyroscope.FlameGraphQuery) (*flamegraph.Node, error) {
+func (f *fakeProfiles) MergedFlameGraph(_ context.Context, q models.FlameGraphQuery) (*flamegraph.Node, error) {
 	f.mu.Lock()
 	f.calls = append(f.calls, q)
 	f.mu.Unlock()
@@ -74,22 +72,22 @@ func matching(m map[string][]string, selector string) []string {
 }
 
 // spanCalls, traceCalls and labelCalls split the calls by kind.
-func (f *fakeProfiles) spanCalls() []pyroscope.FlameGraphQuery {
-	return f.callsWhere(func(q pyroscope.FlameGraphQuery) bool { return len(q.SpanSelector) > 0 })
+func (f *fakeProfiles) spanCalls() []models.FlameGraphQuery {
+	return f.callsWhere(func(q models.FlameGraphQuery) bool { return len(q.SpanSelector) > 0 })
 }
 
-func (f *fakeProfiles) traceCalls() []pyroscope.FlameGraphQuery {
-	return f.callsWhere(func(q pyroscope.FlameGraphQuery) bool { return q.TraceID != "" })
+func (f *fakeProfiles) traceCalls() []models.FlameGraphQuery {
+	return f.callsWhere(func(q models.FlameGraphQuery) bool { return q.TraceID != "" })
 }
 
-func (f *fakeProfiles) labelCalls() []pyroscope.FlameGraphQuery {
-	return f.callsWhere(func(q pyroscope.FlameGraphQuery) bool { return q.TraceID == "" && len(q.SpanSelector) == 0 })
+func (f *fakeProfiles) labelCalls() []models.FlameGraphQuery {
+	return f.callsWhere(func(q models.FlameGraphQuery) bool { return q.TraceID == "" && len(q.SpanSelector) == 0 })
 }
 
-func (f *fakeProfiles) callsWhere(keep func(pyroscope.FlameGraphQuery) bool) []pyroscope.FlameGraphQuery {
+func (f *fakeProfiles) callsWhere(keep func(models.FlameGraphQuery) bool) []models.FlameGraphQuery {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var out []pyroscope.FlameGraphQuery
+	var out []models.FlameGraphQuery
 	for _, q := range f.calls {
 		if keep(q) {
 			out = append(out, q)
@@ -177,7 +175,7 @@ func wantParts(t *testing.T, text string, parts ...string) {
 
 func TestRequestProfileIsTheWholeRequestWithAServiceLevel(t *testing.T) {
 	p := &fakeProfiles{bySpan: demoSpanSamples()}
-	traces := TracesFunc(func(_ context.Context, id string) (*jaeger.Trace, error) {
+	traces := TracesFunc(func(_ context.Context, id string) (*models.Trace, error) {
 		if id != demoTraceID {
 			t.Errorf("asked trace %s", id)
 		}
@@ -273,7 +271,7 @@ func TestRequestProfileWithOneFailingServiceKeepsTheOthers(t *testing.T) {
 }
 
 func TestRequestProfileWithManySpansAsksOneQueryPerService(t *testing.T) {
-	tr := &jaeger.Trace{TraceID: demoTraceID}
+	tr := &models.Trace{TraceID: demoTraceID}
 	for i := range MaxSpanQueries + 1 {
 		tr.Spans = append(tr.Spans, span(fmt.Sprintf("%016x", i+1), "ai-detector", i, 1, true))
 	}
@@ -370,7 +368,7 @@ var errJaeger = errors.New("Jaeger (http://jaeger:16686): HTTP 503")
 
 func TestRequestProfileWhenTheTraceCannotBeReadUsesTheTraceIDLabelAndSaysWhy(t *testing.T) {
 	p := &fakeProfiles{byLabel: map[string][]string{`trace_id="4bf92f3577b34da6a3ce929d0e0e4736"`: {"legacy;work 9"}}}
-	traces := TracesFunc(func(context.Context, string) (*jaeger.Trace, error) { return nil, errJaeger })
+	traces := TracesFunc(func(context.Context, string) (*models.Trace, error) { return nil, errJaeger })
 	q := requestQuery(t, "{}")
 	rp, err := ProfileOfRequest(context.Background(), traces, p, q)
 	if err != nil {
@@ -456,7 +454,7 @@ func TestRequestProfileWithTheTraceUnreadMatchesBySelectorOverThePanelsRange(t *
 }
 
 func TestRequestProfileUsesTheLabelWhereTheSelectorIsRefusedAndSaysSo(t *testing.T) {
-	refused := fmt.Errorf("%w (Pyroscope answered: trace_id_selector is only supported with the v2 query backend)", pyroscope.ErrTraceSelectorRefused)
+	refused := fmt.Errorf("%w (Pyroscope answered: trace_id_selector is only supported with the v2 query backend)", models.ErrTraceSelectorRefused)
 	p := &fakeProfiles{traceErr: refused, byLabel: map[string][]string{
 		`service_name="ai-detector",trace_id="4bf92f3577b34da6a3ce929d0e0e4736"`: {"detect.py;infer 70"},
 	}}
@@ -484,7 +482,7 @@ func TestRequestProfileUsesTheLabelWhereTheSelectorIsRefusedAndSaysSo(t *testing
 func TestRequestProfileNeverPassesAnUnfilteredProfileOffAsTheRequests(t *testing.T) {
 	// A server that ignores trace_id_selector answers every request's samples; the client
 	// returns ErrTraceSelectorIgnored instead, and the label is asked alone.
-	p := &fakeProfiles{traceErr: pyroscope.ErrTraceSelectorIgnored}
+	p := &fakeProfiles{traceErr: models.ErrTraceSelectorIgnored}
 	rp, err := ProfileOfTrace(context.Background(), p, requestQuery(t, "{}"), demoTrace, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -8,7 +8,6 @@ import (
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/classify"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace"
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/jaeger"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/safe"
 )
@@ -56,7 +55,7 @@ type TraceQuery struct {
 // what the user must know about them.
 type TraceAnswer struct {
 	// Trace is nil when it could not be read; Rows is then empty and a notice says why.
-	Trace *jaeger.Trace
+	Trace *models.Trace
 	Rows  []SpanRow
 	// Profile is the whole request's profile; nil when Pyroscope could not say (a notice says why).
 	Profile *RequestProfile
@@ -127,7 +126,7 @@ func (a *traceStores) cpuSpans() SpanProfiles {
 }
 
 // askTraceStores asks the three in parallel; it takes about as long as the slowest of them.
-func askTraceStores(ctx context.Context, src TraceSources, q TraceQuery, rq RequestProfileQuery, trace *jaeger.Trace) *traceStores {
+func askTraceStores(ctx context.Context, src TraceSources, q TraceQuery, rq RequestProfileQuery, trace *models.Trace) *traceStores {
 	// A call that panics (logged) leaves these errors in place.
 	a := &traceStores{cpuErr: safe.ErrPanicked, allocErr: safe.ErrPanicked, gpuErr: safe.ErrPanicked}
 	fanOut(3, func(i int) {
@@ -149,7 +148,7 @@ func askTraceStores(ctx context.Context, src TraceSources, q TraceQuery, rq Requ
 
 // spanAllocations asks each profiled span's allocation profile. Only per-span plans can say which
 // span allocated what; otherwise the column stays empty with a note.
-func spanAllocations(ctx context.Context, profiles Profiles, q TraceQuery, trace *jaeger.Trace) (SpanProfiles, []string, error) {
+func spanAllocations(ctx context.Context, profiles Profiles, q TraceQuery, trace *models.Trace) (SpanProfiles, []string, error) {
 	plan := PlanTraceProfile(trace, nil)
 	switch {
 	case plan.ProfiledSpans == 0:
@@ -178,7 +177,7 @@ func spanAllocations(ctx context.Context, profiles Profiles, q TraceQuery, trace
 }
 
 // traceGPUs reads the figures of the trace's hosts' GPUs from a step before it to a few steps after.
-func traceGPUs(ctx context.Context, gpus GPUFigures, join models.JoinSettings, trace *jaeger.Trace) (series []classify.GPUSeries, step time.Duration, hosts, notices []string, err error) {
+func traceGPUs(ctx context.Context, gpus GPUFigures, join models.JoinSettings, trace *models.Trace) (series []classify.GPUSeries, step time.Duration, hosts, notices []string, err error) {
 	hosts = TraceHosts(trace, join)
 	if len(hosts) == 0 {
 		return nil, 0, nil, nil, fmt.Errorf("no span of the trace names its host in the resource attribute %q (jsonData.joinHostAttribute)", join.HostAttribute)

@@ -13,9 +13,7 @@ import (
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/classify"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/flamegraph"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace"
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/jaeger"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/pyroscope"
 )
 
 // The trace join against in-memory stores: what it asks of each, in which order, and how it
@@ -25,11 +23,11 @@ const allocType = "memory:alloc_space:bytes:space:bytes"
 
 // fakeTraces is a trace store in memory.
 type fakeTraces struct {
-	trace *jaeger.Trace
+	trace *models.Trace
 	err   error
 }
 
-func (f fakeTraces) Trace(_ context.Context, id string) (*jaeger.Trace, error) {
+func (f fakeTraces) Trace(_ context.Context, id string) (*models.Trace, error) {
 	if f.err != nil {
 		return nil, f.err
 	}
@@ -46,7 +44,7 @@ type typedProfiles struct {
 	wait   func(profileTypeID string) error
 }
 
-func (p *typedProfiles) MergedFlameGraph(ctx context.Context, q pyroscope.FlameGraphQuery) (*flamegraph.Node, error) {
+func (p *typedProfiles) MergedFlameGraph(ctx context.Context, q models.FlameGraphQuery) (*flamegraph.Node, error) {
 	if p.wait != nil {
 		if err := p.wait(q.ProfileTypeID); err != nil {
 			return nil, err
@@ -125,7 +123,7 @@ func joinStores() (*typedProfiles, *fakeGPUs, TraceSources) {
 			},
 			byTrace: map[string][]string{`service_name="nemotron-backend"`: {"main.handleDetect;main.dbQuery 99"}},
 			byLabel: map[string][]string{`trace_id="` + demoTraceID + `"`: {"main.handleDetect;main.dbQuery 99"}},
-			traceID: demoTraceID, traceErr: pyroscope.ErrTraceSelectorIgnored,
+			traceID: demoTraceID, traceErr: models.ErrTraceSelectorIgnored,
 		},
 		allocType: {bySpan: map[string][]string{
 			"b000000000000001": {"main.handleDetect;encoding/json.Marshal 4096"},

@@ -8,14 +8,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/jaeger"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/safe"
 )
 
 // TraceSearch is what the slow-request list asks of a trace store (jaeger.Client answers it).
 type TraceSearch interface {
 	Services(ctx context.Context) (services []string, api string, err error)
-	FindTraces(ctx context.Context, q jaeger.TraceQuery) ([]jaeger.TraceSummary, error)
+	FindTraces(ctx context.Context, q models.TraceSearchQuery) ([]models.TraceSummary, error)
 }
 
 // MaxSearchedServices bounds the searches of a slow-request list without a service: Jaeger
@@ -36,7 +36,7 @@ type SlowTracesQuery struct {
 // SlowestTraces searches the query's service (or every service, one search each, in parallel)
 // for each span name the endpoint may carry, keeps each trace once and returns the slowest
 // first, at most Limit. Notes say what the list may miss; it fails only when every search does.
-func SlowestTraces(ctx context.Context, search TraceSearch, q SlowTracesQuery) ([]jaeger.TraceSummary, []string, error) {
+func SlowestTraces(ctx context.Context, search TraceSearch, q SlowTracesQuery) ([]models.TraceSummary, []string, error) {
 	var notes []string
 	services := []string{q.Service}
 	if q.Service == "" {
@@ -53,16 +53,16 @@ func SlowestTraces(ctx context.Context, search TraceSearch, q SlowTracesQuery) (
 			return nil, []string{"Jaeger knows no service yet."}, nil
 		}
 	}
-	var searches []jaeger.TraceQuery
+	var searches []models.TraceSearchQuery
 	// The store's limit is a search depth: the most recent traces that match, not the slowest.
 	// Asking deeper than the list is long finds the slow ones among more requests.
 	depth := max(2*q.Limit, minSearchDepth)
 	for _, svc := range services {
 		for _, op := range endpointOperations(q.Endpoint) {
-			searches = append(searches, jaeger.TraceQuery{Service: svc, Operation: op, MinDuration: q.MinDuration, Start: q.Start, End: q.End, Limit: depth})
+			searches = append(searches, models.TraceSearchQuery{Service: svc, Operation: op, MinDuration: q.MinDuration, Start: q.Start, End: q.End, Limit: depth})
 		}
 	}
-	found := make([][]jaeger.TraceSummary, len(searches))
+	found := make([][]models.TraceSummary, len(searches))
 	errs := make([]error, len(searches))
 	for i := range errs {
 		errs[i] = safe.ErrPanicked
@@ -70,7 +70,7 @@ func SlowestTraces(ctx context.Context, search TraceSearch, q SlowTracesQuery) (
 	fanOut(len(searches), func(i int) {
 		found[i], errs[i] = search.FindTraces(ctx, searches[i])
 	})
-	byID := map[string]jaeger.TraceSummary{}
+	byID := map[string]models.TraceSummary{}
 	var firstErr error
 	failed := 0
 	for i, f := range found {
@@ -89,11 +89,11 @@ func SlowestTraces(ctx context.Context, search TraceSearch, q SlowTracesQuery) (
 	if failed > 0 {
 		notes = append(notes, fmt.Sprintf("%d of %d trace searches failed, so the list may miss traces: %v", failed, len(searches), firstErr))
 	}
-	out := make([]jaeger.TraceSummary, 0, len(byID))
+	out := make([]models.TraceSummary, 0, len(byID))
 	for _, t := range byID {
 		out = append(out, t)
 	}
-	slices.SortFunc(out, func(a, b jaeger.TraceSummary) int {
+	slices.SortFunc(out, func(a, b models.TraceSummary) int {
 		return cmp.Or(cmp.Compare(b.Duration, a.Duration), a.Start.Compare(b.Start), cmp.Compare(a.TraceID, b.TraceID))
 	})
 	if len(out) > q.Limit {

@@ -11,30 +11,31 @@ import (
 	"time"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/jaeger"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 )
 
 // fakeSearch is a trace store in memory: traces by service and root operation.
 type fakeSearch struct {
 	services []string
-	traces   map[string][]jaeger.TraceSummary // "service operation" ("service " for any) → traces
+	traces   map[string][]models.TraceSummary // "service operation" ("service " for any) → traces
 	failFor  string                           // a service whose searches fail
 
 	mu    sync.Mutex
-	asked []jaeger.TraceQuery
+	asked []models.TraceSearchQuery
 }
 
 func (f *fakeSearch) Services(context.Context) ([]string, string, error) {
 	return f.services, jaeger.APIv3, nil
 }
 
-func (f *fakeSearch) FindTraces(_ context.Context, q jaeger.TraceQuery) ([]jaeger.TraceSummary, error) {
+func (f *fakeSearch) FindTraces(_ context.Context, q models.TraceSearchQuery) ([]models.TraceSummary, error) {
 	f.mu.Lock()
 	f.asked = append(f.asked, q)
 	f.mu.Unlock()
 	if q.Service == f.failFor {
 		return nil, errors.New("Jaeger (http://jaeger:16686): HTTP 500")
 	}
-	var out []jaeger.TraceSummary
+	var out []models.TraceSummary
 	for key, ts := range f.traces {
 		svc, op, _ := strings.Cut(key, " ")
 		if svc == q.Service && (q.Operation == "" || op == q.Operation) {
@@ -48,11 +49,11 @@ func (f *fakeSearch) FindTraces(_ context.Context, q jaeger.TraceQuery) ([]jaege
 	return out, nil
 }
 
-func summary(id string, durMs int, startS int) jaeger.TraceSummary {
-	return jaeger.TraceSummary{TraceID: id, Duration: ms(durMs), Start: t0.Add(time.Duration(startS) * time.Second)}
+func summary(id string, durMs int, startS int) models.TraceSummary {
+	return models.TraceSummary{TraceID: id, Duration: ms(durMs), Start: t0.Add(time.Duration(startS) * time.Second)}
 }
 
-func ids(ts []jaeger.TraceSummary) string {
+func ids(ts []models.TraceSummary) string {
 	var out []string
 	for _, t := range ts {
 		out = append(out, t.TraceID)
@@ -63,7 +64,7 @@ func ids(ts []jaeger.TraceSummary) string {
 func TestSlowestTracesAcrossServicesSlowestFirstEachOnce(t *testing.T) {
 	f := &fakeSearch{
 		services: []string{"nemotron-backend", "jaeger-all-in-one", "ai-detector"},
-		traces: map[string][]jaeger.TraceSummary{
+		traces: map[string][]models.TraceSummary{
 			// The same request found from two services' searches.
 			"nemotron-backend GET /api/detect": {summary("a", 900, 1), summary("b", 120, 2), summary("c", 450, 3)},
 			"ai-detector GET /detect":          {summary("a", 900, 1), summary("d", 450, 0)},
@@ -92,7 +93,7 @@ func TestSlowestTracesAcrossServicesSlowestFirstEachOnce(t *testing.T) {
 }
 
 func TestSlowestTracesSearchesEachSpanNameOfAnEndpoint(t *testing.T) {
-	f := &fakeSearch{traces: map[string][]jaeger.TraceSummary{
+	f := &fakeSearch{traces: map[string][]models.TraceSummary{
 		"nemotron-backend /api/detect":      {summary("plain", 300, 0)},
 		"nemotron-backend POST /api/detect": {summary("post", 600, 0)},
 		"nemotron-backend GET /other":       {summary("other", 900, 0)},
@@ -124,7 +125,7 @@ func TestSlowestTracesSaysWhatTheListMayMiss(t *testing.T) {
 	for i := range 25 {
 		many = append(many, fmt.Sprintf("svc-%02d", i))
 	}
-	f := &fakeSearch{services: many, failFor: "svc-03", traces: map[string][]jaeger.TraceSummary{"svc-01 ": {summary("x", 100, 0)}}}
+	f := &fakeSearch{services: many, failFor: "svc-03", traces: map[string][]models.TraceSummary{"svc-01 ": {summary("x", 100, 0)}}}
 	got, notes, err := SlowestTraces(context.Background(), f, SlowTracesQuery{Limit: 5})
 	if err != nil || ids(got) != "x" {
 		t.Fatalf("%v %s", err, ids(got))

@@ -9,7 +9,6 @@ import (
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/classify"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/flamegraph"
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/jaeger"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 )
 
@@ -32,7 +31,7 @@ func (p SpanProfiles) HasSamples() bool {
 // SpanRow is one span of the trace table: what the span did, what its own profile says, and what
 // the GPUs of its host were doing meanwhile.
 type SpanRow struct {
-	Span  jaeger.Span
+	Span  models.Span
 	Depth int // 0 for a root; rows come depth first, children by start
 	// Self is the span's duration minus the union of its children's time inside it.
 	Self time.Duration
@@ -84,7 +83,7 @@ type ClassifyFunc func(series []classify.GPUSeries) (class classify.Class, share
 
 // TraceJoin is what the trace query knows once its upstream calls are back.
 type TraceJoin struct {
-	Trace *jaeger.Trace
+	Trace *models.Trace
 	// CPU and Alloc are the span profiles of the CPU and allocation types; nil when Pyroscope
 	// could not say (its notices tell why).
 	CPU, Alloc SpanProfiles
@@ -137,8 +136,8 @@ func JoinTrace(in TraceJoin) []SpanRow {
 		}
 		visited[i] = true
 		s := spans[i]
-		row := SpanRow{Span: s, Depth: depth, ProfileID: s.Attributes[jaeger.ProfileIDAttribute]}
-		var kids []jaeger.Span
+		row := SpanRow{Span: s, Depth: depth, ProfileID: s.Attributes[models.ProfileIDAttribute]}
+		var kids []models.Span
 		for _, c := range children[s.SpanID] {
 			kids = append(kids, spans[c])
 		}
@@ -184,7 +183,7 @@ func total(t *flamegraph.Node) *int64 {
 // SelfTime is the span's duration minus the union of its children's intervals, each clipped to
 // the span: overlapping children (parallel calls) count once, and a child outliving its parent
 // (an async call) counts only inside it.
-func SelfTime(s jaeger.Span, children []jaeger.Span) time.Duration {
+func SelfTime(s models.Span, children []models.Span) time.Duration {
 	start, end := s.Start, s.Start.Add(s.Duration)
 	type iv struct{ a, b time.Time }
 	var ivs []iv
@@ -239,7 +238,7 @@ func HotFunction(t *flamegraph.Node) (string, int64) {
 
 // SpanHost is the DCGM host of a span: its resource attribute JoinSettings.HostAttribute (or a span
 // attribute of that name), mapped through JoinSettings.HostMap; "" when the span names none.
-func SpanHost(s jaeger.Span, j models.JoinSettings) string {
+func SpanHost(s models.Span, j models.JoinSettings) string {
 	h := s.Resource[j.HostAttribute]
 	if h == "" {
 		h = s.Attributes[j.HostAttribute]
@@ -251,7 +250,7 @@ func SpanHost(s jaeger.Span, j models.JoinSettings) string {
 }
 
 // TraceHosts lists the DCGM hosts of the trace's spans, sorted.
-func TraceHosts(t *jaeger.Trace, j models.JoinSettings) []string {
+func TraceHosts(t *models.Trace, j models.JoinSettings) []string {
 	var out []string
 	for _, s := range t.Spans {
 		if h := SpanHost(s, j); h != "" && !slices.Contains(out, h) {
@@ -263,7 +262,7 @@ func TraceHosts(t *jaeger.Trace, j models.JoinSettings) []string {
 }
 
 // TraceWindow is the time the trace's spans cover.
-func TraceWindow(t *jaeger.Trace) (start, end time.Time) {
+func TraceWindow(t *models.Trace) (start, end time.Time) {
 	for _, s := range t.Spans {
 		if start.IsZero() || s.Start.Before(start) {
 			start = s.Start
@@ -283,7 +282,7 @@ type ServiceHost struct{ Service, Host string }
 // commas). Services usually set it on the span that runs the model, not on their local root:
 // every span of the service on that host is joined to those GPUs. Services that name none are
 // absent (every GPU of the host).
-func ServiceGPUs(t *jaeger.Trace, j models.JoinSettings) map[ServiceHost][]string {
+func ServiceGPUs(t *models.Trace, j models.JoinSettings) map[ServiceHost][]string {
 	out := map[ServiceHost][]string{}
 	for _, s := range t.Spans {
 		v := s.Attributes[j.GPUAttribute]
@@ -307,7 +306,7 @@ func ServiceGPUs(t *jaeger.Trace, j models.JoinSettings) map[ServiceHost][]strin
 // from the span's start to one step after its end: a range query's point at t holds the latest
 // scrape at or before t, so the first point after the span is the first reading that can include
 // it, and a span shorter than a step still gets one reading.
-func spanGPUWindow(s jaeger.Span, host string, gpus []string, series []classify.GPUSeries, step time.Duration, classifyFn ClassifyFunc) *GPUWindow {
+func spanGPUWindow(s models.Span, host string, gpus []string, series []classify.GPUSeries, step time.Duration, classifyFn ClassifyFunc) *GPUWindow {
 	from, to := s.Start, s.Start.Add(s.Duration).Add(step)
 	var cut []classify.GPUSeries
 	w := &GPUWindow{}

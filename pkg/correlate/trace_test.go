@@ -10,14 +10,13 @@ import (
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/classify"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/flamegraph"
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/jaeger"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 )
 
 func ms(n int) time.Duration { return time.Duration(n) * time.Millisecond }
 
-func jspan(id, parent, service, op string, startMs, durMs int) jaeger.Span {
-	return jaeger.Span{
+func jspan(id, parent, service, op string, startMs, durMs int) models.Span {
+	return models.Span{
 		TraceID: "4bf92f3577b34da6a3ce929d0e0e4736", SpanID: id, ParentSpanID: parent, Service: service, Operation: op,
 		Start: t0.Add(ms(startMs)), Duration: ms(durMs),
 		Attributes: map[string]string{}, Resource: map[string]string{"host.name": "gpu-node-1"},
@@ -28,19 +27,19 @@ func TestSelfTimeCountsOverlappingChildrenOnce(t *testing.T) {
 	parent := jspan("p", "", "svc", "root", 0, 100)
 	cases := []struct {
 		name     string
-		children []jaeger.Span
+		children []models.Span
 		want     time.Duration
 	}{
 		{"no children", nil, ms(100)},
-		{"two sequential", []jaeger.Span{jspan("a", "p", "svc", "a", 10, 20), jspan("b", "p", "svc", "b", 40, 30)}, ms(50)},
+		{"two sequential", []models.Span{jspan("a", "p", "svc", "a", 10, 20), jspan("b", "p", "svc", "b", 40, 30)}, ms(50)},
 		// Parallel calls 10–50 and 30–70 cover 10–70 once: 60 ms.
-		{"overlapping", []jaeger.Span{jspan("a", "p", "svc", "a", 10, 40), jspan("b", "p", "svc", "b", 30, 40)}, ms(40)},
-		{"nested inside another", []jaeger.Span{jspan("a", "p", "svc", "a", 10, 80), jspan("b", "p", "svc", "b", 20, 10)}, ms(20)},
+		{"overlapping", []models.Span{jspan("a", "p", "svc", "a", 10, 40), jspan("b", "p", "svc", "b", 30, 40)}, ms(40)},
+		{"nested inside another", []models.Span{jspan("a", "p", "svc", "a", 10, 80), jspan("b", "p", "svc", "b", 20, 10)}, ms(20)},
 		// An async child that outlives its parent counts only inside it (90–100).
-		{"outliving the parent", []jaeger.Span{jspan("a", "p", "svc", "a", 90, 500)}, ms(90)},
-		{"starting before the parent", []jaeger.Span{jspan("a", "p", "svc", "a", -50, 60)}, ms(90)},
-		{"covering it all", []jaeger.Span{jspan("a", "p", "svc", "a", 0, 60), jspan("b", "p", "svc", "b", 60, 40)}, 0},
-		{"zero-length child", []jaeger.Span{jspan("a", "p", "svc", "a", 50, 0)}, ms(100)},
+		{"outliving the parent", []models.Span{jspan("a", "p", "svc", "a", 90, 500)}, ms(90)},
+		{"starting before the parent", []models.Span{jspan("a", "p", "svc", "a", -50, 60)}, ms(90)},
+		{"covering it all", []models.Span{jspan("a", "p", "svc", "a", 0, 60), jspan("b", "p", "svc", "b", 60, 40)}, 0},
+		{"zero-length child", []models.Span{jspan("a", "p", "svc", "a", 50, 0)}, ms(100)},
 	}
 	for _, c := range cases {
 		if got := SelfTime(parent, c.children); got != c.want {
@@ -84,8 +83,8 @@ func TestHotFunctionSumsSelfOverEveryPath(t *testing.T) {
 // demoJoinTrace is the demo's request: the backend's root with db_query and serialize_response, the
 // detector's root with model.predict (gpu.index=0), the enrichment's root with enrich
 // (gpu.index=1). The services' local roots carry pyroscope.profile.id.
-func demoJoinTrace() *jaeger.Trace {
-	spans := []jaeger.Span{
+func demoJoinTrace() *models.Trace {
+	spans := []models.Span{
 		jspan("b000000000000001", "", "nemotron-backend", "GET /api/detect", 0, 500),
 		jspan("b000000000000002", "b000000000000001", "nemotron-backend", "db_query", 5, 300),
 		jspan("d000000000000001", "b000000000000001", "ai-detector", "GET /detect", 310, 80),
@@ -95,11 +94,11 @@ func demoJoinTrace() *jaeger.Trace {
 		jspan("b000000000000003", "b000000000000001", "nemotron-backend", "serialize_response", 470, 25),
 	}
 	for _, i := range []int{0, 2, 4} {
-		spans[i].Attributes[jaeger.ProfileIDAttribute] = spans[i].SpanID
+		spans[i].Attributes[models.ProfileIDAttribute] = spans[i].SpanID
 	}
 	spans[3].Attributes["gpu.index"] = "0"
 	spans[5].Attributes["gpu.index"] = "1"
-	return &jaeger.Trace{TraceID: spans[0].TraceID, Spans: spans}
+	return &models.Trace{TraceID: spans[0].TraceID, Spans: spans}
 }
 
 func nan() float64 { return math.NaN() }
@@ -301,7 +300,7 @@ func TestJoinTraceMapsHostsAndLeavesUnknownOnesEmpty(t *testing.T) {
 }
 
 func TestJoinTraceKeepsOrphansAndSurvivesCycles(t *testing.T) {
-	tr := &jaeger.Trace{Spans: []jaeger.Span{
+	tr := &models.Trace{Spans: []models.Span{
 		jspan("a", "missing", "svc", "orphan", 0, 10),
 		jspan("b", "c", "svc", "b", 1, 5),
 		jspan("c", "b", "svc", "c", 2, 5),

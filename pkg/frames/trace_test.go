@@ -11,7 +11,7 @@ import (
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/classify"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/correlate"
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/jaeger"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 )
 
 var traceStart = time.Date(2026, 11, 22, 16, 0, 0, 0, time.UTC)
@@ -19,8 +19,8 @@ var traceStart = time.Date(2026, 11, 22, 16, 0, 0, 0, time.UTC)
 func i64(v int64) *int64 { return &v }
 
 func spanRows() []correlate.SpanRow {
-	sp := func(id, service, op string, startMs, durMs int) jaeger.Span {
-		return jaeger.Span{SpanID: id, Service: service, Operation: op,
+	sp := func(id, service, op string, startMs, durMs int) models.Span {
+		return models.Span{SpanID: id, Service: service, Operation: op,
 			Start: traceStart.Add(time.Duration(startMs) * time.Millisecond), Duration: time.Duration(durMs) * time.Millisecond}
 	}
 	return []correlate.SpanRow{
@@ -148,7 +148,7 @@ func TestTraceSpansNameEachMIGInstance(t *testing.T) {
 	one.MIG, one.MIGProfile = "1", "3g.20gb"
 	two.MIG, two.MIGProfile = "2", "1g.5gb"
 	row := func(gpus ...classify.GPU) correlate.SpanRow {
-		return correlate.SpanRow{Span: jaeger.Span{SpanID: "e000000000000002", Service: "ai-enrichment", Operation: "enrich", Start: traceStart, Duration: time.Second},
+		return correlate.SpanRow{Span: models.Span{SpanID: "e000000000000002", Service: "ai-enrichment", Operation: "enrich", Start: traceStart, Duration: time.Second},
 			Host: "gpu-node-1", GPUs: []string{"0"}, GPU: &correlate.GPUWindow{GPUs: gpus, Class: classify.Idle, ClassShare: 1, Util: 1, Samples: 1}}
 	}
 	f := TraceSpans("4bf92f3577b34da6a3ce929d0e0e4736", []correlate.SpanRow{row(two), row(one, two)}, "process_cpu:cpu:nanoseconds:cpu:nanoseconds", "memory:alloc_space:bytes:space:bytes", fullLinks)

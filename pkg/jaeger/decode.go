@@ -9,6 +9,8 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 )
 
 // ServiceNameAttribute is the resource attribute naming the service (OpenTelemetry semantic
@@ -27,7 +29,7 @@ type v3Reply struct {
 	} `json:"error"`
 }
 
-func (r *v3Reply) spans(path string) ([]Span, error) {
+func (r *v3Reply) spans(path string) ([]models.Span, error) {
 	if r.Error != nil {
 		return nil, fmt.Errorf("reply to %s is an error (code %d): %s", path, r.Error.HTTPCode, r.Error.Message)
 	}
@@ -38,7 +40,7 @@ func (r *v3Reply) spans(path string) ([]Span, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reply to %s is not the OTLP JSON Jaeger sends: %w", path, err)
 	}
-	var out []Span
+	var out []models.Span
 	for _, rs := range td.ResourceSpans().All() {
 		resource := attributes(rs.Resource().Attributes())
 		service := resource[ServiceNameAttribute]
@@ -52,7 +54,7 @@ func (r *v3Reply) spans(path string) ([]Span, error) {
 					// A negative duration would become a Pyroscope range that ends before it starts.
 					return nil, fmt.Errorf("reply to %s has a span (%s) that ends before it starts", path, s.SpanID())
 				}
-				sp := Span{
+				sp := models.Span{
 					TraceID:    s.TraceID().String(),
 					SpanID:     s.SpanID().String(),
 					Service:    service,
@@ -123,7 +125,7 @@ type v1KV struct {
 	Value json.RawMessage `json:"value"`
 }
 
-func (r *v1Reply) spans(path string) ([]Span, error) {
+func (r *v1Reply) spans(path string) ([]models.Span, error) {
 	if r.Data == nil || len(*r.Data) == 0 {
 		if len(r.Errors) > 0 {
 			var msgs []string
@@ -136,7 +138,7 @@ func (r *v1Reply) spans(path string) ([]Span, error) {
 			return nil, fmt.Errorf("reply to %s has no \"data\" field: is this URL Jaeger's query service (default port 16686)?", path)
 		}
 	}
-	var out []Span
+	var out []models.Span
 	for _, t := range *r.Data {
 		for _, s := range t.Spans {
 			if s.SpanID == "" {
@@ -156,7 +158,7 @@ func (r *v1Reply) spans(path string) ([]Span, error) {
 			if traceID == "" {
 				traceID = t.TraceID
 			}
-			sp := Span{
+			sp := models.Span{
 				TraceID:      padTraceID(traceID),
 				SpanID:       s.SpanID,
 				ParentSpanID: v1Parent(s),

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 )
 
 // seedReplies adds the replies recorded from the bed's real Jaeger (testdata/README.md), whole
@@ -36,7 +38,7 @@ func decodeReply(data []byte, dst any) bool {
 // checkSpans holds for any reply either decoder accepted: at most one span per 10 bytes of
 // reply (no amplification), no span without IDs, no negative duration, and the summaries of a
 // search account for every span.
-func checkSpans(t *testing.T, data []byte, spans []Span) {
+func checkSpans(t *testing.T, data []byte, spans []models.Span) {
 	t.Helper()
 	if len(spans) > len(data)/10+1 {
 		t.Fatalf("%d spans out of %d bytes", len(spans), len(data))

@@ -56,7 +56,7 @@ func slowRequest(t *testing.T) (traceID string, sent, answered time.Time) {
 // waitForWholeTrace polls Jaeger (at most 20 s) until the trace has all three services, one
 // root, every parent inside the trace, and the same span count twice in a row: the three
 // services export their spans in separate batches.
-func waitForWholeTrace(t *testing.T, c *Client, traceID string) *Trace {
+func waitForWholeTrace(t *testing.T, c *Client, traceID string) *models.Trace {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	prev := -1
@@ -81,7 +81,7 @@ func waitForWholeTrace(t *testing.T, c *Client, traceID string) *Trace {
 	return nil
 }
 
-func incomplete(tr *Trace) string {
+func incomplete(tr *models.Trace) string {
 	ids := map[string]bool{}
 	services := map[string]bool{}
 	for _, s := range tr.Spans {
@@ -135,7 +135,7 @@ func TestRealTraceIsTheSameOnV3AndV1(t *testing.T) {
 		t.Fatalf("v3 has %d spans, v1 %d", len(v3.Spans), len(v1.Spans))
 	}
 	within := func(d time.Duration) bool { return d <= time.Microsecond && d >= -time.Microsecond }
-	byID := map[string]Span{}
+	byID := map[string]models.Span{}
 	for _, s := range v1.Spans {
 		byID[s.SpanID] = s
 	}
@@ -151,8 +151,8 @@ func TestRealTraceIsTheSameOnV3AndV1(t *testing.T) {
 		}
 	}
 
-	for _, tr := range []*Trace{v3, v1} {
-		spans := map[string]Span{}
+	for _, tr := range []*models.Trace{v3, v1} {
+		spans := map[string]models.Span{}
 		services := map[string]bool{}
 		for _, s := range tr.Spans {
 			spans[s.SpanID] = s
@@ -175,9 +175,9 @@ func TestRealTraceIsTheSameOnV3AndV1(t *testing.T) {
 		for _, s := range tr.Spans {
 			if parent, ok := spans[s.ParentSpanID]; s.ParentSpanID == "" || ok && parent.Service != s.Service {
 				localRoots++
-				if s.Attributes[ProfileIDAttribute] != s.SpanID {
+				if s.Attributes[models.ProfileIDAttribute] != s.SpanID {
 					t.Errorf("%s: local root %s %q of %s: %s = %q", tr.API, s.SpanID, s.Operation, s.Service,
-						ProfileIDAttribute, s.Attributes[ProfileIDAttribute])
+						models.ProfileIDAttribute, s.Attributes[models.ProfileIDAttribute])
 				}
 			}
 		}
@@ -196,14 +196,14 @@ func TestRealFindTracesFindsTheSlowRequestOnBothAPIs(t *testing.T) {
 	for _, api := range []string{APIv3, APIv1} {
 		// A window around the one request, so that the demo's steady traffic cannot push it out
 		// of the search depth.
-		found, err := bedClient(t, api).FindTraces(context.Background(), TraceQuery{
+		found, err := bedClient(t, api).FindTraces(context.Background(), models.TraceSearchQuery{
 			Service: "nemotron-backend", MinDuration: 200 * time.Millisecond,
 			Start: sent.Add(-time.Second), End: answered.Add(time.Second), Limit: 100,
 		})
 		if err != nil {
 			t.Fatalf("%s: %v", api, err)
 		}
-		i := slices.IndexFunc(found, func(s TraceSummary) bool { return s.TraceID == traceID })
+		i := slices.IndexFunc(found, func(s models.TraceSummary) bool { return s.TraceID == traceID })
 		if i < 0 {
 			t.Fatalf("%s: trace %s not among %d hits %+v", api, traceID, len(found), found)
 		}

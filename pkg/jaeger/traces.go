@@ -36,7 +36,7 @@ func (e *traceNotFoundError) Is(target error) bool { return target == ErrTraceNo
 
 // Trace fetches all spans of one trace. traceID is 32 lower-case hex digits (16 are accepted, as
 // Jaeger accepts 64-bit IDs).
-func (c *Client) Trace(ctx context.Context, traceID string) (tr *Trace, err error) {
+func (c *Client) Trace(ctx context.Context, traceID string) (tr *models.Trace, err error) {
 	// The ID goes into the URL path: only hex may pass. A bad ID is the caller's error, not
 	// Jaeger's, so it is not wrapped as an upstream failure.
 	if !isHexID(traceID) {
@@ -49,7 +49,7 @@ func (c *Client) Trace(ctx context.Context, traceID string) (tr *Trace, err erro
 	if err != nil {
 		return nil, err
 	}
-	var spans []Span
+	var spans []models.Span
 	switch api {
 	case APIv3:
 		spans, err = c.traceV3(ctx, traceID)
@@ -67,10 +67,10 @@ func (c *Client) Trace(ctx context.Context, traceID string) (tr *Trace, err erro
 		return nil, &traceNotFoundError{traceID: traceID}
 	}
 	sortSpans(spans)
-	return &Trace{TraceID: padTraceID(traceID), Spans: spans, API: api}, nil
+	return &models.Trace{TraceID: padTraceID(traceID), Spans: spans, API: api}, nil
 }
 
-func (c *Client) traceV3(ctx context.Context, traceID string) ([]Span, error) {
+func (c *Client) traceV3(ctx context.Context, traceID string) ([]models.Span, error) {
 	path := "/api/v3/traces/" + traceID
 	var reply v3Reply
 	if err := c.getJSON(ctx, path, nil, &reply); err != nil {
@@ -79,7 +79,7 @@ func (c *Client) traceV3(ctx context.Context, traceID string) ([]Span, error) {
 	return reply.spans(path)
 }
 
-func (c *Client) traceV1(ctx context.Context, traceID string) ([]Span, error) {
+func (c *Client) traceV1(ctx context.Context, traceID string) ([]models.Span, error) {
 	path := "/api/traces/" + traceID
 	var reply v1Reply
 	if err := c.getJSON(ctx, path, nil, &reply); err != nil {
@@ -90,7 +90,7 @@ func (c *Client) traceV1(ctx context.Context, traceID string) ([]Span, error) {
 
 // FindTraces searches one service's traces, as Jaeger's search page does, and summarises each:
 // slowest first, at most q.Limit. Zero Start/End mean the last hour.
-func (c *Client) FindTraces(ctx context.Context, q TraceQuery) (found []TraceSummary, err error) {
+func (c *Client) FindTraces(ctx context.Context, q models.TraceSearchQuery) (found []models.TraceSummary, err error) {
 	if q.Service == "" {
 		// Not Jaeger's fault: no span, no upstream in the message.
 		return nil, errors.New("a trace search needs a service (Jaeger searches one service at a time): set the service")
@@ -98,12 +98,12 @@ func (c *Client) FindTraces(ctx context.Context, q TraceQuery) (found []TraceSum
 	ctx, span := upstream.StartSpan(ctx, models.Jaeger, "FindTraces", attribute.String("hsi.service", q.Service))
 	defer func() { err = upstream.EndSpan(span, upstream.Wrap(models.Jaeger, c.url, err)) }()
 
-	q = q.withDefaults(time.Now())
+	q = searchDefaults(q, time.Now())
 	api, err := c.detectAPI(ctx)
 	if err != nil {
 		return nil, err
 	}
-	var spans []Span
+	var spans []models.Span
 	switch api {
 	case APIv3:
 		spans, err = c.findV3(ctx, q)
@@ -120,7 +120,8 @@ func (c *Client) FindTraces(ctx context.Context, q TraceQuery) (found []TraceSum
 	return found, nil
 }
 
-func (q TraceQuery) withDefaults(now time.Time) TraceQuery {
+// searchDefaults fills what the search left out: up to now, the hour before, DefaultTraceLimit.
+func searchDefaults(q models.TraceSearchQuery, now time.Time) models.TraceSearchQuery {
 	if q.End.IsZero() {
 		q.End = now
 	}
@@ -133,7 +134,7 @@ func (q TraceQuery) withDefaults(now time.Time) TraceQuery {
 	return q
 }
 
-func (c *Client) findV3(ctx context.Context, q TraceQuery) ([]Span, error) {
+func (c *Client) findV3(ctx context.Context, q models.TraceSearchQuery) ([]models.Span, error) {
 	const path = "/api/v3/traces"
 	params := url.Values{
 		"query.service_name":   {q.Service},
@@ -162,7 +163,7 @@ func (c *Client) findV3(ctx context.Context, q TraceQuery) ([]Span, error) {
 	return reply.spans(path)
 }
 
-func (c *Client) findV1(ctx context.Context, q TraceQuery) ([]Span, error) {
+func (c *Client) findV1(ctx context.Context, q models.TraceSearchQuery) ([]models.Span, error) {
 	const path = "/api/traces"
 	params := url.Values{
 		"service": {q.Service},
@@ -185,8 +186,8 @@ func (c *Client) findV1(ctx context.Context, q TraceQuery) ([]Span, error) {
 
 // summarise groups spans by trace. The root is the span without a parent (the earliest if
 // several, or the earliest span at all when the root is missing, as in a trace still arriving).
-func summarise(spans []Span) []TraceSummary {
-	byTrace := map[string][]Span{}
+func summarise(spans []models.Span) []models.TraceSummary {
+	byTrace := map[string][]models.Span{}
 	var order []string
 	for _, s := range spans {
 		if _, ok := byTrace[s.TraceID]; !ok {
@@ -194,7 +195,7 @@ func summarise(spans []Span) []TraceSummary {
 		}
 		byTrace[s.TraceID] = append(byTrace[s.TraceID], s)
 	}
-	out := make([]TraceSummary, 0, len(order))
+	out := make([]models.TraceSummary, 0, len(order))
 	for _, id := range order {
 		ts := byTrace[id]
 		sortSpans(ts)
@@ -213,7 +214,7 @@ func summarise(spans []Span) []TraceSummary {
 			}
 			services[s.Service] = true
 		}
-		sum := TraceSummary{
+		sum := models.TraceSummary{
 			TraceID: id, RootService: root.Service, RootOperation: root.Operation,
 			Start: start, Duration: end.Sub(start), Spans: len(ts),
 		}
@@ -224,15 +225,15 @@ func summarise(spans []Span) []TraceSummary {
 		slices.Sort(sum.Services)
 		out = append(out, sum)
 	}
-	slices.SortFunc(out, func(a, b TraceSummary) int {
+	slices.SortFunc(out, func(a, b models.TraceSummary) int {
 		return cmp.Or(cmp.Compare(b.Duration, a.Duration), a.Start.Compare(b.Start), cmp.Compare(a.TraceID, b.TraceID))
 	})
 	return out
 }
 
 // sortSpans orders spans by start, then ID, so that both APIs give the same order.
-func sortSpans(spans []Span) {
-	slices.SortStableFunc(spans, func(a, b Span) int {
+func sortSpans(spans []models.Span) {
+	slices.SortStableFunc(spans, func(a, b models.Span) int {
 		return cmp.Or(a.Start.Compare(b.Start), cmp.Compare(a.SpanID, b.SpanID))
 	})
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/upstream"
 )
 
@@ -121,7 +122,7 @@ func recorded(t *testing.T, v1Only bool) (*Client, *recordedJaeger, string) {
 }
 
 // spanKey is what both APIs must agree on for one span.
-func spanKey(s Span) string {
+func spanKey(s models.Span) string {
 	return fmt.Sprintf("%s %s parent=%s %s %q start=%d dur=%d", s.TraceID, s.SpanID, s.ParentSpanID, s.Service, s.Operation,
 		s.Start.UnixMicro(), s.Duration.Microseconds())
 }
@@ -183,9 +184,9 @@ func TestTraceV1DecodesTheRecordedReplyLikeV3(t *testing.T) {
 // checkDemoTrace asserts what the demo put in the trace: three services, one root, parents
 // inside the trace, host.name on every resource, and pyroscope.profile.id = span ID on each
 // service's local root span (otel-profiling-go's doing).
-func checkDemoTrace(t *testing.T, tr *Trace) {
+func checkDemoTrace(t *testing.T, tr *models.Trace) {
 	t.Helper()
-	byID := map[string]Span{}
+	byID := map[string]models.Span{}
 	services := map[string]bool{}
 	for _, s := range tr.Spans {
 		byID[s.SpanID] = s
@@ -211,8 +212,8 @@ func checkDemoTrace(t *testing.T, tr *Trace) {
 		}
 		if s.ParentSpanID == "" || ok && parent.Service != s.Service {
 			localRoots++
-			if s.Attributes[ProfileIDAttribute] != s.SpanID {
-				t.Errorf("local root %s %q of %s: %s = %q", s.SpanID, s.Operation, s.Service, ProfileIDAttribute, s.Attributes[ProfileIDAttribute])
+			if s.Attributes[models.ProfileIDAttribute] != s.SpanID {
+				t.Errorf("local root %s %q of %s: %s = %q", s.SpanID, s.Operation, s.Service, models.ProfileIDAttribute, s.Attributes[models.ProfileIDAttribute])
 			}
 		}
 	}
@@ -389,11 +390,11 @@ func TestUseAPI(t *testing.T) {
 }
 
 func TestFindTracesOnBothAPIs(t *testing.T) {
-	var results [][]TraceSummary
+	var results [][]models.TraceSummary
 	for _, v1Only := range []bool{false, true} {
 		c, j, _ := recorded(t, v1Only)
 		end := time.Now()
-		found, err := c.FindTraces(context.Background(), TraceQuery{
+		found, err := c.FindTraces(context.Background(), models.TraceSearchQuery{
 			Service: "nemotron-backend", Operation: "GET /api/detect", MinDuration: 200 * time.Millisecond,
 			Start: end.Add(-15 * time.Minute), End: end, Limit: 5,
 		})
@@ -446,7 +447,7 @@ func TestFindTracesOnBothAPIs(t *testing.T) {
 func TestFindTracesEmptyOnBothAPIs(t *testing.T) {
 	for _, v1Only := range []bool{false, true} {
 		c, _, _ := recorded(t, v1Only)
-		found, err := c.FindTraces(context.Background(), TraceQuery{Service: "nobody"})
+		found, err := c.FindTraces(context.Background(), models.TraceSearchQuery{Service: "nobody"})
 		if err != nil || len(found) != 0 {
 			t.Errorf("v1Only=%v: found %v err %v, want none and no error", v1Only, found, err)
 		}
@@ -455,7 +456,7 @@ func TestFindTracesEmptyOnBothAPIs(t *testing.T) {
 
 func TestFindTracesNeedsAService(t *testing.T) {
 	c, j, _ := recorded(t, false)
-	_, err := c.FindTraces(context.Background(), TraceQuery{MinDuration: time.Second})
+	_, err := c.FindTraces(context.Background(), models.TraceSearchQuery{MinDuration: time.Second})
 	if err == nil || !strings.Contains(err.Error(), "a trace search needs a service") {
 		t.Errorf("err = %v", err)
 	}
@@ -472,7 +473,7 @@ func TestFindTracesDefaultsToTheLastHour(t *testing.T) {
 	}))
 	c.UseAPI(APIv1)
 	before := time.Now()
-	if _, err := c.FindTraces(context.Background(), TraceQuery{Service: "a"}); err != nil {
+	if _, err := c.FindTraces(context.Background(), models.TraceSearchQuery{Service: "a"}); err != nil {
 		t.Fatal(err)
 	}
 	var start, end int64
@@ -487,11 +488,11 @@ func TestFindTracesDefaultsToTheLastHour(t *testing.T) {
 // missing, the duration from the earliest start to the latest end, and the order.
 func TestSummarise(t *testing.T) {
 	t0 := time.Unix(1700000000, 0)
-	span := func(trace, id, parent, service, op string, startMs, durMs int) Span {
-		return Span{TraceID: trace, SpanID: id, ParentSpanID: parent, Service: service, Operation: op,
+	span := func(trace, id, parent, service, op string, startMs, durMs int) models.Span {
+		return models.Span{TraceID: trace, SpanID: id, ParentSpanID: parent, Service: service, Operation: op,
 			Start: t0.Add(time.Duration(startMs) * time.Millisecond), Duration: time.Duration(durMs) * time.Millisecond}
 	}
-	got := summarise([]Span{
+	got := summarise([]models.Span{
 		span("t1", "b", "a", "db", "query", 5, 10),
 		span("t1", "a", "", "api", "GET /", 0, 100),
 		span("t1", "c", "a", "api", "late", 90, 30),           // ends after the root

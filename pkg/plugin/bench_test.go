@@ -13,7 +13,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/jaeger"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/upstream"
 )
 
@@ -105,7 +105,7 @@ func BenchmarkTraceProfileFanOut(b *testing.B) {
 			tr := fakeTrace("4bf92f3577b34da6a3ce929d0e0e4736", start, 10*time.Millisecond, names...)
 			pyro := &spanPyroscope{bySpan: map[string][]string{}, delay: pyroDelay}
 			for i := range tr.Spans {
-				tr.Spans[i].Attributes[jaeger.ProfileIDAttribute] = tr.Spans[i].SpanID
+				tr.Spans[i].Attributes[models.ProfileIDAttribute] = tr.Spans[i].SpanID
 				pyro.bySpan[tr.Spans[i].SpanID] = []string{fmt.Sprintf("main.handle;main.work%d 10", i)}
 			}
 			slowJaeger := func(h http.Handler) http.Handler {
@@ -116,7 +116,7 @@ func BenchmarkTraceProfileFanOut(b *testing.B) {
 			}
 			ds := newTestDatasource(b, map[string]any{
 				"pyroscopeUrl": serveQuerier(b, pyro),
-				"jaegerUrl":    newJaegerFake(b, &jaegerFake{Traces: []jaeger.Trace{tr}}, slowJaeger).URL,
+				"jaegerUrl":    newJaegerFake(b, &jaegerFake{Traces: []models.Trace{tr}}, slowJaeger).URL,
 			}, nil)
 			q := query("A", `{"queryType":"profile","traceId":"4bf92f3577b34da6a3ce929d0e0e4736"}`)
 			runOnce := func() {

@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/jaeger"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 )
 
 // jaegerFake is a Jaeger query service for unit tests: it serves the given traces on one API
@@ -26,7 +27,7 @@ import (
 type jaegerFake struct {
 	API      string // jaeger.APIv3 (default) or jaeger.APIv1: the other API's routes are 404
 	Services []string
-	Traces   []jaeger.Trace
+	Traces   []models.Trace
 	Down     bool // every request answers 503, as a Jaeger whose storage is gone
 
 	mu       sync.Mutex
@@ -120,10 +121,10 @@ func (f *jaegerFake) services() []string {
 	return out
 }
 
-func (f *jaegerFake) byID(id string) [][]jaeger.Span {
+func (f *jaegerFake) byID(id string) [][]models.Span {
 	for _, tr := range f.Traces {
 		if tr.TraceID == id {
-			return [][]jaeger.Span{tr.Spans}
+			return [][]models.Span{tr.Spans}
 		}
 	}
 	return nil
@@ -131,10 +132,10 @@ func (f *jaegerFake) byID(id string) [][]jaeger.Span {
 
 // search keeps the traces with a span of service (and operation) starting in [start, end] and
 // lasting at least minDur, as Jaeger's span-level search does; at most limit traces.
-func (f *jaegerFake) search(service, operation string, start, end time.Time, minDur time.Duration, limit int) [][]jaeger.Span {
-	var out [][]jaeger.Span
+func (f *jaegerFake) search(service, operation string, start, end time.Time, minDur time.Duration, limit int) [][]models.Span {
+	var out [][]models.Span
 	for _, tr := range f.Traces {
-		if slices.ContainsFunc(tr.Spans, func(s jaeger.Span) bool {
+		if slices.ContainsFunc(tr.Spans, func(s models.Span) bool {
 			return s.Service == service && (operation == "" || s.Operation == operation) &&
 				!s.Start.Before(start) && !s.Start.After(end) && s.Duration >= minDur
 		}) {
@@ -148,7 +149,7 @@ func (f *jaegerFake) search(service, operation string, start, end time.Time, min
 }
 
 // writeV3 answers as Jaeger's v3 API: {"result": OTLP JSON}, or 404 "No traces found".
-func (f *jaegerFake) writeV3(t testing.TB, w http.ResponseWriter, traces [][]jaeger.Span) {
+func (f *jaegerFake) writeV3(t testing.TB, w http.ResponseWriter, traces [][]models.Span) {
 	if len(traces) == 0 {
 		v3Error(w, http.StatusNotFound, "No traces found")
 		return
@@ -186,7 +187,7 @@ func v3Error(w http.ResponseWriter, status int, msg string) {
 }
 
 // writeV1 answers as Jaeger's v1 API: one process per span, references for parents, µs times.
-func writeV1(w http.ResponseWriter, traces [][]jaeger.Span) {
+func writeV1(w http.ResponseWriter, traces [][]models.Span) {
 	type kv struct {
 		Key   string `json:"key"`
 		Type  string `json:"type"`
@@ -248,11 +249,11 @@ func hexBytes(t testing.TB, s string, n int) (out [16]byte) {
 
 // fakeTrace builds a trace of spans "service/operation" in order: the first is the root, each
 // later one the child of the root, starting 1 ms apart and lasting dur (the root lasts the whole).
-func fakeTrace(traceID string, start time.Time, dur time.Duration, spans ...string) jaeger.Trace {
-	tr := jaeger.Trace{TraceID: traceID}
+func fakeTrace(traceID string, start time.Time, dur time.Duration, spans ...string) models.Trace {
+	tr := models.Trace{TraceID: traceID}
 	for i, name := range spans {
 		service, op, _ := strings.Cut(name, "/")
-		s := jaeger.Span{
+		s := models.Span{
 			TraceID: traceID, SpanID: traceID[:14] + hex.EncodeToString([]byte{byte(i + 1)}),
 			Service: service, Operation: op, Start: start.Add(time.Duration(i) * time.Millisecond),
 			Duration: dur, Attributes: map[string]string{}, Resource: map[string]string{"host.name": "gpu-node-1"},

@@ -21,7 +21,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
 
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/jaeger"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 )
 
 // Injection: every free-text value that ends up inside a query language (PromQL for Prometheus,
@@ -83,7 +83,7 @@ func newInjectionBed(t *testing.T, jaegerService string) *injectionBed {
 		tr.Spans[i].Service = jaegerService
 		tr.Spans[i].Attributes["pyroscope.profile.id"] = tr.Spans[i].SpanID
 	}
-	b.jae = &jaegerFake{Traces: []jaeger.Trace{tr}}
+	b.jae = &jaegerFake{Traces: []models.Trace{tr}}
 	path, h := querierv1connect.NewQuerierServiceHandler(b.pyro)
 	mux := http.NewServeMux()
 	mux.Handle(path, h)

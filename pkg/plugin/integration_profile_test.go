@@ -16,6 +16,7 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	"github.com/grafana/grafana-plugin-sdk-go/data"
 
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/pyroscope"
 )
 
@@ -335,11 +336,11 @@ func TestRealPyroscope112IgnoresTraceIDSelectorAndThePluginNeverReliesOnIt(t *te
 	// A trace ID nothing carries: a server that filtered would answer nothing; 1.12 answers the
 	// backend's whole profile, and the client finds that out and returns none of it.
 	now := time.Now()
-	fg, err := ds.pyroscope.MergedFlameGraph(t.Context(), pyroscope.FlameGraphQuery{
+	fg, err := ds.pyroscope.MergedFlameGraph(t.Context(), models.FlameGraphQuery{
 		ProfileTypeID: cpuType, LabelSelector: `{service_name="nemotron-backend"}`,
 		TraceID: fmt.Sprintf("%032x", now.UnixNano()), Start: now.Add(-5 * time.Minute), End: now, MaxNodes: 100,
 	})
-	if !errors.Is(err, pyroscope.ErrTraceSelectorIgnored) || fg != nil {
+	if !errors.Is(err, models.ErrTraceSelectorIgnored) || fg != nil {
 		t.Fatalf("random trace ID on 1.12: %v, %v; want ErrTraceSelectorIgnored", fg, err)
 	}
 	if got := ds.pyroscope.TraceSelectorSupport(); got != pyroscope.TraceSelectorIgnored {

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/jaeger"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 )
 
 // The trace resources against the bed's real Jaeger (TestMain and bedDatasource are in
@@ -51,7 +51,7 @@ func TestRealTracesResourceFindsASlowRequest(t *testing.T) {
 		sent.Add(-time.Second).UnixMilli(), time.Now().Add(time.Second).UnixMilli())
 
 	// The demo's three services export in separate batches: poll until the whole trace is in.
-	var hit *jaeger.TraceSummary
+	var hit *models.TraceSummary
 	var last string
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline) && hit == nil; time.Sleep(500 * time.Millisecond) {
 		status, body := traceResource(t, ds, path)
@@ -59,7 +59,7 @@ func TestRealTracesResourceFindsASlowRequest(t *testing.T) {
 			t.Fatalf("HTTP %d %s", status, body)
 		}
 		last = body
-		var found []jaeger.TraceSummary
+		var found []models.TraceSummary
 		if err := json.Unmarshal([]byte(body), &found); err != nil {
 			t.Fatal(err)
 		}

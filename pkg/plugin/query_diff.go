@@ -101,7 +101,7 @@ func (d *Datasource) diffSideProfile(ctx context.Context, pyro *pyroscope.Client
 		from, to = from.Add(-correlate.SpanWindowPadding), to.Add(correlate.SpanWindowPadding)
 		describe = fmt.Sprintf("%d span(s) of %s", len(side.SpanSelector), selector)
 	}
-	tree, err := pyro.MergedFlameGraph(ctx, pyroscope.FlameGraphQuery{
+	tree, err := pyro.MergedFlameGraph(ctx, models.FlameGraphQuery{
 		ProfileTypeID: pq.ProfileTypeID, LabelSelector: selector, SpanSelector: side.SpanSelector,
 		Start: from, End: to, MaxNodes: pq.MaxNodes,
 	})

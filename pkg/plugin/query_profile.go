@@ -9,7 +9,6 @@ import (
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/correlate"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/frames"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/pyroscope"
 )
 
 func (d *Datasource) queryHandlers() map[string]queryHandler {
@@ -43,7 +42,7 @@ func (d *Datasource) queryProfile(ctx context.Context, q backend.DataQuery) back
 	if len(pq.SpanSelector) > 0 {
 		start, end = start.Add(-correlate.SpanWindowPadding), end.Add(correlate.SpanWindowPadding)
 	}
-	tree, err := pyro.MergedFlameGraph(ctx, pyroscope.FlameGraphQuery{
+	tree, err := pyro.MergedFlameGraph(ctx, models.FlameGraphQuery{
 		ProfileTypeID: pq.ProfileTypeID,
 		LabelSelector: pq.LabelSelector,
 		SpanSelector:  pq.SpanSelector,

@@ -11,7 +11,6 @@ import (
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/correlate"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/frames"
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/jaeger"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/prometheus"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/safe"
@@ -29,7 +28,7 @@ func (d *Datasource) querySlowRequests(ctx context.Context, q backend.DataQuery)
 	var (
 		lat        prometheus.LatencyResult
 		latErr     = safe.ErrPanicked
-		traces     []jaeger.TraceSummary
+		traces     []models.TraceSummary
 		traceNotes []string
 		traceErr   = safe.ErrPanicked
 	)
@@ -111,7 +110,7 @@ func latencyRows(rows []prometheus.EndpointLatency) []frames.EndpointLatency {
 }
 
 // slowestTraces lists the slowest recent traces (correlate.SlowestTraces) from Jaeger.
-func (d *Datasource) slowestTraces(ctx context.Context, sq *models.SlowRequestsQuery, tr backend.TimeRange) ([]jaeger.TraceSummary, []string, error) {
+func (d *Datasource) slowestTraces(ctx context.Context, sq *models.SlowRequestsQuery, tr backend.TimeRange) ([]models.TraceSummary, []string, error) {
 	jae, err := d.jaegerClient()
 	if err != nil {
 		return nil, nil, err
@@ -122,7 +121,7 @@ func (d *Datasource) slowestTraces(ctx context.Context, sq *models.SlowRequestsQ
 	})
 }
 
-func slowTraceRows(ts []jaeger.TraceSummary) []frames.SlowTrace {
+func slowTraceRows(ts []models.TraceSummary) []frames.SlowTrace {
 	out := make([]frames.SlowTrace, 0, len(ts))
 	for _, t := range ts {
 		out = append(out, frames.SlowTrace{

@@ -10,7 +10,7 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	"github.com/grafana/grafana-plugin-sdk-go/data"
 
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/jaeger"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 )
 
 // demoLatencies are the instant answers of the demo's histogram: the backend's /api/detect with
@@ -28,13 +28,13 @@ func demoLatencies() map[string][]fakeSample {
 
 // slowTraces are requests of the last minutes: the backend's of several durations, one that only
 // the detector saw, and one of Jaeger's own (which must not be listed).
-func slowTraces() []jaeger.Trace {
+func slowTraces() []models.Trace {
 	now := time.Now().Add(-5 * time.Minute)
-	mk := func(prefix string, offset time.Duration, dur time.Duration, spans ...string) jaeger.Trace {
+	mk := func(prefix string, offset time.Duration, dur time.Duration, spans ...string) models.Trace {
 		return fakeTrace(prefix+strings.Repeat("0", 32-len(prefix)-1)+"1", now.Add(offset), dur, spans...)
 	}
 	backend := []string{"nemotron-backend/GET /api/detect", "ai-detector/GET /detect", "ai-enrichment/GET /enrich"}
-	return []jaeger.Trace{
+	return []models.Trace{
 		mk("a1", 0, 100*time.Millisecond, backend...),
 		mk("a2", time.Second, 1500*time.Millisecond, backend...),
 		mk("a3", 2*time.Second, 700*time.Millisecond, backend...),

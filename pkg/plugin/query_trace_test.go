@@ -15,7 +15,7 @@ import (
 	querierv1 "github.com/grafana/pyroscope/api/gen/proto/go/querier/v1"
 	"github.com/grafana/pyroscope/api/gen/proto/go/querier/v1/querierv1connect"
 
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/jaeger"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 )
 
 const (
@@ -59,7 +59,7 @@ func (f *typedPyroscope) SelectMergeStacktraces(_ context.Context, req *connect.
 // joinTrace is the demo's request a minute ago: the backend's root (profiled) with db_query, the
 // detector's root (profiled) and its model.predict on GPU 0, the enrichment's root (profiled)
 // and its enrich on GPU 1, all on gpu-node-1.
-func joinTrace() jaeger.Trace {
+func joinTrace() models.Trace {
 	start := time.Now().Add(-time.Minute).Truncate(time.Second)
 	tr := fakeTrace("4bf92f3577b34da6a3ce929d0e0e4736", start, 40*time.Millisecond,
 		"nemotron-backend/GET /api/detect", "nemotron-backend/db_query", "ai-detector/GET /detect", "ai-enrichment/GET /enrich",
@@ -73,7 +73,7 @@ func joinTrace() jaeger.Trace {
 	s[3].Start, s[5].Start = start.Add(395*time.Millisecond), start.Add(396*time.Millisecond)
 	s[4].ParentSpanID, s[5].ParentSpanID = s[2].SpanID, s[3].SpanID
 	for _, i := range []int{0, 2, 3} {
-		s[i].Attributes[jaeger.ProfileIDAttribute] = s[i].SpanID
+		s[i].Attributes[models.ProfileIDAttribute] = s[i].SpanID
 	}
 	s[4].Attributes["gpu.index"] = "0"
 	s[5].Attributes["gpu.index"] = "1"
@@ -85,7 +85,7 @@ type joinBed struct {
 	pyro  *typedPyroscope
 	jae   *jaegerFake
 	prom  *promFake
-	trace jaeger.Trace
+	trace models.Trace
 }
 
 type joinBedOptions struct {
@@ -108,7 +108,7 @@ func newJoinBed(t *testing.T, o joinBedOptions) *joinBed {
 			id(3): {"main.handleEnrichment;main.extractFeatures 1048576"},
 		},
 	}, bySelector: map[string][]string{`trace_id="4bf92f3577b34da6a3ce929d0e0e4736"`: {"main.handleDetect;main.dbQuery 99"}}}
-	j := &jaegerFake{Traces: []jaeger.Trace{tr}, Down: o.jaegerDown}
+	j := &jaegerFake{Traces: []models.Trace{tr}, Down: o.jaegerDown}
 	prom := &promFake{GPUs: []fakeGPU{
 		steadyGPU("gpu-node-1", "0", 95, 0.95, 0.3),
 		steadyGPU("gpu-node-1", "1", 12, 0.1, 0.05),

@@ -55,15 +55,15 @@ func (d *Datasource) resourceTraces(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if found == nil {
-		found = []jaeger.TraceSummary{}
+		found = []models.TraceSummary{}
 	}
 	writeJSON(w, http.StatusOK, found)
 }
 
 // traceQuery reads the search parameters; each error names the parameter and what it accepts.
-func traceQuery(r *http.Request) (jaeger.TraceQuery, error) {
+func traceQuery(r *http.Request) (models.TraceSearchQuery, error) {
 	p := r.URL.Query()
-	q := jaeger.TraceQuery{Service: p.Get("service"), Operation: p.Get("operation"), Limit: jaeger.DefaultTraceLimit}
+	q := models.TraceSearchQuery{Service: p.Get("service"), Operation: p.Get("operation"), Limit: jaeger.DefaultTraceLimit}
 	if q.Service == "" {
 		return q, fmt.Errorf("parameter \"service\" is required: Jaeger searches one service at a time")
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/jaeger"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 )
 
 // traceResource calls the data source's resource route as Grafana does (CallResource through
@@ -34,8 +35,8 @@ func traceResource(t *testing.T, ds *Datasource, pathAndQuery string) (int, stri
 
 // demoTraces are three traces of the demo's shape, 300 ms, 1.2 s and 80 ms long (plus their
 // children's offsets), within the last few minutes.
-func demoTraces(now time.Time) []jaeger.Trace {
-	return []jaeger.Trace{
+func demoTraces(now time.Time) []models.Trace {
+	return []models.Trace{
 		fakeTrace("4bf92f3577b34da6a3ce929d0e0e4736", now.Add(-3*time.Minute), 300*time.Millisecond,
 			"nemotron-backend/GET /api/detect", "ai-detector/GET /detect", "ai-enrichment/GET /enrich"),
 		fakeTrace("00f067aa0ba902b7a3ce929d0e0e4736", now.Add(-2*time.Minute), 1200*time.Millisecond,
@@ -131,7 +132,7 @@ func TestTracesResourceLimitAndEmptyResult(t *testing.T) {
 	ds := newTestDatasource(t, map[string]any{"jaegerUrl": srv.URL}, nil)
 
 	status, body := traceResource(t, ds, "traces?service=nemotron-backend&limit=1")
-	var got []jaeger.TraceSummary
+	var got []models.TraceSummary
 	if err := json.Unmarshal([]byte(body), &got); status != 200 || err != nil || len(got) != 1 {
 		t.Errorf("limit=1: HTTP %d %s (%v)", status, body, err)
 	}

@@ -8,7 +8,6 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/correlate"
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/jaeger"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/safe"
 )
@@ -38,7 +37,7 @@ func requestProfileError(err error) error {
 	return err
 }
 
-func (d *Datasource) traceFromJaeger(ctx context.Context, traceID string) (*jaeger.Trace, error) {
+func (d *Datasource) traceFromJaeger(ctx context.Context, traceID string) (*models.Trace, error) {
 	jae, err := d.jaegerClient()
 	if err != nil {
 		return nil, err

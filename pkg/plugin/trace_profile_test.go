@@ -16,7 +16,7 @@ import (
 	"github.com/grafana/pyroscope/api/gen/proto/go/querier/v1/querierv1connect"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/correlate"
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/jaeger"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/pyroscope/pyroscopetest"
 )
 
@@ -54,11 +54,11 @@ func folded(stacks ...string) *querierv1.FlameGraph { return pyroscopetest.Flame
 
 // demoLikeTrace is a request like the demo's: the backend's local root calls the detector and the
 // enrichment service, each a local root carrying pyroscope.profile.id.
-func demoLikeTrace(start time.Time) jaeger.Trace {
+func demoLikeTrace(start time.Time) models.Trace {
 	tr := fakeTrace("4bf92f3577b34da6a3ce929d0e0e4736", start, 40*time.Millisecond,
 		"nemotron-backend/GET /api/detect", "nemotron-backend/db_query", "ai-detector/GET /detect", "ai-enrichment/GET /enrich")
 	for _, i := range []int{0, 2, 3} {
-		tr.Spans[i].Attributes[jaeger.ProfileIDAttribute] = tr.Spans[i].SpanID
+		tr.Spans[i].Attributes[models.ProfileIDAttribute] = tr.Spans[i].SpanID
 	}
 	return tr
 }
@@ -67,7 +67,7 @@ type traceProfileBed struct {
 	ds    *Datasource
 	pyro  *spanPyroscope
 	jae   *jaegerFake
-	trace jaeger.Trace
+	trace models.Trace
 }
 
 func newTraceProfileBed(t *testing.T, pyro *spanPyroscope, jaegerDown bool) *traceProfileBed {
@@ -80,7 +80,7 @@ func newTraceProfileBed(t *testing.T, pyro *spanPyroscope, jaegerDown bool) *tra
 			tr.Spans[3].SpanID: {"main.handleEnrichment;main.extractFeatures 15"},
 		}
 	}
-	j := &jaegerFake{Traces: []jaeger.Trace{tr}, Down: jaegerDown}
+	j := &jaegerFake{Traces: []models.Trace{tr}, Down: jaegerDown}
 	ds := newTestDatasource(t, map[string]any{
 		"pyroscopeUrl": serveQuerier(t, pyro),
 		"jaegerUrl":    newJaegerFake(t, j, nil).URL,

@@ -104,14 +104,14 @@ func (d *Datasource) variableValues(ctx context.Context, vq models.VariableQuery
 		slices.Sort(services)
 		return same(services), nil
 	case "trace_ids":
-		found, err := jae.FindTraces(ctx, jaeger.TraceQuery{
+		found, err := jae.FindTraces(ctx, models.TraceSearchQuery{
 			Service: vq.Service, MinDuration: vq.MinDuration, Start: from, End: to, Limit: variableTraceLimit,
 		})
 		if err != nil {
 			return nil, err
 		}
 		// Slowest first: the variable is for picking a slow request to look into.
-		slices.SortStableFunc(found, func(a, b jaeger.TraceSummary) int { return cmp.Compare(b.Duration, a.Duration) })
+		slices.SortStableFunc(found, func(a, b models.TraceSummary) int { return cmp.Compare(b.Duration, a.Duration) })
 		for _, t := range found {
 			op := t.RootOperation
 			if op == "" {

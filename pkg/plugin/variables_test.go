@@ -10,7 +10,7 @@ import (
 
 	typesv1 "github.com/grafana/pyroscope/api/gen/proto/go/types/v1"
 
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/jaeger"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 )
 
 func TestFormatTraceDuration(t *testing.T) {
@@ -106,7 +106,7 @@ func TestVariablesAnswerFromPyroscope(t *testing.T) {
 
 func TestVariablesAnswerFromJaeger(t *testing.T) {
 	now := time.Now()
-	jf := &jaegerFake{Traces: []jaeger.Trace{
+	jf := &jaegerFake{Traces: []models.Trace{
 		fakeTrace("0af7651916cd43dd8448eb211c80319c", now.Add(-10*time.Minute), 200*time.Millisecond, "nemotron-backend/POST /api/detect", "ai-detector/predict"),
 		fakeTrace("1af7651916cd43dd8448eb211c80319c", now.Add(-9*time.Minute), 3*time.Second, "nemotron-backend/POST /api/detect", "ai-enrichment/enrich"),
 		fakeTrace("2af7651916cd43dd8448eb211c80319c", now.Add(-8*time.Minute), 40*time.Millisecond, "nemotron-backend/GET /health"),

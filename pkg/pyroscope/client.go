@@ -57,19 +57,6 @@ func (c *Client) ProfileTypes(ctx context.Context, start, end time.Time) (types 
 	return types, nil
 }
 
-// FlameGraphQuery selects the samples merged into one flame graph.
-type FlameGraphQuery struct {
-	ProfileTypeID string
-	LabelSelector string
-	// SpanSelector keeps only the samples of these span IDs (16 hex digits each).
-	SpanSelector []string
-	// TraceID keeps only the samples of this trace (16 or 32 hex digits), by trace_id_selector:
-	// see traceFlameGraph. It excludes SpanSelector, as Pyroscope 2.x refuses both at once.
-	TraceID    string
-	Start, End time.Time
-	MaxNodes   int64
-}
-
 // FlameGraph is Pyroscope's level-encoded flame graph: Levels[i] holds 4 numbers per node
 // (x offset from the previous sibling's end, total, self, index into Names).
 type FlameGraph struct {
@@ -85,8 +72,8 @@ type FlameGraph struct {
 // With a span selector it asks SelectMergeSpanProfile: Pyroscope 1.12 ignores the span selector
 // of SelectMergeStacktraces and would answer with the unfiltered profile (INTEROP.md §3). With a
 // trace ID it asks SelectMergeStacktraces with trace_id_selector, and fails with
-// ErrTraceSelectorIgnored or ErrTraceSelectorRefused where the server cannot filter by it.
-func (c *Client) MergedFlameGraph(ctx context.Context, q FlameGraphQuery) (*flamegraph.Node, error) {
+// models.ErrTraceSelectorIgnored or models.ErrTraceSelectorRefused where the server cannot filter by it.
+func (c *Client) MergedFlameGraph(ctx context.Context, q models.FlameGraphQuery) (*flamegraph.Node, error) {
 	var fg *FlameGraph
 	var err error
 	switch {
@@ -109,7 +96,7 @@ var errSpanAndTraceSelector = errors.New("a span selector and a trace ID cannot 
 
 // mergedFlameGraph asks SelectMergeStacktraces, with trace_id_selector when traceID is set (32
 // hex digits).
-func (c *Client) mergedFlameGraph(ctx context.Context, q FlameGraphQuery, traceID string) (fg *FlameGraph, err error) {
+func (c *Client) mergedFlameGraph(ctx context.Context, q models.FlameGraphQuery, traceID string) (fg *FlameGraph, err error) {
 	ctx, span := upstream.StartSpan(ctx, models.Pyroscope, "SelectMergeStacktraces",
 		attribute.String("profile_type", q.ProfileTypeID), attribute.String("label_selector", q.LabelSelector),
 		attribute.Bool("trace_id_selector", traceID != ""))
@@ -136,7 +123,7 @@ func (c *Client) mergedFlameGraph(ctx context.Context, q FlameGraphQuery, traceI
 	return fg, nil
 }
 
-func (c *Client) spanFlameGraph(ctx context.Context, q FlameGraphQuery) (fg *FlameGraph, err error) {
+func (c *Client) spanFlameGraph(ctx context.Context, q models.FlameGraphQuery) (fg *FlameGraph, err error) {
 	ctx, span := upstream.StartSpan(ctx, models.Pyroscope, "SelectMergeSpanProfile",
 		attribute.String("profile_type", q.ProfileTypeID), attribute.String("label_selector", q.LabelSelector),
 		attribute.Int("spans", len(q.SpanSelector)))

@@ -89,14 +89,14 @@ func TestFlameGraphReplyThatContradictsItselfIsAnError(t *testing.T) {
 	} {
 		q.set(nil, tc.graph)
 		for _, spans := range [][]string{nil, {"9a1c2b3d4e5f6a7b"}} {
-			_, err := c.MergedFlameGraph(ctx, FlameGraphQuery{ProfileTypeID: models.DefaultProfileTypeID, LabelSelector: "{}", SpanSelector: spans, Start: from, End: to})
+			_, err := c.MergedFlameGraph(ctx, models.FlameGraphQuery{ProfileTypeID: models.DefaultProfileTypeID, LabelSelector: "{}", SpanSelector: spans, Start: from, End: to})
 			if err == nil || !strings.Contains(err.Error(), "Pyroscope ("+url+")") || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("%s (spans %v): error %v, want Pyroscope's URL and %q", name, spans, err, tc.want)
 			}
 		}
 	}
 	q.set(nil, sampleGraph)
-	fg, err := c.MergedFlameGraph(ctx, FlameGraphQuery{ProfileTypeID: models.DefaultProfileTypeID, LabelSelector: "{}", Start: from, End: to})
+	fg, err := c.MergedFlameGraph(ctx, models.FlameGraphQuery{ProfileTypeID: models.DefaultProfileTypeID, LabelSelector: "{}", Start: from, End: to})
 	if err != nil || fg.Count() != 6 || fg.Total != 100 || fg.Children[1].Name != "db" || len(fg.Children[1].Children) != 2 {
 		t.Errorf("consistent graph: %+v, %v; want its 6 nodes as a tree", fg, err)
 	}
@@ -117,7 +117,7 @@ func FuzzFlameGraphReply(f *testing.F) {
 			return // not a message the client could decode: the garbage faults cover those replies
 		}
 		q.set(nil, &m)
-		fg, err := c.MergedFlameGraph(context.Background(), FlameGraphQuery{ProfileTypeID: models.DefaultProfileTypeID, LabelSelector: "{}", Start: from, End: to, MaxNodes: 100})
+		fg, err := c.MergedFlameGraph(context.Background(), models.FlameGraphQuery{ProfileTypeID: models.DefaultProfileTypeID, LabelSelector: "{}", Start: from, End: to, MaxNodes: 100})
 		if err != nil {
 			if !strings.Contains(err.Error(), "Pyroscope ("+url+")") || !strings.Contains(err.Error(), "Pyroscope's reply") {
 				t.Fatalf("error %q names neither Pyroscope's URL nor its reply", err)

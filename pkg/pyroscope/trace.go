@@ -43,16 +43,6 @@ func (s TraceSelectorSupport) String() string {
 // that a Pyroscope upgraded (or rolled back) behind the same URL is noticed soon.
 const TraceSelectorVerdictLifetime = 10 * time.Minute
 
-var (
-	// ErrTraceSelectorIgnored: this server drops trace_id_selector, so its answer would be the
-	// profile of every request; nothing it answered is returned.
-	ErrTraceSelectorIgnored = errors.New("this Pyroscope ignores trace_id_selector and answers the unfiltered profile, as Pyroscope 1.x does")
-	// ErrTraceSelectorRefused: the server answered unimplemented to trace_id_selector for this
-	// window; Pyroscope 2.x in its v1-v2 dual mode does where the window holds data of its v1
-	// storage. Another window may be served.
-	ErrTraceSelectorRefused = errors.New("Pyroscope refused trace_id_selector for this time range, as Pyroscope 2.x in v1-v2 dual mode does where the range holds data of its v1 storage")
-)
-
 type traceSelectorState struct {
 	now func() time.Time // time.Now; tests move it
 	// probing holds a token while a probe runs, so that parallel queries wait for one verdict
@@ -99,14 +89,14 @@ func (c *Client) setTraceSelectorSupport(v TraceSelectorSupport) {
 //
 // A server's version cannot stand in for the probe: whether a tenant's queries go to the v2 read
 // path is a per-tenant setting of 2.x, and a build's version string need not be a release.
-func (c *Client) traceFlameGraph(ctx context.Context, q FlameGraphQuery) (*FlameGraph, error) {
+func (c *Client) traceFlameGraph(ctx context.Context, q models.FlameGraphQuery) (*FlameGraph, error) {
 	// Pyroscope takes 32 hex digits only; a 64-bit Jaeger ID is stored padded with zeros.
 	id, err := models.NormalizeTraceID("traceId", q.TraceID)
 	if err != nil {
 		return nil, err
 	}
 	if c.TraceSelectorSupport() == TraceSelectorIgnored {
-		return nil, ErrTraceSelectorIgnored
+		return nil, models.ErrTraceSelectorIgnored
 	}
 	fg, err := c.mergedFlameGraph(ctx, q, id)
 	if err != nil {
@@ -119,21 +109,21 @@ func (c *Client) traceFlameGraph(ctx context.Context, q FlameGraphQuery) (*Flame
 	case err != nil:
 		return nil, fmt.Errorf("could not tell whether this Pyroscope filters by trace_id_selector: %w", err)
 	case support == TraceSelectorIgnored:
-		return nil, ErrTraceSelectorIgnored
+		return nil, models.ErrTraceSelectorIgnored
 	}
 	return fg, nil
 }
 
-// refusedOr files an unimplemented answer under ErrTraceSelectorRefused, with what Pyroscope said.
+// refusedOr files an unimplemented answer under models.ErrTraceSelectorRefused, with what Pyroscope said.
 func refusedOr(err error) error {
 	if ce, ok := errors.AsType[*connect.Error](err); ok && ce.Code() == connect.CodeUnimplemented {
-		return fmt.Errorf("%w (Pyroscope answered: %s)", ErrTraceSelectorRefused, ce.Message())
+		return fmt.Errorf("%w (Pyroscope answered: %s)", models.ErrTraceSelectorRefused, ce.Message())
 	}
 	return err
 }
 
 // probeTraceSelector returns the verdict, asking q for a random trace ID when there is none.
-func (c *Client) probeTraceSelector(ctx context.Context, q FlameGraphQuery) (TraceSelectorSupport, error) {
+func (c *Client) probeTraceSelector(ctx context.Context, q models.FlameGraphQuery) (TraceSelectorSupport, error) {
 	select {
 	case c.traceSelector.probing <- struct{}{}:
 	case <-ctx.Done():

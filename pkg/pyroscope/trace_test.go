@@ -31,8 +31,8 @@ func requestSamples(srv *pyroscopetest.Server, service string, at time.Time) {
 	)
 }
 
-func traceQuery(service, traceID string, at time.Time) FlameGraphQuery {
-	return FlameGraphQuery{ProfileTypeID: "process_cpu:cpu:nanoseconds:cpu:nanoseconds", LabelSelector: `{service_name="` + service + `"}`,
+func traceQuery(service, traceID string, at time.Time) models.FlameGraphQuery {
+	return models.FlameGraphQuery{ProfileTypeID: "process_cpu:cpu:nanoseconds:cpu:nanoseconds", LabelSelector: `{service_name="` + service + `"}`,
 		TraceID: traceID, Start: at.Add(-time.Minute), End: at.Add(time.Minute), MaxNodes: 100}
 }
 
@@ -97,21 +97,21 @@ func TestTraceSelectorOnPyroscope112IsFoundIgnoredAndNotSentAgain(t *testing.T) 
 
 	// 1.12 answers the service's whole profile (320) for trace A: it must never be returned.
 	fg, err := c.MergedFlameGraph(t.Context(), traceQuery("ai-detector", traceA, at))
-	if !errors.Is(err, ErrTraceSelectorIgnored) || fg != nil {
-		t.Fatalf("got %v, %v; want ErrTraceSelectorIgnored", fg, err)
+	if !errors.Is(err, models.ErrTraceSelectorIgnored) || fg != nil {
+		t.Fatalf("got %v, %v; want models.ErrTraceSelectorIgnored", fg, err)
 	}
 	if c.TraceSelectorSupport() != TraceSelectorIgnored || probes(srv, traceA) != 1 {
 		t.Errorf("support %v after %d probes", c.TraceSelectorSupport(), probes(srv, traceA))
 	}
 	before := len(srv.Calls())
-	if _, err := c.MergedFlameGraph(t.Context(), traceQuery("ai-detector", traceB, at)); !errors.Is(err, ErrTraceSelectorIgnored) {
+	if _, err := c.MergedFlameGraph(t.Context(), traceQuery("ai-detector", traceB, at)); !errors.Is(err, models.ErrTraceSelectorIgnored) {
 		t.Errorf("second query: %v", err)
 	}
 	if n := len(srv.Calls()) - before; n != 0 {
 		t.Errorf("sent %d calls to a server known to ignore trace_id_selector", n)
 	}
 	// The label selector way is untouched.
-	fg, err = c.MergedFlameGraph(t.Context(), FlameGraphQuery{LabelSelector: `{service_name="ai-detector"}`, Start: at.Add(-time.Minute), End: at.Add(time.Minute)})
+	fg, err = c.MergedFlameGraph(t.Context(), models.FlameGraphQuery{LabelSelector: `{service_name="ai-detector"}`, Start: at.Add(-time.Minute), End: at.Add(time.Minute)})
 	if err != nil || fg.Total != 320 {
 		t.Errorf("plain query: %v, total %v", err, fg)
 	}
@@ -160,7 +160,7 @@ func TestDualModeRefusesTheTraceSelectorOnlyForWindowsWithV1Data(t *testing.T) {
 	old := traceQuery("ai-detector", traceA, at)
 	old.Start = at.Add(-time.Hour)
 	_, err := c.MergedFlameGraph(t.Context(), old)
-	if !errors.Is(err, ErrTraceSelectorRefused) || !strings.Contains(err.Error(), "trace_id_selector is only supported with the v2 query backend") {
+	if !errors.Is(err, models.ErrTraceSelectorRefused) || !strings.Contains(err.Error(), "trace_id_selector is only supported with the v2 query backend") {
 		t.Fatalf("window reaching v1 data: %v", err)
 	}
 	if c.TraceSelectorSupport() != TraceSelectorUnknown {
@@ -228,7 +228,7 @@ func TestParallelQueriesShareOneProbe(t *testing.T) {
 	}
 	wg.Wait()
 	for i, err := range errs {
-		if !errors.Is(err, ErrTraceSelectorIgnored) {
+		if !errors.Is(err, models.ErrTraceSelectorIgnored) {
 			t.Errorf("service %s: %v", services[i], err)
 		}
 	}

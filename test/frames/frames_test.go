@@ -118,7 +118,7 @@ func TestWriteTheFlameGraphsGrafanaReads(t *testing.T) {
 		t.Fatal(err)
 	}
 	var services []string
-	var root jaeger.Span
+	var root models.Span
 	for _, s := range tr.Spans {
 		if !slices.Contains(services, s.Service) {
 			services = append(services, s.Service)
