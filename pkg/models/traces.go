@@ -7,7 +7,7 @@ import "time"
 type Trace struct {
 	TraceID string // 32 lower-case hex digits
 	Spans   []Span
-	API     string // APIv3 or APIv1: which API answered
+	API     string // which API answered (jaeger.APIv3 or jaeger.APIv1)
 }
 
 // Span is one span of a trace. IDs are lower-case hex; attribute values are strings (numbers and
