@@ -89,8 +89,8 @@ RealTraceProfile|wall-ms/op|same, against its critical path|ms|in-flight-ms/op|J
 RealTraceProfile|wall-ms/op|same, against its calls one after another|ms|calls-sum-ms/op|its calls added up
 ClassifySeries|evidence-ns/sample|GPU classification, 24 h of one GPU: with evidence|ns/sample|classes-ns/sample|classes only
 GPUClassQueryOwnTime|own-ms/op|`gpuClass`, 64 GPUs × 24 h at 15 s, figures in memory: the plugin's own time|ms|RealGPUClass64GPUs24h:raw-prom-ms|Prometheus answering plain selectors (row below)
-RealGPUClass64GPUs24h|own-ms/op|`gpuClass`, 64 GPUs × 24 h at 15 s (4.7 M samples in a real Prometheus): the plugin's own time|ms|raw-prom-ms|Prometheus answering plain selectors for the same series
-RealGPUClass64GPUs24h|fetch-ms/op|same: fetching the figures through `GPUFigures`|ms|raw-prom-ms|Prometheus answering plain selectors
+RealGPUClass64GPUs24h|own-ms/op|`gpuClass`, 64 GPUs × 24 h at 15 s (4.7 M samples in a real Prometheus): the plugin's own time|ms|raw-prom-ms|Prometheus answering plain selectors for the same series (range and clock history, same steps)
+RealGPUClass64GPUs24h|fetch-ms/op|same: fetching the figures through `GPUFigures` (limit, fallbacks, per-GPU join)|ms|raw-prom-ms|Prometheus answering plain selectors for them
 Chrome200MB|parse-s/op|200 MB Kineto trace: reading and analysing it|s|tokenise-s/op|`encoding/json` merely tokenising it
 Chrome200MB|parse-peak-heap-MB|peak heap while reading it|MB|file-MB|the file's size
 Chrome200MB|retained-heap-MB|heap kept after reading it|MB|file-MB|the file's size

@@ -5,26 +5,35 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/prometheus/client_golang/api"
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
 )
 
 // fakeDCGM is a Prometheus HTTP API serving DCGM series for the GPU client's unit tests: the
-// label APIs answer from its tables, range queries from rangeAnswer. It records what it was
-// asked. The integration tests run the same code against the test bed's real Prometheus.
+// label APIs answer from its tables, the series API and range queries of plain selectors from
+// its stored series, other range queries from rangeAnswer. It records what it was asked. The
+// integration tests run the same code against the test bed's real Prometheus.
 type fakeDCGM struct {
-	metricNames []string            // label values of __name__
-	labelNames  []string            // label names
+	metricNames []string            // label values of __name__ (unset: those of stored)
+	labelNames  []string            // label names (unset: those of stored)
 	labelValues map[string][]string // label values of other labels
-	// rangeAnswer answers a range query, given the metric names the query (before its
+	// stored are the series Prometheus holds, each with its __name__ label: /api/v1/series
+	// lists those with points in its range, and a range query made of selectors only (joined
+	// with "or") answers the series they match, names kept, as Prometheus does.
+	stored []fakeStream
+	// rangeAnswer answers any other range query, given the metric names the query (before its
 	// series-limit part) reads; nil answers an empty matrix.
 	rangeAnswer func(metrics []string, query string) []fakeStream
-	status      int // non-zero: every request fails with it
+	status      int    // non-zero: every request fails with it
+	failPath    string // with status: only requests to this path fail
 	warnings    []string
 
 	mu       sync.Mutex
@@ -36,6 +45,7 @@ type fakeRequest struct {
 	Matches []string // match[]
 	Query   string   // query
 	Step    string
+	Limit   string
 }
 
 type fakeStream struct {
@@ -56,11 +66,11 @@ func newFakeDCGM(t *testing.T, f *fakeDCGM) (*Client, *httptest.Server) {
 
 func (f *fakeDCGM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_ = r.ParseForm()
-	req := fakeRequest{Path: r.URL.Path, Matches: r.Form["match[]"], Query: r.Form.Get("query"), Step: r.Form.Get("step")}
+	req := fakeRequest{Path: r.URL.Path, Matches: r.Form["match[]"], Query: r.Form.Get("query"), Step: r.Form.Get("step"), Limit: r.Form.Get("limit")}
 	f.mu.Lock()
 	f.requests = append(f.requests, req)
 	f.mu.Unlock()
-	if f.status != 0 {
+	if f.status != 0 && (f.failPath == "" || f.failPath == r.URL.Path) {
 		w.WriteHeader(f.status)
 		_, _ = w.Write([]byte(`{"status":"error","errorType":"unavailable","error":"overloaded"}`))
 		return
@@ -70,15 +80,17 @@ func (f *fakeDCGM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case r.URL.Path == "/api/v1/label/__name__/values":
-		reply(nonNilStrings(f.metricNames))
+		reply(nonNilStrings(orUnset(f.metricNames, f.storedLabelValues(model.MetricNameLabel))))
 	case r.URL.Path == "/api/v1/labels":
-		reply(nonNilStrings(f.labelNames))
+		reply(nonNilStrings(orUnset(f.labelNames, f.storedLabelNames())))
+	case r.URL.Path == "/api/v1/series":
+		reply(f.series(r.Form["match[]"], r.Form.Get("start"), r.Form.Get("end"), r.Form.Get("limit")))
 	case strings.HasPrefix(r.URL.Path, "/api/v1/label/") && strings.HasSuffix(r.URL.Path, "/values"):
 		name := strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/api/v1/label/"), "/values")
 		reply(nonNilStrings(f.labelValues[name]))
 	case r.URL.Path == "/api/v1/query_range":
-		var streams []fakeStream
-		if f.rangeAnswer != nil {
+		streams, plain := f.selected(req.Query)
+		if !plain && f.rangeAnswer != nil {
 			streams = f.rangeAnswer(queriedMetrics(req.Query), req.Query)
 		}
 		result := []map[string]any{}
@@ -89,6 +101,100 @@ func (f *fakeDCGM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		http.NotFound(w, r)
 	}
+}
+
+// storedLabelValues are the values of a label among the stored series, sorted.
+func (f *fakeDCGM) storedLabelValues(name string) []string {
+	var out []string
+	for _, s := range f.stored {
+		if v, ok := s.Metric[name]; ok && !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// storedLabelNames are the label names of the stored series, sorted.
+func (f *fakeDCGM) storedLabelNames() []string {
+	var out []string
+	for _, s := range f.stored {
+		for k := range s.Metric {
+			if !slices.Contains(out, k) {
+				out = append(out, k)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// series answers /api/v1/series: the label sets of the stored series matching any of the
+// selectors with a point from start to end, at most limit of them when limit is set.
+func (f *fakeDCGM) series(matches []string, start, end, limit string) []map[string]string {
+	from, _ := strconv.ParseFloat(start, 64)
+	to, _ := strconv.ParseFloat(end, 64)
+	most, _ := strconv.Atoi(limit)
+	out := []map[string]string{}
+	for _, s := range f.stored {
+		inRange := slices.ContainsFunc(s.Values, func(p [2]any) bool { return p[0].(float64) >= from && p[0].(float64) <= to })
+		matched := slices.ContainsFunc(matches, func(m string) bool {
+			ms, err := gpuTestParser.ParseMetricSelector(m)
+			return err == nil && matchesAll(ms, s.Metric)
+		})
+		if inRange && matched && (most == 0 || len(out) < most) {
+			out = append(out, s.Metric)
+		}
+	}
+	return out
+}
+
+// selected answers a range query made of selectors joined with "or" from the stored series;
+// plain is false for any other query.
+func (f *fakeDCGM) selected(q string) (out []fakeStream, plain bool) {
+	e, err := gpuTestParser.ParseExpr(q)
+	if err != nil {
+		return nil, false
+	}
+	var sels []*parser.VectorSelector
+	var collect func(e parser.Expr) bool
+	collect = func(e parser.Expr) bool {
+		switch n := e.(type) {
+		case *parser.VectorSelector:
+			sels = append(sels, n)
+			return true
+		case *parser.ParenExpr:
+			return collect(n.Expr)
+		case *parser.BinaryExpr:
+			return n.Op == parser.LOR && collect(n.LHS) && collect(n.RHS)
+		}
+		return false
+	}
+	if !collect(e) {
+		return nil, false
+	}
+	for _, s := range f.stored {
+		if slices.ContainsFunc(sels, func(vs *parser.VectorSelector) bool { return matchesAll(vs.LabelMatchers, s.Metric) }) {
+			out = append(out, s)
+		}
+	}
+	return out, true
+}
+
+func matchesAll(ms []*labels.Matcher, metric map[string]string) bool {
+	for _, m := range ms {
+		if !m.Matches(metric[m.Name]) {
+			return false
+		}
+	}
+	return true
+}
+
+func orUnset(set, otherwise []string) []string {
+	if set != nil {
+		return set
+	}
+	return otherwise
 }
 
 func nonNilStrings(s []string) []string {

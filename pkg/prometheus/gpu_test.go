@@ -3,7 +3,6 @@ package prometheus
 import (
 	"context"
 	"errors"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -11,8 +10,6 @@ import (
 	"time"
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
-
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/classify"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/upstream"
@@ -308,113 +305,6 @@ func TestPlanGPUWindowBoundsTheStep(t *testing.T) {
 	}
 }
 
-func TestGPUFiguresJoinsEveryFigurePerGPU(t *testing.T) {
-	values := map[string]map[string][]float64{ // metric → UUID → values
-		"DCGM_FI_DEV_GPU_UTIL":           {"GPU-a0": {95, 96}, "GPU-b0": {40, 41}},
-		"DCGM_FI_PROF_SM_ACTIVE":         {"GPU-a0": {0.92, 0.9}},
-		"DCGM_FI_DEV_PCIE_TX_THROUGHPUT": {"GPU-b0": {1024, 2048}}, // the fake answers as Prometheus would after × 1024
-		"DCGM_FI_DEV_SM_CLOCK":           {"GPU-a0": {1410}, "GPU-b0": {math.NaN(), 900}},
-	}
-	byUUID := map[string]map[string]string{"GPU-a0": nodeA0, "GPU-b0": nodeB0}
-	f := &fakeDCGM{
-		metricNames: []string{"DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_PROF_SM_ACTIVE", "DCGM_FI_DEV_PCIE_TX_THROUGHPUT", "DCGM_FI_DEV_SM_CLOCK"},
-		labelNames:  mixedFleetLabels,
-		rangeAnswer: func(metrics []string, _ string) []fakeStream {
-			var out []fakeStream
-			for _, m := range metrics {
-				for uuid, vs := range values[m] {
-					labels := map[string]string{}
-					for _, k := range []string{"Hostname", "hostname", "gpu", "UUID", "modelName"} {
-						if v := byUUID[uuid][k]; v != "" {
-							labels[k] = v
-						}
-					}
-					out = append(out, fakeStream{Metric: labels, Values: points(vs...)})
-				}
-			}
-			return out
-		},
-	}
-	c, _ := newFakeDCGM(t, f)
-	series, notices, err := c.GPUFigures(context.Background(), models.GPUFilter{}, t0, t0.Add(time.Minute), 30*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(series) != 2 {
-		t.Fatalf("%d GPUs: %+v", len(series), series)
-	}
-	a, b := series[0], series[1]
-	if a.GPU.Host != "node-a" || a.GPU.Index != "0" || a.GPU.UUID != "GPU-a0" || a.GPU.Model != "NVIDIA A100-SXM4-80GB" ||
-		b.GPU != (classify.GPU{Host: "node-b", Index: "0", UUID: "GPU-b0", Model: "Tesla T4"}) {
-		t.Errorf("GPUs %+v / %+v", a.GPU, b.GPU)
-	}
-	// Three steps (0, 30, 60 s): every step present, NaN where a value is missing.
-	if len(a.Samples) != 3 || !a.Samples[2].Time.Equal(t0.Add(time.Minute)) {
-		t.Fatalf("samples %+v", a.Samples)
-	}
-	fa, fb := a.Samples[0].Figures, b.Samples[1].Figures
-	if fa.GPUUtil != 95 || fa.SMActive != 0.92 || fa.SMClockMHz != 1410 || !math.IsNaN(fa.PCIeTx) || !math.IsNaN(fa.ClockEvents) {
-		t.Errorf("node-a/0 at 0 s: %+v", fa)
-	}
-	if fb.GPUUtil != 41 || fb.PCIeTx != 2048 || fb.SMClockMHz != 900 || !math.IsNaN(fb.SMActive) {
-		t.Errorf("node-b/0 at 30 s: %+v", fb)
-	}
-	if !math.IsNaN(b.Samples[0].Figures.SMClockMHz) || !math.IsNaN(a.Samples[2].Figures.GPUUtil) {
-		t.Errorf("missing values must be NaN: %+v %+v", b.Samples[0].Figures, a.Samples[2].Figures)
-	}
-	// Missing figures are notices naming the names tried.
-	joined := strings.Join(notices, "\n")
-	for _, want := range []string{"Clock event reasons (clock_events): Prometheus has no series of DCGM_FI_DEV_CLOCKS_EVENT_REASONS or DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", "DRAM active (dram_active)", "its figure is NaN"} {
-		if !strings.Contains(joined, want) {
-			t.Errorf("notices lack %q:\n%s", want, joined)
-		}
-	}
-	if strings.Contains(joined, "gpu_utilization") || strings.Contains(joined, "sm_clock") {
-		t.Errorf("notices name a figure that is exported:\n%s", joined)
-	}
-	// One query per exported figure (gpu_utilization, sm_active, pcie_tx, sm_clock), all with
-	// the same series-limit part so that they keep the same GPUs.
-	ranges := f.requestsTo("/api/v1/query_range")
-	if len(ranges) != 4 {
-		t.Fatalf("%d range queries, want 4", len(ranges))
-	}
-	var limits []string
-	for _, r := range ranges {
-		reparse(t, r.Query)
-		i := strings.Index(r.Query, " and on ")
-		if i < 0 {
-			t.Fatalf("query without a series limit: %s", r.Query)
-		}
-		limits = append(limits, r.Query[i:])
-	}
-	for _, l := range limits[1:] {
-		if l != limits[0] {
-			t.Errorf("series-limit parts differ:\n%s\n%s", limits[0], l)
-		}
-	}
-	if !strings.Contains(limits[0], "group by (Hostname, hostname, gpu, UUID, modelName)") {
-		t.Errorf("GPUFigures must group by the GPU's identity only: %s", limits[0])
-	}
-}
-
-func TestGPUFiguresWithNothingExportedIsEmptyWithNotices(t *testing.T) {
-	f := &fakeDCGM{labelNames: []string{"Hostname"}}
-	c, _ := newFakeDCGM(t, f)
-	series, notices, err := c.GPUFigures(context.Background(), models.GPUFilter{}, t0, tEnd, time.Minute)
-	if err != nil || len(series) != 0 || len(notices) != len(gpuFigures) {
-		t.Errorf("series %v notices %d err %v", series, len(notices), err)
-	}
-}
-
-func TestGPUFiguresFailsWithTheUpstreamError(t *testing.T) {
-	f := &fakeDCGM{status: 502}
-	c, srv := newFakeDCGM(t, f)
-	_, _, err := c.GPUFigures(context.Background(), models.GPUFilter{}, t0, tEnd, time.Minute)
-	if err == nil || !strings.Contains(err.Error(), "Prometheus ("+srv.URL+")") {
-		t.Errorf("error %v", err)
-	}
-}
-
 func TestGPULabelValuesUnitesAliasesAndSortsIndexesAsNumbers(t *testing.T) {
 	f := &fakeDCGM{
 		metricNames: []string{"DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_PCIE_TX_THROUGHPUT"},
@@ -447,61 +337,5 @@ func TestGPULabelValuesUnitesAliasesAndSortsIndexesAsNumbers(t *testing.T) {
 	}
 	if _, err := c.GPULabelValues(context.Background(), "node", models.GPUFilter{}, t0, tEnd); err == nil || !strings.Contains(err.Error(), `unknown GPU label role "node"`) {
 		t.Errorf("unknown role: %v", err)
-	}
-}
-
-// migSlices are two MIG instances of one A100 as dcgm-exporter labels them: the parent's gpu,
-// UUID, device and modelName, plus GPU_I_PROFILE and GPU_I_ID. Only the instance tells them apart.
-var migSlices = []map[string]string{
-	{"Hostname": "gpu-node-1", "gpu": "0", "UUID": "GPU-5fd4a0b2-7c1e-4d2a-9f3b-0123456789ab", "device": "nvidia0", "pci_bus_id": "00000000:07:00.0",
-		"modelName": "NVIDIA A100-SXM4-40GB", "GPU_I_PROFILE": "3g.20gb", "GPU_I_ID": "1"},
-	{"Hostname": "gpu-node-1", "gpu": "0", "UUID": "GPU-5fd4a0b2-7c1e-4d2a-9f3b-0123456789ab", "device": "nvidia0", "pci_bus_id": "00000000:07:00.0",
-		"modelName": "NVIDIA A100-SXM4-40GB", "GPU_I_PROFILE": "1g.5gb", "GPU_I_ID": "2"},
-}
-
-func TestGPUFiguresKeepsEachMIGInstanceOfOneGPU(t *testing.T) {
-	values := map[string][2]float64{ // metric → instance 1, instance 2 (busy, idle)
-		"DCGM_FI_PROF_GR_ENGINE_ACTIVE": {0.97, 0.01},
-		"DCGM_FI_PROF_DRAM_ACTIVE":      {0.30, 0.00},
-	}
-	f := &fakeDCGM{
-		metricNames: []string{"DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_PROF_DRAM_ACTIVE"},
-		labelNames:  []string{"Hostname", "gpu", "UUID", "device", "pci_bus_id", "modelName", "GPU_I_PROFILE", "GPU_I_ID"},
-		rangeAnswer: func(metrics []string, _ string) []fakeStream {
-			var out []fakeStream
-			for _, m := range metrics {
-				for i, labels := range migSlices {
-					out = append(out, fakeStream{Metric: labels, Values: points(values[m][i], values[m][i])})
-				}
-			}
-			return out
-		},
-	}
-	c, _ := newFakeDCGM(t, f)
-	series, _, err := c.GPUFigures(context.Background(), models.GPUFilter{}, t0, t0.Add(30*time.Second), 30*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	parent := classify.GPU{Host: "gpu-node-1", Index: "0", UUID: "GPU-5fd4a0b2-7c1e-4d2a-9f3b-0123456789ab", Model: "NVIDIA A100-SXM4-40GB"}
-	one, two := parent, parent
-	one.MIG, one.MIGProfile = "1", "3g.20gb"
-	two.MIG, two.MIGProfile = "2", "1g.5gb"
-	if len(series) != 2 || series[0].GPU != one || series[1].GPU != two {
-		t.Fatalf("GPUs %+v", series)
-	}
-	if g := series[0].Samples[0].Figures.GrEngine; g != 0.97 {
-		t.Errorf("instance 1 graphics engine %v, want 0.97", g)
-	}
-	if g := series[1].Samples[0].Figures.GrEngine; g != 0.01 {
-		t.Errorf("instance 2 graphics engine %v, want 0.01", g)
-	}
-	// Prometheus keeps only the labels a query groups by: both MIG labels must be among them.
-	for _, q := range f.requests {
-		if q.Path == "/api/v1/query_range" && (!strings.Contains(q.Query, "GPU_I_ID") || !strings.Contains(q.Query, "GPU_I_PROFILE")) {
-			t.Errorf("query does not keep the MIG labels: %s", q.Query)
-		}
-	}
-	if got := one.String(); got != "gpu-node-1 GPU 0 (NVIDIA A100-SXM4-40GB) MIG 3g.20gb #1" {
-		t.Errorf("String() = %q", got)
 	}
 }

@@ -275,7 +275,7 @@ func (p gpuPlan) presence(metrics []string) parser.Expr {
 // limited aggregates a per-GPU expression and keeps at most limit+1 groups, chosen by topk
 // over the presence expression. Which groups topk keeps among equal values is Prometheus'
 // choice, but the same expression over the same data keeps the same groups, so queries built
-// on one presence expression (GPUFigures) keep the same GPUs.
+// on one presence expression (GPUFigures over the limit) keep the same GPUs.
 func (p gpuPlan) limited(op string, e parser.Expr, presenceOf []string) parser.Expr {
 	agg := aggregateBy(op, e, p.grouping)
 	top := &parser.AggregateExpr{Op: parser.TOPK, Param: numberLit(float64(p.limit + 1)), Expr: p.presence(presenceOf)}
@@ -283,4 +283,24 @@ func (p gpuPlan) limited(op string, e parser.Expr, presenceOf []string) parser.E
 	b.VectorMatching.On = true
 	b.VectorMatching.MatchingLabels = p.grouping
 	return b
+}
+
+// storedSeries selects the metrics' series across the selection as stored, metric names kept:
+// M{alt} or ..., or {__name__=~"A|B", alt} or ... for several metrics. Joining alternatives
+// with "or" drops no series: a series hidden by one of the same labels (but another name) on
+// the left matches the left's alternative too, so it is there already.
+func (p gpuPlan) storedSeries(metrics []string) (parser.Expr, error) {
+	alts := make([]parser.Expr, 0, len(p.sel))
+	for _, alt := range p.sel {
+		if len(metrics) == 1 {
+			alts = append(alts, metricSelector(metrics[0], alt))
+			continue
+		}
+		vs, err := metricNamesSelector(metrics, alt)
+		if err != nil {
+			return nil, err
+		}
+		alts = append(alts, vs)
+	}
+	return unionExprs(alts), nil
 }

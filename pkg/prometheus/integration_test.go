@@ -1,0 +1,142 @@
+//go:build integration
+
+package prometheus
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"math"
+	"net/http"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/api"
+	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/internal/testbed"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/classify"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
+)
+
+// These tests run against the test bed's real Prometheus (run with -tags integration;
+// scripts/test.sh does). pkg/plugin's integration tests run the queries built on GPUFigures.
+
+var bed testbed.Endpoints
+
+func TestMain(m *testing.M) { os.Exit(testbed.MainForTests(m, &bed)) }
+
+// queryRecorder is a transport that keeps the expression of every range query it carries.
+type queryRecorder struct {
+	mu      sync.Mutex
+	queries []string
+}
+
+func (r *queryRecorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	if strings.HasSuffix(req.URL.Path, "/query_range") {
+		q := req.URL.Query().Get("query")
+		if req.Body != nil {
+			body, err := io.ReadAll(req.Body)
+			if err != nil {
+				return nil, err
+			}
+			req.Body = io.NopCloser(bytes.NewReader(body))
+			if form, err := url.ParseQuery(string(body)); err == nil && form.Get("query") != "" {
+				q = form.Get("query")
+			}
+		}
+		r.mu.Lock()
+		r.queries = append(r.queries, q)
+		r.mu.Unlock()
+	}
+	return http.DefaultTransport.RoundTrip(req)
+}
+
+// bedFigures asks the bed's Prometheus for the figures with a series limit of limit, and
+// returns them with the range queries sent.
+func bedFigures(t *testing.T, limit int, start, end time.Time, step time.Duration) ([]classify.GPUSeries, []string, []string) {
+	t.Helper()
+	rec := &queryRecorder{}
+	ac, err := api.NewClient(api.Config{Address: bed.PrometheusURL, RoundTripper: rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newClient(bed.PrometheusURL, promv1.NewAPI(ac)).WithDCGM(models.DCGMSettings{MaxSeries: limit})
+	series, notices, err := c.GPUFigures(context.Background(), models.GPUFilter{}, start, end, step)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return series, notices, rec.queries
+}
+
+// Within the limit the figures are the sources' series as stored, each GPU's preferred source
+// and its aggregation taken in Go; over it, PromQL's "or" and aggregation do that. Both must
+// give the same value at every step of every figure: on the fixtures (a current and an old
+// exporter, Hostname and hostname, pods, PCIe in bytes and in KB/s, a GPU silent for a third of
+// the window) and on the live simulator at 1 s.
+func TestRealGPUFiguresReadAsStoredAgreeWithPromQL(t *testing.T) {
+	if bed.FixtureStart.IsZero() {
+		t.Fatal("the test bed has no GPU fixtures (HSI_TESTBED_FIXTURE_START is empty)")
+	}
+	live := time.Now().Truncate(time.Second).Add(-10 * time.Second)
+	for _, w := range []struct {
+		name       string
+		start, end time.Time
+		step       time.Duration
+	}{
+		{"fixtures", bed.FixtureStart, bed.FixtureEnd, 15 * time.Second},
+		{"live", live.Add(-5 * time.Minute), live, time.Second},
+	} {
+		t.Run(w.name, func(t *testing.T) {
+			all, _, _ := bedFigures(t, 1000, w.start, w.end, w.step)
+			n := len(all)
+			if n < 2 {
+				t.Fatalf("%d GPUs in the bed's Prometheus", n)
+			}
+			stored, notices, queries := bedFigures(t, n, w.start, w.end, w.step)
+			if len(stored) != n || slices.ContainsFunc(notices, func(s string) bool { return strings.HasPrefix(s, "more than") }) {
+				t.Fatalf("%d GPUs within a limit of %d: %d, notices %v", n, n, len(stored), notices)
+			}
+			for _, q := range queries {
+				if strings.Contains(q, "topk") || strings.Contains(q, " by (") {
+					t.Errorf("within the limit, Prometheus was asked to rank or aggregate: %s", q)
+				}
+			}
+			ranked, _, queries := bedFigures(t, n-1, w.start, w.end, w.step)
+			if len(ranked) != n-1 || !strings.Contains(queries[0], "topk(") {
+				t.Fatalf("over the limit: %d GPUs, first query %s", len(ranked), queries[0])
+			}
+			compared := 0
+			for i, r := range ranked {
+				s := stored[i]
+				if s.GPU != r.GPU || len(s.Samples) != len(r.Samples) {
+					t.Fatalf("GPU %d: %v (%d steps) read as stored, %v (%d steps) ranked", i, s.GPU, len(s.Samples), r.GPU, len(r.Samples))
+				}
+				for k := range s.Samples {
+					a, b := figureValues(s.Samples[k].Figures), figureValues(r.Samples[k].Figures)
+					for j := range a {
+						if a[j] != b[j] && !(math.IsNaN(a[j]) && math.IsNaN(b[j])) {
+							t.Errorf("%s at %s, figure %d: %v read as stored, %v from PromQL", s.GPU, s.Samples[k].Time.Format(time.TimeOnly), j, a[j], b[j])
+						}
+						if !math.IsNaN(a[j]) {
+							compared++
+						}
+					}
+				}
+			}
+			if compared < 1000 {
+				t.Errorf("only %d values compared", compared)
+			}
+			t.Logf("%d GPUs, %d values agree", n, compared)
+		})
+	}
+}
+
+func figureValues(f classify.Figures) []float64 {
+	return []float64{f.GPUUtil, f.MemCopyUtil, f.SMActive, f.GrEngine, f.DRAMActive, f.Tensor, f.PCIeTx, f.PCIeRx, f.TempC, f.SMClockMHz, f.PowerW, f.ClockEvents}
+}
