@@ -7,7 +7,6 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/data"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/prometheus"
 )
 
 // GPUMetricFrames builds one frame per series of a gpuMetrics answer, the shape Grafana's
@@ -17,7 +16,7 @@ import (
 // "GPU utilisation gpu-node-1/0". The PromQL sent is the frames' executed query string, so
 // Grafana's query inspector shows it. The result's notices go on the first frame; with no
 // series, a single empty frame carries them, so the panel says why it is empty.
-func GPUMetricFrames(res *prometheus.MetricResult) []*data.Frame {
+func GPUMetricFrames(res *models.GPUMetricResult) []*data.Frame {
 	out := make([]*data.Frame, 0, len(res.Series))
 	for _, s := range res.Series {
 		labels := data.Labels{}
@@ -53,7 +52,7 @@ func GPUMetricFrames(res *prometheus.MetricResult) []*data.Frame {
 	return out
 }
 
-func gpuFrameMeta(res *prometheus.MetricResult) *data.FrameMeta {
+func gpuFrameMeta(res *models.GPUMetricResult) *data.FrameMeta {
 	return &data.FrameMeta{
 		Type:                   data.FrameTypeTimeSeriesMulti,
 		TypeVersion:            data.FrameTypeVersion{0, 1},

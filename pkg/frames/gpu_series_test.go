@@ -10,23 +10,24 @@ import (
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/prometheus"
 )
 
-func gpuMetric(t *testing.T, name string) prometheus.Metric {
+// gpuMetric names a metric as the catalogue does.
+func gpuMetric(t *testing.T, name string) models.GPUMetricInfo {
 	t.Helper()
 	m, ok := prometheus.NewCatalogue(models.DCGMSettings{}).Lookup(name)
 	if !ok {
 		t.Fatalf("no catalogue entry %s", name)
 	}
-	return m
+	return models.GPUMetricInfo{Name: m.Name, Title: m.Title, Unit: m.Unit}
 }
 
 var gpuT0 = time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)
 
 func TestGPUMetricFramesPerGPU(t *testing.T) {
-	res := &prometheus.MetricResult{
+	res := &models.GPUMetricResult{
 		Metric: gpuMetric(t, "gpu_utilization"), Aggregation: models.AggregationGPU, Step: 30 * time.Second,
 		Query:   `avg by (Hostname, gpu) (DCGM_FI_DEV_GPU_UTIL) and on (Hostname, gpu) topk(501, group by (Hostname, gpu) (last_over_time(DCGM_FI_DEV_GPU_UTIL[10m] @ end())))`,
 		Sources: []string{"DCGM_FI_DEV_GPU_UTIL"},
-		Series: []prometheus.MetricSeries{
+		Series: []models.GPUMetricSeries{
 			{Labels: map[string]string{"host": "gpu-node-1", "gpu": "0", "uuid": "GPU-a0", "model": "NVIDIA A100-SXM4-80GB", "pod": "detector-0", "namespace": "inference"},
 				Times: []time.Time{gpuT0, gpuT0.Add(30 * time.Second)}, Values: []float64{95, 97}},
 			{Labels: map[string]string{"host": "gpu-node-1", "gpu": "1", "uuid": "GPU-a1", "model": "NVIDIA A100-SXM4-80GB"},
@@ -49,10 +50,10 @@ func TestGPUMetricFramesPerGPU(t *testing.T) {
 }
 
 func TestGPUMetricFramesPerHostInTheCatalogueUnit(t *testing.T) {
-	res := &prometheus.MetricResult{
+	res := &models.GPUMetricResult{
 		Metric: gpuMetric(t, "pcie_tx"), Aggregation: models.AggregationHost, Step: time.Minute,
 		Query: `sum by (hostname) (DCGM_FI_DEV_PCIE_TX_THROUGHPUT * 1024) and on (hostname) topk(501, group by (hostname) (last_over_time(DCGM_FI_DEV_PCIE_TX_THROUGHPUT[1h] @ end())))`,
-		Series: []prometheus.MetricSeries{{Labels: map[string]string{"host": "fixture-node-b"},
+		Series: []models.GPUMetricSeries{{Labels: map[string]string{"host": "fixture-node-b"},
 			Times: []time.Time{gpuT0, gpuT0.Add(time.Minute)}, Values: []float64{1.2e9, 1.25e9}}},
 	}
 	fs := GPUMetricFrames(res)
@@ -63,7 +64,7 @@ func TestGPUMetricFramesPerHostInTheCatalogueUnit(t *testing.T) {
 }
 
 func TestGPUMetricFramesWithoutSeriesCarryTheNotice(t *testing.T) {
-	res := &prometheus.MetricResult{
+	res := &models.GPUMetricResult{
 		Metric: gpuMetric(t, "sm_active"), Aggregation: models.AggregationFleet, Step: time.Minute,
 		Notices: []string{"SM active (sm_active): Prometheus has no series of DCGM_FI_PROF_SM_ACTIVE or DCGM_FI_PROF_SM_UTIL_RATIO in this range; enable the field in the exporter's counters file, or name your metric in jsonData.dcgmMetricNames"},
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/prometheus/prometheus/model/labels"
@@ -236,4 +237,36 @@ func ParseGPUMetricsQuery(raw json.RawMessage) (*GPUMetricsQuery, error) {
 			AggregationGPU, AggregationHost, AggregationFleet, truncate(q.Aggregation, 40))
 	}
 	return q, nil
+}
+
+// GPUMetricInfo names a catalogue metric as panels show it.
+type GPUMetricInfo struct {
+	Name  string // catalogue name: gpu_utilization
+	Title string // display name: GPU utilisation
+	Unit  string // Grafana unit id: percent
+}
+
+// GPUMetricSeries is one series of a catalogue metric: its labels by role (host, gpu, uuid,
+// model, mig, mig_profile, pod, namespace, container; absent roles left out) and its values in the
+// catalogue's unit, at the steps where Prometheus had a value.
+type GPUMetricSeries struct {
+	Labels map[string]string
+	Times  []time.Time
+	Values []float64
+}
+
+// GPUMetricResult is one catalogue metric's answer (prometheus.Client.GPUMetric), declared here so
+// that the frame builders read it without importing the client.
+type GPUMetricResult struct {
+	Metric      GPUMetricInfo
+	Aggregation string
+	Step        time.Duration
+	// Query is the PromQL sent; empty when Prometheus holds none of the metric's sources.
+	Query string
+	// Sources are the metric names Prometheus holds and the query read.
+	Sources []string
+	Series  []GPUMetricSeries
+	// Notices explain gaps: the metric not exported (and which names were tried), a role's
+	// label not found, the series limit reached, Prometheus' warnings.
+	Notices []string
 }

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/classify"
 )
 
 func TestParseGPUMetricsQueryFillsDefaults(t *testing.T) {
@@ -80,5 +82,24 @@ func TestGPUIndexOrUUID(t *testing.T) {
 		if got := GPUIndexOrUUID(v); got != want {
 			t.Errorf("GPUIndexOrUUID(%q) = %v", v, got)
 		}
+	}
+}
+
+func TestGPUIdentityRoundTripsThroughRoleLabels(t *testing.T) {
+	mig := classify.GPU{Host: "gpu-node-1", Index: "0", UUID: "GPU-5fd4", Model: "NVIDIA A100-SXM4-40GB", MIG: "2", MIGProfile: "1g.5gb"}
+	labels := GPURoleLabels(mig)
+	if len(labels) != 6 || labels[RoleMIG] != "2" || labels[RoleMIGProfile] != "1g.5gb" || labels[RoleHost] != "gpu-node-1" {
+		t.Errorf("labels %v", labels)
+	}
+	if got := GPUOf(labels); got != mig {
+		t.Errorf("GPUOf(GPURoleLabels(g)) = %+v, want %+v", got, mig)
+	}
+	// Roles a GPU lacks are left out, and labels of other roles (pod) do not change its identity.
+	whole := classify.GPU{Host: "h", Index: "1"}
+	if l := GPURoleLabels(whole); len(l) != 2 {
+		t.Errorf("labels %v", l)
+	}
+	if GPUOf(map[string]string{RoleHost: "h", RoleGPU: "1", RolePod: "p"}) != whole {
+		t.Error("a pod label changed the GPU")
 	}
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/frames"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/prometheus"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/safe"
 )
 
@@ -32,7 +31,7 @@ func (d *Datasource) queryGPUMetrics(ctx context.Context, q backend.DataQuery) b
 	}
 	step := max(q.Interval, time.Second)
 
-	results := make([]*prometheus.MetricResult, len(gq.Metrics))
+	results := make([]*models.GPUMetricResult, len(gq.Metrics))
 	errs := safe.ForEach("gpuMetrics", len(gq.Metrics), gpuMetricConcurrency, func(i int) (err error) {
 		results[i], err = prom.GPUMetric(ctx, gq.Metrics[i], gq.GPUFilter, gq.Aggregation, q.TimeRange.From, q.TimeRange.To, step)
 		return err

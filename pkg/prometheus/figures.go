@@ -254,7 +254,7 @@ func (c *Client) countGPUs(ctx context.Context, q *gpuQuery, metrics []string, w
 	}
 	gpus := map[classify.GPU]bool{}
 	for _, ls := range sets {
-		gpus[GPUOf(gpuRoleLabels(model.Metric(ls), q.roles, gpuIdentityRoles))] = true
+		gpus[models.GPUOf(gpuRoleLabels(model.Metric(ls), q.roles, gpuIdentityRoles))] = true
 	}
 	return len(gpus), nil
 }
@@ -328,7 +328,7 @@ func (g figureGrid) fold(byGPU map[classify.GPU]*classify.GPUSeries, job figureJ
 			}
 			fs.rank, fs.scale = r, job.sources[r].scale()
 		}
-		gpu := GPUOf(gpuRoleLabels(s.Metric, roles, gpuIdentityRoles))
+		gpu := models.GPUOf(gpuRoleLabels(s.Metric, roles, gpuIdentityRoles))
 		if _, seen := perGPU[gpu]; !seen {
 			order = append(order, gpu)
 		}

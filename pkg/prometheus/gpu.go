@@ -16,7 +16,6 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 	"go.opentelemetry.io/otel/attribute"
 
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/classify"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/upstream"
 )
@@ -39,30 +38,6 @@ const (
 	// figureConcurrency bounds the parallel queries of GPUFigures.
 	figureConcurrency = 4
 )
-
-// MetricSeries is one series of a catalogue metric: its labels by role (host, gpu, uuid,
-// model, mig, mig_profile, pod, namespace, container; absent roles left out) and its values in the
-// catalogue's unit, at the steps where Prometheus had a value.
-type MetricSeries struct {
-	Labels map[string]string
-	Times  []time.Time
-	Values []float64
-}
-
-// MetricResult is the answer of GPUMetric.
-type MetricResult struct {
-	Metric      Metric
-	Aggregation string
-	Step        time.Duration
-	// Query is the PromQL sent; empty when Prometheus holds none of the metric's sources.
-	Query string
-	// Sources are the metric names Prometheus holds and the query read.
-	Sources []string
-	Series  []MetricSeries
-	// Notices explain gaps: the metric not exported (and which names were tried), a role's
-	// label not found, the series limit reached, Prometheus' warnings.
-	Notices []string
-}
 
 // gpuWindow is a query's time range after alignment and step bounds.
 type gpuWindow struct {
@@ -118,25 +93,6 @@ func gpuGroupingRoles(aggregation string) ([]string, error) {
 
 // gpuIdentityRoles name one GPU (classify.GPU): what GPUFigures groups by.
 var gpuIdentityRoles = []string{models.RoleHost, models.RoleGPU, models.RoleUUID, models.RoleModel, models.RoleMIG, models.RoleMIGProfile}
-
-// GPUOf is the GPU that role labels (host, gpu, uuid, model, mig, mig_profile) name.
-func GPUOf(labels map[string]string) classify.GPU {
-	return classify.GPU{Host: labels[models.RoleHost], Index: labels[models.RoleGPU], UUID: labels[models.RoleUUID],
-		Model: labels[models.RoleModel], MIG: labels[models.RoleMIG], MIGProfile: labels[models.RoleMIGProfile]}
-}
-
-// GPURoleLabels are the GPU's role labels, those it has: how every GPU frame of the plugin
-// labels its fields.
-func GPURoleLabels(g classify.GPU) map[string]string {
-	out := map[string]string{}
-	for role, v := range map[string]string{models.RoleHost: g.Host, models.RoleGPU: g.Index, models.RoleUUID: g.UUID,
-		models.RoleModel: g.Model, models.RoleMIG: g.MIG, models.RoleMIGProfile: g.MIGProfile} {
-		if v != "" {
-			out[role] = v
-		}
-	}
-	return out
-}
 
 // gpuQuery is what a GPU query is built from: the plan, and which label names carry each role.
 type gpuQuery struct {
@@ -252,7 +208,7 @@ func gpuMissingNotice(m Metric, tried []string) string {
 // role-named labels and values in the catalogue's unit, deprecated units converted. A metric
 // Prometheus does not hold is no error: the result has no series and a notice naming the DCGM
 // names tried. At most jsonData.gpuMaxSeries series come back, with a notice when more match.
-func (c *Client) GPUMetric(ctx context.Context, name string, filter models.GPUFilter, aggregation string, start, end time.Time, step time.Duration) (res *MetricResult, err error) {
+func (c *Client) GPUMetric(ctx context.Context, name string, filter models.GPUFilter, aggregation string, start, end time.Time, step time.Duration) (res *models.GPUMetricResult, err error) {
 	m, ok := c.catalogue().Lookup(name)
 	if !ok {
 		return nil, backend.DownstreamError(fmt.Errorf("unknown GPU metric %q; valid metrics are %s", name, strings.Join(models.GPUMetricNames, ", ")))
@@ -280,7 +236,7 @@ func (c *Client) GPUMetric(ctx context.Context, name string, filter models.GPUFi
 	if err != nil {
 		return nil, err
 	}
-	res = &MetricResult{Metric: m, Aggregation: aggregation, Step: w.step, Notices: append(w.notes, q.notes...)}
+	res = &models.GPUMetricResult{Metric: models.GPUMetricInfo{Name: m.Name, Title: m.Title, Unit: m.Unit}, Aggregation: aggregation, Step: w.step, Notices: append(w.notes, q.notes...)}
 	expr, used, tried := c.gpuMetricQuery(m, inv, q.plan)
 	res.Sources = used
 	if expr == nil {
@@ -329,8 +285,8 @@ func (c *Client) gpuQueryRange(ctx context.Context, q string, w gpuWindow) (mode
 
 // toMetricSeries names a stream's labels by role: the first label of the role's names that has a
 // value, so GPUs of old (hostname) and new (Hostname) exporters read alike.
-func toMetricSeries(s *model.SampleStream, aliases map[string][]string, roles []string) MetricSeries {
-	out := MetricSeries{Labels: gpuRoleLabels(s.Metric, aliases, roles)}
+func toMetricSeries(s *model.SampleStream, aliases map[string][]string, roles []string) models.GPUMetricSeries {
+	out := models.GPUMetricSeries{Labels: gpuRoleLabels(s.Metric, aliases, roles)}
 	out.Times = make([]time.Time, 0, len(s.Values))
 	out.Values = make([]float64, 0, len(s.Values))
 	for _, p := range s.Values {
@@ -354,12 +310,12 @@ func gpuRoleLabels(m model.Metric, aliases map[string][]string, roles []string) 
 }
 
 // sortMetricSeries orders series by host, then GPU index as a number, then the other roles.
-func sortMetricSeries(ss []MetricSeries) {
-	slices.SortFunc(ss, func(a, b MetricSeries) int { return compareGPURoles(a.Labels, b.Labels) })
+func sortMetricSeries(ss []models.GPUMetricSeries) {
+	slices.SortFunc(ss, func(a, b models.GPUMetricSeries) int { return compareGPURoles(a.Labels, b.Labels) })
 }
 
 func compareGPURoles(a, b map[string]string) int {
-	if c := GPUOf(a).Compare(GPUOf(b)); c != 0 {
+	if c := models.GPUOf(a).Compare(models.GPUOf(b)); c != 0 {
 		return c
 	}
 	for _, role := range models.GPURoles {
