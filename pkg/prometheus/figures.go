@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -100,11 +101,11 @@ func (c *Client) GPUFigures(ctx context.Context, filter models.GPUFilter, start,
 
 	gpus, err := c.countGPUs(ctx, q, read, w)
 	if err != nil {
-		if ctx.Err() != nil {
+		// A server or proxy without the series API: the ranked queries need none. Any other
+		// failure (down, slow, refused) would only fail them again, after as long.
+		if !seriesAPIMissing(err) {
 			return nil, nil, err
 		}
-		// A server or proxy without the series API: the ranked queries need none, and a
-		// Prometheus that is down fails them with its error.
 		span.SetAttributes(attribute.String("hsi.gpu_count_error", err.Error()))
 		gpus = limit + 1
 	}
@@ -257,6 +258,23 @@ func (c *Client) countGPUs(ctx context.Context, q *gpuQuery, metrics []string, w
 		gpus[models.GPUOf(gpuRoleLabels(model.Metric(ls), q.roles, gpuIdentityRoles))] = true
 	}
 	return len(gpus), nil
+}
+
+// seriesAPIMissing says whether the series call failed because the server does not serve the
+// series API (404 or 405 from a proxy or a Prometheus-like store, or a request it cannot read),
+// rather than because Prometheus is unavailable.
+func seriesAPIMissing(err error) bool {
+	var pe *promv1.Error
+	if !errors.As(err, &pe) {
+		return false
+	}
+	switch pe.Type {
+	case promv1.ErrClient:
+		return strings.HasSuffix(pe.Msg, ": 404") || strings.HasSuffix(pe.Msg, ": 405")
+	case promv1.ErrBadData:
+		return true
+	}
+	return false
 }
 
 // figureQuery is the PromQL of one figure. Within the limit, a plain entry is its sources'

@@ -555,3 +555,17 @@ func TestFigureQueryLeavesCountersAndComputedEntriesToPromQL(t *testing.T) {
 		}
 	}
 }
+
+// A Prometheus failing the series call (down, overloaded, too slow) fails the figures at once: the
+// ranked queries would only fail again, after as long.
+func TestGPUFiguresFailsWhenTheSeriesCallFails(t *testing.T) {
+	f := &fakeDCGM{labelNames: mixedFleetLabels, stored: everyFigure(identity(nodeA0)), status: 503, failPath: "/api/v1/series"}
+	c, _ := newFakeDCGM(t, f)
+	_, _, err := c.GPUFigures(context.Background(), models.GPUFilter{}, t0, t0, 30*time.Second)
+	if err == nil || !strings.Contains(err.Error(), "Prometheus (http://127.0.0.1:") || !strings.Contains(err.Error(), "503") {
+		t.Fatalf("error %v", err)
+	}
+	if n := len(f.requestsTo("/api/v1/query_range")); n != 0 {
+		t.Errorf("%d figure queries after the series call failed", n)
+	}
+}
