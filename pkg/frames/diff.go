@@ -100,3 +100,29 @@ func FormatValue(v int64, unit string) string {
 	}
 	return fmt.Sprint(v)
 }
+
+// NormaliseDiff scales the side with the smaller total up to the other's, so widths and colours
+// compare each function's share of its side, and says so (the sides described in words).
+func NormaliseDiff(tree *flamegraph.Node, profileTypeID, baseline, comparison string) string {
+	unit := ProfileUnit(profileTypeID)
+	left, right := tree.Total, tree.TotalRight
+	text := fmt.Sprintf("Baseline: %s, total %s. Comparison: %s, total %s.",
+		baseline, FormatValue(left, unit), comparison, FormatValue(right, unit))
+	switch {
+	case left == 0 && right == 0:
+		return text + " Neither side has samples."
+	case left == 0:
+		return text + " The baseline has no samples: everything shows as new."
+	case right == 0:
+		return text + " The comparison has no samples: everything shows as removed."
+	case left < right:
+		f := float64(right) / float64(left)
+		tree.ScaleLeft(f)
+		return text + fmt.Sprintf(" The baseline is scaled ×%.3g to the comparison's total, so widths and colours compare each function's share of its side.", f)
+	case right < left:
+		f := float64(left) / float64(right)
+		tree.ScaleRight(f)
+		return text + fmt.Sprintf(" The comparison is scaled ×%.3g to the baseline's total, so widths and colours compare each function's share of its side.", f)
+	}
+	return text
+}

@@ -2,6 +2,7 @@ package frames
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/grafana/grafana-plugin-sdk-go/data"
@@ -111,5 +112,26 @@ func TestFormatValue(t *testing.T) {
 		if got != want {
 			t.Errorf("got %q, want %q", got, want)
 		}
+	}
+}
+
+func TestNormaliseDiffScalesTheSmallerSideAndSaysSo(t *testing.T) {
+	tree := flamegraph.Diff(sample.tree(), slowSerialize.tree())
+	left, right := tree.Total, tree.TotalRight
+	text := NormaliseDiff(tree, cpuType, "the service", "trace abc")
+	if left == right {
+		t.Fatal("the fixture's sides have the same total")
+	}
+	if tree.Total != tree.TotalRight {
+		t.Errorf("after scaling: baseline %d, comparison %d", tree.Total, tree.TotalRight)
+	}
+	for _, part := range []string{"Baseline: the service, total ", "Comparison: trace abc, total ", "scaled ×", "to the "} {
+		if !strings.Contains(text, part) {
+			t.Errorf("lacks %q: %s", part, text)
+		}
+	}
+	empty := flamegraph.Diff(flamegraph.New(), slowSerialize.tree())
+	if text := NormaliseDiff(empty, cpuType, "a", "b"); !strings.HasSuffix(text, "The baseline has no samples: everything shows as new.") {
+		t.Errorf("empty baseline: %s", text)
 	}
 }
