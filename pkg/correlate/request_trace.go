@@ -61,6 +61,10 @@ type TraceAnswer struct {
 	Profile *RequestProfile
 	// Notices go with the span table: what each store contributed and what is missing.
 	Notices []Notice
+	// Breakdown is the request's duration (Request, its root span's) split into parts along its
+	// critical path; empty when the trace could not be read.
+	Breakdown []BreakdownPart
+	Request   time.Duration
 }
 
 // GPUJoinStep is the step of the GPU series the trace join reads. Spans last milliseconds to
@@ -99,6 +103,7 @@ func JoinRequest(ctx context.Context, src TraceSources, q TraceQuery) (*TraceAns
 	})
 	out := &TraceAnswer{Trace: trace, Rows: rows, Profile: a.cpu}
 	out.Notices = append(traceNotices(q, rows, a), kernelTimes(ctx, src.Kernels, trace.TraceID, rows)...)
+	out.Breakdown, out.Request = Breakdown(trace, rows)
 	return out, nil
 }
 

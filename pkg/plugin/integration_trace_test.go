@@ -5,6 +5,7 @@ package plugin
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"net/url"
 	"slices"
@@ -108,11 +109,25 @@ func TestRealTraceQueryExplainsTheSlowRequest(t *testing.T) {
 	if r.Error != nil {
 		t.Fatal(r.Error)
 	}
-	if len(r.Frames) != 2 || r.Frames[1].Name != "response" {
+	if len(r.Frames) != 3 || r.Frames[1].Name != "response" || r.Frames[2].Name != "breakdown" {
 		t.Fatalf("frames %v", r.Frames)
 	}
 	rows := spanRows(t, r.Frames[0])
 	t.Logf("trace query took %v; notices:\n%s", took, notices(r.Frames[0]))
+
+	// The breakdown sums to the request (its root span) and its largest part is in the backend,
+	// where db_query spends most of the request.
+	requestMs, _ := findRow(t, rows, "nemotron-backend", "GET /api/detect").num("duration")
+	b := r.Frames[2]
+	var sum float64
+	durations, _ := b.FieldByName("duration")
+	services, _ := b.FieldByName("service")
+	for i := range durations.Len() {
+		sum += durations.At(i).(float64)
+	}
+	if math.Abs(sum-requestMs) > 0.01 || b.Rows() == 0 || services.At(0) != "nemotron-backend" {
+		t.Errorf("breakdown sums to %v ms of %v, largest part in %v", sum, requestMs, services.At(0))
+	}
 
 	// The slow step is the span with the most time of its own: db_query, 15 × 20 ms.
 	slowest := slices.MaxFunc(rows, func(a, b spanRow) int {

@@ -41,6 +41,9 @@ func (d *Datasource) queryTrace(ctx context.Context, q backend.DataQuery) backen
 	if ans.Profile != nil {
 		out = append(out, flameGraphFrame(ans.Profile, tq.ProfileTypeID))
 	}
+	if ans.Trace != nil {
+		out = append(out, frames.TraceBreakdown(ans.Breakdown, ans.Request))
+	}
 	return withFrames(out...)
 }
 

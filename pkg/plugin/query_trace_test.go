@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -176,8 +177,17 @@ func TestTraceQueryJoinsSpansProfilesAndGPUs(t *testing.T) {
 	if r.Error != nil {
 		t.Fatal(r.Error)
 	}
-	if len(r.Frames) != 2 || r.Frames[0].Name != "spans" || r.Frames[1].Name != "response" {
+	if len(r.Frames) != 3 || r.Frames[0].Name != "spans" || r.Frames[1].Name != "response" || r.Frames[2].Name != "breakdown" {
 		t.Fatalf("frames %v", r.Frames)
+	}
+	// The breakdown's parts sum to the request's 500 ms.
+	var sum float64
+	durations, _ := r.Frames[2].FieldByName("duration")
+	for i := range durations.Len() {
+		sum += durations.At(i).(float64)
+	}
+	if math.Abs(sum-500) > 1e-9 {
+		t.Errorf("breakdown sums to %v ms", sum)
 	}
 	spans := r.Frames[0]
 	got := table(t, spans, "self", "cpu", "alloc_space", "hotFunction", "gpus", "gpuClass", "gpuUtil")
