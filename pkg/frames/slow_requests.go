@@ -1,6 +1,7 @@
 package frames
 
 import (
+	"fmt"
 	"math"
 	"net/url"
 	"strings"
@@ -26,6 +27,10 @@ type EndpointLatency struct {
 	P50, P95, P99 float64
 	// Requests in the range; NaN where unknown.
 	Requests float64
+	// Good counts the requests answered within the yellow threshold, GoodExact whether that
+	// threshold is a bucket boundary (else interpolated); NaN where unknown.
+	Good      float64
+	GoodExact bool
 }
 
 // LatencyThresholds colour latencies: green below Yellow, yellow from it, red from Red.
@@ -34,14 +39,22 @@ type LatencyThresholds struct{ Yellow, Red time.Duration }
 // LatencyTable is the percentile table: one row per endpoint, the percentile cells coloured by
 // the thresholds (field config thresholds with colour-background cells, so Grafana's table shows
 // green, yellow and red and alert rules can read the same numbers).
-func LatencyTable(rows []EndpointLatency, th LatencyThresholds) *data.Frame {
+func LatencyTable(rows []EndpointLatency, th LatencyThresholds, window time.Duration) *data.Frame {
 	n := len(rows)
 	services, endpoints, hists := make([]string, n), make([]string, n), make([]string, n)
 	p50, p95, p99, reqs := make([]*float64, n), make([]*float64, n), make([]*float64, n), make([]*float64, n)
+	goodput, goodShare := make([]*float64, n), make([]*float64, n)
 	for i, r := range rows {
 		services[i], endpoints[i], hists[i] = r.Service, r.Endpoint, r.Histogram
 		p50[i], p95[i], p99[i], reqs[i] = num(r.P50), num(r.P95), num(r.P99), num(r.Requests)
+		if window > 0 {
+			goodput[i] = num(r.Good / window.Seconds())
+		}
+		if r.Requests > 0 {
+			goodShare[i] = num(min(r.Good/r.Requests, 1))
+		}
 	}
+	within := fmt.Sprintf("answered within %s (latencyYellowMs), from the histogram's buckets: exact where %s is a bucket bound, else interpolated inside its bucket as histogram_quantile does", th.Yellow, th.Yellow)
 	pct := func(name string, q string) *data.FieldConfig {
 		cfg := coloured(th, 1, "s")
 		cfg.DisplayNameFromDS = name
@@ -56,6 +69,10 @@ func LatencyTable(rows []EndpointLatency, th LatencyThresholds) *data.Frame {
 		data.NewField("p99", nil, p99).SetConfig(pct("p99", "99th percentile")),
 		data.NewField("requests", nil, reqs).SetConfig(&data.FieldConfig{DisplayNameFromDS: "Requests", Unit: "short", Decimals: ptr(uint16(0)),
 			Description: "Requests in the panel's time range (increase of the histogram's _count)."}),
+		data.NewField("goodput", nil, goodput).SetConfig(&data.FieldConfig{DisplayNameFromDS: "Goodput", Unit: "reqps",
+			Description: "Requests per second " + within + "."}),
+		data.NewField("goodShare", nil, goodShare).SetConfig(&data.FieldConfig{DisplayNameFromDS: "Good share", Unit: "percentunit",
+			Description: "Share of the requests " + within + "."}),
 		data.NewField("histogram", nil, hists).SetConfig(&data.FieldConfig{DisplayNameFromDS: "Histogram"}),
 	)
 	f.Meta = &data.FrameMeta{PreferredVisualization: data.VisTypeTable}

@@ -11,9 +11,9 @@ var defaultThresholds = LatencyThresholds{Yellow: 500 * time.Millisecond, Red: t
 
 func TestLatencyTableColoursByThresholds(t *testing.T) {
 	f := LatencyTable([]EndpointLatency{
-		{Service: "nemotron-backend", Endpoint: "/api/detect", Histogram: "http_request_duration_seconds", P50: 0.12, P95: 0.6, P99: 1.4, Requests: 120},
-		{Service: "ai-detector", Endpoint: "/detect", Histogram: "http_request_duration_seconds", P50: 0.07, P95: 0.09, P99: math.NaN(), Requests: 120},
-	}, defaultThresholds)
+		{Service: "nemotron-backend", Endpoint: "/api/detect", Histogram: "http_request_duration_seconds", P50: 0.12, P95: 0.6, P99: 1.4, Requests: 120, Good: 96, GoodExact: true},
+		{Service: "ai-detector", Endpoint: "/detect", Histogram: "http_request_duration_seconds", P50: 0.07, P95: 0.09, P99: math.NaN(), Requests: 120, Good: math.NaN()},
+	}, defaultThresholds, 2*time.Minute)
 	if f.Name != "latency" || f.Rows() != 2 {
 		t.Fatalf("frame %q rows %d", f.Name, f.Rows())
 	}
@@ -30,8 +30,19 @@ func TestLatencyTableColoursByThresholds(t *testing.T) {
 		t.Errorf("p99 config\n got %s\nwant %s", cfg, want)
 	}
 	checkGolden(t, "slow_requests_latency", f)
+	// Goodput: 96 of 120 requests within 500 ms over 2 minutes; unknown where the buckets were not read.
+	goodput, share := field(t, f, "goodput"), field(t, f, "goodShare")
+	if v, _ := goodput.ConcreteAt(0); v != 0.8 {
+		t.Errorf("goodput %v req/s", v)
+	}
+	if v, _ := share.ConcreteAt(0); v != 0.8 {
+		t.Errorf("good share %v", v)
+	}
+	if _, ok := goodput.ConcreteAt(1); ok {
+		t.Error("an unknown goodput is shown")
+	}
 
-	custom := LatencyTable(nil, LatencyThresholds{Yellow: 200 * time.Millisecond, Red: 300 * time.Millisecond})
+	custom := LatencyTable(nil, LatencyThresholds{Yellow: 200 * time.Millisecond, Red: 300 * time.Millisecond}, time.Hour)
 	steps := field(t, custom, "p50").Config.Thresholds.Steps
 	if custom.Rows() != 0 || steps[1].Value != 0.2 || steps[2].Value != 0.3 {
 		t.Errorf("configured thresholds: %+v", steps)

@@ -261,6 +261,19 @@ func TestRealSlowRequestsListsTheDemosEndpointsAndSlowTraces(t *testing.T) {
 			t.Errorf("backend p99 %v s is below a normal request's time", c)
 		}
 	}
+	// Goodput: requests within 500 ms, a bucket bound of the demo's histogram, so exact. A normal
+	// request takes about 150 ms and a slow one about 430 ms: most are good.
+	goodput, goodShare := column(t, lat, "goodput"), column(t, lat, "goodShare")
+	for i := range endpoints {
+		rate, err1 := strconv.ParseFloat(goodput[i], 64)
+		share, err2 := strconv.ParseFloat(goodShare[i], 64)
+		if err1 != nil || err2 != nil || rate <= 0 || share < 0.5 || share > 1 {
+			t.Errorf("%s %s: goodput %s req/s, good share %s", services[i], endpoints[i], goodput[i], goodShare[i])
+		}
+	}
+	if strings.Contains(notices(lat), "interpolated") {
+		t.Errorf("500 ms is a bucket bound, yet: %s", notices(lat))
+	}
 	for _, want := range []string{"nemotron-backend /api/detect", "ai-detector /detect", "ai-enrichment /enrich"} {
 		if !seen[want] {
 			t.Errorf("latency table lacks %s: %v", want, seen)

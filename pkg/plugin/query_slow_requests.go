@@ -3,6 +3,8 @@ package plugin
 import (
 	"context"
 	"fmt"
+	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -46,7 +48,7 @@ func (d *Datasource) querySlowRequests(ctx context.Context, q backend.DataQuery)
 	j := d.settings.Join
 	th := frames.LatencyThresholds{Yellow: j.LatencyYellow, Red: j.LatencyRed}
 
-	latency := frames.LatencyTable(latencyRows(lat.Rows), th)
+	latency := frames.LatencyTable(latencyRows(lat.Rows), th, lat.Range)
 	latency.Meta.Notices = latencyNotices(sq, lat, latErr, j)
 	slow := frames.SlowTraces(slowTraceRows(traces), th, frames.SlowTraceLinks{
 		RequestDashboardUID: j.RequestDashboardUID, TraceDatasourceUID: j.TraceDatasourceUID, TraceDatasourceType: j.TraceDatasourceType,
@@ -70,7 +72,7 @@ func (d *Datasource) endpointLatencies(ctx context.Context, sq *models.SlowReque
 	}
 	return prom.EndpointLatencies(ctx, prometheus.LatencyQuery{
 		Histograms: d.settings.Join.LatencyHistograms, Service: sq.Service, Endpoint: sq.Endpoint,
-		End: tr.To, Range: tr.To.Sub(tr.From),
+		End: tr.To, Range: tr.To.Sub(tr.From), Threshold: d.settings.Join.LatencyYellow,
 	})
 }
 
@@ -94,6 +96,16 @@ func latencyNotices(sq *models.SlowRequestsQuery, lat prometheus.LatencyResult, 
 	for _, w := range lat.Warnings {
 		out = append(out, frames.Warning("Prometheus: "+w))
 	}
+	var interpolated []string
+	for _, r := range lat.Rows {
+		if !math.IsNaN(r.Good) && !r.GoodExact && !slices.Contains(interpolated, r.Metric) {
+			interpolated = append(interpolated, r.Metric)
+		}
+	}
+	if len(interpolated) > 0 {
+		out = append(out, frames.Info(fmt.Sprintf("Goodput counts requests within %s (latencyYellowMs), which is not a bucket bound of %s: it is interpolated inside its bucket, as histogram_quantile does.",
+			j.LatencyYellow, strings.Join(interpolated, ", "))))
+	}
 	return out
 }
 
@@ -104,6 +116,7 @@ func latencyRows(rows []prometheus.EndpointLatency) []frames.EndpointLatency {
 		out = append(out, frames.EndpointLatency{
 			Service: r.Service, Endpoint: r.Endpoint, Histogram: r.Metric,
 			P50: r.Quantiles[0], P95: r.Quantiles[1], P99: r.Quantiles[2], Requests: r.Requests,
+			Good: r.Good, GoodExact: r.GoodExact,
 		})
 	}
 	return out

@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -35,6 +37,8 @@ type LatencyQuery struct {
 	Service, Endpoint string
 	End               time.Time
 	Range             time.Duration
+	// Threshold, when set, asks for goodput: the requests answered within it (from the buckets).
+	Threshold time.Duration
 }
 
 // EndpointLatency is one endpoint's latency over the range, from one histogram.
@@ -46,6 +50,13 @@ type EndpointLatency struct {
 	Quantiles []float64
 	// Requests counts the requests in the range (increase of _count); NaN when unknown.
 	Requests float64
+	// Good counts the requests answered within LatencyQuery.Threshold (goodput × range); NaN when
+	// unknown. GoodExact is false when the threshold is not a bucket boundary: Good is then
+	// interpolated linearly inside its bucket, as histogram_quantile does.
+	Good      float64
+	GoodExact bool
+	// buckets are the requests by upper bound (le), cumulative, for Good.
+	buckets map[float64]float64
 }
 
 // LatencyResult is the latency table's rows, slowest p99 first, and what Prometheus warned about.
@@ -54,14 +65,23 @@ type LatencyResult struct {
 	Warnings []string
 	// Queries are the PromQL expressions asked, for the notice and for users to paste elsewhere.
 	Queries []string
+	// Range is the window the figures cover (the panel's, at least MinLatencyRange): goodput
+	// per second is Good over it.
+	Range time.Duration
 }
 
 // latencyCall is one PromQL instant query of the latency table.
 type latencyCall struct {
 	hist     models.LatencyHistogram
-	quantile int // index into LatencyQuantiles; -1 for the request count
+	quantile int // index into LatencyQuantiles; callCount or callBuckets
 	expr     string
 }
+
+// The latency calls that are not a quantile.
+const (
+	callCount   = -1 // the request count
+	callBuckets = -2 // the buckets, for goodput
+)
 
 // EndpointLatencies asks every histogram's percentiles and request counts, all in parallel. It
 // fails only when every call fails; otherwise failed calls become warnings.
@@ -83,8 +103,16 @@ func (c *Client) EndpointLatencies(ctx context.Context, q LatencyQuery) (res Lat
 		if err != nil {
 			return res, err
 		}
-		calls = append(calls, latencyCall{hist: h, quantile: -1, expr: expr})
+		calls = append(calls, latencyCall{hist: h, quantile: callCount, expr: expr})
+		if q.Threshold > 0 {
+			expr, err := BucketsExpr(h, q.Service, q.Endpoint, rng)
+			if err != nil {
+				return res, err
+			}
+			calls = append(calls, latencyCall{hist: h, quantile: callBuckets, expr: expr})
+		}
 	}
+	res.Range = rng
 	ctx, span := upstream.StartSpan(ctx, models.Prometheus, "EndpointLatencies", attribute.Int("hsi.queries", len(calls)))
 	defer func() { err = upstream.EndSpan(span, err) }()
 
@@ -118,15 +146,25 @@ func (c *Client) EndpointLatencies(ctx context.Context, q LatencyQuery) (res Lat
 			k := key{call.hist.Metric, serviceOf(s.Metric, call.hist.ServiceLabels), string(s.Metric[model.LabelName(call.hist.EndpointLabel)])}
 			row := rows[k]
 			if row == nil {
-				row = &EndpointLatency{Metric: k.metric, Service: k.service, Endpoint: k.endpoint, Requests: math.NaN()}
+				row = &EndpointLatency{Metric: k.metric, Service: k.service, Endpoint: k.endpoint, Requests: math.NaN(), Good: math.NaN()}
 				for range LatencyQuantiles {
 					row.Quantiles = append(row.Quantiles, math.NaN())
 				}
 				rows[k] = row
 			}
-			if call.quantile < 0 {
+			switch call.quantile {
+			case callCount:
 				row.Requests = float64(s.Value)
-			} else {
+			case callBuckets:
+				le, err := strconv.ParseFloat(string(s.Metric["le"]), 64)
+				if err != nil {
+					continue
+				}
+				if row.buckets == nil {
+					row.buckets = map[float64]float64{}
+				}
+				row.buckets[le] += float64(s.Value)
+			default:
 				row.Quantiles[call.quantile] = float64(s.Value)
 			}
 		}
@@ -139,6 +177,10 @@ func (c *Client) EndpointLatencies(ctx context.Context, q LatencyQuery) (res Lat
 			failed, len(calls), upstream.Wrap(models.Prometheus, c.url, firstErr)))
 	}
 	for _, row := range rows {
+		if row.buckets != nil {
+			row.Good, row.GoodExact = requestsWithin(row.buckets, q.Threshold.Seconds())
+			row.buckets = nil
+		}
 		// An endpoint without requests in the range has only NaN percentiles: it is not slow.
 		if row.Requests > 0 || slices.ContainsFunc(row.Quantiles, func(v float64) bool { return !math.IsNaN(v) }) {
 			res.Rows = append(res.Rows, *row)
@@ -204,6 +246,50 @@ func QuantileExpr(h models.LatencyHistogram, q float64, service, endpoint string
 	}
 	inner := orAll(h, "_bucket", service, endpoint, perSelector)
 	return checked(call("histogram_quantile", &parser.NumberLiteral{Val: q}, inner))
+}
+
+// BucketsExpr is sum by (le, <service labels>, <endpoint>) (increase(<metric>_bucket{...}[rng])):
+// the range's requests by upper bound, from which goodput is read.
+func BucketsExpr(h models.LatencyHistogram, service, endpoint string, rng time.Duration) (string, error) {
+	return checked(orAll(h, "_bucket", service, endpoint, func(vs *parser.VectorSelector) parser.Expr {
+		return &parser.AggregateExpr{
+			Op:       parser.SUM,
+			Grouping: append([]string{"le"}, groupLabels(h)...),
+			Expr:     call("increase", &parser.MatrixSelector{VectorSelector: vs, Range: rng}),
+		}
+	}))
+}
+
+// requestsWithin counts the requests at or under threshold seconds from cumulative buckets (upper
+// bound → count). At a bucket boundary it is exact; inside a bucket it is interpolated linearly,
+// as histogram_quantile does; in the +Inf bucket it is the last finite bound's count (a lower
+// bound). Counts are made monotonic first, as histogram_quantile does with increase()'s
+// extrapolation. NaN without buckets.
+func requestsWithin(buckets map[float64]float64, threshold float64) (float64, bool) {
+	les := slices.Sorted(maps.Keys(buckets))
+	if len(les) == 0 {
+		return math.NaN(), false
+	}
+	counts := make([]float64, len(les))
+	for i, le := range les {
+		counts[i] = buckets[le]
+		if i > 0 && counts[i] < counts[i-1] {
+			counts[i] = counts[i-1]
+		}
+	}
+	lowLe, lowCount := 0.0, 0.0
+	for i, le := range les {
+		switch {
+		case le == threshold:
+			return counts[i], true
+		case le > threshold && math.IsInf(le, 1):
+			return lowCount, false
+		case le > threshold:
+			return lowCount + (counts[i]-lowCount)*(threshold-lowLe)/(le-lowLe), false
+		}
+		lowLe, lowCount = le, counts[i]
+	}
+	return counts[len(counts)-1], false
 }
 
 // RequestCountExpr is sum by (<service labels>, <endpoint>) (increase(<metric>_count{...}[rng])):

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -228,5 +229,69 @@ func TestEndpointLatenciesNamesAnUnreachablePrometheus(t *testing.T) {
 	_, err = c.EndpointLatencies(context.Background(), LatencyQuery{Histograms: []models.LatencyHistogram{demoHist}, End: time.Now(), Range: time.Hour})
 	if err == nil || !strings.Contains(err.Error(), "Prometheus ("+url+"): unreachable") {
 		t.Errorf("error %v", err)
+	}
+}
+
+func TestRequestsWithinAThresholdFromTheBuckets(t *testing.T) {
+	buckets := map[float64]float64{0.1: 40, 0.25: 70, 0.5: 90, 1: 99, math.Inf(1): 100}
+	for _, c := range []struct {
+		threshold float64
+		want      float64
+		exact     bool
+	}{
+		{0.5, 90, true},    // a bucket boundary: exact
+		{0.375, 80, false}, // halfway through (0.25, 0.5]: 70 + 20/2
+		{0.05, 20, false},  // inside the first bucket, from 0
+		{2, 99, false},     // in the +Inf bucket: the last finite bound's count
+		{math.Inf(1), 100, true},
+	} {
+		got, exact := requestsWithin(buckets, c.threshold)
+		if math.Abs(got-c.want) > 1e-9 || exact != c.exact {
+			t.Errorf("within %v: %v (exact %v), want %v (exact %v)", c.threshold, got, exact, c.want, c.exact)
+		}
+	}
+	// increase() may extrapolate a bucket below the one before it: counts are made monotonic.
+	if got, _ := requestsWithin(map[float64]float64{0.1: 50, 0.5: 48, math.Inf(1): 60}, 0.5); got != 50 {
+		t.Errorf("non-monotonic buckets: %v", got)
+	}
+	if got, _ := requestsWithin(nil, 0.5); !math.IsNaN(got) {
+		t.Errorf("no buckets: %v", got)
+	}
+}
+
+func TestEndpointLatenciesCountsTheRequestsWithinTheThreshold(t *testing.T) {
+	answers := demoLatencyAnswers()
+	backend := func(le, v string) sample {
+		return sample{map[string]string{"service": "nemotron-backend", "endpoint": "/api/detect", "le": le}, v}
+	}
+	answers["increase(http_request_duration_seconds_bucket"] = []sample{
+		backend("0.25", "60"), backend("0.5", "96"), backend("1", "110"), backend("+Inf", "120"),
+	}
+	f := &fakeProm{answers: answers}
+	c := f.serve(t)
+	res, err := c.EndpointLatencies(context.Background(), LatencyQuery{
+		Histograms: []models.LatencyHistogram{demoHist}, End: time.Now(), Range: 2 * time.Minute, Threshold: 500 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Range != 2*time.Minute || len(f.queries) != 5 {
+		t.Errorf("range %s, %d queries", res.Range, len(f.queries))
+	}
+	for _, r := range res.Rows {
+		switch r.Service {
+		case "nemotron-backend":
+			if r.Good != 96 || !r.GoodExact || r.Requests != 120 {
+				t.Errorf("backend: good %v exact %v of %v", r.Good, r.GoodExact, r.Requests)
+			}
+		default:
+			if !math.IsNaN(r.Good) {
+				t.Errorf("%s without buckets: good %v", r.Service, r.Good)
+			}
+		}
+	}
+	want := `sum by (le, service, endpoint) (increase(http_request_duration_seconds_bucket[2m]))`
+	if !slices.Contains(res.Queries, want) {
+		t.Errorf("queries %v lack %s", res.Queries, want)
 	}
 }
