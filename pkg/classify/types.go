@@ -205,4 +205,10 @@ type Sample struct {
 type GPUSeries struct {
 	GPU     GPU
 	Samples []Sample
+	// Pods are the Kubernetes pods dcgm-exporter mapped the GPU to over the range (its pod and
+	// namespace labels), sorted; empty when the exporter maps none or it is not known.
+	Pods []Pod
 }
+
+// Pod is a Kubernetes pod by namespace and name.
+type Pod struct{ Namespace, Name string }

@@ -282,19 +282,25 @@ func gpuJoinNotice(rows []SpanRow, a *traceStores, join models.JoinSettings) Not
 			missing = append(missing, h)
 		}
 	}
-	joined, noHost := 0, 0
+	joined, noHost, byPod := 0, 0, 0
 	for _, r := range rows {
 		switch {
 		case r.Host == "":
 			noHost++
 		case r.GPU != nil:
 			joined++
+			if r.GPU.ByPod {
+				byPod++
+			}
 		}
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "GPU figures for %d of %d span(s), over each span's window to %s after its end; DCGM samples every few seconds (30 s by default), so a short span shows the GPU's state around it.", joined, len(rows), a.gpuStep)
 	if len(missing) > 0 {
 		fmt.Fprintf(&b, " No DCGM series for host(s) %s (from the spans' %q): map them to the exporter's host label with jsonData.joinHostMap.", strings.Join(missing, ", "), join.HostAttribute)
+	}
+	if byPod > 0 {
+		fmt.Fprintf(&b, " %d of them met the GPUs dcgm-exporter maps to their own pod (%s), the others every GPU of their host.", byPod, PodAttribute)
 	}
 	if noHost > 0 {
 		fmt.Fprintf(&b, " %d span(s) name no host (%q).", noHost, join.HostAttribute)

@@ -432,3 +432,24 @@ func TestJoinRequestPassesKernelTraceWarningsOn(t *testing.T) {
 	wantParts(t, noticeText(ans.Notices), "[info] GPU kernel time: 1500 ns of the request's kernel traces is not attributed to a span",
 		"[warning] GPU kernel trace run/x.pt.trace.json: truncated")
 }
+
+func TestJoinRequestSaysWhichSpansMetTheirPodsGPUs(t *testing.T) {
+	_, gpus, src := joinStores()
+	gpus.series[0].Pods = []classify.Pod{{Namespace: "inference", Name: "backend-0"}}
+	tr := *demoJoinTrace()
+	tr.Spans = slices.Clone(tr.Spans)
+	for i := range tr.Spans {
+		if tr.Spans[i].Service == "nemotron-backend" {
+			tr.Spans[i].Resource = map[string]string{"host.name": "gpu-node-1", PodAttribute: "backend-0", NamespaceAttribute: "inference"}
+		}
+	}
+	src.Traces = fakeTraces{trace: &tr}
+	ans, err := JoinRequest(context.Background(), src, joinQuery())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := rowByOp(ans.Rows, "db_query"); r.GPU == nil || len(r.GPU.GPUs) != 1 || r.GPU.GPUs[0].Index != "0" {
+		t.Errorf("db_query: %+v", r.GPU)
+	}
+	wantParts(t, noticeText(ans.Notices), "3 of them met the GPUs dcgm-exporter maps to their own pod (k8s.pod.name), the others every GPU of their host.")
+}

@@ -74,6 +74,29 @@ type GPUWindow struct {
 	// Samples counts the readings used; From and To bound them.
 	Samples  int
 	From, To time.Time
+	// ByPod is true when the span was joined to the GPUs dcgm-exporter maps to its own pod
+	// (PodAttribute) rather than to every GPU of its host.
+	ByPod bool
+}
+
+// OpenTelemetry's resource attributes naming a span's Kubernetes pod: where dcgm-exporter maps
+// GPUs to pods, a span meets its own pod's GPUs.
+const (
+	PodAttribute       = "k8s.pod.name"
+	NamespaceAttribute = "k8s.namespace.name"
+)
+
+// spanPod is the span's pod from its resource (or its own attributes); empty Name when none.
+func spanPod(s models.Span) classify.Pod {
+	attr := func(name string) string { return cmp.Or(s.Resource[name], s.Attributes[name]) }
+	return classify.Pod{Namespace: attr(NamespaceAttribute), Name: attr(PodAttribute)}
+}
+
+// runsIn says whether the GPU's pods include pod (a namespace either side does not know matches).
+func runsIn(pods []classify.Pod, pod classify.Pod) bool {
+	return slices.ContainsFunc(pods, func(p classify.Pod) bool {
+		return p.Name == pod.Name && (p.Namespace == "" || pod.Namespace == "" || p.Namespace == pod.Namespace)
+	})
 }
 
 // ClassifyFunc names the dominant class of a span's GPU samples, its share (0..1) and the
@@ -310,9 +333,15 @@ func spanGPUWindow(s models.Span, host string, gpus []string, series []classify.
 	from, to := s.Start, s.Start.Add(s.Duration).Add(step)
 	var cut []classify.GPUSeries
 	w := &GPUWindow{}
+	// A span naming no GPU meets its own pod's GPUs when the exporter maps some GPU of its host
+	// to that pod; else every GPU of the host.
+	pod := spanPod(s)
+	if gpus == nil && pod.Name != "" {
+		w.ByPod = slices.ContainsFunc(series, func(sr classify.GPUSeries) bool { return sr.GPU.Host == host && runsIn(sr.Pods, pod) })
+	}
 	var util, mem, pcie mean
 	for _, sr := range series {
-		if sr.GPU.Host != host || gpus != nil && !slices.ContainsFunc(gpus, sr.GPU.Matches) {
+		if sr.GPU.Host != host || gpus != nil && !slices.ContainsFunc(gpus, sr.GPU.Matches) || w.ByPod && !runsIn(sr.Pods, pod) {
 			continue
 		}
 		part := classify.GPUSeries{GPU: sr.GPU}

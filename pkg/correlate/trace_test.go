@@ -365,3 +365,39 @@ func TestJoinTraceKeepsEachMIGInstanceOfOneGPU(t *testing.T) {
 		}
 	}
 }
+
+func TestJoinTraceMeetsTheGPUsOfTheSpansOwnPod(t *testing.T) {
+	tr := demoJoinTrace()
+	for i := range tr.Spans {
+		tr.Spans[i].Attributes = map[string]string{} // no gpu.index: the pod decides
+		if tr.Spans[i].Service == "nemotron-backend" {
+			tr.Spans[i].Resource[PodAttribute], tr.Spans[i].Resource[NamespaceAttribute] = "backend-7d9f", "inference"
+		}
+		if tr.Spans[i].Service == "ai-detector" {
+			tr.Spans[i].Resource[PodAttribute] = "detector-0" // no namespace: matches any
+		}
+	}
+	g0, g1 := gpuSeries("gpu-node-1", "0", 90), gpuSeries("gpu-node-1", "1", 10)
+	g0.Pods = []classify.Pod{{Namespace: "inference", Name: "backend-7d9f"}}
+	g1.Pods = []classify.Pod{{Namespace: "inference", Name: "detector-0"}, {Namespace: "other", Name: "backend-7d9f"}}
+	c := &classifyByMeanUtil{}
+	rows := JoinTrace(TraceJoin{Trace: tr, GPUSeries: []classify.GPUSeries{g0, g1}, GPUStep: time.Second, GPUsKnown: true, Classify: c.fn, Join: models.DefaultJoinSettings()})
+	for op, want := range map[string][]string{
+		"GET /api/detect": {"gpu-node-1/0"}, // its pod in its namespace, not the other namespace's namesake
+		"GET /detect":     {"gpu-node-1/1"},
+		"GET /enrich":     {"gpu-node-1/0", "gpu-node-1/1"}, // no pod attribute: every GPU of the host
+	} {
+		r := rowByOp(rows, op)
+		if r.GPU == nil || !slices.Equal(gpuNames(r.GPU), want) || r.GPU.ByPod != (len(want) == 1) {
+			t.Errorf("%s: %+v, want %v", op, r.GPU, want)
+		}
+	}
+	// A pod the exporter maps to no GPU of the host: every GPU of the host, not none.
+	for i := range tr.Spans {
+		tr.Spans[i].Resource[PodAttribute] = "elsewhere"
+	}
+	rows = JoinTrace(TraceJoin{Trace: tr, GPUSeries: []classify.GPUSeries{g0, g1}, GPUStep: time.Second, GPUsKnown: true, Classify: c.fn, Join: models.DefaultJoinSettings()})
+	if r := rowByOp(rows, "GET /api/detect"); r.GPU == nil || len(r.GPU.GPUs) != 2 || r.GPU.ByPod {
+		t.Errorf("unmapped pod: %+v", r.GPU)
+	}
+}

@@ -1,6 +1,7 @@
 package prometheus
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -99,7 +100,7 @@ func (c *Client) GPUFigures(ctx context.Context, filter models.GPUFilter, start,
 		return nil, notices, nil
 	}
 
-	gpus, err := c.countGPUs(ctx, q, read, w)
+	gpus, pods, err := c.countGPUs(ctx, inv, q, read, w)
 	if err != nil {
 		// A server or proxy without the series API: the ranked queries need none. Any other
 		// failure (down, slow, refused) would only fail them again, after as long.
@@ -156,7 +157,8 @@ func (c *Client) GPUFigures(ctx context.Context, filter models.GPUFilter, start,
 			}
 		}
 	}
-	for _, gs := range byGPU {
+	for gpu, gs := range byGPU {
+		gs.Pods = pods[gpu]
 		out = append(out, *gs)
 	}
 	slices.SortFunc(out, func(a, b classify.GPUSeries) int { return a.GPU.Compare(b.GPU) })
@@ -233,13 +235,14 @@ func (c *Client) figureJobs(inv *inventory, p gpuPlan) (jobs []figureJob, read, 
 
 // countGPUs counts the GPUs with series of metrics in the window (and its look-back) from the
 // series index alone: Prometheus reads no sample to answer /api/v1/series. A count it cannot
-// tell (the answer reached the bound it was asked for) is limit+1: over the limit.
-func (c *Client) countGPUs(ctx context.Context, q *gpuQuery, metrics []string, w gpuWindow) (int, error) {
+// tell (the answer reached the bound it was asked for) is limit+1: over the limit. The same
+// label sets say which pods dcgm-exporter mapped each GPU to.
+func (c *Client) countGPUs(ctx context.Context, inv *inventory, q *gpuQuery, metrics []string, w gpuWindow) (int, map[classify.GPU][]classify.Pod, error) {
 	matches := make([]string, 0, len(q.plan.sel))
 	for _, alt := range q.plan.sel {
 		vs, err := metricNamesSelector(metrics, alt)
 		if err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 		matches = append(matches, vs.String())
 	}
@@ -248,16 +251,32 @@ func (c *Client) countGPUs(ctx context.Context, q *gpuQuery, metrics []string, w
 	// handled here; the others come again with the figures' queries.
 	sets, _, _, err := c.api.Series(ctx, matches, w.start.Add(-promLookback), w.end, promv1.WithLimit(uint64(bound)))
 	if err != nil {
-		return 0, c.wrap(err)
+		return 0, nil, c.wrap(err)
 	}
 	if len(sets) >= bound {
-		return q.plan.limit + 1, nil
+		return q.plan.limit + 1, nil, nil
 	}
-	gpus := map[classify.GPU]bool{}
+	podRoles := map[string][]string{}
+	for _, role := range []string{models.RolePod, models.RoleNamespace} {
+		_, fixed := c.dcgm.LabelNames[role]
+		podRoles[role] = inv.aliases(c.catalogue(), role, fixed)
+	}
+	pods := map[classify.GPU][]classify.Pod{}
 	for _, ls := range sets {
-		gpus[models.GPUOf(gpuRoleLabels(model.Metric(ls), q.roles, gpuIdentityRoles))] = true
+		gpu := models.GPUOf(gpuRoleLabels(model.Metric(ls), q.roles, gpuIdentityRoles))
+		p := gpuRoleLabels(model.Metric(ls), podRoles, []string{models.RolePod, models.RoleNamespace})
+		pod := classify.Pod{Namespace: p[models.RoleNamespace], Name: p[models.RolePod]}
+		if _, ok := pods[gpu]; !ok {
+			pods[gpu] = nil
+		}
+		if pod.Name != "" && !slices.Contains(pods[gpu], pod) {
+			pods[gpu] = append(pods[gpu], pod)
+		}
 	}
-	return len(gpus), nil
+	for _, ps := range pods {
+		slices.SortFunc(ps, func(a, b classify.Pod) int { return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name)) })
+	}
+	return len(pods), pods, nil
 }
 
 // seriesAPIMissing says whether the series call failed because the server does not serve the

@@ -182,6 +182,10 @@ func TestGPUFiguresPrefersEachGPUsNewerSourceStepByStepAndCombinesItsSeries(t *t
 		t.Fatalf("%d GPUs, want node-a/0 once (whatever its pods) and node-b/0: %+v", len(series), series)
 	}
 	a, b := series[0], series[1]
+	// The pods dcgm-exporter mapped each GPU to over the range, from the series index.
+	if want := []classify.Pod{{Name: "detector-0"}, {Name: "detector-1"}}; !slices.Equal(a.Pods, want) || len(b.Pods) != 0 {
+		t.Errorf("pods: node-a %v, node-b %v", a.Pods, b.Pods)
+	}
 	got := func(s classify.GPUSeries, fig func(classify.Figures) float64) []float64 {
 		var out []float64
 		for _, smp := range s.Samples {
