@@ -274,7 +274,9 @@ func (c *Client) countGPUs(ctx context.Context, inv *inventory, q *gpuQuery, met
 		}
 	}
 	for _, ps := range pods {
-		slices.SortFunc(ps, func(a, b classify.Pod) int { return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name)) })
+		slices.SortFunc(ps, func(a, b classify.Pod) int {
+			return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
+		})
 	}
 	return len(pods), pods, nil
 }
