@@ -41,6 +41,8 @@ type BreakdownPart struct {
 	Kind     string
 	Service  string // the service the time was spent in
 	Duration time.Duration
+	// SpanID is the span that holds the most of this part's time (several spans may share it).
+	SpanID string
 	// Source says where the figure comes from: the critical path, a span attribute, the span
 	// profiles, a kernel trace.
 	Source string
@@ -77,7 +79,9 @@ func Breakdown(t *models.Trace, rows []SpanRow) (parts []BreakdownPart, total ti
 		}
 	}
 	sums := map[[2]string]time.Duration{}
+	bySpanOf := map[[2]string]map[int]time.Duration{}
 	var order [][2]string
+	var span int // the span whose time is being explained
 	add := func(kind, service string, d time.Duration) {
 		if d <= 0 {
 			return
@@ -85,10 +89,13 @@ func Breakdown(t *models.Trace, rows []SpanRow) (parts []BreakdownPart, total ti
 		k := [2]string{kind, service}
 		if _, ok := sums[k]; !ok {
 			order = append(order, k)
+			bySpanOf[k] = map[int]time.Duration{}
 		}
 		sums[k] += d
+		bySpanOf[k][span] += d
 	}
 	for i, s := range t.Spans {
+		span = i
 		left := onPath[i]
 		if left <= 0 {
 			continue
@@ -113,7 +120,13 @@ func Breakdown(t *models.Trace, rows []SpanRow) (parts []BreakdownPart, total ti
 		add(PartUnexplained, s.Service, take(left))
 	}
 	for _, k := range order {
-		parts = append(parts, BreakdownPart{Kind: k[0], Service: k[1], Duration: sums[k], Source: partSource(k[0])})
+		top, topD := -1, time.Duration(0)
+		for i, d := range bySpanOf[k] {
+			if top < 0 || d > topD || d == topD && i < top {
+				top, topD = i, d
+			}
+		}
+		parts = append(parts, BreakdownPart{Kind: k[0], Service: k[1], Duration: sums[k], SpanID: t.Spans[top].SpanID, Source: partSource(k[0])})
 		total += sums[k]
 	}
 	// Largest first; ties in the order of partKinds, then by service.

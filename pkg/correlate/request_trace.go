@@ -65,6 +65,8 @@ type TraceAnswer struct {
 	// critical path; empty when the trace could not be read.
 	Breakdown []BreakdownPart
 	Request   time.Duration
+	// Verdict ranks the causes of the request's latency (Verdict).
+	Verdict []Cause
 }
 
 // GPUJoinStep is the step of the GPU series the trace join reads. Spans last milliseconds to
@@ -104,6 +106,7 @@ func JoinRequest(ctx context.Context, src TraceSources, q TraceQuery) (*TraceAns
 	out := &TraceAnswer{Trace: trace, Rows: rows, Profile: a.cpu}
 	out.Notices = append(traceNotices(q, rows, a), kernelTimes(ctx, src.Kernels, trace.TraceID, rows)...)
 	out.Breakdown, out.Request = Breakdown(trace, rows)
+	out.Verdict = Verdict(out)
 	return out, nil
 }
 

@@ -109,7 +109,7 @@ func TestRealTraceQueryExplainsTheSlowRequest(t *testing.T) {
 	if r.Error != nil {
 		t.Fatal(r.Error)
 	}
-	if len(r.Frames) != 3 || r.Frames[1].Name != "response" || r.Frames[2].Name != "breakdown" {
+	if len(r.Frames) != 4 || r.Frames[1].Name != "response" || r.Frames[2].Name != "breakdown" || r.Frames[3].Name != "verdict" {
 		t.Fatalf("frames %v", r.Frames)
 	}
 	rows := spanRows(t, r.Frames[0])
@@ -127,6 +127,16 @@ func TestRealTraceQueryExplainsTheSlowRequest(t *testing.T) {
 	}
 	if math.Abs(sum-requestMs) > 0.01 || b.Rows() == 0 || services.At(0) != "nemotron-backend" {
 		t.Errorf("breakdown sums to %v ms of %v, largest part in %v", sum, requestMs, services.At(0))
+	}
+	// The verdict's first cause is the backend's time (db_query's CPU, or its wait where the
+	// profiles saw less), with evidence.
+	v := r.Frames[3]
+	vt, _ := v.StringTable(-1, -1)
+	t.Logf("verdict:\n%s", vt)
+	cause, _ := v.FieldByName("cause")
+	evidence, _ := v.FieldByName("evidence")
+	if v.Rows() == 0 || !strings.Contains(cause.At(0).(string), "nemotron-backend") || evidence.At(0).(string) == "" {
+		t.Errorf("first cause %v: %v", cause.At(0), evidence.At(0))
 	}
 
 	// The slow step is the span with the most time of its own: db_query, 15 × 20 ms.

@@ -32,7 +32,8 @@ func (d *Datasource) queryTrace(ctx context.Context, q backend.DataQuery) backen
 	if ans.Trace != nil {
 		traceID = ans.Trace.TraceID
 	}
-	spans := frames.TraceSpans(traceID, ans.Rows, tq.ProfileTypeID, tq.AllocTypeID, d.traceLinks(ctx))
+	links := d.traceLinks(ctx)
+	spans := frames.TraceSpans(traceID, ans.Rows, tq.ProfileTypeID, tq.AllocTypeID, links)
 	spans.Meta.Notices = frames.JoinNotices(ans.Notices)
 	if err := d.settings.GPUSettingsErr; err != nil && ans.Trace != nil {
 		spans.AppendNotices(frames.Warning(fmt.Sprintf("Some GPU or join settings are invalid and use their defaults: %v", err)))
@@ -42,7 +43,7 @@ func (d *Datasource) queryTrace(ctx context.Context, q backend.DataQuery) backen
 		out = append(out, flameGraphFrame(ans.Profile, tq.ProfileTypeID))
 	}
 	if ans.Trace != nil {
-		out = append(out, frames.TraceBreakdown(ans.Breakdown, ans.Request))
+		out = append(out, frames.TraceBreakdown(ans.Breakdown, ans.Request), frames.TraceVerdict(traceID, ans.Verdict, links))
 	}
 	return withFrames(out...)
 }

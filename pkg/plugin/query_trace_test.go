@@ -177,7 +177,7 @@ func TestTraceQueryJoinsSpansProfilesAndGPUs(t *testing.T) {
 	if r.Error != nil {
 		t.Fatal(r.Error)
 	}
-	if len(r.Frames) != 3 || r.Frames[0].Name != "spans" || r.Frames[1].Name != "response" || r.Frames[2].Name != "breakdown" {
+	if len(r.Frames) != 4 || r.Frames[0].Name != "spans" || r.Frames[1].Name != "response" || r.Frames[2].Name != "breakdown" || r.Frames[3].Name != "verdict" {
 		t.Fatalf("frames %v", r.Frames)
 	}
 	// The breakdown's parts sum to the request's 500 ms.

@@ -1,0 +1,205 @@
+package correlate
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/classify"
+)
+
+// Kinds of cause a verdict names.
+const (
+	CauseQueue       = "queue"       // waiting in the serving engine's queue
+	CauseModel       = "model"       // the engine's prefill and decode
+	CauseCPU         = "cpu"         // CPU work in a service
+	CauseWaiting     = "waiting"     // a profiled service's time off the CPU
+	CauseGPUKernels  = "gpu kernels" // GPU kernels the request's kernel traces show
+	CauseErrors      = "errors"      // failed spans on the request's path
+	CauseUnexplained = "unexplained" // time no signal explains
+)
+
+// ProfilerSampleInterval is how often the profilers the plugin reads sample the CPU (100 Hz, the
+// default of pyroscope-go, pyroscope-java and py-spy): the CPU a span profile shows is about
+// this many samples' worth.
+const ProfilerSampleInterval = 10 * time.Millisecond
+
+// minCause is the least time a cause must explain to be named.
+const minCause = time.Millisecond
+
+// minSamples is how many profile samples a CPU figure needs before the verdict trusts it.
+const minSamples = 10
+
+// Cause is one reason the request took the time it did: how much time it explains, the figures
+// behind it and where they come from, what to do, and what limits the conclusion.
+type Cause struct {
+	Kind     string
+	Title    string // in words: "CPU in nemotron-backend (db_query)"
+	Service  string
+	SpanID   string // the span holding most of it
+	Explains time.Duration
+	Share    float64 // of the request
+	Evidence []string
+	Action   string
+	// Caveat says what the evidence cannot tell ("" when nothing limits it): few samples, a
+	// coarse GPU sample, a missing signal and what would add it.
+	Caveat string
+}
+
+// Verdict ranks the causes of the request's latency by the time each explains, from the
+// answer's breakdown (its critical path split by signal) and its rows (profiles, hot functions,
+// GPU state, errors). Causes never overlap in time, so their shares add up to at most 1; parts
+// under a millisecond are left out.
+func Verdict(ans *TraceAnswer) []Cause {
+	if ans == nil || ans.Trace == nil || ans.Request <= 0 {
+		return nil
+	}
+	rowOf := map[string]*SpanRow{}
+	for i := range ans.Rows {
+		rowOf[ans.Rows[i].Span.SpanID] = &ans.Rows[i]
+	}
+	var out []Cause
+	byKey := map[[2]string]int{}
+	add := func(c Cause) {
+		k := [2]string{c.Kind, c.Service}
+		if i, ok := byKey[k]; ok { // prefill and decode make one model cause
+			out[i].Explains += c.Explains
+			out[i].Evidence = append(out[i].Evidence, c.Evidence...)
+			return
+		}
+		byKey[k] = len(out)
+		out = append(out, c)
+	}
+	for _, p := range ans.Breakdown {
+		if p.Duration < minCause {
+			continue // crumbs of the path's arithmetic, not a cause
+		}
+		row := rowOf[p.SpanID]
+		op := ""
+		if row != nil {
+			op = " (" + row.Span.Operation + ")"
+		}
+		c := Cause{Service: p.Service, SpanID: p.SpanID, Explains: p.Duration}
+		switch p.Kind {
+		case PartQueue:
+			c.Kind, c.Title = CauseQueue, "queued in "+p.Service+op
+			c.Evidence = []string{fmt.Sprintf("%s waited %s in the engine's queue (%s)", p.Service, p.Duration.Round(time.Millisecond), p.Source)}
+			c.Action = "the engine was full: add replicas or raise its batch capacity (max_num_seqs), or shed load; its queue over time is vllm:num_requests_waiting"
+		case PartPrefill, PartDecode:
+			c.Kind, c.Title = CauseModel, "the model in "+p.Service+op
+			c.Evidence = []string{fmt.Sprintf("%s %s (%s)", p.Kind, p.Duration.Round(time.Millisecond), p.Source)}
+			c.Action = "the model's own time: shorter prompts cut prefill, fewer output tokens cut decode; a smaller or quantized model, or speculative decoding, cuts both"
+		case PartGPUKernels:
+			c.Kind, c.Title = CauseGPUKernels, "GPU kernels of "+p.Service+op
+			c.Evidence = []string{fmt.Sprintf("kernels ran %s for this span (%s)", p.Duration.Round(time.Millisecond), p.Source)}
+			c.Action = "the kernels themselves: see the kernels query for the longest ones"
+		case PartCPU:
+			c.Kind, c.Title = CauseCPU, "CPU in "+p.Service+op
+			c.Evidence, c.Caveat = cpuEvidence(ans.Rows, p)
+			c.Action = "CPU work in the service: the hot function is where to start (its link opens the span's profile)"
+		case PartOffCPU:
+			c.Kind, c.Title = CauseWaiting, "waiting in "+p.Service+op
+			c.Evidence = []string{fmt.Sprintf("%s of %s's time on the path was not on the CPU its profiles saw (%s)", p.Duration.Round(time.Millisecond), p.Service, p.Source)}
+			c.Action = "the service waited: I/O, a lock, or a call no span shows; instrument the calls it makes"
+			if row != nil && row.GPU != nil {
+				c.Evidence = append(c.Evidence, gpuEvidence(row)...)
+				c.Action = gpuAction(row.GPU.Class, c.Action)
+				c.Caveat = gpuCaveat(row)
+			}
+		default:
+			c.Kind, c.Title = CauseUnexplained, "unexplained in "+p.Service+op
+			c.Evidence = []string{fmt.Sprintf("%s of %s's time on the critical path", p.Duration.Round(time.Millisecond), p.Service)}
+			c.Action = "nothing says what " + p.Service + " did then"
+			c.Caveat = "add span profiles to " + p.Service + " (otel-profiling-go or the Pyroscope SDK with span links) to tell CPU from waiting"
+		}
+		add(c)
+	}
+	if c, ok := errorCause(ans); ok {
+		out = append(out, c)
+	}
+	for i := range out {
+		out[i].Share = float64(out[i].Explains) / float64(ans.Request)
+	}
+	slices.SortStableFunc(out, func(a, b Cause) int { return cmp.Compare(b.Explains, a.Explains) })
+	return out
+}
+
+// cpuEvidence names the service's hot function and says how many samples the CPU figure rests on.
+func cpuEvidence(rows []SpanRow, p BreakdownPart) ([]string, string) {
+	ev := []string{fmt.Sprintf("span profiles saw %s of CPU in %s on the critical path (%s)", p.Duration.Round(time.Millisecond), p.Service, p.Source)}
+	var hot *SpanRow
+	var cpu int64
+	for i, r := range rows {
+		if r.Span.Service != p.Service || r.CPU == nil {
+			continue
+		}
+		cpu += *r.CPU
+		if r.HotFunction != "" && (hot == nil || r.HotSelf > hot.HotSelf) {
+			hot = &rows[i]
+		}
+	}
+	if hot != nil {
+		ev = append(ev, fmt.Sprintf("hot function %s: %s of CPU self time in span %s", hot.HotFunction, time.Duration(hot.HotSelf).Round(time.Millisecond), hot.Span.Operation))
+	}
+	samples := int(time.Duration(cpu) / ProfilerSampleInterval)
+	if samples < minSamples {
+		return ev, fmt.Sprintf("about %d profile samples (%s of CPU at 100 Hz): too few to rank functions reliably", samples, time.Duration(cpu).Round(time.Millisecond))
+	}
+	return ev, ""
+}
+
+// gpuEvidence is the span's GPU state over its window.
+func gpuEvidence(r *SpanRow) []string {
+	g := r.GPU
+	ev := []string{fmt.Sprintf("GPU %s %.0f%% of %d reading(s) during %s", g.Class, 100*g.ClassShare, g.Samples, r.Span.Operation)}
+	if len(g.Evidence) > 0 {
+		ev = append(ev, "GPU: "+strings.Join(g.Evidence, "; "))
+	}
+	return ev
+}
+
+func gpuAction(c classify.Class, otherwise string) string {
+	switch c {
+	case classify.Idle, classify.NoData:
+		return otherwise + " (the GPU was not busy then)"
+	}
+	return "the GPU was " + string(c) + ": " + classify.Action(c)
+}
+
+// gpuCaveat says when DCGM's readings are much coarser than the span.
+func gpuCaveat(r *SpanRow) string {
+	g := r.GPU
+	if g.Samples <= 1 || r.Span.Duration < time.Second {
+		return fmt.Sprintf("the GPU figures are DCGM's readings around a %s span (DCGM samples every few seconds, 30 s by default): they show the GPU's state at that time, not this request's own use",
+			r.Span.Duration.Round(time.Millisecond))
+	}
+	return ""
+}
+
+// errorCause is the time of failed spans, when the trace has any.
+func errorCause(ans *TraceAnswer) (Cause, bool) {
+	var failed []string
+	var d time.Duration
+	var first string
+	for _, r := range ans.Rows {
+		a := r.Span.Attributes
+		if a["error"] == "true" || strings.EqualFold(a["otel.status_code"], "ERROR") {
+			failed = append(failed, r.Span.Service+" "+r.Span.Operation)
+			d += r.Span.Duration
+			if first == "" {
+				first = r.Span.SpanID
+			}
+		}
+	}
+	if len(failed) == 0 {
+		return Cause{}, false
+	}
+	return Cause{
+		Kind: CauseErrors, Title: fmt.Sprintf("%d failed span(s)", len(failed)), SpanID: first,
+		Evidence: []string{"failed: " + strings.Join(failed, ", ") + fmt.Sprintf(" (%s in all, span status)", d.Round(time.Millisecond))},
+		Action:   "a failure and its retries add their time: see the failed spans' events and logs",
+		Caveat:   "the failed spans' time is also counted in the causes above, where it was spent",
+	}, true
+}
