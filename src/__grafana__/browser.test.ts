@@ -425,3 +425,34 @@ describe("Grafana's flame graph panel on the plugin's answers", () => {
     );
   });
 });
+
+describe("Grafana's table on the trace query's verdict and breakdown", () => {
+  it('verdict: the causes, ranked, with their evidence', async () => {
+    await look(
+      'table-verdict',
+      { kind: 'table', title: 'Why was this request slow?', fixture: fixtures.trace, frameName: 'verdict' },
+      '[data-testid="scene"] [role="table"]',
+      async (page) => {
+        const shown = await text(page);
+        // The demo's slow request spends most of its time in the backend's db_query (CPU).
+        expect(shown).toContain('CPU in nemotron-backend');
+        expect(shown).toMatch(/span profiles saw \d+ms of CPU/);
+        // Shares show as percentages (the field's unit), not as raw fractions.
+        expect(shown).toMatch(/\d+(\.\d+)?%/);
+      }
+    );
+  });
+
+  it('breakdown: parts in words and milliseconds', async () => {
+    await look(
+      'table-breakdown',
+      { kind: 'table', title: 'Where the time went', fixture: fixtures.trace, frameName: 'breakdown' },
+      '[data-testid="scene"] [role="table"]',
+      async (page) => {
+        const shown = await text(page);
+        expect(shown).toContain('CPU in nemotron-backend');
+        expect(shown).toMatch(/\d+(\.\d+)? ms/);
+      }
+    );
+  });
+});

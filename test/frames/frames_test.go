@@ -152,6 +152,14 @@ func TestWriteTheFlameGraphsGrafanaReads(t *testing.T) {
 	}
 	write("diff", fixture{Query: diff, From: now.Add(-15 * time.Minute).UnixMilli(), To: now.UnixMilli(), TraceID: traceID}, res)
 
+	// The request-level join of the same request: spans, flame graph, breakdown and verdict.
+	traceQuery := map[string]any{"queryType": "trace", "traceId": traceID, "profileTypeId": cpuType}
+	res = query(t, ctx, h, traceQuery, from, to)
+	if names := frameNames(t, res); !slices.Equal(names, []string{"spans", "response", "breakdown", "verdict"}) {
+		t.Fatalf("trace frames %v", names)
+	}
+	write("trace", fixture{Query: traceQuery, From: from.UnixMilli(), To: to.UnixMilli(), TraceID: traceID}, res)
+
 	// A service that never pushed a profile: the empty answer a panel gets for a typo.
 	empty := map[string]any{"queryType": "profile", "profileTypeId": cpuType, "labelSelector": `{service_name="no-such-service"}`}
 	res = query(t, ctx, h, empty, now.Add(-15*time.Minute), now)

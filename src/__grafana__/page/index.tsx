@@ -5,6 +5,7 @@
 import React, { useState } from 'react';
 import { createRoot } from 'react-dom/client';
 import {
+  applyFieldOverrides,
   createTheme,
   DataSourceInstanceSettings,
   DataSourceSettings,
@@ -15,7 +16,7 @@ import {
 } from '@grafana/data';
 import { FlameGraph, checkFields, getMessageCheckFieldsResult } from '@grafana/flamegraph';
 import { setDataSourceSrv, setTemplateSrv, DataSourceSrv, TemplateSrv } from '@grafana/runtime';
-import { ErrorBoundaryAlert, GlobalStyles, PanelChrome, ThemeContext } from '@grafana/ui';
+import { ErrorBoundaryAlert, GlobalStyles, PanelChrome, Table, ThemeContext } from '@grafana/ui';
 
 import { ConfigEditor } from '../../components/ConfigEditor';
 import { QueryEditor } from '../../components/QueryEditor';
@@ -27,7 +28,8 @@ import { toFrames } from '../frames';
 export type Scene =
   | { kind: 'editor'; query: HsiQuery }
   | { kind: 'config'; jsonData: HsiOptions; secureJsonFields?: Record<string, boolean> }
-  | { kind: 'flamegraph'; title: string; fixture: Fixture; frame: number };
+  | { kind: 'flamegraph'; title: string; fixture: Fixture; frame: number }
+  | { kind: 'table'; title: string; fixture: Fixture; frameName: string };
 
 declare global {
   interface Window {
@@ -157,6 +159,30 @@ function FlameGraphPanel({ title, data }: { title: string; data: PanelData }) {
   );
 }
 
+/**
+ * The table panel as Grafana renders one frame of an answer: field config applied
+ * (applyFieldOverrides, which sets each field's display processor from its unit), then
+ * @grafana/ui's Table inside PanelChrome.
+ */
+function TablePanel({ title, fixture, frameName }: { title: string; fixture: Fixture; frameName: string }) {
+  const frame = toFrames(fixture).find((f) => f.name === frameName);
+  if (!frame) {
+    return <div data-testid="panel-message">no frame named {frameName}</div>;
+  }
+  const [shown] = applyFieldOverrides({
+    data: [frame],
+    fieldConfig: { defaults: {}, overrides: [] },
+    replaceVariables: (v: string) => v,
+    theme,
+    timeZone: 'utc',
+  });
+  return (
+    <PanelChrome title={title} width={1360} height={520}>
+      {(innerWidth, innerHeight) => <Table data={shown} width={innerWidth} height={innerHeight} />}
+    </PanelChrome>
+  );
+}
+
 function SceneView({ scene }: { scene: Scene }) {
   switch (scene.kind) {
     case 'editor':
@@ -169,6 +195,8 @@ function SceneView({ scene }: { scene: Scene }) {
       const data: PanelData = { series, state: LoadingState.Done, timeRange: getDefaultTimeRange() };
       return <FlameGraphPanel title={scene.title} data={data} />;
     }
+    case 'table':
+      return <TablePanel title={scene.title} fixture={scene.fixture} frameName={scene.frameName} />;
   }
 }
 
