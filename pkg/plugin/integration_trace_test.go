@@ -109,7 +109,7 @@ func TestRealTraceQueryExplainsTheSlowRequest(t *testing.T) {
 	if r.Error != nil {
 		t.Fatal(r.Error)
 	}
-	if len(r.Frames) != 4 || r.Frames[1].Name != "response" || r.Frames[2].Name != "breakdown" || r.Frames[3].Name != "verdict" {
+	if len(r.Frames) != 4 || r.Frames[1].Name != "breakdown" || r.Frames[2].Name != "verdict" || r.Frames[3].Name != "response" {
 		t.Fatalf("frames %v", r.Frames)
 	}
 	rows := spanRows(t, r.Frames[0])
@@ -118,7 +118,7 @@ func TestRealTraceQueryExplainsTheSlowRequest(t *testing.T) {
 	// The breakdown sums to the request (its root span) and its largest part is in the backend,
 	// where db_query spends most of the request.
 	requestMs, _ := findRow(t, rows, "nemotron-backend", "GET /api/detect").num("duration")
-	b := r.Frames[2]
+	b := r.Frames[1]
 	var sum float64
 	durations, _ := b.FieldByName("duration")
 	services, _ := b.FieldByName("service")
@@ -130,7 +130,7 @@ func TestRealTraceQueryExplainsTheSlowRequest(t *testing.T) {
 	}
 	// The verdict's first cause is the backend's time (db_query's CPU, or its wait where the
 	// profiles saw less), with evidence.
-	v := r.Frames[3]
+	v := r.Frames[2]
 	vt, _ := v.StringTable(-1, -1)
 	t.Logf("verdict:\n%s", vt)
 	cause, _ := v.FieldByName("cause")
@@ -164,7 +164,7 @@ func TestRealTraceQueryExplainsTheSlowRequest(t *testing.T) {
 		t.Fatalf("backend root CPU %v", root["cpu"])
 	}
 	hot := root.str("hotFunction")
-	if hot != "main.dbQuery" && !calledBelow(r.Frames[1], "nemotron-backend", "main.dbQuery", hot) {
+	if hot != "main.dbQuery" && !calledBelow(r.Frames[3], "nemotron-backend", "main.dbQuery", hot) {
 		t.Errorf("backend hot function %q is neither main.dbQuery nor below it", hot)
 	}
 	if root.str("profileID") != root.str("spanID") {
@@ -207,7 +207,7 @@ func TestRealTraceQueryExplainsTheSlowRequest(t *testing.T) {
 		}
 	}
 	// The flame graph is the whole request's.
-	if got := serviceNodes(r.Frames[1]); !slices.Equal(got, demoServices) {
+	if got := serviceNodes(r.Frames[3]); !slices.Equal(got, demoServices) {
 		t.Errorf("flame graph services %v", got)
 	}
 	if n := notices(r.Frames[0]); !strings.Contains(n, "GPU figures for ") || strings.Contains(n, "No GPU columns") || strings.Contains(n, "No CPU column") {

@@ -14,7 +14,8 @@ import (
 
 // queryTrace answers the request-level join for one trace (correlate.JoinRequest): a table with
 // one row per span (durations, self time, its own CPU and allocation profile totals, hot
-// function, GPU class and figures over its window, kernel time) and the trace's flame graph.
+// function, GPU class and figures over its window, kernel time), the latency breakdown, the
+// verdict (both empty when the trace cannot be read) and the trace's flame graph.
 func (d *Datasource) queryTrace(ctx context.Context, q backend.DataQuery) backend.DataResponse {
 	tq, err := models.ParseTraceQuery(q.JSON)
 	if err != nil {
@@ -38,12 +39,11 @@ func (d *Datasource) queryTrace(ctx context.Context, q backend.DataQuery) backen
 	if err := d.settings.GPUSettingsErr; err != nil && ans.Trace != nil {
 		spans.AppendNotices(frames.Warning(fmt.Sprintf("Some GPU or join settings are invalid and use their defaults: %v", err)))
 	}
-	out := []*data.Frame{spans}
+	// The flame graph comes last: it is the frame that may be missing, so the others keep their
+	// places (panels pick a table's frame by index).
+	out := []*data.Frame{spans, frames.TraceBreakdown(ans.Breakdown, ans.Request), frames.TraceVerdict(traceID, ans.Verdict, links)}
 	if ans.Profile != nil {
 		out = append(out, flameGraphFrame(ans.Profile, tq.ProfileTypeID))
-	}
-	if ans.Trace != nil {
-		out = append(out, frames.TraceBreakdown(ans.Breakdown, ans.Request), frames.TraceVerdict(traceID, ans.Verdict, links))
 	}
 	return withFrames(out...)
 }

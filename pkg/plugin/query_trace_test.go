@@ -177,12 +177,12 @@ func TestTraceQueryJoinsSpansProfilesAndGPUs(t *testing.T) {
 	if r.Error != nil {
 		t.Fatal(r.Error)
 	}
-	if len(r.Frames) != 4 || r.Frames[0].Name != "spans" || r.Frames[1].Name != "response" || r.Frames[2].Name != "breakdown" || r.Frames[3].Name != "verdict" {
+	if len(r.Frames) != 4 || r.Frames[0].Name != "spans" || r.Frames[1].Name != "breakdown" || r.Frames[2].Name != "verdict" || r.Frames[3].Name != "response" {
 		t.Fatalf("frames %v", r.Frames)
 	}
 	// The breakdown's parts sum to the request's 500 ms.
 	var sum float64
-	durations, _ := r.Frames[2].FieldByName("duration")
+	durations, _ := r.Frames[1].FieldByName("duration")
 	for i := range durations.Len() {
 		sum += durations.At(i).(float64)
 	}
@@ -219,8 +219,8 @@ func TestTraceQueryJoinsSpansProfilesAndGPUs(t *testing.T) {
 		t.Errorf("evidence %v", ev)
 	}
 	// The flame graph is the whole request's, as the profile query's.
-	if rows(r.Frames[1])[0] != "0 total 380" {
-		t.Errorf("flame graph root %s", rows(r.Frames[1])[0])
+	if rows(r.Frames[3])[0] != "0 total 380" {
+		t.Errorf("flame graph root %s", rows(r.Frames[3])[0])
 	}
 	n := notices(spans)
 	if !strings.Contains(n, "[info] GPU figures for 6 of 6 span(s)") {
@@ -281,15 +281,16 @@ func TestTraceQueryWithoutTheTrace(t *testing.T) {
 	t.Run("Jaeger down", func(t *testing.T) {
 		b := newJoinBed(t, joinBedOptions{jaegerDown: true})
 		r := b.query(t, traceModel)
-		if r.Error != nil || len(r.Frames) != 2 {
+		// The breakdown and the verdict keep their places, empty.
+		if r.Error != nil || len(r.Frames) != 4 || r.Frames[1].Rows() != 0 || r.Frames[2].Rows() != 0 {
 			t.Fatalf("%v %v", r.Error, r.Frames)
 		}
 		if r.Frames[0].Rows() != 0 || !strings.Contains(notices(r.Frames[0]), "[warning] No span table: could not read trace 4bf92f3577b34da6a3ce929d0e0e4736 (Jaeger (http://127.0.0.1:") {
 			t.Errorf("span table %d rows, notices %s", r.Frames[0].Rows(), notices(r.Frames[0]))
 		}
 		// The flame graph still comes, from the trace_id label.
-		if rows(r.Frames[1])[0] != "0 total 99" {
-			t.Errorf("flame graph %v", rows(r.Frames[1]))
+		if rows(r.Frames[3])[0] != "0 total 99" {
+			t.Errorf("flame graph %v", rows(r.Frames[3]))
 		}
 	})
 	t.Run("Jaeger and Pyroscope down", func(t *testing.T) {

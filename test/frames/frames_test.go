@@ -155,7 +155,7 @@ func TestWriteTheFlameGraphsGrafanaReads(t *testing.T) {
 	// The request-level join of the same request: spans, flame graph, breakdown and verdict.
 	traceQuery := map[string]any{"queryType": "trace", "traceId": traceID, "profileTypeId": cpuType}
 	res = query(t, ctx, h, traceQuery, from, to)
-	if names := frameNames(t, res); !slices.Equal(names, []string{"spans", "response", "breakdown", "verdict"}) {
+	if names := frameNames(t, res); !slices.Equal(names, []string{"spans", "breakdown", "verdict", "response"}) {
 		t.Fatalf("trace frames %v", names)
 	}
 	write("trace", fixture{Query: traceQuery, From: from.UnixMilli(), To: to.UnixMilli(), TraceID: traceID}, res)
