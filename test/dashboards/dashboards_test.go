@@ -106,6 +106,19 @@ func TestPanelsUseDefinedVariablesAndProvisionedDataSources(t *testing.T) {
 			if p.Type == "text" {
 				continue
 			}
+			// Grafana's Dashboard data source reuses another panel's answer: that panel must be
+			// one of this dashboard's and ask this plugin.
+			if p.Datasource != nil && p.Datasource.UID == "-- Dashboard --" {
+				for _, raw := range p.Targets {
+					var tgt struct{ PanelID int }
+					_ = json.Unmarshal(raw, &tgt)
+					source := slices.IndexFunc(d.Panels, func(q shipped.Panel) bool { return q.ID == tgt.PanelID })
+					if source < 0 || d.Panels[source].Datasource == nil || !strings.HasPrefix(d.Panels[source].Datasource.UID, "${") {
+						t.Errorf("%s: panel %q reuses panel %d, which is not a panel of this dashboard asking a data source", d.File, p.Title, tgt.PanelID)
+					}
+				}
+				continue
+			}
 			if p.Datasource == nil || !strings.HasPrefix(p.Datasource.UID, "${") {
 				t.Errorf("%s: panel %q should take its data source from a variable, has %+v", d.File, p.Title, p.Datasource)
 				continue
