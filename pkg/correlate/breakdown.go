@@ -22,24 +22,41 @@ const (
 	AttrE2E            = "gen_ai.latency.e2e"
 )
 
+// Triton's request timestamps, as its OpenTelemetry trace mode records them (span events of the
+// model's span and of its "compute" child; Triton's docs, trace.md, and qa/L0_trace).
+const (
+	EventQueueStart   = "QUEUE_START"
+	EventComputeStart = "COMPUTE_START"
+	EventComputeEnd   = "COMPUTE_END"
+)
+
+// Attributes naming the service a client span calls when that service sent no spans of its own
+// (OpenTelemetry semantic conventions, the newest first).
+var peerAttributes = []string{"peer.service", "db.system.name", "db.system", "rpc.service", "server.address", "net.peer.name"}
+
 // Kinds of a breakdown part.
 const (
-	PartQueue       = "queue"       // waiting in the serving engine's queue (engine attribute)
-	PartPrefill     = "prefill"     // the engine's prefill (engine attribute)
-	PartDecode      = "decode"      // the engine's decode (engine attribute)
+	PartQueue       = "queue"       // waiting in the serving engine's queue (vLLM attribute, Triton events)
+	PartPrefill     = "prefill"     // the engine's prefill (vLLM attribute)
+	PartDecode      = "decode"      // the engine's decode (vLLM attribute)
+	PartCompute     = "compute"     // the engine's compute (Triton events)
 	PartGPUKernels  = "gpu kernels" // GPU kernel time the request's kernel traces give the span
+	PartDownstream  = "downstream"  // a call's time its callee's own spans do not cover
 	PartCPU         = "cpu"         // CPU the span profiles saw, up to the service's time on the path
 	PartOffCPU      = "off-cpu"     // the rest of a profiled service's time: I/O, locks, untraced calls
 	PartUnexplained = "unexplained" // a service's time on the path that no signal explains
 )
 
 // partKinds are the kinds in the order the breakdown explains time with them.
-var partKinds = []string{PartQueue, PartPrefill, PartDecode, PartGPUKernels, PartCPU, PartOffCPU, PartUnexplained}
+var partKinds = []string{PartQueue, PartPrefill, PartDecode, PartCompute, PartGPUKernels, PartDownstream, PartCPU, PartOffCPU, PartUnexplained}
 
 // BreakdownPart is one part of the request's duration.
 type BreakdownPart struct {
 	Kind     string
 	Service  string // the service the time was spent in
+	// Peer is what a downstream part waited on: the called service, or what the call names
+	// (peer.service, db.system, server.address).
+	Peer     string
 	Duration time.Duration
 	// SpanID is the span that holds the most of this part's time (several spans may share it).
 	SpanID string
@@ -78,22 +95,26 @@ func Breakdown(t *models.Trace, rows []SpanRow) (parts []BreakdownPart, total ti
 			profiled[r.Span.Service] = true
 		}
 	}
-	sums := map[[2]string]time.Duration{}
-	bySpanOf := map[[2]string]map[int]time.Duration{}
-	var order [][2]string
+	type key struct{ kind, service, peer string }
+	sums := map[key]time.Duration{}
+	sources := map[key]string{}
+	bySpanOf := map[key]map[int]time.Duration{}
+	var order []key
 	var span int // the span whose time is being explained
-	add := func(kind, service string, d time.Duration) {
+	add := func(kind, service, peer string, d time.Duration, source string) {
 		if d <= 0 {
 			return
 		}
-		k := [2]string{kind, service}
+		k := key{kind, service, peer}
 		if _, ok := sums[k]; !ok {
 			order = append(order, k)
 			bySpanOf[k] = map[int]time.Duration{}
+			sources[k] = source
 		}
 		sums[k] += d
 		bySpanOf[k][span] += d
 	}
+	children := childrenOf(t)
 	for i, s := range t.Spans {
 		span = i
 		left := onPath[i]
@@ -105,19 +126,24 @@ func Breakdown(t *models.Trace, rows []SpanRow) (parts []BreakdownPart, total ti
 			left -= d
 			return d
 		}
-		add(PartQueue, s.Service, take(attrSeconds(s, AttrTimeInQueue)))
-		add(PartPrefill, s.Service, take(attrSeconds(s, AttrTimeInPrefill)))
-		add(PartDecode, s.Service, take(attrSeconds(s, AttrTimeInDecode)))
+		for _, f := range engineFigures(t, i, children[i]) {
+			add(f.kind, s.Service, "", take(f.d), f.source)
+		}
 		if r := bySpan[s.SpanID]; r != nil && r.GPUKernelTime != nil {
-			add(PartGPUKernels, s.Service, take(time.Duration(*r.GPUKernelTime)))
+			add(PartGPUKernels, s.Service, "", take(time.Duration(*r.GPUKernelTime)), partSource(PartGPUKernels))
+		}
+		// A call's own time on the path is waiting on what it called: the network, the
+		// callee's queue before its handler, or the whole call when the callee sent no spans.
+		if peer := peerOf(t, i, children[i]); peer != "" {
+			add(PartDownstream, s.Service, peer, take(left), partSource(PartDownstream))
 		}
 		if profiled[s.Service] {
 			cpu := take(cpuLeft[s.Service])
 			cpuLeft[s.Service] -= cpu
-			add(PartCPU, s.Service, cpu)
-			add(PartOffCPU, s.Service, take(left))
+			add(PartCPU, s.Service, "", cpu, partSource(PartCPU))
+			add(PartOffCPU, s.Service, "", take(left), partSource(PartOffCPU))
 		}
-		add(PartUnexplained, s.Service, take(left))
+		add(PartUnexplained, s.Service, "", take(left), partSource(PartUnexplained))
 	}
 	for _, k := range order {
 		top, topD := -1, time.Duration(0)
@@ -126,24 +152,88 @@ func Breakdown(t *models.Trace, rows []SpanRow) (parts []BreakdownPart, total ti
 				top, topD = i, d
 			}
 		}
-		parts = append(parts, BreakdownPart{Kind: k[0], Service: k[1], Duration: sums[k], SpanID: t.Spans[top].SpanID, Source: partSource(k[0])})
+		parts = append(parts, BreakdownPart{Kind: k.kind, Service: k.service, Peer: k.peer, Duration: sums[k], SpanID: t.Spans[top].SpanID, Source: sources[k]})
 		total += sums[k]
 	}
 	// Largest first; ties in the order of partKinds, then by service.
 	slices.SortFunc(parts, func(a, b BreakdownPart) int {
-		return cmp.Or(cmp.Compare(b.Duration, a.Duration), cmp.Compare(slices.Index(partKinds, a.Kind), slices.Index(partKinds, b.Kind)), cmp.Compare(a.Service, b.Service))
+		return cmp.Or(cmp.Compare(b.Duration, a.Duration), cmp.Compare(slices.Index(partKinds, a.Kind), slices.Index(partKinds, b.Kind)),
+			cmp.Compare(a.Service, b.Service), cmp.Compare(a.Peer, b.Peer))
 	})
 	return parts, total
 }
 
+// engineFigure is one of a serving engine's own figures for a span.
+type engineFigure struct {
+	kind, source string
+	d            time.Duration
+}
+
+// engineFigures are what a serving engine says of span i: vLLM's latency attributes on its
+// request span, or Triton's timestamps (the model span's QUEUE_START to its compute child's
+// COMPUTE_START is the queue; the compute span's COMPUTE_START to COMPUTE_END the compute).
+func engineFigures(t *models.Trace, i int, children []int) []engineFigure {
+	s := t.Spans[i]
+	out := []engineFigure{
+		{PartQueue, "span attribute " + AttrTimeInQueue, attrSeconds(s, AttrTimeInQueue)},
+		{PartPrefill, "span attribute " + AttrTimeInPrefill, attrSeconds(s, AttrTimeInPrefill)},
+		{PartDecode, "span attribute " + AttrTimeInDecode, attrSeconds(s, AttrTimeInDecode)},
+	}
+	if queued, ok := s.Event(EventQueueStart); ok {
+		for _, c := range children {
+			if started, ok := t.Spans[c].Event(EventComputeStart); ok {
+				out = append(out, engineFigure{PartQueue, "span events " + EventQueueStart + " → " + EventComputeStart + " (Triton)", started.Sub(queued)})
+				break
+			}
+		}
+	}
+	if started, ok := s.Event(EventComputeStart); ok {
+		if ended, ok := s.Event(EventComputeEnd); ok {
+			out = append(out, engineFigure{PartCompute, "span events " + EventComputeStart + " → " + EventComputeEnd + " (Triton)", ended.Sub(started)})
+		}
+	}
+	return out
+}
+
+// peerOf names what client span i waits on: the service of a child in another service, else
+// what the span's attributes name; "" when span i is not a client span.
+func peerOf(t *models.Trace, i int, children []int) string {
+	s := t.Spans[i]
+	if s.Kind != models.SpanKindClient {
+		return ""
+	}
+	for _, c := range children {
+		if t.Spans[c].Service != s.Service {
+			return t.Spans[c].Service
+		}
+	}
+	for _, a := range peerAttributes {
+		if v := s.Attributes[a]; v != "" {
+			return v
+		}
+	}
+	return "an untraced service"
+}
+
+// childrenOf lists each span's children (indexes into t.Spans).
+func childrenOf(t *models.Trace) [][]int {
+	index := make(map[string]int, len(t.Spans))
+	for i, s := range t.Spans {
+		index[s.SpanID] = i
+	}
+	out := make([][]int, len(t.Spans))
+	for i, s := range t.Spans {
+		if p, ok := index[s.ParentSpanID]; ok && s.ParentSpanID != "" && s.ParentSpanID != s.SpanID {
+			out[p] = append(out[p], i)
+		}
+	}
+	return out
+}
+
 func partSource(kind string) string {
 	switch kind {
-	case PartQueue:
-		return "span attribute " + AttrTimeInQueue
-	case PartPrefill:
-		return "span attribute " + AttrTimeInPrefill
-	case PartDecode:
-		return "span attribute " + AttrTimeInDecode
+	case PartDownstream:
+		return "critical path: the call's time not covered by its callee's spans (network, the callee's queue, or an untraced callee)"
 	case PartGPUKernels:
 		return "GPU kernel trace"
 	case PartCPU:
@@ -163,7 +253,10 @@ func attrSeconds(s models.Span, name string) time.Duration {
 	return time.Duration(v * float64(time.Second))
 }
 
-// String prints a part as "kind in service: duration".
+// String prints a part as "kind in service: duration" ("downstream in service (peer): ...").
 func (p BreakdownPart) String() string {
+	if p.Peer != "" {
+		return fmt.Sprintf("%s in %s (%s): %s", p.Kind, p.Service, p.Peer, p.Duration)
+	}
 	return fmt.Sprintf("%s in %s: %s", p.Kind, p.Service, p.Duration)
 }

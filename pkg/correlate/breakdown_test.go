@@ -87,3 +87,75 @@ func TestBreakdownIgnoresEngineFiguresThatAreNotDurations(t *testing.T) {
 		t.Errorf("empty trace: %v %s", parts, total)
 	}
 }
+
+// tritonTrace is a request to Triton as its OpenTelemetry trace mode records it: the top-level
+// InferRequest span, the model's span with REQUEST_START/QUEUE_START/REQUEST_END, and its
+// compute span with the COMPUTE_* timestamps (ms from the trace's start).
+func tritonTrace(queueStart, computeStart, computeEnd int) *models.Trace {
+	at := func(ms int) time.Time { return jspan("x", "", "", "", ms, 0).Start }
+	ev := func(name string, ms int) models.SpanEvent { return models.SpanEvent{Name: name, Time: at(ms)} }
+	root := jspan("t1", "", "triton-inference-server", "InferRequest", 0, 1000)
+	root.Kind = models.SpanKindServer
+	model := jspan("t2", "t1", "triton-inference-server", "simple", 10, 980)
+	model.Events = []models.SpanEvent{ev("REQUEST_START", 10), ev(EventQueueStart, queueStart), ev("REQUEST_END", 990)}
+	compute := jspan("t3", "t2", "triton-inference-server", "compute", computeStart, computeEnd-computeStart)
+	compute.Events = []models.SpanEvent{ev(EventComputeStart, computeStart), ev("COMPUTE_INPUT_END", computeStart+5), ev("COMPUTE_OUTPUT_START", computeEnd-5), ev(EventComputeEnd, computeEnd)}
+	return &models.Trace{Spans: []models.Span{root, model, compute}}
+}
+
+func TestBreakdownReadsTritonsQueueAndComputeTimestamps(t *testing.T) {
+	tr := tritonTrace(12, 700, 950)
+	parts, total := Breakdown(tr, nil)
+	// Queue: QUEUE_START 12 ms to COMPUTE_START 700 ms; compute 250 ms; the rest (10 + 2 + 40
+	// of the model span + 10 of InferRequest) nothing explains.
+	want := "queue in triton-inference-server: 688ms; compute in triton-inference-server: 250ms; unexplained in triton-inference-server: 62ms"
+	if got := partsText(parts); got != want || total != time.Second {
+		t.Errorf("parts:\n got %s (total %s)\nwant %s", got, total, want)
+	}
+	if parts[0].SpanID != "t2" || parts[0].Source != "span events QUEUE_START → COMPUTE_START (Triton)" {
+		t.Errorf("queue part %+v", parts[0])
+	}
+	if parts[1].SpanID != "t3" || parts[1].Source != "span events COMPUTE_START → COMPUTE_END (Triton)" {
+		t.Errorf("compute part %+v", parts[1])
+	}
+	causes := Verdict(&TraceAnswer{Trace: tr, Request: total, Breakdown: parts})
+	if len(causes) < 2 || causes[0].Kind != CauseQueue || causes[1].Kind != CauseModel || causes[1].Title != "the model in triton-inference-server (compute)" {
+		t.Fatalf("causes %+v", causes)
+	}
+	// Without the compute child, the model span's queue start alone says nothing.
+	tr.Spans = tr.Spans[:2]
+	if parts, _ := Breakdown(tr, nil); parts[0].Kind != PartUnexplained {
+		t.Errorf("no compute span: %s", partsText(parts))
+	}
+}
+
+func TestBreakdownCountsACallsOwnTimeAsWaitingOnTheCallee(t *testing.T) {
+	root := jspan("r", "", "api", "GET /api", 0, 500)
+	root.Kind = models.SpanKindServer
+	call := jspan("c", "r", "api", "HTTP GET", 10, 300) // 10..310
+	call.Kind = models.SpanKindClient
+	served := jspan("s", "c", "model", "POST /predict", 60, 200) // 60..260: 100 ms the callee's spans do not cover
+	served.Kind = models.SpanKindServer
+	db := jspan("d", "r", "api", "SELECT", 320, 150) // an untraced database
+	db.Kind = models.SpanKindClient
+	db.Attributes = map[string]string{"db.system": "postgresql", "server.address": "db-1"}
+	tr := &models.Trace{Spans: []models.Span{root, call, served, db}}
+	parts, total := Breakdown(tr, nil)
+	want := "unexplained in model: 200ms; downstream in api (postgresql): 150ms; downstream in api (model): 100ms; unexplained in api: 50ms"
+	if got := partsText(parts); got != want || total != 500*time.Millisecond {
+		t.Errorf("parts:\n got %s (total %s)\nwant %s", got, total, want)
+	}
+	causes := Verdict(&TraceAnswer{Trace: tr, Request: total, Breakdown: parts})
+	byTitle := map[string]Cause{}
+	for _, c := range causes {
+		byTitle[c.Title] = c
+	}
+	pg, ok := byTitle["api waiting on postgresql (SELECT)"]
+	if !ok || pg.Kind != CauseDownstream || !strings.Contains(pg.Action, "postgresql sent no spans") || pg.Caveat == "" {
+		t.Errorf("untraced callee: %+v (all %+v)", pg, causes)
+	}
+	m, ok := byTitle["api waiting on model (HTTP GET)"]
+	if !ok || !strings.Contains(m.Action, "model's server queue") || m.Caveat != "" {
+		t.Errorf("traced callee: %+v", m)
+	}
+}

@@ -13,7 +13,8 @@ import (
 // Kinds of cause a verdict names.
 const (
 	CauseQueue       = "queue"       // waiting in the serving engine's queue
-	CauseModel       = "model"       // the engine's prefill and decode
+	CauseModel       = "model"       // the engine's prefill and decode (vLLM) or compute (Triton)
+	CauseDownstream  = "downstream"  // a call's time its callee's spans do not cover
 	CauseCPU         = "cpu"         // CPU work in a service
 	CauseWaiting     = "waiting"     // a profiled service's time off the CPU
 	CauseGPUKernels  = "gpu kernels" // GPU kernels the request's kernel traces show
@@ -60,10 +61,14 @@ func Verdict(ans *TraceAnswer) []Cause {
 	for i := range ans.Rows {
 		rowOf[ans.Rows[i].Span.SpanID] = &ans.Rows[i]
 	}
+	opOf := map[string]string{}
+	for _, s := range ans.Trace.Spans {
+		opOf[s.SpanID] = s.Operation
+	}
 	var out []Cause
-	byKey := map[[2]string]int{}
-	add := func(c Cause) {
-		k := [2]string{c.Kind, c.Service}
+	byKey := map[[3]string]int{}
+	add := func(c Cause, peer string) {
+		k := [3]string{c.Kind, c.Service, peer}
 		if i, ok := byKey[k]; ok { // prefill and decode make one model cause
 			out[i].Explains += c.Explains
 			out[i].Evidence = append(out[i].Evidence, c.Evidence...)
@@ -78,8 +83,8 @@ func Verdict(ans *TraceAnswer) []Cause {
 		}
 		row := rowOf[p.SpanID]
 		op := ""
-		if row != nil {
-			op = " (" + row.Span.Operation + ")"
+		if o, ok := opOf[p.SpanID]; ok {
+			op = " (" + o + ")"
 		}
 		c := Cause{Service: p.Service, SpanID: p.SpanID, Explains: p.Duration}
 		switch p.Kind {
@@ -87,10 +92,25 @@ func Verdict(ans *TraceAnswer) []Cause {
 			c.Kind, c.Title = CauseQueue, "queued in "+p.Service+op
 			c.Evidence = []string{fmt.Sprintf("%s waited %s in the engine's queue (%s)", p.Service, p.Duration.Round(time.Millisecond), p.Source)}
 			c.Action = "the engine was full: add replicas or raise its batch capacity (max_num_seqs), or shed load; its queue over time is vllm:num_requests_waiting"
+			if strings.Contains(p.Source, "Triton") {
+				c.Action = "the model's queue was long: more model instances (instance_group count), dynamic batching with a shorter max_queue_delay_microseconds, or replicas; its queue over time is nv_inference_pending_request_count"
+			}
 		case PartPrefill, PartDecode:
 			c.Kind, c.Title = CauseModel, "the model in "+p.Service+op
 			c.Evidence = []string{fmt.Sprintf("%s %s (%s)", p.Kind, p.Duration.Round(time.Millisecond), p.Source)}
 			c.Action = "the model's own time: shorter prompts cut prefill, fewer output tokens cut decode; a smaller or quantized model, or speculative decoding, cuts both"
+		case PartCompute:
+			c.Kind, c.Title = CauseModel, "the model in "+p.Service+op
+			c.Evidence = []string{fmt.Sprintf("compute %s (%s)", p.Duration.Round(time.Millisecond), p.Source)}
+			c.Action = "the model's own compute (input, inference, output): a TensorRT engine, lower precision or a larger batch per execution cut it; the GPU's class says whether the GPU was the limit"
+		case PartDownstream:
+			c.Kind, c.Title = CauseDownstream, p.Service+" waiting on "+p.Peer+op
+			c.Evidence = []string{fmt.Sprintf("%s of %s's call not covered by %s's own spans (%s)", p.Duration.Round(time.Millisecond), p.Service, p.Peer, p.Source)}
+			c.Action = "the time between sending the call and " + p.Peer + " handling it: the network, a connection pool, or " + p.Peer + "'s server queue; compare the call's start with the callee's span start"
+			if !calleeTraced(ans, p.Peer) {
+				c.Action = p.Peer + " sent no spans: the whole call is waiting on it; instrument it (OpenTelemetry) or check its own metrics"
+				c.Caveat = "add tracing to " + p.Peer + " to know where its time goes"
+			}
 		case PartGPUKernels:
 			c.Kind, c.Title = CauseGPUKernels, "GPU kernels of "+p.Service+op
 			c.Evidence = []string{fmt.Sprintf("kernels ran %s for this span (%s)", p.Duration.Round(time.Millisecond), p.Source)}
@@ -114,7 +134,7 @@ func Verdict(ans *TraceAnswer) []Cause {
 			c.Action = "nothing says what " + p.Service + " did then"
 			c.Caveat = "add span profiles to " + p.Service + " (otel-profiling-go or the Pyroscope SDK with span links) to tell CPU from waiting"
 		}
-		add(c)
+		add(c, p.Peer)
 	}
 	if c, ok := errorCause(ans); ok {
 		out = append(out, c)
@@ -124,6 +144,16 @@ func Verdict(ans *TraceAnswer) []Cause {
 	}
 	slices.SortStableFunc(out, func(a, b Cause) int { return cmp.Compare(b.Explains, a.Explains) })
 	return out
+}
+
+// calleeTraced says whether the trace holds spans of the service peer.
+func calleeTraced(ans *TraceAnswer, peer string) bool {
+	for _, s := range ans.Trace.Spans {
+		if s.Service == peer {
+			return true
+		}
+	}
+	return false
 }
 
 // cpuEvidence names the service's hot function and says how many samples the CPU figure rests on.

@@ -17,6 +17,7 @@ var breakdownLabels = map[string]string{
 	correlate.PartQueue:       "queued in %s",
 	correlate.PartPrefill:     "prefill in %s",
 	correlate.PartDecode:      "decode in %s",
+	correlate.PartCompute:     "compute in %s",
 	correlate.PartGPUKernels:  "GPU kernels of %s",
 	correlate.PartCPU:         "CPU in %s",
 	correlate.PartOffCPU:      "off-CPU in %s (I/O, locks, untraced calls)",
@@ -33,6 +34,9 @@ func TraceBreakdown(parts []correlate.BreakdownPart, request time.Duration) *dat
 	ms, share := make([]float64, n), make([]float64, n)
 	for i, p := range parts {
 		part[i] = fmt.Sprintf(breakdownLabels[p.Kind], p.Service)
+		if p.Kind == correlate.PartDownstream {
+			part[i] = fmt.Sprintf("%s waiting on %s", p.Service, p.Peer)
+		}
 		kind[i], service[i], source[i] = p.Kind, p.Service, p.Source
 		ms[i] = float64(p.Duration) / float64(time.Millisecond)
 		if request > 0 {

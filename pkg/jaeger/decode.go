@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -63,7 +64,12 @@ func (r *v3Reply) spans(path string) ([]models.Span, error) {
 					Duration:   end.Sub(start),
 					Attributes: attributes(s.Attributes()),
 					Resource:   resource,
+					Kind:       v3Kind(s.Kind()),
 				}
+				for _, e := range s.Events().All() {
+					sp.Events = append(sp.Events, models.SpanEvent{Name: e.Name(), Time: e.Timestamp().AsTime(), Attributes: attributes(e.Attributes())})
+				}
+				sortEvents(sp.Events)
 				if !s.ParentSpanID().IsEmpty() {
 					sp.ParentSpanID = s.ParentSpanID().String()
 				}
@@ -111,8 +117,15 @@ type v1Span struct {
 	StartTime int64      `json:"startTime"` // µs since the epoch
 	Duration  int64      `json:"duration"`  // µs
 	Tags      []v1KV     `json:"tags"`
+	Logs      []v1Log    `json:"logs"`
 	ProcessID string     `json:"processID"`
 	Process   *v1Process `json:"process"` // inline in some replies instead of processes
+}
+
+// v1Log is a span event as v1 shows it: its name is the "event" field.
+type v1Log struct {
+	Timestamp int64  `json:"timestamp"` // µs since the epoch
+	Fields    []v1KV `json:"fields"`
 }
 
 type v1Process struct {
@@ -169,6 +182,14 @@ func (r *v1Reply) spans(path string) ([]models.Span, error) {
 				Attributes:   tags(s.Tags),
 				Resource:     tags(p.Tags),
 			}
+			sp.Kind = sp.Attributes[v1KindTag]
+			for _, l := range s.Logs {
+				fields := tags(l.Fields)
+				name := fields[v1EventField]
+				delete(fields, v1EventField)
+				sp.Events = append(sp.Events, models.SpanEvent{Name: name, Time: time.UnixMicro(l.Timestamp).UTC(), Attributes: fields})
+			}
+			sortEvents(sp.Events)
 			// v1 moved service.name out of the tags; put it back so both APIs give the same
 			// resource.
 			if _, ok := sp.Resource[ServiceNameAttribute]; !ok && p.ServiceName != "" {
@@ -195,6 +216,25 @@ func v1Parent(s v1Span) string {
 		}
 	}
 	return parent
+}
+
+// Where v1 keeps what OTLP has as fields: the span kind is a tag, an event's name a log field.
+const (
+	v1KindTag    = "span.kind"
+	v1EventField = "event"
+)
+
+// v3Kind is the span kind as v1's span.kind tag spells it (lower case), "" when unspecified.
+func v3Kind(k ptrace.SpanKind) string {
+	if k == ptrace.SpanKindUnspecified {
+		return ""
+	}
+	return strings.ToLower(k.String())
+}
+
+// sortEvents puts events in time order (stable: events at one instant keep the store's order).
+func sortEvents(es []models.SpanEvent) {
+	slices.SortStableFunc(es, func(a, b models.SpanEvent) int { return a.Time.Compare(b.Time) })
 }
 
 func tags(kvs []v1KV) map[string]string {

@@ -123,8 +123,8 @@ func recorded(t *testing.T, v1Only bool) (*Client, *recordedJaeger, string) {
 
 // spanKey is what both APIs must agree on for one span.
 func spanKey(s models.Span) string {
-	return fmt.Sprintf("%s %s parent=%s %s %q start=%d dur=%d", s.TraceID, s.SpanID, s.ParentSpanID, s.Service, s.Operation,
-		s.Start.UnixMicro(), s.Duration.Microseconds())
+	return fmt.Sprintf("%s %s parent=%s %s %q kind=%s start=%d dur=%d events=%d", s.TraceID, s.SpanID, s.ParentSpanID, s.Service, s.Operation,
+		s.Kind, s.Start.UnixMicro(), s.Duration.Microseconds(), len(s.Events))
 }
 
 func TestTraceV3DecodesTheRecordedReply(t *testing.T) {
@@ -216,6 +216,14 @@ func checkDemoTrace(t *testing.T, tr *models.Trace) {
 				t.Errorf("local root %s %q of %s: %s = %q", s.SpanID, s.Operation, s.Service, models.ProfileIDAttribute, s.Attributes[models.ProfileIDAttribute])
 			}
 		}
+	}
+	kinds := map[string]int{}
+	for _, s := range tr.Spans {
+		kinds[s.Kind]++
+	}
+	// otelhttp's spans: the backend's two calls (client) and the three services' handlers (server).
+	if kinds[models.SpanKindClient] != 2 || kinds[models.SpanKindServer] != 3 {
+		t.Errorf("span kinds %v, want 2 client and 3 server spans", kinds)
 	}
 	if roots != 1 || localRoots != 3 {
 		t.Errorf("%d roots and %d local roots, want 1 and 3", roots, localRoots)

@@ -24,6 +24,35 @@ type Span struct {
 	Attributes map[string]string
 	// Resource holds the resource attributes (v1: process tags), e.g. host.name.
 	Resource map[string]string
+	// Kind is OpenTelemetry's span kind in lower case ("server", "client", "internal",
+	// "producer", "consumer"; v1: the span.kind tag), "" when unset.
+	Kind string
+	// Events are the span's events in time order (v1: its logs, named by their "event" field):
+	// Triton's request timestamps (QUEUE_START, COMPUTE_START, ...) arrive this way.
+	Events []SpanEvent
+}
+
+// SpanEvent is one event of a span: a name at a time, with its attributes.
+type SpanEvent struct {
+	Name       string
+	Time       time.Time
+	Attributes map[string]string
+}
+
+// Span kinds, as Kind holds them.
+const (
+	SpanKindServer = "server"
+	SpanKindClient = "client"
+)
+
+// Event returns the time of the span's first event named name.
+func (s Span) Event(name string) (time.Time, bool) {
+	for _, e := range s.Events {
+		if e.Name == name {
+			return e.Time, true
+		}
+	}
+	return time.Time{}, false
 }
 
 // ProfileIDAttribute is the span attribute otel-profiling-go sets (to the span's own ID) on the
