@@ -52,8 +52,8 @@ var partKinds = []string{PartQueue, PartPrefill, PartDecode, PartCompute, PartGP
 
 // BreakdownPart is one part of the request's duration.
 type BreakdownPart struct {
-	Kind     string
-	Service  string // the service the time was spent in
+	Kind    string
+	Service string // the service the time was spent in
 	// Peer is what a downstream part waited on: the called service, or what the call names
 	// (peer.service, db.system, server.address).
 	Peer     string
