@@ -10,7 +10,9 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"maps"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -34,6 +36,7 @@ func gpus(args []string) error {
 	step := fs.Duration("step", gpusim.FixtureStep, "fixtures: time between samples")
 	end := fs.String("end", "", "fixtures: end of the window, Unix seconds (default now)")
 	out := fs.String("out", "-", "fixtures: output file (- for standard output)")
+	pods := fs.String("pods", "", `GPUs mapped to Kubernetes pods, as dcgm-exporter's pod mapping labels them: "0=namespace/pod,1=namespace/pod"`)
 	_ = fs.Parse(args)
 
 	if *history > 0 {
@@ -53,7 +56,11 @@ func gpus(args []string) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	srv := &http.Server{Addr: *listen, Handler: gpusim.NewSimulator(*host, *count), ReadHeaderTimeout: 5 * time.Second}
+	sim := gpusim.NewSimulator(*host, *count)
+	if err := mapPods(sim, *pods); err != nil {
+		return err
+	}
+	srv := &http.Server{Addr: *listen, Handler: sim, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		<-ctx.Done()
 		c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -63,6 +70,33 @@ func gpus(args []string) error {
 	log.Printf("simulated dcgm-exporter: %d GPU(s) on host %s, /metrics on %s (simulated=\"true\")", *count, *host, *listen)
 	if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
+	}
+	return nil
+}
+
+// mapPods labels the GPUs given as "index=namespace/pod,..." with pod, namespace and container
+// (the pod's name less its ordinal), the labels dcgm-exporter 4.x adds with its pod mapping.
+func mapPods(sim *gpusim.Simulator, spec string) error {
+	if spec == "" {
+		return nil
+	}
+	for _, item := range strings.Split(spec, ",") {
+		index, pod, ok := strings.Cut(item, "=")
+		ns, name, okPod := strings.Cut(pod, "/")
+		i, err := strconv.Atoi(index)
+		if !ok || !okPod || err != nil || ns == "" || name == "" {
+			return fmt.Errorf("--pods: want index=namespace/pod, got %q", item)
+		}
+		if i < 0 || i >= len(sim.GPUs) {
+			return fmt.Errorf("--pods: GPU %d is not one of the %d simulated GPUs", i, len(sim.GPUs))
+		}
+		container := name
+		if j := strings.LastIndex(name, "-"); j > 0 {
+			container = name[:j]
+		}
+		labels := maps.Clone(sim.GPUs[i].Labels)
+		labels["pod"], labels["namespace"], labels["container"] = name, ns, container
+		sim.GPUs[i].Labels = labels
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -34,6 +35,7 @@ var ServiceNames = map[string]string{
 	"backend":    "nemotron-backend",
 	"detector":   "ai-detector",
 	"enrichment": "ai-enrichment",
+	"engine":     "nemotron-llm",
 }
 
 // HostName is the host.name resource attribute of every demo span; the GPU join maps it to the
@@ -44,6 +46,7 @@ type service struct {
 	name       string
 	detector   string
 	enrichment string
+	engine     string
 	tracer     trace.Tracer
 	client     *http.Client
 	duration   *prometheus.HistogramVec
@@ -51,10 +54,13 @@ type service struct {
 
 func serve(args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ExitOnError)
-	role := fs.String("service", "backend", "backend, detector or enrichment")
+	role := fs.String("service", "backend", "backend, detector, enrichment or engine (the simulated LLM server)")
 	listen := fs.String("listen", "127.0.0.1:8080", "address to serve on")
 	detector := fs.String("detector", "", "detector base URL (backend only)")
 	enrichment := fs.String("enrichment", "", "enrichment base URL (backend only)")
+	engineURL := fs.String("engine", "", "engine base URL (backend only; none: the backend asks no LLM)")
+	maxRunning := fs.Int("max-running", DefaultMaxRunning, "requests the engine runs at once (vLLM's max_num_seqs)")
+	pod := fs.String("pod", "", "Kubernetes pod name to report (k8s.pod.name, namespace/name), as if the service ran in that pod")
 	pyroURL := fs.String("pyroscope", "", "Pyroscope URL to push profiles to")
 	otlp := fs.String("otlp", "", "OTLP gRPC endpoint (host:port) of Jaeger")
 	_ = fs.Parse(args)
@@ -66,7 +72,8 @@ func serve(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	tp, err := newTracerProvider(ctx, name, *otlp)
+	simulated := *role == "engine"
+	tp, err := newTracerProvider(ctx, name, *otlp, *pod, simulated)
 	if err != nil {
 		return err
 	}
@@ -77,10 +84,16 @@ func serve(args []string) error {
 	}()
 	// otel-profiling-go labels each local root span's samples with span_id/span_name and sets
 	// pyroscope.profile.id on the span: what the trace-to-profile link needs.
-	otel.SetTracerProvider(otelpyroscope.NewTracerProvider(tp))
+	// The simulated engine stands for a Python server (vLLM) that sends traces but no span
+	// profiles, so it is neither profiled nor linked.
+	if simulated {
+		otel.SetTracerProvider(tp)
+	} else {
+		otel.SetTracerProvider(otelpyroscope.NewTracerProvider(tp))
+	}
 	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
 
-	if *pyroURL != "" {
+	if *pyroURL != "" && !simulated {
 		profiler, err := pyroscope.Start(pyroscope.Config{
 			ApplicationName: name,
 			ServerAddress:   *pyroURL,
@@ -102,6 +115,7 @@ func serve(args []string) error {
 		name:       name,
 		detector:   *detector,
 		enrichment: *enrichment,
+		engine:     *engineURL,
 		tracer:     otel.Tracer("hsi-demo"),
 		client:     &http.Client{Transport: otelhttp.NewTransport(http.DefaultTransport), Timeout: 30 * time.Second},
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
@@ -122,6 +136,11 @@ func serve(args []string) error {
 		mux.Handle("/detect", s.instrument("/detect", s.handleDetector))
 	case "enrichment":
 		mux.Handle("/enrich", s.instrument("/enrich", s.handleEnrichment))
+	case "engine":
+		if *maxRunning < 1 {
+			return fmt.Errorf("--max-running must be at least 1, got %d", *maxRunning)
+		}
+		mux.HandleFunc("POST /v1/completions", newEngine(reg, *maxRunning).handleCompletion)
 	}
 	srv := &http.Server{Addr: *listen, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
@@ -137,12 +156,17 @@ func serve(args []string) error {
 	return nil
 }
 
-func newTracerProvider(ctx context.Context, name, otlp string) (*sdktrace.TracerProvider, error) {
-	res, err := resource.New(ctx, resource.WithAttributes(
-		semconv.ServiceName(name),
-		semconv.ServiceNamespace("hsi-demo"),
-		semconv.HostName(HostName),
-	))
+func newTracerProvider(ctx context.Context, name, otlp, pod string, simulated bool) (*sdktrace.TracerProvider, error) {
+	attrs := []attribute.KeyValue{semconv.ServiceName(name), semconv.ServiceNamespace("hsi-demo"), semconv.HostName(HostName)}
+	if ns, podName, ok := strings.Cut(pod, "/"); ok {
+		attrs = append(attrs, semconv.K8SNamespaceName(ns), semconv.K8SPodName(podName))
+	} else if pod != "" {
+		return nil, fmt.Errorf("--pod must be namespace/name, got %q", pod)
+	}
+	if simulated {
+		attrs = append(attrs, attribute.Bool("simulated", true))
+	}
+	res, err := resource.New(ctx, resource.WithAttributes(attrs...))
 	if err != nil {
 		return nil, err
 	}

@@ -8,8 +8,18 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
+	"sync"
 	"syscall"
 	"time"
+)
+
+// Queue-making burst: BurstRequests long answers sent straight to the engine (another workload
+// sharing it) fill its DefaultMaxRunning slots and its queue, so the backend's next request
+// waits about one long answer (BurstTokens × 8 ms) in the engine's queue.
+const (
+	BurstRequests = DefaultMaxRunning + 1
+	BurstTokens   = 100
 )
 
 // traffic sends requests to the backend and prints one line per request: trace ID, slow step,
@@ -17,19 +27,43 @@ import (
 func traffic(args []string) error {
 	fs := flag.NewFlagSet("traffic", flag.ExitOnError)
 	backend := fs.String("backend", "http://127.0.0.1:8080", "backend base URL")
+	engine := fs.String("engine", "", "the engine's base URL, for the queue step's burst (none: no queue step)")
 	requests := fs.Int("requests", 20, "number of requests; 0 means until interrupted")
 	every := fs.Duration("every", 200*time.Millisecond, "pause between requests")
 	slowEvery := fs.Int("slow-every", 4, "every N-th request is slow (0: none)")
+	stepList := fs.String("steps", "", "slow steps to cycle through, comma-separated (default: serialize,db,model, then generate,queue with --engine)")
 	_ = fs.Parse(args)
 
+	steps := []string{SlowSerialize, SlowDB, SlowModel}
+	if *engine != "" {
+		steps = append(steps, SlowGenerate, SlowQueue)
+	}
+	if *stepList != "" {
+		steps = strings.Split(*stepList, ",")
+	}
+	for _, s := range steps {
+		switch s {
+		case SlowSerialize, SlowDB, SlowModel, SlowGenerate:
+		case SlowQueue:
+			if *engine == "" {
+				return fmt.Errorf("the %s step needs --engine", SlowQueue)
+			}
+		default:
+			return fmt.Errorf("unknown slow step %q (serialize, db, model, generate, queue)", s)
+		}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	client := &http.Client{Timeout: 30 * time.Second}
-	steps := []string{SlowSerialize, SlowDB, SlowModel}
 	for i := 1; *requests == 0 || i <= *requests; i++ {
 		slow := ""
 		if *slowEvery > 0 && i%*slowEvery == 0 {
 			slow = steps[(i / *slowEvery)%len(steps)]
+		}
+		var burst sync.WaitGroup
+		if slow == SlowQueue {
+			burst.Go(func() { fillEngine(ctx, client, *engine) })
+			time.Sleep(50 * time.Millisecond) // the burst reaches the engine first
 		}
 		start := time.Now()
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, *backend+"/api/detect?slow="+slow, nil)
@@ -42,6 +76,7 @@ func traffic(args []string) error {
 		}
 		_, _ = io.Copy(io.Discard, res.Body)
 		res.Body.Close()
+		burst.Wait()
 		if res.StatusCode != 200 {
 			return fmt.Errorf("backend answered %s", res.Status)
 		}
@@ -56,4 +91,13 @@ func traffic(args []string) error {
 		}
 	}
 	return nil
+}
+
+// fillEngine sends the burst and waits for its answers; failures only mean no queue this time.
+func fillEngine(ctx context.Context, client *http.Client, engine string) {
+	var wg sync.WaitGroup
+	for range BurstRequests {
+		wg.Go(func() { _ = complete(ctx, client, engine, promptTokens, BurstTokens) })
+	}
+	wg.Wait()
 }

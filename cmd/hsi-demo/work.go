@@ -23,13 +23,21 @@ const (
 	enrichCost    = 60 * time.Millisecond
 	serializeCost = 10 * time.Millisecond
 	slowFactor    = 15
+	// The engine's work for one request: a caption of captionTokens tokens (about 0.1 s of
+	// decode), ten times longer for ?slow=generate.
+	promptTokens  = 256
+	captionTokens = 12
 )
 
 // Slow steps a request can ask for.
 const (
 	SlowSerialize = "serialize"
 	SlowDB        = "db"
-	SlowModel     = "model"
+	SlowModel     = "model"    // the detector's CPU-side model work
+	SlowGenerate  = "generate" // a long answer from the engine (decode)
+	// SlowQueue is not a step of the backend: the traffic generator fills the engine with other
+	// work first, so the backend's request waits in the engine's queue.
+	SlowQueue = "queue"
 )
 
 func cost(base time.Duration, slow, step string) time.Duration {
@@ -40,7 +48,7 @@ func cost(base time.Duration, slow, step string) time.Duration {
 }
 
 // handleDetect is the backend's endpoint: a database-like query, the detector, the enrichment
-// service, then serialisation of the answer.
+// service, a caption from the engine (when there is one), then serialisation of the answer.
 func (s *service) handleDetect(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	slow := r.URL.Query().Get("slow")
@@ -60,6 +68,17 @@ func (s *service) handleDetect(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadGateway)
 		return
+	}
+
+	if s.engine != "" {
+		tokens := captionTokens
+		if slow == SlowGenerate {
+			tokens *= 10
+		}
+		if err := complete(ctx, s.client, s.engine, promptTokens, tokens); err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
 	}
 
 	sctx, sp := s.span(ctx, "serialize_response")

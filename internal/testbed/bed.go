@@ -24,6 +24,7 @@ type Endpoints struct {
 	JaegerURL     string // query API (v1 and v3 JSON)
 	JaegerOTLP    string // OTLP gRPC host:port
 	DemoURL       string // the demo's backend service, "" without the demo
+	EngineURL     string // the demo's simulated LLM engine (POST /v1/completions), "" without the demo
 	// GPUSimulatorURL is the simulated dcgm-exporter (GET /metrics), "" without the demo.
 	GPUSimulatorURL string
 	// FixtureStart and FixtureEnd are the window of the GPU fixtures backfilled into Prometheus
@@ -39,6 +40,7 @@ func (e Endpoints) Env() []string {
 		"HSI_TESTBED_JAEGER_URL=" + e.JaegerURL,
 		"HSI_TESTBED_JAEGER_OTLP=" + e.JaegerOTLP,
 		"HSI_TESTBED_DEMO_URL=" + e.DemoURL,
+		"HSI_TESTBED_ENGINE_URL=" + e.EngineURL,
 		"HSI_TESTBED_GPU_SIMULATOR_URL=" + e.GPUSimulatorURL,
 		"HSI_TESTBED_FIXTURE_START=" + unixOrEmpty(e.FixtureStart),
 		"HSI_TESTBED_FIXTURE_END=" + unixOrEmpty(e.FixtureEnd),
@@ -70,6 +72,7 @@ func FromEnv() (Endpoints, bool) {
 		JaegerURL:     os.Getenv("HSI_TESTBED_JAEGER_URL"),
 		JaegerOTLP:    os.Getenv("HSI_TESTBED_JAEGER_OTLP"),
 		DemoURL:       os.Getenv("HSI_TESTBED_DEMO_URL"),
+		EngineURL:     os.Getenv("HSI_TESTBED_ENGINE_URL"),
 
 		GPUSimulatorURL: os.Getenv("HSI_TESTBED_GPU_SIMULATOR_URL"),
 		FixtureStart:    unixFromEnv("HSI_TESTBED_FIXTURE_START"),
@@ -132,7 +135,7 @@ func Start(ctx context.Context, opts Options) (b *Bed, err error) {
 	}
 	promPort, pyroHTTP, pyroGRPC, pyroMember := ports[0], ports[1], ports[2], ports[3]
 	jOTLPgrpc, jOTLPhttp, jQueryHTTP, jQueryGRPC, jHealth := ports[4], ports[5], ports[6], ports[7], ports[8]
-	demoPorts := map[string]int{"backend": ports[9], "detector": ports[10], "enrichment": ports[11]}
+	demoPorts := map[string]int{"backend": ports[9], "detector": ports[10], "enrichment": ports[11], "engine": ports[12]}
 	gpuSimPort := ports[13]
 
 	b.PrometheusURL = "http://" + addr(promPort)

@@ -48,7 +48,7 @@ func ForTests(ctx context.Context) (e Endpoints, stop func(), err error) {
 // line) goes to out.
 func (b *Bed) Traffic(ctx context.Context, requests int, every time.Duration, out io.Writer) error {
 	cmd := exec.CommandContext(ctx, filepath.Join(b.Dir, "hsi-demo"), "traffic", "--backend", b.DemoURL,
-		"--requests", fmt.Sprint(requests), "--every", every.String())
+		"--engine", b.EngineURL, "--requests", fmt.Sprint(requests), "--every", every.String())
 	cmd.Stdout, cmd.Stderr = out, out
 	err := cmd.Run()
 	if ctx.Err() != nil {

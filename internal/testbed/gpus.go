@@ -105,7 +105,8 @@ func countSeries(ctx context.Context, prometheusURL, selector string, t time.Tim
 // startGPUSimulator runs `hsi-demo gpus` on port and waits until it serves /metrics.
 func (b *Bed) startGPUSimulator(ctx context.Context, bin string, port int) error {
 	p, err := b.start("gpu-simulator", nil, bin, "gpus",
-		"--listen="+addr(port), "--host="+GPUSimHost, "--gpus="+strconv.Itoa(GPUSimCount))
+		"--listen="+addr(port), "--host="+GPUSimHost, "--gpus="+strconv.Itoa(GPUSimCount),
+		"--pods=0="+DemoPods["detector"]+",1="+DemoPods["engine"])
 	if err != nil {
 		return err
 	}

@@ -11,8 +11,19 @@ import (
 	"strings"
 )
 
-// DemoServices are the demo workload's services, in the order they start.
-var DemoServices = []string{"detector", "enrichment", "backend"}
+// DemoServices are the demo workload's services, in the order they start: the backend last, as
+// it calls the others. "engine" is the simulated LLM server (vLLM's spans and metrics).
+var DemoServices = []string{"detector", "enrichment", "engine", "backend"}
+
+// DemoPods are the Kubernetes pods the demo's services say they run in (k8s.pod.name and
+// k8s.namespace.name); the simulated dcgm-exporter maps GPU 0 and GPU 1 to the first two, as
+// dcgm-exporter's pod mapping does, so a span naming no GPU meets its own pod's GPU.
+var DemoPods = map[string]string{
+	"detector":   "inference/ai-detector-0",
+	"engine":     "inference/nemotron-llm-0",
+	"enrichment": "inference/ai-enrichment-0",
+	"backend":    "inference/nemotron-backend-0",
+}
 
 // DemoJob is the Prometheus job of the demo's services.
 const DemoJob = "hsi-demo"
@@ -138,12 +149,15 @@ func (b *Bed) startDemo(ctx context.Context, root string, ports map[string]int, 
 		return fmt.Errorf("building the demo workload: %v\n%s", err, out)
 	}
 	b.DemoURL = "http://" + addr(ports["backend"])
+	b.EngineURL = "http://" + addr(ports["engine"])
 	for _, svc := range DemoServices {
 		p, err := b.start("demo-"+svc, nil, bin, "serve",
 			"--service="+svc,
 			"--listen="+addr(ports[svc]),
 			"--detector=http://"+addr(ports["detector"]),
 			"--enrichment=http://"+addr(ports["enrichment"]),
+			"--engine="+b.EngineURL,
+			"--pod="+DemoPods[svc],
 			"--pyroscope="+b.PyroscopeURL,
 			"--otlp="+b.JaegerOTLP,
 		)
@@ -154,7 +168,7 @@ func (b *Bed) startDemo(ctx context.Context, root string, ports map[string]int, 
 			return err
 		}
 	}
-	b.opts.Log("demo workload: backend %s (detector, enrichment behind it)", b.DemoURL)
+	b.opts.Log("demo workload: backend %s (detector, enrichment, simulated LLM engine %s behind it)", b.DemoURL, b.EngineURL)
 	return b.startGPUSimulator(ctx, bin, gpuSimPort)
 }
 

@@ -37,6 +37,10 @@ type TraceSources struct {
 	// Kernels is nil when no kernel-trace directory is configured: the column stays empty,
 	// silently, as the feature is not in use.
 	Kernels KernelTraces
+	// Engines reads serving engines' metrics (the application Prometheus); nil when EnginesErr
+	// says why it cannot be asked.
+	Engines    Engines
+	EnginesErr error
 }
 
 // TraceQuery asks for the join of one request.
@@ -67,6 +71,8 @@ type TraceAnswer struct {
 	Request   time.Duration
 	// Verdict ranks the causes of the request's latency (Verdict).
 	Verdict []Cause
+	// Engines are the spans serving engines recorded, with their metrics around each.
+	Engines []EngineSpan
 }
 
 // GPUJoinStep is the step of the GPU series the trace join reads. Spans last milliseconds to
@@ -103,8 +109,9 @@ func JoinRequest(ctx context.Context, src TraceSources, q TraceQuery) (*TraceAns
 		Classify: classify.NewWindows(a.gpu, q.Thresholds).Dominant,
 		Join:     q.Join,
 	})
-	out := &TraceAnswer{Trace: trace, Rows: rows, Profile: a.cpu}
+	out := &TraceAnswer{Trace: trace, Rows: rows, Profile: a.cpu, Engines: a.engines}
 	out.Notices = append(traceNotices(q, rows, a), kernelTimes(ctx, src.Kernels, trace.TraceID, rows)...)
+	out.Notices = append(out.Notices, engineNotices(trace, a.engines, a.moreEngines, a.enginesErr)...)
 	out.Breakdown, out.Request = Breakdown(trace, rows)
 	out.Verdict = Verdict(out)
 	return out, nil
@@ -124,6 +131,10 @@ type traceStores struct {
 	gpuNotices []string
 	gpuErr     error
 	gpuHosts   []string
+
+	engines     []EngineSpan
+	moreEngines int
+	enginesErr  error
 }
 
 func (a *traceStores) cpuSpans() SpanProfiles {
@@ -133,12 +144,23 @@ func (a *traceStores) cpuSpans() SpanProfiles {
 	return a.cpu.Spans
 }
 
-// askTraceStores asks the three in parallel; it takes about as long as the slowest of them.
+// askTraceStores asks the stores in parallel (profiles, allocations, GPUs, engines); it takes
+// about as long as the slowest of them.
 func askTraceStores(ctx context.Context, src TraceSources, q TraceQuery, rq RequestProfileQuery, trace *models.Trace) *traceStores {
 	// A call that panics (logged) leaves these errors in place.
 	a := &traceStores{cpuErr: safe.ErrPanicked, allocErr: safe.ErrPanicked, gpuErr: safe.ErrPanicked}
-	fanOut(3, func(i int) {
+	a.engines, a.moreEngines = engineSpans(trace)
+	fanOut(4, func(i int) {
 		switch {
+		case i == 3:
+			if len(a.engines) == 0 {
+				return
+			}
+			if src.EnginesErr != nil {
+				a.enginesErr = src.EnginesErr
+				return
+			}
+			askEngines(ctx, src.Engines, a.engines)
 		case i < 2 && src.ProfilesErr != nil:
 			a.cpuErr, a.allocErr = src.ProfilesErr, src.ProfilesErr
 		case i == 0:

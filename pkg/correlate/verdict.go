@@ -136,6 +136,7 @@ func Verdict(ans *TraceAnswer) []Cause {
 		}
 		add(c, p.Peer)
 	}
+	addEngineEvidence(ans, out)
 	if c, ok := errorCause(ans); ok {
 		out = append(out, c)
 	}
@@ -144,6 +145,31 @@ func Verdict(ans *TraceAnswer) []Cause {
 	}
 	slices.SortStableFunc(out, func(a, b Cause) int { return cmp.Compare(b.Explains, a.Explains) })
 	return out
+}
+
+// addEngineEvidence puts what each engine's metrics said around its span on that span's queue
+// cause, or on its model cause when it did not queue.
+func addEngineEvidence(ans *TraceAnswer, causes []Cause) {
+	for _, e := range ans.Engines {
+		id := ans.Trace.Spans[e.Span].SpanID
+		ev := engineEvidence(ans.Engines, ans.Trace, id)
+		if len(ev) == 0 {
+			continue
+		}
+		at := -1
+		for i, c := range causes {
+			if c.SpanID == id && (c.Kind == CauseQueue || c.Kind == CauseModel && at < 0) {
+				at = i
+			}
+		}
+		if at < 0 {
+			continue
+		}
+		causes[at].Evidence = append(causes[at].Evidence, ev...)
+		if causes[at].Kind == CauseQueue && causes[at].Caveat == "" {
+			causes[at].Caveat = queueGaugeCaveat(ans.Engines, ans.Trace, id, causes[at].Explains)
+		}
+	}
 }
 
 // calleeTraced says whether the trace holds spans of the service peer.

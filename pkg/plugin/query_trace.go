@@ -65,6 +65,12 @@ func (d *Datasource) traceSources() correlate.TraceSources {
 	if d.kernels != nil {
 		src.Kernels = d.kernels
 	}
+	// Serving engines' metrics live with the application's (the latency histograms').
+	if prom, err := d.prometheusClient(); err != nil {
+		src.EnginesErr = err
+	} else {
+		src.Engines = prom
+	}
 	return src
 }
 

@@ -1,0 +1,221 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// The simulated serving engine (hsi-demo serve --service engine): an LLM server that answers
+// OpenAI-style completions the way vLLM does, as far as the plugin can see it. A request waits
+// for one of maxRunning slots (vLLM's max_num_seqs), then runs its prefill and its decode; the
+// model's time is the GPU's, so the host thread sleeps through it (no CPU, as with a real GPU).
+// It records vLLM's request span (llm_request, with vLLM's exact gen_ai.* attribute names,
+// vllm/tracing.py) and vLLM's metrics with their exact names (docs.vllm.ai, Production
+// Metrics), every series labelled simulated="true" and every span's resource simulated=true.
+const (
+	EngineModel      = "nemotron-mini"
+	enginePrefillTok = 100 * time.Microsecond // per prompt token
+	engineDecodeTok  = 8 * time.Millisecond   // per output token
+	engineKVTokens   = 4096                   // the KV cache's capacity, in tokens
+	// DefaultMaxRunning is how many requests the engine runs at once.
+	DefaultMaxRunning = 2
+)
+
+// vLLM's span attributes (vllm/tracing.py, SpanAttributes).
+const (
+	attrResponseModel    = "gen_ai.response.model"
+	attrRequestID        = "gen_ai.request.id"
+	attrRequestMaxTokens = "gen_ai.request.max_tokens"
+	attrPromptTokens     = "gen_ai.usage.prompt_tokens"
+	attrCompletionTokens = "gen_ai.usage.completion_tokens"
+	attrTimeInQueue      = "gen_ai.latency.time_in_queue"
+	attrTimeToFirstToken = "gen_ai.latency.time_to_first_token"
+	attrE2E              = "gen_ai.latency.e2e"
+	attrTimeInScheduler  = "gen_ai.latency.time_in_scheduler"
+	attrTimeInPrefill    = "gen_ai.latency.time_in_model_prefill"
+	attrTimeInDecode     = "gen_ai.latency.time_in_model_decode"
+	attrTimeInInference  = "gen_ai.latency.time_in_model_inference"
+)
+
+// Completion is the body of POST /v1/completions, as far as the engine reads it.
+type Completion struct {
+	Model        string `json:"model"`
+	Prompt       string `json:"prompt"`
+	MaxTokens    int    `json:"max_tokens"`
+	PromptTokens int    `json:"prompt_tokens,omitempty"` // the demo's stand-in for tokenising Prompt
+}
+
+type engine struct {
+	tracer  trace.Tracer
+	slots   chan struct{}
+	nextID  atomic.Int64
+	mu      sync.Mutex
+	kvInUse int // tokens of the running requests
+
+	waiting, running, kvUsage             prometheus.Gauge
+	queueTime, e2e, ttft, prefill, decode prometheus.Observer
+	promptToks, genToks                   prometheus.Counter
+	success                               *prometheus.CounterVec
+}
+
+func newEngine(reg *prometheus.Registry, maxRunning int) *engine {
+	labels := prometheus.Labels{"model_name": EngineModel, "engine": "0", "simulated": "true"}
+	gauge := func(name, help string) prometheus.Gauge {
+		g := prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help, ConstLabels: labels})
+		reg.MustRegister(g)
+		return g
+	}
+	hist := func(name, help string, buckets []float64) prometheus.Observer {
+		h := prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, ConstLabels: labels, Buckets: buckets})
+		reg.MustRegister(h)
+		return h
+	}
+	counter := func(name, help string) prometheus.Counter {
+		c := prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help, ConstLabels: labels})
+		reg.MustRegister(c)
+		return c
+	}
+	latency := []float64{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}
+	e := &engine{
+		tracer:     otel.Tracer("vllm.llm_engine"),
+		slots:      make(chan struct{}, maxRunning),
+		waiting:    gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed."),
+		running:    gauge("vllm:num_requests_running", "Number of requests in model execution batches."),
+		kvUsage:    gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage."),
+		queueTime:  hist("vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.", latency),
+		e2e:        hist("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", latency),
+		ttft:       hist("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", latency),
+		prefill:    hist("vllm:request_prefill_time_seconds", "Histogram of time spent in PREFILL phase for request.", latency),
+		decode:     hist("vllm:request_decode_time_seconds", "Histogram of time spent in DECODE phase for request.", latency),
+		promptToks: counter("vllm:prompt_tokens_total", "Number of prefill tokens processed."),
+		genToks:    counter("vllm:generation_tokens_total", "Number of generation tokens processed."),
+		success: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "vllm:request_success_total",
+			Help: "Count of successfully processed requests.", ConstLabels: labels}, []string{"finished_reason"}),
+	}
+	reg.MustRegister(e.success)
+	return e
+}
+
+// handleCompletion serves POST /v1/completions: queue, prefill, decode, then the span and the
+// metrics, as vLLM records them when the request finishes.
+func (e *engine) handleCompletion(w http.ResponseWriter, r *http.Request) {
+	arrived := time.Now()
+	var c Completion
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&c); err != nil {
+		http.Error(w, "the body is not a completion request: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	if c.MaxTokens <= 0 || c.MaxTokens > 2048 {
+		http.Error(w, "max_tokens must be 1 to 2048", http.StatusBadRequest)
+		return
+	}
+	if c.PromptTokens <= 0 {
+		c.PromptTokens = len(c.Prompt)/4 + 1 // about four characters a token
+	}
+	// vLLM continues the caller's trace from the request's headers and starts its span at the
+	// request's arrival.
+	ctx := propagation.TraceContext{}.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
+	ctx, span := e.tracer.Start(ctx, "llm_request", trace.WithSpanKind(trace.SpanKindServer), trace.WithTimestamp(arrived))
+
+	e.waiting.Inc()
+	select {
+	case e.slots <- struct{}{}:
+	case <-ctx.Done():
+		e.waiting.Dec()
+		span.End()
+		return
+	}
+	e.waiting.Dec()
+	scheduled := time.Now()
+	e.running.Inc()
+	e.useKV(c.PromptTokens + c.MaxTokens)
+
+	sleep(ctx, time.Duration(c.PromptTokens)*enginePrefillTok)
+	firstToken := time.Now()
+	for range c.MaxTokens {
+		sleep(ctx, engineDecodeTok)
+	}
+	done := time.Now()
+
+	e.useKV(-(c.PromptTokens + c.MaxTokens))
+	e.running.Dec()
+	<-e.slots
+
+	queue, prefill, decode := scheduled.Sub(arrived), firstToken.Sub(scheduled), done.Sub(firstToken)
+	id := "cmpl-" + strconv.FormatInt(e.nextID.Add(1), 10)
+	span.SetAttributes(
+		attribute.String(attrResponseModel, EngineModel),
+		attribute.String(attrRequestID, id),
+		attribute.Int(attrRequestMaxTokens, c.MaxTokens),
+		attribute.Int(attrPromptTokens, c.PromptTokens),
+		attribute.Int(attrCompletionTokens, c.MaxTokens),
+		attribute.Float64(attrTimeInQueue, queue.Seconds()),
+		attribute.Float64(attrTimeToFirstToken, firstToken.Sub(arrived).Seconds()),
+		attribute.Float64(attrE2E, done.Sub(arrived).Seconds()),
+		attribute.Float64(attrTimeInScheduler, 0),
+		attribute.Float64(attrTimeInPrefill, prefill.Seconds()),
+		attribute.Float64(attrTimeInDecode, decode.Seconds()),
+		attribute.Float64(attrTimeInInference, (prefill+decode).Seconds()),
+	)
+	span.End(trace.WithTimestamp(done))
+	e.queueTime.Observe(queue.Seconds())
+	e.prefill.Observe(prefill.Seconds())
+	e.ttft.Observe(firstToken.Sub(arrived).Seconds())
+	e.e2e.Observe(done.Sub(arrived).Seconds())
+	e.decode.Observe(decode.Seconds())
+	e.promptToks.Add(float64(c.PromptTokens))
+	e.genToks.Add(float64(c.MaxTokens))
+	e.success.WithLabelValues("length").Inc()
+	writeJSON(w, map[string]any{"id": id, "object": "text_completion", "model": EngineModel,
+		"usage": map[string]int{"prompt_tokens": c.PromptTokens, "completion_tokens": c.MaxTokens}})
+}
+
+// useKV adds (or frees) tokens of KV cache and sets the usage gauge.
+func (e *engine) useKV(tokens int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.kvInUse += tokens
+	e.kvUsage.Set(min(1, float64(e.kvInUse)/engineKVTokens))
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// complete asks the engine for a completion of maxTokens tokens (the backend's and the traffic
+// generator's client).
+func complete(ctx context.Context, client *http.Client, engineURL string, promptTokens, maxTokens int) error {
+	body, _ := json.Marshal(Completion{Model: EngineModel, Prompt: "Describe the detections.", MaxTokens: maxTokens, PromptTokens: promptTokens})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, engineURL+"/v1/completions", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	res, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s answered %s", engineURL, res.Status)
+	}
+	return nil
+}

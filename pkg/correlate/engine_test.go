@@ -1,0 +1,159 @@
+package correlate
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
+)
+
+// fakeEngines answers each model's figures from memory and records what was asked.
+type fakeEngines struct {
+	byModel map[string]models.EngineFigures
+	err     error
+
+	mu    sync.Mutex
+	asked []models.EngineQuery
+}
+
+func (f *fakeEngines) EngineFigures(_ context.Context, q models.EngineQuery) (models.EngineFigures, error) {
+	f.mu.Lock()
+	f.asked = append(f.asked, q)
+	f.mu.Unlock()
+	if f.err != nil {
+		return models.EngineFigures{}, f.err
+	}
+	return f.byModel[q.Model], nil
+}
+
+// engineTrace is a backend calling a Triton model (0–1000 ms) then vLLM (its request queued
+// 600 ms).
+func engineTrace() *models.Trace {
+	root := jspan("r", "", "api", "POST /answer", 0, 2000)
+	llm := jspan("v1", "r", "vllm", "llm_request", 1050, 900)
+	llm.Attributes = map[string]string{AttrTimeInQueue: "0.6", AttrTimeInPrefill: "0.1", AttrTimeInDecode: "0.15", AttrE2E: "0.9", AttrResponseModel: "llama-3"}
+	tr := tritonTrace(12, 100, 950)
+	tr.Spans[0].ParentSpanID = "r"
+	tr.Spans[1].Attributes = map[string]string{AttrTritonModel: "densenet_onnx"}
+	return &models.Trace{TraceID: "e1", Spans: append([]models.Span{root, llm}, tr.Spans...)}
+}
+
+func waitingFigures() models.EngineFigures {
+	w := time.Now()
+	return models.EngineFigures{
+		Figures: []models.EngineFigure{
+			{Name: "requests waiting", Metric: "vllm:num_requests_waiting", Unit: "short", Max: 3, Mean: 1.5, Samples: 30, Series: 1, Start: w, End: w.Add(30 * time.Second)},
+			{Name: "KV cache usage", Metric: "vllm:kv_cache_usage_perc", Unit: "percentunit", Max: 0.93, Mean: 0.5, Samples: 30, Series: 1, Start: w, End: w.Add(30 * time.Second)},
+		},
+		Missing: []string{"vllm:request_queue_time_seconds"},
+	}
+}
+
+func TestTheQueueCauseCarriesTheEnginesMetricsAroundTheRequest(t *testing.T) {
+	tr := engineTrace()
+	engines := &fakeEngines{byModel: map[string]models.EngineFigures{"llama-3": waitingFigures()}}
+	ans, err := JoinRequest(context.Background(), TraceSources{Traces: fakeTraces{trace: tr}, ProfilesErr: errors.New("no Pyroscope"), GPUsErr: errors.New("no GPUs"), Engines: engines},
+		TraceQuery{TraceID: "e1", Join: models.DefaultJoinSettings()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Both engine spans were asked, each over its own span's window, with its engine and model.
+	asked := map[string]models.EngineQuery{}
+	for _, q := range engines.asked {
+		asked[q.Engine+" "+q.Model] = q
+	}
+	v, tq := asked["vllm llama-3"], asked["triton densenet_onnx"]
+	if len(engines.asked) != 2 || v.End.Sub(v.Start) != 900*time.Millisecond || tq.End.Sub(tq.Start) != 980*time.Millisecond {
+		t.Fatalf("asked %+v", engines.asked)
+	}
+	var queue *Cause
+	for i, c := range ans.Verdict {
+		if c.Kind == CauseQueue && c.Service == "vllm" {
+			queue = &ans.Verdict[i]
+		}
+	}
+	if queue == nil {
+		t.Fatalf("no vLLM queue cause in %+v", ans.Verdict)
+	}
+	ev := strings.Join(queue.Evidence, "\n")
+	for _, want := range []string{
+		"waited 600ms in the engine's queue (span attribute gen_ai.latency.time_in_queue)",
+		"requests waiting up to 3.0, mean 1.5 in the 30 s around it (vllm:num_requests_waiting, Prometheus, 30 sample(s) of 1 series)",
+		"KV cache usage up to 93%, mean 50%",
+	} {
+		if !strings.Contains(ev, want) {
+			t.Errorf("queue evidence lacks %q:\n%s", want, ev)
+		}
+	}
+	// The engine figures appear once, on the queue cause, not again on the model cause.
+	for _, c := range ans.Verdict {
+		if c.Kind == CauseModel && c.Service == "vllm" && strings.Contains(strings.Join(c.Evidence, " "), "vllm:num_requests_waiting") {
+			t.Errorf("model cause repeats the engine figures: %v", c.Evidence)
+		}
+	}
+	if queue.Caveat != "" {
+		t.Errorf("caveat %q: the gauge saw the queue", queue.Caveat)
+	}
+	// A gauge that saw nothing says the wait fell between its scrapes.
+	quiet := waitingFigures()
+	quiet.Figures[0].Max, quiet.Figures[0].Mean = 0, 0
+	engines.byModel["llama-3"] = quiet
+	ans2, _ := JoinRequest(context.Background(), TraceSources{Traces: fakeTraces{trace: tr}, ProfilesErr: errors.New("no Pyroscope"), GPUsErr: errors.New("no GPUs"), Engines: engines},
+		TraceQuery{TraceID: "e1", Join: models.DefaultJoinSettings()})
+	for _, c := range ans2.Verdict {
+		if c.Kind == CauseQueue && c.Service == "vllm" && c.Caveat != "vllm:num_requests_waiting showed no waiting request in its 30 sample(s) (one about every 1s): this 600ms wait fell between its scrapes" {
+			t.Errorf("caveat %q", c.Caveat)
+		}
+	}
+	n := noticeText(ans.Notices)
+	if !strings.Contains(n, `Prometheus holds no vllm:request_queue_time_seconds for model "llama-3" around vllm llm_request`) {
+		t.Errorf("notices:\n%s", n)
+	}
+}
+
+func TestEngineMetricsThatFailLeaveTheVerdictStanding(t *testing.T) {
+	for name, src := range map[string]TraceSources{
+		"not configured": {EnginesErr: errors.New("Prometheus is not configured")},
+		"failing":        {Engines: &fakeEngines{err: errors.New("Prometheus (http://p): 503")}},
+	} {
+		src.Traces, src.ProfilesErr, src.GPUsErr = fakeTraces{trace: engineTrace()}, errors.New("no Pyroscope"), errors.New("no GPUs")
+		ans, err := JoinRequest(context.Background(), src, TraceQuery{TraceID: "e1", Join: models.DefaultJoinSettings()})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if kinds := causeKinds(ans.Verdict); !strings.Contains(kinds, "queue vllm") || !strings.Contains(kinds, "model triton-inference-server") {
+			t.Errorf("%s: causes %s", name, kinds)
+		}
+		if n := noticeText(ans.Notices); !strings.Contains(n, "No serving-engine metrics") {
+			t.Errorf("%s: notices:\n%s", name, n)
+		}
+	}
+}
+
+func TestEngineSpansAreBoundedLongestFirst(t *testing.T) {
+	tr := &models.Trace{}
+	for i := range MaxEngineSpans + 3 {
+		s := jspan(string(rune('a'+i)), "", "vllm", "llm_request", 0, 10*(i+1))
+		s.Attributes = map[string]string{AttrE2E: "0.01"}
+		tr.Spans = append(tr.Spans, s)
+	}
+	spans, more := engineSpans(tr)
+	if len(spans) != MaxEngineSpans || more != 3 || tr.Spans[spans[0].Span].Duration != 110*time.Millisecond {
+		t.Errorf("%d spans, %d more, first %s", len(spans), more, tr.Spans[spans[0].Span].Duration)
+	}
+	if n := engineNotices(tr, spans, more, nil); len(n) != 1 || !strings.Contains(n[0].Text, "3 more were left out") {
+		t.Errorf("notices %+v", n)
+	}
+}
+
+func causeKinds(cs []Cause) string {
+	var out []string
+	for _, c := range cs {
+		out = append(out, c.Kind+" "+c.Service)
+	}
+	return strings.Join(out, ", ")
+}

@@ -1,0 +1,204 @@
+package prometheus
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/promql/parser"
+	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/safe"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/upstream"
+)
+
+// engineParallelQueries bounds the queries of one EngineFigures call in flight at once.
+const engineParallelQueries = 4
+
+// engineFigureSpec is one figure a serving engine exports: a gauge read as stored, or the mean
+// queue time per request from two counters.
+type engineFigureSpec struct {
+	name, unit string
+	// metric is the gauge read; for a ratio, the metric that names the figure.
+	metric string
+	// olderNames are the gauge's names in older versions of the engine, read in turn while the
+	// names before have no series.
+	olderNames []string
+	// num and den, for a ratio: increase(num) / increase(den) / divisor over the window.
+	num, den string
+	divisor  float64
+}
+
+func (s engineFigureSpec) ratio() bool { return s.num != "" }
+
+// engineSpec is what an engine exports, as its documentation names it.
+type engineSpec struct {
+	modelLabel string
+	figures    []engineFigureSpec
+}
+
+var engineSpecs = map[string]engineSpec{
+	// https://docs.vllm.ai/en/latest/design/metrics.html: V1 adds the engine label; the KV cache
+	// gauge was vllm:gpu_cache_usage_perc before V1.
+	models.EngineVLLM: {modelLabel: "model_name", figures: []engineFigureSpec{
+		{name: "requests waiting", unit: "short", metric: "vllm:num_requests_waiting"},
+		{name: "requests running", unit: "short", metric: "vllm:num_requests_running"},
+		{name: "KV cache usage", unit: "percentunit", metric: "vllm:kv_cache_usage_perc", olderNames: []string{"vllm:gpu_cache_usage_perc"}},
+		{name: "queue time per request", unit: "s", metric: "vllm:request_queue_time_seconds",
+			num: "vllm:request_queue_time_seconds_sum", den: "vllm:request_queue_time_seconds_count", divisor: 1},
+	}},
+	// https://docs.nvidia.com/deeplearning/triton-inference-server/user-guide/docs/user_guide/metrics.html:
+	// the queue duration is cumulative microseconds.
+	models.EngineTriton: {modelLabel: "model", figures: []engineFigureSpec{
+		{name: "pending requests", unit: "short", metric: "nv_inference_pending_request_count"},
+		{name: "queue time per request", unit: "s", metric: "nv_inference_queue_duration_us",
+			num: "nv_inference_queue_duration_us", den: "nv_inference_request_success", divisor: 1e6},
+	}},
+}
+
+// engineAnswer is what one figure's queries found: the figure, or the metrics without series.
+type engineAnswer struct {
+	figure  *models.EngineFigure
+	missing []string
+}
+
+// EngineFigures reads a serving engine's figures for a model over the query's window, widened
+// (models.EngineQuery.Window) so that it holds a scrape: gauges' raw samples, and the mean
+// queue time per request from the counters' increase. A metric without series in the window
+// goes into Missing; a ratio without requests is left out. Any failed query fails the call.
+func (c *Client) EngineFigures(ctx context.Context, q models.EngineQuery) (res models.EngineFigures, err error) {
+	if err := q.Validate(); err != nil {
+		return res, err
+	}
+	spec := engineSpecs[q.Engine]
+	var matchers []*labels.Matcher
+	if q.Model != "" {
+		// A matcher, printed quoted by the PromQL printer: never text pasted into the query.
+		matchers = append(matchers, labels.MustNewMatcher(labels.MatchEqual, spec.modelLabel, q.Model))
+	}
+	ctx, span := upstream.StartSpan(ctx, models.Prometheus, "EngineFigures",
+		attribute.String("hsi.engine", q.Engine), attribute.Int("hsi.figures", len(spec.figures)))
+	defer func() { err = upstream.EndSpan(span, err) }()
+
+	answers := make([]engineAnswer, len(spec.figures))
+	errs := safe.ForEach("engine figure", len(spec.figures), engineParallelQueries, func(i int) (err error) {
+		f := spec.figures[i]
+		if f.ratio() {
+			answers[i], err = c.engineRatio(ctx, f, matchers, q)
+		} else {
+			answers[i], err = c.engineGauge(ctx, f, matchers, q)
+		}
+		return err
+	})
+	for i, a := range answers {
+		if errs[i] != nil {
+			return models.EngineFigures{}, c.wrap(errs[i])
+		}
+		if a.figure != nil {
+			res.Figures = append(res.Figures, *a.figure)
+		}
+		res.Missing = append(res.Missing, a.missing...)
+	}
+	return res, nil
+}
+
+// engineGauge reads the gauge's raw samples in the window, trying its older names while the
+// names before have no series.
+func (c *Client) engineGauge(ctx context.Context, f engineFigureSpec, matchers []*labels.Matcher, q models.EngineQuery) (engineAnswer, error) {
+	start, end := q.Window(models.EngineGaugeWindow)
+	var a engineAnswer
+	for _, metric := range append([]string{f.metric}, f.olderNames...) {
+		expr, err := checked(rangeSelector(metricSelector(metric, matchers), end.Sub(start)))
+		if err != nil {
+			return a, err
+		}
+		m, err := c.instantMatrix(ctx, expr, end)
+		if err != nil {
+			return a, err
+		}
+		if len(m) == 0 {
+			a.missing = append(a.missing, metric)
+			continue
+		}
+		fig := models.EngineFigure{Name: f.name, Metric: metric, Query: expr, Unit: f.unit, Max: math.Inf(-1), Series: len(m), Start: start, End: end}
+		sum := 0.0
+		for _, s := range m {
+			for _, p := range s.Values {
+				v := float64(p.Value)
+				if math.IsNaN(v) {
+					continue
+				}
+				fig.Max = max(fig.Max, v)
+				sum += v
+				fig.Samples++
+			}
+		}
+		if fig.Samples == 0 {
+			// Series of NaN only: there, but saying nothing.
+			return engineAnswer{}, nil
+		}
+		fig.Mean = sum / float64(fig.Samples)
+		// An older name answered: the newer ones are not missing, this engine predates them.
+		return engineAnswer{figure: &fig}, nil
+	}
+	return a, nil
+}
+
+// engineRatio reads increase(num) / increase(den) / divisor per series over the window: each
+// replica's mean per request. Series without requests (0/0) give no figure.
+func (c *Client) engineRatio(ctx context.Context, f engineFigureSpec, matchers []*labels.Matcher, q models.EngineQuery) (engineAnswer, error) {
+	start, end := q.Window(models.EngineRateWindow)
+	rng := end.Sub(start)
+	increase := func(metric string) parser.Expr {
+		return promCall("increase", rangeSelector(metricSelector(metric, matchers), rng))
+	}
+	var e parser.Expr = binaryExpr(parser.DIV, increase(f.num), increase(f.den))
+	if f.divisor != 1 {
+		e = binaryExpr(parser.DIV, e, numberLit(f.divisor))
+	}
+	expr, err := checked(e)
+	if err != nil {
+		return engineAnswer{}, err
+	}
+	vec, _, err := c.instantVector(ctx, expr, end)
+	if err != nil {
+		return engineAnswer{}, err
+	}
+	if len(vec) == 0 {
+		return engineAnswer{missing: []string{f.metric}}, nil
+	}
+	fig := models.EngineFigure{Name: f.name, Metric: f.metric, Query: expr, Unit: f.unit, Max: math.Inf(-1), Start: start, End: end}
+	sum := 0.0
+	for _, s := range vec {
+		v := float64(s.Value)
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			continue
+		}
+		fig.Max = max(fig.Max, v)
+		sum += v
+		fig.Series++
+	}
+	if fig.Series == 0 {
+		return engineAnswer{}, nil
+	}
+	fig.Samples = fig.Series
+	fig.Mean = sum / float64(fig.Series)
+	return engineAnswer{figure: &fig}, nil
+}
+
+// instantMatrix asks an instant query of a range selector: the raw samples in the range.
+func (c *Client) instantMatrix(ctx context.Context, expr string, at time.Time) (model.Matrix, error) {
+	v, _, _, err := c.api.Query(ctx, expr, at)
+	if err != nil {
+		return nil, err
+	}
+	m, ok := v.(model.Matrix)
+	if !ok {
+		return nil, fmt.Errorf("query %s answered a %s, not a range vector", expr, v.Type())
+	}
+	return m, nil
+}
