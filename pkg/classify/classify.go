@@ -133,6 +133,13 @@ type decision struct {
 
 func isNaN(v float64) bool { return v != v }
 
+// Compute is a reading's compute figure in percent and the metric it comes from: SM_ACTIVE,
+// else GR_ENGINE_ACTIVE, else GPU_UTIL (the classes' own choice); NaN and "" when none.
+func Compute(f Figures) (pct float64, metric string) {
+	v, src := computeFigure(&f)
+	return v, sourceNames[src]
+}
+
 // computeFigure is SM_ACTIVE × 100, else GR_ENGINE_ACTIVE × 100, else GPU_UTIL.
 func computeFigure(f *Figures) (float64, source) {
 	switch {

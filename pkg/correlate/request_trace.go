@@ -41,6 +41,9 @@ type TraceSources struct {
 	// says why it cannot be asked.
 	Engines    Engines
 	EnginesErr error
+	// Lever's stores: runbook 002's questions over the panel's range (a nil one leaves its
+	// question unanswered).
+	Lever LeverSources
 }
 
 // TraceQuery asks for the join of one request.
@@ -73,6 +76,9 @@ type TraceAnswer struct {
 	Verdict []Cause
 	// Engines are the spans serving engines recorded, with their metrics around each.
 	Engines []EngineSpan
+	// Lever is runbook 002's lever for the request's service over the panel's range; nil
+	// without a range.
+	Lever *Lever
 }
 
 // GPUJoinStep is the step of the GPU series the trace join reads. Spans last milliseconds to
@@ -114,6 +120,7 @@ func JoinRequest(ctx context.Context, src TraceSources, q TraceQuery) (*TraceAns
 	out.Notices = append(out.Notices, engineNotices(trace, a.engines, a.moreEngines, a.enginesErr)...)
 	out.Breakdown, out.Request = Breakdown(trace, rows)
 	out.Verdict = Verdict(out)
+	out.Lever = LeverOf(ctx, src.Lever, out, q.Thresholds, q.Join.LatencyYellow, q.From, q.To)
 	return out, nil
 }
 

@@ -1,0 +1,291 @@
+package correlate
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/classify"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
+)
+
+// Runbook 002 (seeds: "GPU Profiling, OOM, and Utilization Runbook") asks four questions of a
+// service over a while, and its answers pick one lever:
+//
+//	memory high                → reduce the envelope, or a larger GPU/MIG profile
+//	GPU idle, queue low        → host-side work: client, CPU, tokenizer, IO, serialization
+//	GPU idle, queue high       → batching, queue delay, concurrency
+//	GPU busy, p99 within SLO   → track headroom and cost
+//	GPU busy, p99 over SLO     → admission, scale out, isolate workload classes
+//
+// Lever answers them for the request's service over the panel's range, from the GPUs the
+// request met, its serving engine's queue and the service's latency histogram.
+
+// ServiceLatency gives the p99 of a service's requests over a range (the plugin reads it from
+// the latency histograms slowRequests uses).
+type ServiceLatency interface {
+	ServiceP99(ctx context.Context, service string, start, end time.Time) (LatencyFigure, error)
+}
+
+// LatencyFigure is a service's p99 over a range and where it comes from.
+type LatencyFigure struct {
+	Endpoint string // the endpoint with the highest p99
+	P99      time.Duration
+	Requests float64 // requests the histogram counted in the range
+	Source   string  // the histogram's metric
+}
+
+// GPUMemory reads one catalogue metric of the GPUs (prometheus.Client.GPUMetric answers it).
+type GPUMemory interface {
+	GPUMetric(ctx context.Context, name string, filter models.GPUFilter, aggregation string, start, end time.Time, step time.Duration) (*models.GPUMetricResult, error)
+}
+
+// LeverSources are the stores Lever reads; a nil one leaves its question unanswered.
+type LeverSources struct {
+	GPUs    GPUFigures
+	Memory  GPUMemory
+	Engines Engines
+	Latency ServiceLatency
+}
+
+// Thresholds of the runbook's questions.
+const (
+	memoryHighPct      = 90                     // framebuffer used, percent of the GPU's
+	kvCacheHigh        = 0.9                    // vLLM's KV cache usage
+	queueHighWaiting   = 1                      // requests waiting in the engine, on average
+	queueHighTime      = 100 * time.Millisecond // queue time per request, on average
+	leverSamplesPerRun = 120                    // GPU readings per GPU over the range
+)
+
+// Lever is runbook 002's answer for one service over a range.
+type Lever struct {
+	Service    string
+	Start, End time.Time
+	// Answers are the four questions' answers in words with their figures and sources ("GPU
+	// idle: compute 12% (DCGM_FI_PROF_SM_ACTIVE) on average over gpu-node-1 GPU 0").
+	Answers []string
+	// Name is the lever in the runbook's words, Action what it means doing.
+	Name, Action string
+	// Unknown lists the questions no store could answer, and what would answer them.
+	Unknown []string
+}
+
+// LeverOf answers runbook 002 for the request's service (its root span's) over [start, end],
+// asking the stores in parallel. A store that fails or is missing leaves its question unknown,
+// and the lever is "unknown" when the questions it needs are; nil without a GPU store or a range.
+func LeverOf(ctx context.Context, src LeverSources, ans *TraceAnswer, th classify.Thresholds, slo time.Duration, start, end time.Time) *Lever {
+	if ans == nil || ans.Trace == nil || !end.After(start) || src.GPUs == nil {
+		return nil // the runbook's first question is the GPU's; without a GPU store, no lever
+	}
+	root := RequestRoot(ans.Trace)
+	if root < 0 {
+		return nil
+	}
+	l := &Lever{Service: ans.Trace.Spans[root].Service, Start: start, End: end}
+	filter := requestGPUs(ans.Rows)
+	step := max(end.Sub(start)/leverSamplesPerRun, time.Second).Truncate(time.Second)
+
+	var (
+		compute, fbMax       = math.NaN(), math.NaN()
+		computeFrom, gpuText string
+		gpuErr, memErr       error
+		engine               *models.EngineFigures
+		engineErr            error
+		lat                  LatencyFigure
+		latErr               error
+	)
+	engines := ans.Engines
+	fanOut(4, func(i int) {
+		switch {
+		case i == 0 && src.GPUs != nil && len(filter.Hosts) > 0:
+			var series []classify.GPUSeries
+			series, _, gpuErr = src.GPUs.GPUFigures(ctx, filter, start, end, step)
+			compute, computeFrom, gpuText = meanCompute(series)
+		case i == 1 && src.Memory != nil && len(filter.Hosts) > 0:
+			var res *models.GPUMetricResult
+			res, memErr = src.Memory.GPUMetric(ctx, "fb_used_percent", filter, models.AggregationGPU, start, end, step)
+			if res != nil {
+				fbMax = maxValue(res.Series)
+			}
+		case i == 2 && src.Engines != nil && len(engines) > 0:
+			q := engines[0].Query
+			q.Start, q.End = start, end
+			var f models.EngineFigures
+			f, engineErr = src.Engines.EngineFigures(ctx, q)
+			engine = &f
+		case i == 3 && src.Latency != nil:
+			lat, latErr = src.Latency.ServiceP99(ctx, l.Service, start, end)
+		}
+	})
+
+	// GPU idle or busy.
+	gpuKnown := !math.IsNaN(compute)
+	idle := compute < th.IdleBelowPct
+	switch {
+	case gpuKnown && idle:
+		l.Answers = append(l.Answers, fmt.Sprintf("GPU idle: compute %.1f%% (%s) on average over %s, under idleBelowPct %g", compute, computeFrom, gpuText, th.IdleBelowPct))
+	case gpuKnown:
+		l.Answers = append(l.Answers, fmt.Sprintf("GPU busy: compute %.1f%% (%s) on average over %s", compute, computeFrom, gpuText))
+	case gpuErr != nil:
+		l.Unknown = append(l.Unknown, fmt.Sprintf("GPU idle or busy: %v", gpuErr))
+	default:
+		l.Unknown = append(l.Unknown, "GPU idle or busy: no DCGM series for the GPUs this request met (see the span table's GPU notice)")
+	}
+	// Queue low or high.
+	queueKnown, queueHigh := false, false
+	var queue []string
+	if engine != nil && engineErr == nil {
+		for _, f := range engine.Figures {
+			switch f.Name {
+			case "requests waiting", "pending requests":
+				queueKnown = true
+				queueHigh = queueHigh || f.Mean >= queueHighWaiting
+				queue = append(queue, fmt.Sprintf("%s %.1f on average (%s)", f.Name, f.Mean, f.Metric))
+			case "queue time per request":
+				queueKnown = true
+				queueHigh = queueHigh || f.Mean >= queueHighTime.Seconds()
+				queue = append(queue, fmt.Sprintf("%s per request on average (%s)", time.Duration(f.Mean*float64(time.Second)).Round(time.Millisecond), f.Metric))
+			}
+		}
+	}
+	switch {
+	case queueKnown && queueHigh:
+		l.Answers = append(l.Answers, "queue high: "+strings.Join(queue, ", "))
+	case queueKnown:
+		l.Answers = append(l.Answers, "queue low: "+strings.Join(queue, ", "))
+	case engineErr != nil:
+		l.Unknown = append(l.Unknown, fmt.Sprintf("queue low or high: %v", engineErr))
+	default:
+		l.Unknown = append(l.Unknown, "queue low or high: the request met no serving engine whose metrics Prometheus holds (vLLM's vllm:num_requests_waiting, Triton's nv_inference_pending_request_count)")
+	}
+	// p99 within its threshold or not.
+	p99Known := latErr == nil && lat.P99 > 0 && slo > 0
+	switch {
+	case p99Known:
+		rel := "within"
+		if lat.P99 > slo {
+			rel = "over"
+		}
+		l.Answers = append(l.Answers, fmt.Sprintf("p99 %s %s the %s threshold (%s, %s, %.0f requests)", lat.P99.Round(time.Millisecond), rel, slo, lat.Source, lat.Endpoint, lat.Requests))
+	case latErr != nil:
+		l.Unknown = append(l.Unknown, fmt.Sprintf("p99: %v", latErr))
+	default:
+		l.Unknown = append(l.Unknown, "p99: no latency histogram of "+l.Service+" in the range (jsonData.latencyHistograms)")
+	}
+	// Memory high.
+	memHigh := false
+	if !math.IsNaN(fbMax) {
+		memHigh = fbMax >= memoryHighPct
+		l.Answers = append(l.Answers, fmt.Sprintf("GPU memory up to %.0f%% used (DCGM_FI_DEV_FB_USED / (USED + FREE))", fbMax))
+	} else if memErr != nil {
+		l.Unknown = append(l.Unknown, fmt.Sprintf("memory: %v", memErr))
+	}
+	if engine != nil {
+		for _, f := range engine.Figures {
+			if f.Name == "KV cache usage" {
+				memHigh = memHigh || f.Max >= kvCacheHigh
+				l.Answers = append(l.Answers, fmt.Sprintf("KV cache up to %.0f%% (%s)", 100*f.Max, f.Metric))
+			}
+		}
+	}
+
+	switch {
+	case memHigh:
+		l.Name = "the memory envelope"
+		l.Action = "memory is near full: reduce the request, batch, instance or KV-cache envelope (max tokens, concurrent sequences), or move to a larger GPU or MIG profile"
+	case !gpuKnown:
+		return withoutLever(l)
+	case idle && queueHigh:
+		l.Name = "batching and queue delay"
+		l.Action = "the GPU idles while requests queue: improve batching, the queue delay and concurrency (max_num_seqs, dynamic batching, instance count)"
+	case idle:
+		l.Name = "host-side work"
+		l.Action = "the GPU idles and requests do not queue: fix the host side (client, CPU, tokenizer, I/O, serialization)"
+		if !queueKnown {
+			l.Action += "; no engine queue figures, so a queue before the GPU cannot be ruled out"
+		}
+	case !p99Known:
+		return withoutLever(l)
+	case lat.P99 <= slo:
+		l.Name = "headroom"
+		l.Action = "the GPU is busy and p99 holds: track headroom and cost per request before changing anything"
+	default:
+		l.Name = "isolating workload classes"
+		l.Action = "the GPU is busy and p99 is over its threshold: admission control, scale out, or separate latency-sensitive from batch and long-context work"
+	}
+	return l
+}
+
+func withoutLever(l *Lever) *Lever {
+	l.Name = "unknown"
+	l.Action = "runbook 002 needs the GPU's state (and p99 when the GPU is busy) to pick a lever"
+	return l
+}
+
+// requestGPUs is the filter of the GPUs the request's spans met.
+func requestGPUs(rows []SpanRow) models.GPUFilter {
+	var f models.GPUFilter
+	for _, r := range rows {
+		if r.GPU == nil {
+			continue
+		}
+		for _, g := range r.GPU.GPUs {
+			if !slices.Contains(f.Hosts, g.Host) {
+				f.Hosts = append(f.Hosts, g.Host)
+			}
+			id := g.UUID
+			if id == "" {
+				id = g.Index
+			}
+			if id != "" && !slices.Contains(f.GPUs, id) {
+				f.GPUs = append(f.GPUs, id)
+			}
+		}
+	}
+	slices.Sort(f.Hosts)
+	slices.Sort(f.GPUs)
+	return f
+}
+
+// meanCompute is the mean compute figure of every reading of every GPU, which figure it is, and
+// the GPUs in words.
+func meanCompute(series []classify.GPUSeries) (mean float64, from, gpus string) {
+	var sum float64
+	var n int
+	byHost := map[string][]string{}
+	for _, s := range series {
+		byHost[s.GPU.Host] = append(byHost[s.GPU.Host], s.GPU.OnHost())
+		for _, smp := range s.Samples {
+			v, src := classify.Compute(smp.Figures)
+			if math.IsNaN(v) {
+				continue
+			}
+			sum += v
+			n++
+			from = src
+		}
+	}
+	if n == 0 {
+		return math.NaN(), "", ""
+	}
+	var names []string
+	for _, h := range sortedKeys(byHost) {
+		names = append(names, h+" "+strings.Join(byHost[h], ", "))
+	}
+	return sum / float64(n), from, strings.Join(names, "; ")
+}
+
+func maxValue(series []models.GPUMetricSeries) float64 {
+	m := math.NaN()
+	for _, s := range series {
+		for _, v := range s.Values {
+			if !math.IsNaN(v) && (math.IsNaN(m) || v > m) {
+				m = v
+			}
+		}
+	}
+	return m
+}

@@ -1,0 +1,122 @@
+package correlate
+
+import (
+	"context"
+	"errors"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/classify"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
+)
+
+// leverGPUs answers every GPU asked with one compute reading (SM active) per minute.
+type leverGPUs struct {
+	smActive float64
+	err      error
+	asked    models.GPUFilter
+}
+
+func (g *leverGPUs) GPUFigures(_ context.Context, f models.GPUFilter, start, end time.Time, step time.Duration) ([]classify.GPUSeries, []string, error) {
+	g.asked = f
+	if g.err != nil {
+		return nil, nil, g.err
+	}
+	var out []classify.GPUSeries
+	for _, id := range f.GPUs {
+		s := classify.GPUSeries{GPU: classify.GPU{Host: f.Hosts[0], Index: id}}
+		for t := start; t.Before(end); t = t.Add(time.Minute) {
+			fig := classify.Missing()
+			fig.SMActive = g.smActive
+			s.Samples = append(s.Samples, classify.Sample{Time: t, Figures: fig})
+		}
+		out = append(out, s)
+	}
+	return out, nil, nil
+}
+
+type leverMemory struct{ usedPct float64 }
+
+func (m leverMemory) GPUMetric(context.Context, string, models.GPUFilter, string, time.Time, time.Time, time.Duration) (*models.GPUMetricResult, error) {
+	return &models.GPUMetricResult{Series: []models.GPUMetricSeries{{Values: []float64{m.usedPct / 2, m.usedPct, math.NaN()}}}}, nil
+}
+
+type leverLatency struct {
+	p99 time.Duration
+	err error
+}
+
+func (l leverLatency) ServiceP99(_ context.Context, service string, _, _ time.Time) (LatencyFigure, error) {
+	return LatencyFigure{Endpoint: "/answer", P99: l.p99, Requests: 1200, Source: "http_request_duration_seconds"}, l.err
+}
+
+// leverAnswer is a request of service "api" whose span met gpu-node-1 GPU 0 and a vLLM engine.
+func leverAnswer() *TraceAnswer {
+	tr := engineTrace()
+	ans := &TraceAnswer{Trace: tr, Rows: []SpanRow{{Span: tr.Spans[0], GPU: &GPUWindow{GPUs: []classify.GPU{{Host: "gpu-node-1", Index: "0"}}}}}}
+	ans.Engines, _ = engineSpans(tr)
+	return ans
+}
+
+func engineWaiting(mean, kvMax float64) *fakeEngines {
+	f := waitingFigures()
+	f.Figures[0].Mean = mean
+	f.Figures[1].Max = kvMax
+	return &fakeEngines{byModel: map[string]models.EngineFigures{"llama-3": f, "densenet_onnx": f}}
+}
+
+func TestLeverFollowsRunbook002(t *testing.T) {
+	start := time.Date(2026, 11, 24, 1, 0, 0, 0, time.UTC)
+	end := start.Add(time.Hour)
+	slo := 500 * time.Millisecond
+	for _, c := range []struct {
+		name    string
+		src     LeverSources
+		want    string
+		answers []string
+	}{
+		{"idle, queue low", LeverSources{GPUs: &leverGPUs{smActive: 0.12}, Engines: engineWaiting(0.2, 0.3), Latency: leverLatency{p99: time.Second}},
+			"host-side work", []string{"GPU idle: compute 12.0% (DCGM_FI_PROF_SM_ACTIVE) on average over gpu-node-1 GPU 0, under idleBelowPct 50", "queue low: requests waiting 0.2 on average (vllm:num_requests_waiting)", "p99 1s over the 500ms threshold (http_request_duration_seconds, /answer, 1200 requests)"}},
+		{"idle, queue high", LeverSources{GPUs: &leverGPUs{smActive: 0.12}, Engines: engineWaiting(2.5, 0.3)},
+			"batching and queue delay", []string{"queue high: requests waiting 2.5 on average (vllm:num_requests_waiting)"}},
+		{"busy, p99 within", LeverSources{GPUs: &leverGPUs{smActive: 0.85}, Engines: engineWaiting(0.2, 0.3), Latency: leverLatency{p99: 400 * time.Millisecond}},
+			"headroom", []string{"GPU busy: compute 85.0%", "p99 400ms within the 500ms threshold"}},
+		{"busy, p99 over", LeverSources{GPUs: &leverGPUs{smActive: 0.85}, Latency: leverLatency{p99: 2 * time.Second}},
+			"isolating workload classes", []string{"p99 2s over the 500ms threshold"}},
+		{"memory high", LeverSources{GPUs: &leverGPUs{smActive: 0.85}, Memory: leverMemory{usedPct: 96}},
+			"the memory envelope", []string{"GPU memory up to 96% used"}},
+		{"KV cache full", LeverSources{GPUs: &leverGPUs{smActive: 0.12}, Engines: engineWaiting(0.2, 0.95)},
+			"the memory envelope", []string{"KV cache up to 95% (vllm:kv_cache_usage_perc)"}},
+		{"busy, p99 unknown", LeverSources{GPUs: &leverGPUs{smActive: 0.85}, Latency: leverLatency{err: errors.New("no histogram")}},
+			"unknown", nil},
+		{"GPU unknown", LeverSources{GPUs: &leverGPUs{err: errors.New("Prometheus (http://p): 503")}, Latency: leverLatency{p99: time.Second}},
+			"unknown", nil},
+	} {
+		l := LeverOf(context.Background(), c.src, leverAnswer(), classify.DefaultThresholds(), slo, start, end)
+		if l == nil || l.Name != c.want || l.Service != "api" {
+			t.Errorf("%s: lever %+v, want %q", c.name, l, c.want)
+			continue
+		}
+		got := strings.Join(l.Answers, "\n")
+		for _, a := range c.answers {
+			if !strings.Contains(got, a) {
+				t.Errorf("%s: answers lack %q:\n%s", c.name, a, got)
+			}
+		}
+		if c.want == "unknown" && len(l.Unknown) == 0 {
+			t.Errorf("%s: no unknown question listed", c.name)
+		}
+	}
+	// The GPUs asked are those the request met, over the panel's range.
+	g := &leverGPUs{smActive: 0.5}
+	LeverOf(context.Background(), LeverSources{GPUs: g}, leverAnswer(), classify.DefaultThresholds(), slo, start, end)
+	if strings.Join(g.asked.Hosts, ",") != "gpu-node-1" || strings.Join(g.asked.GPUs, ",") != "0" {
+		t.Errorf("asked %+v", g.asked)
+	}
+	// Without a range there is no lever.
+	if l := LeverOf(context.Background(), LeverSources{GPUs: g}, leverAnswer(), classify.DefaultThresholds(), slo, end, start); l != nil {
+		t.Errorf("lever without a range: %+v", l)
+	}
+}
