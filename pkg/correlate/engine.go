@@ -103,6 +103,11 @@ func engineEvidence(spans []EngineSpan, t *models.Trace, spanID string) []string
 			continue
 		}
 		for _, f := range e.Figures.Figures {
+			if f.Unit == "s" { // a ratio of counters: every request of the window, not this one's
+				out = append(out, fmt.Sprintf("the engine's requests in the %s around it: %s %s on average (%s, Prometheus; its scrapes may not hold this request yet)",
+					seconds(f.End.Sub(f.Start)), f.Name, engineValue(f, f.Mean), f.Metric))
+				continue
+			}
 			out = append(out, fmt.Sprintf("%s up to %s, mean %s in the %s around it (%s, Prometheus, %d sample(s) of %d series)",
 				f.Name, engineValue(f, f.Max), engineValue(f, f.Mean), seconds(f.End.Sub(f.Start)), f.Metric, f.Samples, f.Series))
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/classify"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 )
 
 // Kinds of cause a verdict names.
@@ -47,6 +48,11 @@ type Cause struct {
 	// Caveat says what the evidence cannot tell ("" when nothing limits it): few samples, a
 	// coarse GPU sample, a missing signal and what would add it.
 	Caveat string
+	// What the cause's link opens: the span profile showing a CPU cause (ProfileID), the GPU a
+	// GPU cause was read on (Host, GPU), over the cause's span (Start, End).
+	ProfileID  string
+	Host, GPU  string
+	Start, End time.Time
 }
 
 // Verdict ranks the causes of the request's latency by the time each explains, from the
@@ -61,9 +67,9 @@ func Verdict(ans *TraceAnswer) []Cause {
 	for i := range ans.Rows {
 		rowOf[ans.Rows[i].Span.SpanID] = &ans.Rows[i]
 	}
-	opOf := map[string]string{}
+	spanOf := map[string]models.Span{}
 	for _, s := range ans.Trace.Spans {
-		opOf[s.SpanID] = s.Operation
+		spanOf[s.SpanID] = s
 	}
 	var out []Cause
 	byKey := map[[3]string]int{}
@@ -83,10 +89,13 @@ func Verdict(ans *TraceAnswer) []Cause {
 		}
 		row := rowOf[p.SpanID]
 		op := ""
-		if o, ok := opOf[p.SpanID]; ok {
-			op = " (" + o + ")"
+		if sp, ok := spanOf[p.SpanID]; ok {
+			op = " (" + sp.Operation + ")"
 		}
 		c := Cause{Service: p.Service, SpanID: p.SpanID, Explains: p.Duration}
+		if sp, ok := spanOf[p.SpanID]; ok {
+			c.Start, c.End = sp.Start, sp.Start.Add(sp.Duration)
+		}
 		switch p.Kind {
 		case PartQueue:
 			c.Kind, c.Title = CauseQueue, "queued in "+p.Service+op
@@ -117,7 +126,7 @@ func Verdict(ans *TraceAnswer) []Cause {
 			c.Action = "the kernels themselves: see the kernels query for the longest ones"
 		case PartCPU:
 			c.Kind, c.Title = CauseCPU, "CPU in "+p.Service+op
-			c.Evidence, c.Caveat = cpuEvidence(ans.Rows, p)
+			c.Evidence, c.Caveat, c.ProfileID = cpuEvidence(ans.Rows, p)
 			c.Action = "CPU work in the service: the hot function is where to start (its link opens the span's profile)"
 		case PartOffCPU:
 			c.Kind, c.Title = CauseWaiting, "waiting in "+p.Service+op
@@ -125,6 +134,9 @@ func Verdict(ans *TraceAnswer) []Cause {
 			c.Action = "the service waited: I/O, a lock, or a call no span shows; instrument the calls it makes"
 			if row != nil && row.GPU != nil {
 				c.Evidence = append(c.Evidence, gpuEvidence(row)...)
+				if len(row.GPU.GPUs) > 0 {
+					c.Host, c.GPU = row.GPU.GPUs[0].Host, cmp.Or(row.GPU.GPUs[0].Index, row.GPU.GPUs[0].UUID)
+				}
 				c.Action = gpuAction(row.GPU.Class, c.Action)
 				c.Caveat = gpuCaveat(row)
 			}
@@ -182,28 +194,33 @@ func calleeTraced(ans *TraceAnswer, peer string) bool {
 	return false
 }
 
-// cpuEvidence names the service's hot function and says how many samples the CPU figure rests on.
-func cpuEvidence(rows []SpanRow, p BreakdownPart) ([]string, string) {
-	ev := []string{fmt.Sprintf("span profiles saw %s of CPU in %s on the critical path (%s)", p.Duration.Round(time.Millisecond), p.Service, p.Source)}
+// cpuEvidence names the service's hot function and says how many samples the CPU figure rests
+// on; profileID is the span profile holding the hot function (else the service's largest).
+func cpuEvidence(rows []SpanRow, p BreakdownPart) (ev []string, caveat, profileID string) {
+	ev = []string{fmt.Sprintf("span profiles saw %s of CPU in %s on the critical path (%s)", p.Duration.Round(time.Millisecond), p.Service, p.Source)}
 	var hot *SpanRow
-	var cpu int64
+	var cpu, most int64
 	for i, r := range rows {
 		if r.Span.Service != p.Service || r.CPU == nil {
 			continue
 		}
 		cpu += *r.CPU
+		if *r.CPU > most || profileID == "" {
+			most, profileID = *r.CPU, r.ProfileID
+		}
 		if r.HotFunction != "" && (hot == nil || r.HotSelf > hot.HotSelf) {
 			hot = &rows[i]
 		}
 	}
 	if hot != nil {
 		ev = append(ev, fmt.Sprintf("hot function %s: %s of CPU self time in span %s", hot.HotFunction, time.Duration(hot.HotSelf).Round(time.Millisecond), hot.Span.Operation))
+		profileID = hot.ProfileID
 	}
 	samples := int(time.Duration(cpu) / ProfilerSampleInterval)
 	if samples < minSamples {
-		return ev, fmt.Sprintf("about %d profile samples (%s of CPU at 100 Hz): too few to rank functions reliably", samples, time.Duration(cpu).Round(time.Millisecond))
+		caveat = fmt.Sprintf("about %d profile samples (%s of CPU at 100 Hz): too few to rank functions reliably", samples, time.Duration(cpu).Round(time.Millisecond))
 	}
-	return ev, ""
+	return ev, caveat, profileID
 }
 
 // gpuEvidence is the span's GPU state over its window.

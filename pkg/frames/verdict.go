@@ -1,12 +1,17 @@
 package frames
 
 import (
+	"encoding/json"
+	"maps"
+	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/grafana/grafana-plugin-sdk-go/data"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/correlate"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 )
 
 // VerdictFrameName names the trace query's ranked causes.
@@ -20,7 +25,11 @@ const LeverKind = "lever"
 // from, the recommended action, and what limits the conclusion. The span ID opens the span that
 // holds most of the cause in the trace data source. Runbook 002's lever for the request's service
 // (when there is one) is the last row, kind "lever", explaining no time of its own (null).
-func TraceVerdict(traceID string, causes []correlate.Cause, lever *correlate.Lever, links TraceLinks) *data.Frame {
+//
+// Each row's cause links to what shows its evidence (the hidden link field): a CPU cause to its
+// span profile (this data source's profile query), a GPU cause to the GPU dashboard at the span's
+// time, the lever to the GPU dashboard over the range, any other to its span in the trace.
+func TraceVerdict(traceID string, causes []correlate.Cause, lever *correlate.Lever, profileTypeID string, links TraceLinks) *data.Frame {
 	n := len(causes)
 	if lever != nil {
 		n++
@@ -28,8 +37,9 @@ func TraceVerdict(traceID string, causes []correlate.Cause, lever *correlate.Lev
 	rank := make([]int64, n)
 	title, kind, service, evidence, action, caveat, spanIDs, traceIDs := make([]string, n), make([]string, n), make([]string, n),
 		make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-	ms, share := make([]*float64, n), make([]*float64, n)
+	ms, share, link := make([]*float64, n), make([]*float64, n), make([]string, n)
 	for i, c := range causes {
+		link[i] = causeLink(traceID, c, profileTypeID, links)
 		rank[i] = int64(i + 1)
 		title[i], kind[i], service[i], action[i], caveat[i], spanIDs[i], traceIDs[i] = c.Title, c.Kind, c.Service, c.Action, c.Caveat, c.SpanID, traceID
 		evidence[i] = strings.Join(c.Evidence, "; ")
@@ -45,10 +55,14 @@ func TraceVerdict(traceID string, causes []correlate.Cause, lever *correlate.Lev
 		if len(lever.Unknown) > 0 {
 			caveat[i] = "unknown: " + strings.Join(lever.Unknown, "; ")
 		}
+		if links.GPUDashboardUID != "" {
+			link[i] = gpuDashboardURL(links.GPUDashboardUID, "", "", lever.Start, lever.End)
+		}
 	}
 	f := data.NewFrame(VerdictFrameName,
 		data.NewField("rank", nil, rank).SetConfig(&data.FieldConfig{DisplayNameFromDS: "#"}),
-		data.NewField("cause", nil, title).SetConfig(&data.FieldConfig{DisplayNameFromDS: "Cause"}),
+		data.NewField("cause", nil, title).SetConfig(&data.FieldConfig{DisplayNameFromDS: "Cause",
+			Links: []data.DataLink{{Title: "Show the evidence", URL: "${__data.fields." + fieldLink + "}"}}}),
 		data.NewField("explains", nil, ms).SetConfig(&data.FieldConfig{DisplayNameFromDS: "Explains", Unit: "ms"}),
 		data.NewField("share", nil, share).SetConfig(&data.FieldConfig{DisplayNameFromDS: "Share of the request", Unit: "percentunit"}),
 		data.NewField("evidence", nil, evidence).SetConfig(&data.FieldConfig{DisplayNameFromDS: "Evidence"}),
@@ -58,7 +72,65 @@ func TraceVerdict(traceID string, causes []correlate.Cause, lever *correlate.Lev
 		data.NewField("service", nil, service),
 		data.NewField(fieldSpanID, nil, spanIDs).SetConfig(&data.FieldConfig{DisplayNameFromDS: "Span ID", Links: spanLinks(links)}),
 		data.NewField(fieldTraceID, nil, traceIDs),
+		data.NewField(fieldLink, nil, link).SetConfig(&data.FieldConfig{Custom: map[string]any{"hidden": true}}),
 	)
 	f.Meta = &data.FrameMeta{PreferredVisualization: data.VisTypeTable}
 	return f
+}
+
+// fieldLink holds each verdict row's evidence link (a Grafana URL, relative to its root).
+const fieldLink = "link"
+
+// causeLink is the URL of what shows a cause's evidence; "" when no link is configured for it.
+func causeLink(traceID string, c correlate.Cause, profileTypeID string, l TraceLinks) string {
+	from, to := c.Start.Add(-time.Second), c.End.Add(time.Second)
+	switch {
+	case c.Kind == correlate.CauseCPU && c.ProfileID != "" && l.DatasourceUID != "":
+		return exploreURL(l.DatasourceUID, map[string]any{
+			"queryType":     models.QueryTypeProfile,
+			"labelSelector": "{service_name=" + strconv.Quote(c.Service) + "}",
+			"profileTypeId": profileTypeID,
+			"spanSelector":  []string{c.ProfileID},
+		}, from, to, nil)
+	case c.GPU != "" && l.GPUDashboardUID != "":
+		// A short span's GPU readings are DCGM's around it: show a minute of them.
+		mid := c.Start.Add(c.End.Sub(c.Start) / 2)
+		return gpuDashboardURL(l.GPUDashboardUID, c.Host, c.GPU, mid.Add(-30*time.Second), mid.Add(30*time.Second))
+	case c.SpanID != "" && l.TraceDatasourceUID != "":
+		q := map[string]any{"query": traceID}
+		if l.TraceDatasourceType == models.TraceDatasourceTempo {
+			q["queryType"] = "traceql"
+		}
+		return exploreURL(l.TraceDatasourceUID, q, from, to, map[string]any{"trace": map[string]any{"spanId": c.SpanID}})
+	}
+	return ""
+}
+
+// exploreURL opens one query in Explore, as Grafana writes its own links (schemaVersion 1,
+// panes as JSON).
+func exploreURL(datasourceUID string, query map[string]any, from, to time.Time, panelsState map[string]any) string {
+	q := maps.Clone(query)
+	q["refId"], q["datasource"] = "A", map[string]any{"uid": datasourceUID}
+	pane := map[string]any{
+		"datasource": datasourceUID,
+		"queries":    []any{q},
+		"range":      map[string]any{"from": strconv.FormatInt(from.UnixMilli(), 10), "to": strconv.FormatInt(to.UnixMilli(), 10)},
+	}
+	if panelsState != nil {
+		pane["panelsState"] = panelsState
+	}
+	panes, _ := json.Marshal(map[string]any{"evidence": pane}) // maps of strings: cannot fail
+	return "/explore?schemaVersion=1&panes=" + url.QueryEscape(string(panes))
+}
+
+// gpuDashboardURL opens the GPU dashboard on one GPU (or every GPU) over [from, to].
+func gpuDashboardURL(uid, host, gpu string, from, to time.Time) string {
+	v := url.Values{"from": {strconv.FormatInt(from.UnixMilli(), 10)}, "to": {strconv.FormatInt(to.UnixMilli(), 10)}}
+	if host != "" {
+		v.Set("var-host", host)
+	}
+	if gpu != "" {
+		v.Set("var-gpu", gpu)
+	}
+	return "/d/" + url.PathEscape(uid) + "?" + v.Encode()
 }

@@ -2,6 +2,7 @@ package frames
 
 import (
 	"encoding/json"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -19,7 +20,7 @@ func TestTraceVerdictFrame(t *testing.T) {
 	lever := &correlate.Lever{Service: "api", Name: "host-side work", Action: "fix the host side",
 		Answers: []string{"GPU idle: compute 12% (DCGM_FI_PROF_SM_ACTIVE)", "p99 1.2s over the 500ms threshold"},
 		Unknown: []string{"queue low or high: no engine"}}
-	f := TraceVerdict("4bf92f3577b34da6a3ce929d0e0e4736", causes, lever, TraceLinks{TraceDatasourceUID: "jaeger-uid"})
+	f := TraceVerdict("4bf92f3577b34da6a3ce929d0e0e4736", causes, lever, "process_cpu:cpu:nanoseconds:cpu:nanoseconds", TraceLinks{TraceDatasourceUID: "jaeger-uid"})
 	checkGolden(t, "trace_verdict", f)
 	if f.Rows() != 3 || f.Fields[0].At(1) != int64(2) || f.Fields[4].At(1) != "150ms of api's time; on the critical path" {
 		t.Errorf("rows: %v %v", f.Fields[0].At(1), f.Fields[4].At(1))
@@ -29,12 +30,64 @@ func TestTraceVerdictFrame(t *testing.T) {
 	if v, ok := explains.ConcreteAt(2); ok || f.Fields[7].At(2) != LeverKind || f.Fields[6].At(2) != "unknown: queue low or high: no engine" {
 		t.Errorf("lever row: explains %v, kind %v, caveat %v", v, f.Fields[7].At(2), f.Fields[6].At(2))
 	}
-	if f := TraceVerdict("4bf92f3577b34da6a3ce929d0e0e4736", causes, nil, TraceLinks{}); f.Rows() != 2 {
+	if f := TraceVerdict("4bf92f3577b34da6a3ce929d0e0e4736", causes, nil, "", TraceLinks{}); f.Rows() != 2 {
 		t.Errorf("without a lever: %d rows", f.Rows())
 	}
 	span, _ := f.FieldByName("spanID")
 	raw, _ := json.Marshal(span.Config.Links)
 	if !strings.Contains(string(raw), `"datasourceUid":"jaeger-uid"`) || !strings.Contains(string(raw), "${__data.fields.traceID}") {
 		t.Errorf("span links %s", raw)
+	}
+}
+
+// Each cause links to what shows its evidence, as an Explore or dashboard URL Grafana opens.
+func TestTraceVerdictLinksEachCauseToItsEvidence(t *testing.T) {
+	start := time.UnixMilli(1795476255000)
+	end := start.Add(300 * time.Millisecond)
+	causes := []correlate.Cause{
+		{Kind: correlate.CauseCPU, Service: `nemotron-"backend"`, SpanID: "b000000000000002", ProfileID: "b000000000000001", Start: start, End: end},
+		{Kind: correlate.CauseWaiting, Service: "ai-detector", SpanID: "d000000000000001", Host: "gpu-node-1", GPU: "0", Start: start, End: end},
+		{Kind: correlate.CauseQueue, Service: "nemotron-llm", SpanID: "c000000000000001", Start: start, End: end},
+	}
+	lever := &correlate.Lever{Service: "nemotron-backend", Name: "headroom", Start: start.Add(-time.Hour), End: start}
+	links := TraceLinks{TraceDatasourceUID: "jaeger-uid", DatasourceUID: "hsi-uid", GPUDashboardUID: "hsi-gpu"}
+	f := TraceVerdict("4bf92f3577b34da6a3ce929d0e0e4736", causes, lever, "process_cpu:cpu:nanoseconds:cpu:nanoseconds", links)
+	link, _ := f.FieldByName("link")
+	cause, _ := f.FieldByName("cause")
+	if len(cause.Config.Links) != 1 || cause.Config.Links[0].URL != "${__data.fields.link}" || link.Config.Custom["hidden"] != true {
+		t.Fatalf("cause links %+v, link field %+v", cause.Config.Links, link.Config)
+	}
+	pane := func(row int) map[string]any {
+		u, err := url.Parse(link.At(row).(string))
+		if err != nil || u.Path != "/explore" || u.Query().Get("schemaVersion") != "1" {
+			t.Fatalf("row %d: %q (%v)", row, link.At(row), err)
+		}
+		var panes map[string]map[string]any
+		if err := json.Unmarshal([]byte(u.Query().Get("panes")), &panes); err != nil || len(panes) != 1 {
+			t.Fatalf("row %d: panes %q: %v", row, u.Query().Get("panes"), err)
+		}
+		return panes["evidence"]
+	}
+	// CPU: the span profile of the service's profiled span, in this data source, around the span.
+	cpu := pane(0)
+	q := cpu["queries"].([]any)[0].(map[string]any)
+	if cpu["datasource"] != "hsi-uid" || q["queryType"] != "profile" || q["labelSelector"] != `{service_name="nemotron-\"backend\""}` ||
+		q["spanSelector"].([]any)[0] != "b000000000000001" || q["profileTypeId"] != "process_cpu:cpu:nanoseconds:cpu:nanoseconds" ||
+		cpu["range"].(map[string]any)["from"] != "1795476254000" || cpu["range"].(map[string]any)["to"] != "1795476256300" {
+		t.Errorf("CPU pane %v", cpu)
+	}
+	// GPU: the GPU dashboard on that GPU, a minute around the span.
+	if got := link.At(1); got != "/d/hsi-gpu?from=1795476225150&to=1795476285150&var-gpu=0&var-host=gpu-node-1" {
+		t.Errorf("GPU link %q", got)
+	}
+	// Queue: the engine's span in the trace data source.
+	q3 := pane(2)
+	if q3["datasource"] != "jaeger-uid" || q3["queries"].([]any)[0].(map[string]any)["query"] != "4bf92f3577b34da6a3ce929d0e0e4736" ||
+		q3["panelsState"].(map[string]any)["trace"].(map[string]any)["spanId"] != "c000000000000001" {
+		t.Errorf("queue pane %v", q3)
+	}
+	// The lever: the GPU dashboard over the panel's range.
+	if got := link.At(3); got != "/d/hsi-gpu?from=1795472655000&to=1795476255000" {
+		t.Errorf("lever link %q", got)
 	}
 }

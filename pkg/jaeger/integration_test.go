@@ -28,8 +28,12 @@ var bed testbed.Endpoints
 
 func TestMain(m *testing.M) { os.Exit(testbed.MainForTests(m, &bed)) }
 
-// demoServices are the services one demo request goes through.
-var demoServices = []string{"ai-detector", "ai-enrichment", "nemotron-backend"}
+// demoServices are the services one demo request goes through; all but the simulated engine
+// (nemotron-llm, which stands for a server sending traces but no span profiles) are profiled.
+var (
+	demoServices     = []string{"ai-detector", "ai-enrichment", "nemotron-backend", "nemotron-llm"}
+	profiledServices = map[string]bool{"ai-detector": true, "ai-enrichment": true, "nemotron-backend": true}
+)
 
 // slowRequest makes the demo serve one request slow in its database step and returns its trace
 // ID and when it was sent and answered.
@@ -169,13 +173,13 @@ func TestRealTraceIsTheSameOnV3AndV1(t *testing.T) {
 		if !slices.Equal(got, demoServices) {
 			t.Errorf("%s: services %v", tr.API, got)
 		}
-		// Each service's local root (no parent, or a parent in another service) carries
+		// Each profiled service's local root (no parent, or a parent in another service) carries
 		// pyroscope.profile.id = its own span ID, which the trace-to-profile link relies on.
 		localRoots := 0
 		for _, s := range tr.Spans {
 			if parent, ok := spans[s.ParentSpanID]; s.ParentSpanID == "" || ok && parent.Service != s.Service {
 				localRoots++
-				if s.Attributes[models.ProfileIDAttribute] != s.SpanID {
+				if want := map[bool]string{true: s.SpanID}[profiledServices[s.Service]]; s.Attributes[models.ProfileIDAttribute] != want {
 					t.Errorf("%s: local root %s %q of %s: %s = %q", tr.API, s.SpanID, s.Operation, s.Service,
 						models.ProfileIDAttribute, s.Attributes[models.ProfileIDAttribute])
 				}

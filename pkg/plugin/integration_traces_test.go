@@ -50,7 +50,7 @@ func TestRealTracesResourceFindsASlowRequest(t *testing.T) {
 	path := fmt.Sprintf("traces?service=nemotron-backend&minDuration=200ms&limit=100&from=%d&to=%d",
 		sent.Add(-time.Second).UnixMilli(), time.Now().Add(time.Second).UnixMilli())
 
-	// The demo's three services export in separate batches: poll until the whole trace is in.
+	// The demo's four services export in separate batches: poll until the whole trace is in.
 	var hit *models.TraceSummary
 	var last string
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline) && hit == nil; time.Sleep(500 * time.Millisecond) {
@@ -65,16 +65,16 @@ func TestRealTracesResourceFindsASlowRequest(t *testing.T) {
 		}
 		for i, s := range found {
 			// The backend's root span ends last, so it is exported last: wait for it too.
-			if s.TraceID == traceID && len(s.Services) == 3 && s.RootOperation == "GET /api/detect" {
+			if s.TraceID == traceID && len(s.Services) == 4 && s.RootOperation == "GET /api/detect" {
 				hit = &found[i]
 			}
 		}
 	}
 	if hit == nil {
-		t.Fatalf("trace %s with three services not found within 20 s; last answer %s", traceID, last)
+		t.Fatalf("trace %s with four services not found within 20 s; last answer %s", traceID, last)
 	}
 	if hit.RootService != "nemotron-backend" || hit.RootOperation != "GET /api/detect" || hit.DurationMs < 200 ||
-		strings.Join(hit.Services, ",") != "ai-detector,ai-enrichment,nemotron-backend" {
+		strings.Join(hit.Services, ",") != "ai-detector,ai-enrichment,nemotron-backend,nemotron-llm" {
 		t.Errorf("hit %+v", hit)
 	}
 	if !strings.Contains(last, `"traceId":"`+traceID+`"`) || !strings.Contains(last, `"durationMs":`) {

@@ -41,7 +41,7 @@ func (d *Datasource) queryTrace(ctx context.Context, q backend.DataQuery) backen
 	}
 	// The flame graph comes last: it is the frame that may be missing, so the others keep their
 	// places (panels pick a table's frame by index).
-	out := []*data.Frame{spans, frames.TraceBreakdown(ans.Breakdown, ans.Request), frames.TraceVerdict(traceID, ans.Verdict, ans.Lever, links)}
+	out := []*data.Frame{spans, frames.TraceBreakdown(ans.Breakdown, ans.Request), frames.TraceVerdict(traceID, ans.Verdict, ans.Lever, tq.ProfileTypeID, links)}
 	if ans.Profile != nil {
 		out = append(out, flameGraphFrame(ans.Profile, tq.ProfileTypeID))
 	}

@@ -71,8 +71,9 @@ func TestBinaryHealthAgainstTheRealServers(t *testing.T) {
 			t.Errorf("message %q lacks %q", res.Message, part)
 		}
 	}
-	// The demo's three services, and the plugin's own when a test has sent its traces to the bed.
-	if !regexp.MustCompile(`Jaeger: OK \([34] services, API v3\)`).MatchString(res.Message) {
+	// The demo's four services, the plugin's own when a test has sent its traces to the bed, and
+	// Triton's when a test has sent its trace.
+	if !regexp.MustCompile(`Jaeger: OK \([4-6] services, API v3\)`).MatchString(res.Message) {
 		t.Errorf("message %q does not report the demo's services through API v3", res.Message)
 	}
 }
