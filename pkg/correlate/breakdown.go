@@ -41,6 +41,7 @@ const (
 	PartDecode      = "decode"      // the engine's decode (vLLM attribute)
 	PartCompute     = "compute"     // the engine's compute (Triton events)
 	PartGPUKernels  = "gpu kernels" // GPU kernel time the request's kernel traces give the span
+	PartGPUIdle     = "gpu idle"    // the rest of a span with kernels: launches, syncs, copies
 	PartDownstream  = "downstream"  // a call's time its callee's own spans do not cover
 	PartCPU         = "cpu"         // CPU the span profiles saw, up to the service's time on the path
 	PartOffCPU      = "off-cpu"     // the rest of a profiled service's time: I/O, locks, untraced calls
@@ -48,7 +49,7 @@ const (
 )
 
 // partKinds are the kinds in the order the breakdown explains time with them.
-var partKinds = []string{PartQueue, PartPrefill, PartDecode, PartCompute, PartGPUKernels, PartDownstream, PartCPU, PartOffCPU, PartUnexplained}
+var partKinds = []string{PartQueue, PartPrefill, PartDecode, PartCompute, PartGPUKernels, PartDownstream, PartCPU, PartGPUIdle, PartOffCPU, PartUnexplained}
 
 // BreakdownPart is one part of the request's duration.
 type BreakdownPart struct {
@@ -129,7 +130,9 @@ func Breakdown(t *models.Trace, rows []SpanRow) (parts []BreakdownPart, total ti
 		for _, f := range engineFigures(t, i, children[i]) {
 			add(f.kind, s.Service, "", take(f.d), f.source)
 		}
+		withKernels := false
 		if r := bySpan[s.SpanID]; r != nil && r.GPUKernelTime != nil {
+			withKernels = true
 			add(PartGPUKernels, s.Service, "", take(time.Duration(*r.GPUKernelTime)), partSource(PartGPUKernels))
 		}
 		// A call's own time on the path is waiting on what it called: the network, the
@@ -141,6 +144,13 @@ func Breakdown(t *models.Trace, rows []SpanRow) (parts []BreakdownPart, total ti
 			cpu := take(cpuLeft[s.Service])
 			cpuLeft[s.Service] -= cpu
 			add(PartCPU, s.Service, "", cpu, partSource(PartCPU))
+		}
+		// A span that ran kernels and spent the rest neither in kernels nor on the CPU had the GPU
+		// and the host both waiting: launches, synchronisation, copies.
+		if withKernels {
+			add(PartGPUIdle, s.Service, "", take(left), partSource(PartGPUIdle))
+		}
+		if profiled[s.Service] {
 			add(PartOffCPU, s.Service, "", take(left), partSource(PartOffCPU))
 		}
 		add(PartUnexplained, s.Service, "", take(left), partSource(PartUnexplained))
@@ -234,6 +244,8 @@ func partSource(kind string) string {
 	switch kind {
 	case PartDownstream:
 		return "critical path: the call's time not covered by its callee's spans (network, the callee's queue, or an untraced callee)"
+	case PartGPUIdle:
+		return "kernel trace: the span's time on the path with none of its kernels running and not on the CPU"
 	case PartGPUKernels:
 		return "GPU kernel trace"
 	case PartCPU:

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 )
 
@@ -62,7 +63,9 @@ func TestBreakdownSplitsProfiledTimeIntoCPUAndTheRest(t *testing.T) {
 		"off-cpu nemotron-backend": 100 * time.Millisecond,
 		"gpu kernels ai-detector":  20 * time.Millisecond,
 		"cpu ai-detector":          30 * time.Millisecond,
-		"off-cpu ai-detector":      30 * time.Millisecond,
+		// model.predict ran kernels: its time neither in them nor on the CPU is the GPU idle.
+		"gpu idle ai-detector":     30 * time.Millisecond,
+		"off-cpu ai-detector":      0,
 		"off-cpu ai-enrichment":    70 * time.Millisecond,
 	} {
 		if got[k] != want {
@@ -71,6 +74,27 @@ func TestBreakdownSplitsProfiledTimeIntoCPUAndTheRest(t *testing.T) {
 	}
 	if parts[0].Kind != PartCPU || parts[0].Service != "nemotron-backend" {
 		t.Errorf("largest part %s", parts[0])
+	}
+	// The verdict names the idle GPU with what the kernel trace says about it.
+	kt := &gputrace.Result{Idle: []gputrace.StreamIdle{{Idle: 4_000_000, HostWait: 3_000_000, KernelWait: 500_000}},
+		Launch: gputrace.LaunchStats{Joined: 200, ShorterThanLaunch: 0.6}}
+	kt.Sync.Calls, kt.Sync.Time = 12, 2_500_000
+	causes := Verdict(&TraceAnswer{Trace: tr, Rows: rows, Request: total, Breakdown: parts, KernelTraces: []*gputrace.Result{kt}})
+	var idle *Cause
+	for i := range causes {
+		if causes[i].Kind == CauseGPUIdle {
+			idle = &causes[i]
+		}
+	}
+	if idle == nil || idle.Title != "GPU idle in ai-detector (model.predict)" || idle.Explains != 30*time.Millisecond {
+		t.Fatalf("GPU idle cause %+v in %+v", idle, causes)
+	}
+	ev := strings.Join(idle.Evidence, "\n")
+	for _, want := range []string{"streams idle 4ms, of which host wait 3ms (GPU idle while the host was busy) and kernel wait 500µs",
+		"60% of 200 launched kernels ran shorter than their launch call", "12 synchronising call(s) blocked the host 2.5ms"} {
+		if !strings.Contains(ev, want) {
+			t.Errorf("evidence lacks %q:\n%s", want, ev)
+		}
 	}
 }
 

@@ -76,6 +76,9 @@ type TraceAnswer struct {
 	Verdict []Cause
 	// Engines are the spans serving engines recorded, with their metrics around each.
 	Engines []EngineSpan
+	// KernelTraces are the analysed kernel traces naming the request (their idle, launch and
+	// synchronisation figures are a GPU-idle cause's evidence).
+	KernelTraces []*gputrace.Result
 	// Lever is runbook 002's lever for the request's service over the panel's range; nil
 	// without a range.
 	Lever *Lever
@@ -116,7 +119,9 @@ func JoinRequest(ctx context.Context, src TraceSources, q TraceQuery) (*TraceAns
 		Join:     q.Join,
 	})
 	out := &TraceAnswer{Trace: trace, Rows: rows, Profile: a.cpu, Engines: a.engines}
-	out.Notices = append(traceNotices(q, rows, a), kernelTimes(ctx, src.Kernels, trace.TraceID, rows)...)
+	kernelNotices, kernelResults := kernelTimes(ctx, src.Kernels, trace.TraceID, rows)
+	out.Notices = append(traceNotices(q, rows, a), kernelNotices...)
+	out.KernelTraces = kernelResults
 	out.Notices = append(out.Notices, engineNotices(trace, a.engines, a.moreEngines, a.enginesErr)...)
 	out.Breakdown, out.Request = Breakdown(trace, rows)
 	out.Verdict = Verdict(out)
@@ -240,10 +245,11 @@ func seriesStep(series []classify.GPUSeries, asked time.Duration) time.Duration 
 	return step
 }
 
-// kernelTimes fills the rows' GPU kernel time from the request's kernel traces (AttributeKernels).
-func kernelTimes(ctx context.Context, kernels KernelTraces, traceID string, rows []SpanRow) []Notice {
+// kernelTimes fills the rows' GPU kernel time from the request's kernel traces (AttributeKernels)
+// and returns those traces.
+func kernelTimes(ctx context.Context, kernels KernelTraces, traceID string, rows []SpanRow) ([]Notice, []*gputrace.Result) {
 	if kernels == nil || len(rows) == 0 {
-		return nil
+		return nil, nil
 	}
 	results, warnings := kernels.KernelTracesOf(ctx, traceID)
 	var out []Notice
@@ -253,7 +259,7 @@ func kernelTimes(ctx context.Context, kernels KernelTraces, traceID string, rows
 	for _, w := range warnings {
 		out = append(out, Notice{Warning, w})
 	}
-	return out
+	return out, results
 }
 
 // traceNotices say what each store contributed to the span table and what is missing.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/classify"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 )
 
@@ -19,6 +20,7 @@ const (
 	CauseCPU         = "cpu"         // CPU work in a service
 	CauseWaiting     = "waiting"     // a profiled service's time off the CPU
 	CauseGPUKernels  = "gpu kernels" // GPU kernels the request's kernel traces show
+	CauseGPUIdle     = "gpu idle"    // a span with kernels waiting on neither kernels nor CPU
 	CauseErrors      = "errors"      // failed spans on the request's path
 	CauseUnexplained = "unexplained" // time no signal explains
 )
@@ -124,6 +126,14 @@ func Verdict(ans *TraceAnswer) []Cause {
 			c.Kind, c.Title = CauseGPUKernels, "GPU kernels of "+p.Service+op
 			c.Evidence = []string{fmt.Sprintf("kernels ran %s for this span (%s)", p.Duration.Round(time.Millisecond), p.Source)}
 			c.Action = "the kernels themselves: see the kernels query for the longest ones"
+		case PartGPUIdle:
+			c.Kind, c.Title = CauseGPUIdle, "GPU idle in "+p.Service+op
+			c.Evidence = append([]string{fmt.Sprintf("%s of the span had none of its kernels running and was not on the CPU (%s)", p.Duration.Round(time.Millisecond), p.Source)},
+				kernelIdleEvidence(ans.KernelTraces)...)
+			c.Action = "the GPU waited on the host: fuse or graph small kernels (CUDA graphs, torch.compile) against launch overhead, drop synchronising calls (.item(), .cpu(), blocking copies) from the hot path, overlap copies with compute (pinned memory, non_blocking)"
+			if row != nil && row.CPU == nil {
+				c.Caveat = "no span profile of " + p.Service + ": part of this may be CPU work between kernels"
+			}
 		case PartCPU:
 			c.Kind, c.Title = CauseCPU, "CPU in "+p.Service+op
 			c.Evidence, c.Caveat, c.ProfileID = cpuEvidence(ans.Rows, p)
@@ -182,6 +192,41 @@ func addEngineEvidence(ans *TraceAnswer, causes []Cause) {
 			causes[at].Caveat = queueGaugeCaveat(ans.Engines, ans.Trace, id, causes[at].Explains)
 		}
 	}
+}
+
+// kernelIdleEvidence sums what the request's kernel traces say about the GPU's idle time: host
+// wait (the GPU idle while the host was busy), launch overhead, synchronisation.
+func kernelIdleEvidence(results []*gputrace.Result) []string {
+	var idle, hostWait, kernelWait, syncCalls, syncTime, kernels int64
+	var shorter float64
+	for _, r := range results {
+		if r == nil {
+			continue
+		}
+		for _, s := range r.Idle {
+			idle += s.Idle
+			hostWait += s.HostWait
+			kernelWait += s.KernelWait
+		}
+		syncCalls += r.Sync.Calls
+		syncTime += r.Sync.Time
+		if r.Launch.Joined > 0 {
+			shorter += r.Launch.ShorterThanLaunch * float64(r.Launch.Joined)
+			kernels += r.Launch.Joined
+		}
+	}
+	var out []string
+	if idle > 0 {
+		out = append(out, fmt.Sprintf("kernel trace: streams idle %s, of which host wait %s (GPU idle while the host was busy) and kernel wait %s",
+			time.Duration(idle).Round(time.Microsecond), time.Duration(hostWait).Round(time.Microsecond), time.Duration(kernelWait).Round(time.Microsecond)))
+	}
+	if kernels > 0 {
+		out = append(out, fmt.Sprintf("kernel trace: %.0f%% of %d launched kernels ran shorter than their launch call (launch overhead)", 100*shorter/float64(kernels), kernels))
+	}
+	if syncCalls > 0 {
+		out = append(out, fmt.Sprintf("kernel trace: %d synchronising call(s) blocked the host %s", syncCalls, time.Duration(syncTime).Round(time.Microsecond)))
+	}
+	return out
 }
 
 // calleeTraced says whether the trace holds spans of the service peer.

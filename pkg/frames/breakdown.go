@@ -19,6 +19,7 @@ var breakdownLabels = map[string]string{
 	correlate.PartDecode:      "decode in %s",
 	correlate.PartCompute:     "compute in %s",
 	correlate.PartGPUKernels:  "GPU kernels of %s",
+	correlate.PartGPUIdle:     "GPU idle in %s (launches, syncs, copies)",
 	correlate.PartCPU:         "CPU in %s",
 	correlate.PartOffCPU:      "off-CPU in %s (I/O, locks, untraced calls)",
 	correlate.PartUnexplained: "unexplained in %s",
