@@ -149,6 +149,9 @@ func Verdict(ans *TraceAnswer) []Cause {
 				}
 				c.Action = gpuAction(row.GPU.Class, c.Action)
 				c.Caveat = gpuCaveat(row)
+				if len(ans.KernelTraces) == 0 {
+					c.Caveat = strings.TrimPrefix(c.Caveat+"; no kernel trace names this request: capture one (PyTorch profiler, Nsight Systems) to split this wait into GPU kernels and GPU idle", "; ")
+				}
 			}
 		default:
 			c.Kind, c.Title = CauseUnexplained, "unexplained in "+p.Service+op
@@ -296,28 +299,45 @@ func gpuCaveat(r *SpanRow) string {
 	return ""
 }
 
-// errorCause is the time of failed spans, when the trace has any.
+// errorCause is the time of failed spans, when the trace has any, and the retries they caused: a
+// later span of the same service, operation and parent is a retry of a failed one.
 func errorCause(ans *TraceAnswer) (Cause, bool) {
-	var failed []string
-	var d time.Duration
+	var failed, retried []string
+	var d, wasted time.Duration
 	var first string
-	for _, r := range ans.Rows {
-		a := r.Span.Attributes
-		if a["error"] == "true" || strings.EqualFold(a["otel.status_code"], "ERROR") {
-			failed = append(failed, r.Span.Service+" "+r.Span.Operation)
-			d += r.Span.Duration
-			if first == "" {
-				first = r.Span.SpanID
+	spans := ans.Trace.Spans
+	for _, f := range spans {
+		a := f.Attributes
+		if a["error"] != "true" && !strings.EqualFold(a["otel.status_code"], "ERROR") {
+			continue
+		}
+		failed = append(failed, f.Service+" "+f.Operation)
+		d += f.Duration
+		if first == "" {
+			first = f.SpanID
+		}
+		for _, s := range spans {
+			if s.SpanID != f.SpanID && s.ParentSpanID == f.ParentSpanID && f.ParentSpanID != "" && s.Service == f.Service &&
+				s.Operation == f.Operation && !s.Start.Before(f.Start.Add(f.Duration)) {
+				retried = append(retried, f.Service+" "+f.Operation)
+				wasted += f.Duration
+				break
 			}
 		}
 	}
 	if len(failed) == 0 {
 		return Cause{}, false
 	}
-	return Cause{
+	c := Cause{
 		Kind: CauseErrors, Title: fmt.Sprintf("%d failed span(s)", len(failed)), SpanID: first,
 		Evidence: []string{"failed: " + strings.Join(failed, ", ") + fmt.Sprintf(" (%s in all, span status)", d.Round(time.Millisecond))},
 		Action:   "a failure and its retries add their time: see the failed spans' events and logs",
 		Caveat:   "the failed spans' time is also counted in the causes above, where it was spent",
-	}, true
+	}
+	if len(retried) > 0 {
+		c.Title += fmt.Sprintf(", %d retried", len(retried))
+		c.Evidence = append(c.Evidence, fmt.Sprintf("retried after failing: %s (the failed attempts took %s before their retries started)", strings.Join(retried, ", "), wasted.Round(time.Millisecond)))
+		c.Action = "the failed attempts' time was lost to the retries: fix the failure first (its span events and logs say why), then bound retries with a deadline"
+	}
+	return c, true
 }
