@@ -64,9 +64,9 @@ func TestBreakdownSplitsProfiledTimeIntoCPUAndTheRest(t *testing.T) {
 		"gpu kernels ai-detector":  20 * time.Millisecond,
 		"cpu ai-detector":          30 * time.Millisecond,
 		// model.predict ran kernels: its time neither in them nor on the CPU is the GPU idle.
-		"gpu idle ai-detector":     30 * time.Millisecond,
-		"off-cpu ai-detector":      0,
-		"off-cpu ai-enrichment":    70 * time.Millisecond,
+		"gpu idle ai-detector":  30 * time.Millisecond,
+		"off-cpu ai-detector":   0,
+		"off-cpu ai-enrichment": 70 * time.Millisecond,
 	} {
 		if got[k] != want {
 			t.Errorf("%s: %s, want %s (all: %s)", k, got[k], want, partsText(parts))
