@@ -187,17 +187,11 @@ func TestRealVerdictQueuedRequestIsTheQueue(t *testing.T) {
 
 func TestRealVerdictSlowDBQueryIsItsCPU(t *testing.T) {
 	ds := bedDatasource(t)
-	var r backend.DataResponse
-	for attempt := 1; ; attempt++ {
+	r := unqueuedAnswer(t, ds, func() string {
 		// Waits until the request's span profiles are in Pyroscope in every service.
 		id, _ := profiledRequest(t, ds, "db", cpuType)
-		r = traceAnswer(t, ds, id, demoTraceServices...)
-		if q := engineQueueMs(r); q < otherWorkloadMs || attempt == 3 {
-			break
-		} else {
-			t.Logf("request %s waited %v ms in the engine's queue behind the bed's traffic; another", id, q)
-		}
-	}
+		return id
+	})
 	causes := verdictRows(t, r)
 	wantBreakdownSums(t, r)
 
@@ -218,16 +212,7 @@ func TestRealVerdictSlowDBQueryIsItsCPU(t *testing.T) {
 
 func TestRealVerdictLongGenerationIsTheModel(t *testing.T) {
 	ds := bedDatasource(t)
-	var r backend.DataResponse
-	for attempt := 1; ; attempt++ {
-		id := demoRequest(t, "generate")
-		r = traceAnswer(t, ds, id, demoTraceServices...)
-		if q := engineQueueMs(r); q < otherWorkloadMs || attempt == 3 {
-			break
-		} else {
-			t.Logf("request %s waited %v ms in the engine's queue behind the bed's traffic; another", id, q)
-		}
-	}
+	r := unqueuedAnswer(t, ds, func() string { return demoRequest(t, "generate") })
 	causes := verdictRows(t, r)
 	wantBreakdownSums(t, r)
 
@@ -270,5 +255,20 @@ func TestRealVerdictTritonRequestIsItsQueueThenCompute(t *testing.T) {
 	}
 	if len(causes) < 2 || causes[1].kind != "model" {
 		t.Errorf("second cause is not the model: %+v", causes)
+	}
+}
+
+// unqueuedAnswer sends requests (send returns a trace ID) until one did not wait behind the bed's
+// own queue bursts (at most three), and returns its trace answer.
+func unqueuedAnswer(t *testing.T, ds *Datasource, send func() string) backend.DataResponse {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		id := send()
+		r := traceAnswer(t, ds, id, demoTraceServices...)
+		q := engineQueueMs(r)
+		if q < otherWorkloadMs || attempt == 3 {
+			return r
+		}
+		t.Logf("request %s waited %v ms in the engine's queue behind the bed's traffic; another", id, q)
 	}
 }
