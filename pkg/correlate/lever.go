@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"slices"
 	"strings"
 	"time"
 
@@ -73,19 +72,39 @@ type Lever struct {
 	Unknown []string
 }
 
-// LeverOf answers runbook 002 for the request's service (its root span's) over [start, end],
-// asking the stores in parallel. A store that fails or is missing leaves its question unknown,
-// and the lever is "unknown" when the questions it needs are; nil without a GPU store or a range.
-func LeverOf(ctx context.Context, src LeverSources, ans *TraceAnswer, th classify.Thresholds, slo time.Duration, start, end time.Time) *Lever {
-	if ans == nil || ans.Trace == nil || !end.After(start) || src.GPUs == nil {
+// LeverRequest is what the lever needs of the request, known once its trace is read: its
+// service (the root span's), its hosts (their GPUs stand for the service's) and its first
+// serving-engine span.
+type LeverRequest struct {
+	Service string
+	Hosts   []string
+	Engine  *models.EngineQuery
+}
+
+// leverRequest reads the lever's request from the trace.
+func leverRequest(t *models.Trace, join models.JoinSettings, engines []EngineSpan) (LeverRequest, bool) {
+	root := RequestRoot(t)
+	if root < 0 {
+		return LeverRequest{}, false
+	}
+	r := LeverRequest{Service: t.Spans[root].Service, Hosts: TraceHosts(t, join)}
+	if len(engines) > 0 {
+		q := engines[0].Query
+		r.Engine = &q
+	}
+	return r, true
+}
+
+// LeverOf answers runbook 002 for the request's service over [start, end], asking the stores in
+// parallel (and in parallel with the rest of the trace join, so a slow store costs its timeout
+// once). A store that fails or is missing leaves its question unknown, and the lever is
+// "unknown" when the questions it needs are; nil without a GPU store or a range.
+func LeverOf(ctx context.Context, src LeverSources, req LeverRequest, th classify.Thresholds, slo time.Duration, start, end time.Time) *Lever {
+	if !end.After(start) || src.GPUs == nil || req.Service == "" {
 		return nil // the runbook's first question is the GPU's; without a GPU store, no lever
 	}
-	root := RequestRoot(ans.Trace)
-	if root < 0 {
-		return nil
-	}
-	l := &Lever{Service: ans.Trace.Spans[root].Service, Start: start, End: end}
-	filter := requestGPUs(ans.Rows)
+	l := &Lever{Service: req.Service, Start: start, End: end}
+	filter := models.GPUFilter{Hosts: req.Hosts}
 	step := max(end.Sub(start)/leverSamplesPerRun, time.Second).Truncate(time.Second)
 
 	var (
@@ -97,7 +116,6 @@ func LeverOf(ctx context.Context, src LeverSources, ans *TraceAnswer, th classif
 		lat                  LatencyFigure
 		latErr               error
 	)
-	engines := ans.Engines
 	fanOut(4, func(i int) {
 		switch {
 		case i == 0 && src.GPUs != nil && len(filter.Hosts) > 0:
@@ -110,8 +128,8 @@ func LeverOf(ctx context.Context, src LeverSources, ans *TraceAnswer, th classif
 			if res != nil {
 				fbMax = maxValue(res.Series)
 			}
-		case i == 2 && src.Engines != nil && len(engines) > 0:
-			q := engines[0].Query
+		case i == 2 && src.Engines != nil && req.Engine != nil:
+			q := *req.Engine
 			q.Start, q.End = start, end
 			var f models.EngineFigures
 			f, engineErr = src.Engines.EngineFigures(ctx, q)
@@ -132,7 +150,7 @@ func LeverOf(ctx context.Context, src LeverSources, ans *TraceAnswer, th classif
 	case gpuErr != nil:
 		l.Unknown = append(l.Unknown, fmt.Sprintf("GPU idle or busy: %v", gpuErr))
 	default:
-		l.Unknown = append(l.Unknown, "GPU idle or busy: no DCGM series for the GPUs this request met (see the span table's GPU notice)")
+		l.Unknown = append(l.Unknown, "GPU idle or busy: no DCGM series for the request's hosts (see the span table's GPU notice)")
 	}
 	// Queue low or high.
 	queueKnown, queueHigh := false, false
@@ -223,31 +241,6 @@ func withoutLever(l *Lever) *Lever {
 	l.Name = "unknown"
 	l.Action = "runbook 002 needs the GPU's state (and p99 when the GPU is busy) to pick a lever"
 	return l
-}
-
-// requestGPUs is the filter of the GPUs the request's spans met.
-func requestGPUs(rows []SpanRow) models.GPUFilter {
-	var f models.GPUFilter
-	for _, r := range rows {
-		if r.GPU == nil {
-			continue
-		}
-		for _, g := range r.GPU.GPUs {
-			if !slices.Contains(f.Hosts, g.Host) {
-				f.Hosts = append(f.Hosts, g.Host)
-			}
-			id := g.UUID
-			if id == "" {
-				id = g.Index
-			}
-			if id != "" && !slices.Contains(f.GPUs, id) {
-				f.GPUs = append(f.GPUs, id)
-			}
-		}
-	}
-	slices.Sort(f.Hosts)
-	slices.Sort(f.GPUs)
-	return f
 }
 
 // meanCompute is the mean compute figure of every reading of every GPU, which figure it is, and

@@ -25,7 +25,7 @@ func (g *leverGPUs) GPUFigures(_ context.Context, f models.GPUFilter, start, end
 		return nil, nil, g.err
 	}
 	var out []classify.GPUSeries
-	for _, id := range f.GPUs {
+	for _, id := range []string{"0", "1"} {
 		s := classify.GPUSeries{GPU: classify.GPU{Host: f.Hosts[0], Index: id}}
 		for t := start; t.Before(end); t = t.Add(time.Minute) {
 			fig := classify.Missing()
@@ -52,12 +52,18 @@ func (l leverLatency) ServiceP99(_ context.Context, service string, _, _ time.Ti
 	return LatencyFigure{Endpoint: "/answer", P99: l.p99, Requests: 1200, Source: "http_request_duration_seconds"}, l.err
 }
 
-// leverAnswer is a request of service "api" whose span met gpu-node-1 GPU 0 and a vLLM engine.
-func leverAnswer() *TraceAnswer {
+// leverRequestOf is a request of service "api" on gpu-node-1 that met a vLLM engine.
+func leverRequestOf(t *testing.T) LeverRequest {
 	tr := engineTrace()
-	ans := &TraceAnswer{Trace: tr, Rows: []SpanRow{{Span: tr.Spans[0], GPU: &GPUWindow{GPUs: []classify.GPU{{Host: "gpu-node-1", Index: "0"}}}}}}
-	ans.Engines, _ = engineSpans(tr)
-	return ans
+	for i := range tr.Spans {
+		tr.Spans[i].Resource = map[string]string{"host.name": "gpu-node-1"}
+	}
+	engines, _ := engineSpans(tr)
+	r, ok := leverRequest(tr, models.DefaultJoinSettings(), engines)
+	if !ok {
+		t.Fatal("no lever request")
+	}
+	return r
 }
 
 func engineWaiting(mean, kvMax float64) *fakeEngines {
@@ -78,7 +84,7 @@ func TestLeverFollowsRunbook002(t *testing.T) {
 		answers []string
 	}{
 		{"idle, queue low", LeverSources{GPUs: &leverGPUs{smActive: 0.12}, Engines: engineWaiting(0.2, 0.3), Latency: leverLatency{p99: time.Second}},
-			"host-side work", []string{"GPU idle: compute 12.0% (DCGM_FI_PROF_SM_ACTIVE) on average over gpu-node-1 GPU 0, under idleBelowPct 50", "queue low: requests waiting 0.2 on average (vllm:num_requests_waiting)", "p99 1s over the 500ms threshold (http_request_duration_seconds, /answer, 1200 requests)"}},
+			"host-side work", []string{"GPU idle: compute 12.0% (DCGM_FI_PROF_SM_ACTIVE) on average over gpu-node-1 GPU 0, GPU 1, under idleBelowPct 50", "queue low: requests waiting 0.2 on average (vllm:num_requests_waiting)", "p99 1s over the 500ms threshold (http_request_duration_seconds, /answer, 1200 requests)"}},
 		{"idle, queue high", LeverSources{GPUs: &leverGPUs{smActive: 0.12}, Engines: engineWaiting(2.5, 0.3)},
 			"batching and queue delay", []string{"queue high: requests waiting 2.5 on average (vllm:num_requests_waiting)"}},
 		{"busy, p99 within", LeverSources{GPUs: &leverGPUs{smActive: 0.85}, Engines: engineWaiting(0.2, 0.3), Latency: leverLatency{p99: 400 * time.Millisecond}},
@@ -94,7 +100,7 @@ func TestLeverFollowsRunbook002(t *testing.T) {
 		{"GPU unknown", LeverSources{GPUs: &leverGPUs{err: errors.New("Prometheus (http://p): 503")}, Latency: leverLatency{p99: time.Second}},
 			"unknown", nil},
 	} {
-		l := LeverOf(context.Background(), c.src, leverAnswer(), classify.DefaultThresholds(), slo, start, end)
+		l := LeverOf(context.Background(), c.src, leverRequestOf(t), classify.DefaultThresholds(), slo, start, end)
 		if l == nil || l.Name != c.want || l.Service != "api" {
 			t.Errorf("%s: lever %+v, want %q", c.name, l, c.want)
 			continue
@@ -109,14 +115,14 @@ func TestLeverFollowsRunbook002(t *testing.T) {
 			t.Errorf("%s: no unknown question listed", c.name)
 		}
 	}
-	// The GPUs asked are those the request met, over the panel's range.
+	// The GPUs asked are the request's hosts', over the panel's range.
 	g := &leverGPUs{smActive: 0.5}
-	LeverOf(context.Background(), LeverSources{GPUs: g}, leverAnswer(), classify.DefaultThresholds(), slo, start, end)
-	if strings.Join(g.asked.Hosts, ",") != "gpu-node-1" || strings.Join(g.asked.GPUs, ",") != "0" {
+	LeverOf(context.Background(), LeverSources{GPUs: g}, leverRequestOf(t), classify.DefaultThresholds(), slo, start, end)
+	if strings.Join(g.asked.Hosts, ",") != "gpu-node-1" || len(g.asked.GPUs) != 0 {
 		t.Errorf("asked %+v", g.asked)
 	}
 	// Without a range there is no lever.
-	if l := LeverOf(context.Background(), LeverSources{GPUs: g}, leverAnswer(), classify.DefaultThresholds(), slo, end, start); l != nil {
+	if l := LeverOf(context.Background(), LeverSources{GPUs: g}, leverRequestOf(t), classify.DefaultThresholds(), slo, end, start); l != nil {
 		t.Errorf("lever without a range: %+v", l)
 	}
 }

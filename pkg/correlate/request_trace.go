@@ -125,7 +125,7 @@ func JoinRequest(ctx context.Context, src TraceSources, q TraceQuery) (*TraceAns
 	out.Notices = append(out.Notices, engineNotices(trace, a.engines, a.moreEngines, a.enginesErr)...)
 	out.Breakdown, out.Request = Breakdown(trace, rows)
 	out.Verdict = Verdict(out)
-	out.Lever = LeverOf(ctx, src.Lever, out, q.Thresholds, q.Join.LatencyYellow, q.From, q.To)
+	out.Lever = a.lever
 	return out, nil
 }
 
@@ -147,6 +147,8 @@ type traceStores struct {
 	engines     []EngineSpan
 	moreEngines int
 	enginesErr  error
+
+	lever *Lever
 }
 
 func (a *traceStores) cpuSpans() SpanProfiles {
@@ -156,14 +158,19 @@ func (a *traceStores) cpuSpans() SpanProfiles {
 	return a.cpu.Spans
 }
 
-// askTraceStores asks the stores in parallel (profiles, allocations, GPUs, engines); it takes
-// about as long as the slowest of them.
+// askTraceStores asks the stores in parallel (profiles, allocations, GPUs, engines, the lever's);
+// it takes about as long as the slowest of them.
 func askTraceStores(ctx context.Context, src TraceSources, q TraceQuery, rq RequestProfileQuery, trace *models.Trace) *traceStores {
 	// A call that panics (logged) leaves these errors in place.
 	a := &traceStores{cpuErr: safe.ErrPanicked, allocErr: safe.ErrPanicked, gpuErr: safe.ErrPanicked}
 	a.engines, a.moreEngines = engineSpans(trace)
-	fanOut(4, func(i int) {
+	lr, leverOK := leverRequest(trace, q.Join, a.engines)
+	fanOut(5, func(i int) {
 		switch {
+		case i == 4:
+			if leverOK {
+				a.lever = LeverOf(ctx, src.Lever, lr, q.Thresholds, q.Join.LatencyYellow, q.From, q.To)
+			}
 		case i == 3:
 			if len(a.engines) == 0 {
 				return
