@@ -10,8 +10,8 @@ export interface Fixture {
   to: number;
   traceId?: string;
   spanId?: string;
-  /** The services of the request's spans, as Jaeger lists them. */
-  traceServices?: string[];
+  /** The services of the request's profiled spans, as Jaeger lists them: the flame graph's. */
+  profiledServices?: string[];
   /** The answer as Grafana's server sends it to the frontend (/api/ds/query). */
   response: BackendDataSourceResponse;
 }

@@ -363,7 +363,7 @@ describe("Grafana's flame graph panel on the plugin's answers", () => {
         const total = column(frame, 'value')[0];
         expect(Math.abs((await headerTotal(page)) - total) / total).toBeLessThan(0.006);
         // The root, and for the whole request each service of its trace, are rows of the top table.
-        const services = name === 'request' ? fixtures.request.traceServices! : [];
+        const services = name === 'request' ? fixtures.request.profiledServices! : [];
         for (const symbol of ['total', ...services]) {
           const [, shown, , total] = await topTableRow(page, symbol);
           expect(shown).toBe(symbol);
@@ -439,6 +439,9 @@ describe("Grafana's table on the trace query's verdict and breakdown", () => {
         expect(shown).toMatch(/span profiles saw \d+ms of CPU/);
         // Shares show as percentages (the field's unit), not as raw fractions.
         expect(shown).toMatch(/\d+(\.\d+)?%/);
+        // Runbook 002's lever closes the table; the link field stays hidden.
+        expect(shown).toContain('Runbook 002 lever for nemotron-backend');
+        expect(shown).not.toContain('/explore?schemaVersion');
       }
     );
   });

@@ -78,7 +78,7 @@ describe("Grafana's flame graph reads the plugin's answers", () => {
   it('shows the request as total → each service of its trace → its stacks, and a frame per service', () => {
     const { answer, data, container, levels } = model('request');
     const services = levels[1].map((item) => container.getLabel(item.itemIndexes[0])).sort();
-    expect(services).toEqual(answer.fixture.traceServices);
+    expect(services).toEqual(answer.fixture.profiledServices);
     expect(notices(data)).toContain('matched by span ID');
     // perService: the merged graph, then one frame per service, whose total is that service's node.
     expect(answer.frames.map((f) => f.name)).toEqual(['response', ...services]);

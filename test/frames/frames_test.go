@@ -45,12 +45,15 @@ const (
 // fixture is one file: the query as a panel stores it, what the test knows about the request
 // from Jaeger itself, and the plugin's answer as Grafana's server hands it to the frontend.
 type fixture struct {
-	Query    map[string]any  `json:"query"`
-	From     int64           `json:"from"`
-	To       int64           `json:"to"`
-	TraceID  string          `json:"traceId,omitempty"`
-	SpanID   string          `json:"spanId,omitempty"`
-	Services []string        `json:"traceServices,omitempty"`
+	Query   map[string]any `json:"query"`
+	From    int64          `json:"from"`
+	To      int64          `json:"to"`
+	TraceID string         `json:"traceId,omitempty"`
+	SpanID  string         `json:"spanId,omitempty"`
+	// Services are the services of the request's profiled spans (pyroscope.profile.id set), as
+	// Jaeger lists them: those the whole-request flame graph shows (the simulated engine sends
+	// spans but no profiles).
+	Services []string        `json:"profiledServices,omitempty"`
 	Response json.RawMessage `json:"response"`
 }
 
@@ -120,7 +123,7 @@ func TestWriteTheFlameGraphsGrafanaReads(t *testing.T) {
 	var services []string
 	var root models.Span
 	for _, s := range tr.Spans {
-		if !slices.Contains(services, s.Service) {
+		if s.Attributes[models.ProfileIDAttribute] != "" && !slices.Contains(services, s.Service) {
 			services = append(services, s.Service)
 		}
 		if s.Service == demoBackend && s.ParentSpanID == "" {
