@@ -34,7 +34,7 @@ module.exports = {
     {
       ...shared,
       displayName: 'browser',
-      testMatch: ['<rootDir>/src/__grafana__/browser.test.ts'],
+      testMatch: ['<rootDir>/src/__grafana__/browser.*.test.ts'],
       // Node drives Chromium; the page is the browser's, not jsdom's.
       testEnvironment: 'node',
       setupFilesAfterEnv: [],

@@ -71,6 +71,7 @@ step "Grafana's flame graph model on the plugin's frames (npm run test:grafana)"
 npm run --silent test:grafana
 
 step "Chromium: editors, settings page and flame graphs (npm run test:browser)"
+rm -rf "$ROOT/.testbed/screenshots" # each browser.*.test.ts adds its own
 HSI_SCREENSHOTS_DIR="$ROOT/.testbed/screenshots" npm run --silent test:browser
 log "screenshots of the browser test: .testbed/screenshots/"
 
