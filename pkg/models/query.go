@@ -34,6 +34,22 @@ const DefaultProfileTypeID = "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
 // DefaultMaxNodes matches Grafana's Pyroscope data source.
 const DefaultMaxNodes = 16384
 
+// MaxMaxNodes bounds maxNodes: a flame graph frame has a row per node, and a million rows is more
+// than Grafana's flame graph draws or its response limit (GF_RESPONSE_LIMIT) lets through.
+// Pyroscope applies its own bound too (-querier.max-flamegraph-nodes-max, off by default).
+const MaxMaxNodes = 1 << 20
+
+// CheckMaxNodes fills the default for 0 and bounds the rest, naming the range.
+func CheckMaxNodes(n *int64) error {
+	switch {
+	case *n == 0:
+		*n = DefaultMaxNodes
+	case *n < 0 || *n > MaxMaxNodes:
+		return fmt.Errorf("field \"maxNodes\" must be from 1 to %d (0 or unset: %d), got %d", MaxMaxNodes, DefaultMaxNodes, *n)
+	}
+	return nil
+}
+
 // ProfileQuery is the query of the profile, metrics, both and diff types. Field names and
 // meanings are those of Grafana's Pyroscope data source (labelSelector, profileTypeId, groupBy,
 // spanSelector, maxNodes, limit), so its dashboards and trace-to-profile links work unchanged;
@@ -101,11 +117,8 @@ func ParseProfileQuery(raw json.RawMessage) (*ProfileQuery, error) {
 			return nil, fmt.Errorf("field \"groupBy\" item %d must be a label name, got %q", i+1, truncate(g, 40))
 		}
 	}
-	switch {
-	case q.MaxNodes == 0:
-		q.MaxNodes = DefaultMaxNodes
-	case q.MaxNodes < 0:
-		return nil, fmt.Errorf("field \"maxNodes\" must be positive, got %d", q.MaxNodes)
+	if err := CheckMaxNodes(&q.MaxNodes); err != nil {
+		return nil, err
 	}
 	if q.Limit < 0 {
 		return nil, fmt.Errorf("field \"limit\" must be zero (all series) or positive, got %d", q.Limit)
@@ -240,7 +253,10 @@ func NormalizeTraceID(field, id string) (string, error) {
 	case isHex(id, 16):
 		return strings.Repeat("0", 16) + id, nil
 	}
-	return "", fmt.Errorf("field %q must be a trace ID of 16 or 32 hex digits, got %q", field, truncate(id, 40))
+	if plain := strings.ReplaceAll(id, "-", ""); plain != id && isHex(plain, 32) {
+		return "", fmt.Errorf("field %q must be a trace ID of 32 hex digits without dashes (as Jaeger and Tempo show it), got %q: use %q", field, truncate(id, 40), plain)
+	}
+	return "", fmt.Errorf("field %q must be a trace ID of 32 hex digits (or 16), without dashes, got %q", field, truncate(id, 40))
 }
 
 // isHex reports whether s is exactly n hex digits.
@@ -308,12 +324,29 @@ func Decode(raw json.RawMessage, dst any) error {
 		if field == "" {
 			return fmt.Errorf("query JSON must be an object, got %s", te.Value)
 		}
-		return fmt.Errorf("field %q must be %s, got %s", field, describeGoType(te.Type.Kind().String()), te.Value)
+		got := te.Value
+		if kind := te.Type.Kind().String(); strings.HasPrefix(kind, "int") || strings.HasPrefix(kind, "uint") {
+			// encoding/json reports a number too large or not whole as "number 1e+30".
+			if n, ok := strings.CutPrefix(te.Value, "number "); ok {
+				got = n
+			}
+			if r, ok := wholeNumberRanges[field]; ok {
+				return fmt.Errorf("field %q must be a whole number from %s, got %s", field, r, got)
+			}
+			return fmt.Errorf("field %q must be a whole number, got %s", field, got)
+		}
+		return fmt.Errorf("field %q must be %s, got %s", field, describeGoType(te.Type.Kind().String()), got)
 	}
 	if se, ok := errors.AsType[*json.SyntaxError](err); ok {
 		return fmt.Errorf("query JSON is malformed at byte %d: %v", se.Offset, se)
 	}
 	return fmt.Errorf("query JSON could not be read: %v", err)
+}
+
+// wholeNumberRanges say the allowed range of number fields, for the message when a value does not
+// even decode.
+var wholeNumberRanges = map[string]string{
+	"maxNodes": fmt.Sprintf("1 to %d", MaxMaxNodes),
 }
 
 func describeGoType(kind string) string {

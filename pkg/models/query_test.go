@@ -30,14 +30,18 @@ func TestParseProfileQueryAcceptsGrafanasTraceToProfileQuery(t *testing.T) {
 
 func TestParseProfileQuerySaysWhichFieldIsWrong(t *testing.T) {
 	cases := map[string]string{
-		`{"maxNodes":"many"}`:             `field "maxNodes" must be a number, got string`,
-		`{"labelSelector":5}`:             `field "labelSelector" must be a string, got number`,
-		`{"groupBy":"service_name"}`:      `field "groupBy" must be a list, got string`,
-		`{"maxNodes":-1}`:                 `field "maxNodes" must be positive, got -1`,
-		`{"profileTypeId":"process_cpu"}`: `field "profileTypeId" must have the form name:sample_type:sample_unit:period_type:period_unit`,
-		`{"profileTypeId":"a::c:d:e"}`:    `field "profileTypeId" has an empty part 2`,
-		`{"labelSelector": "{a=\"b\"}", `: `query JSON is malformed`,
-		`[]`:                              `query JSON must be an object`,
+		`{"maxNodes":"many"}`:                                `field "maxNodes" must be a whole number from 1 to 1048576, got string`,
+		`{"labelSelector":5}`:                                `field "labelSelector" must be a string, got number`,
+		`{"groupBy":"service_name"}`:                         `field "groupBy" must be a list, got string`,
+		`{"maxNodes":-1}`:                                    `field "maxNodes" must be from 1 to 1048576 (0 or unset: 16384), got -1`,
+		`{"maxNodes":99999999999999}`:                        `field "maxNodes" must be from 1 to 1048576 (0 or unset: 16384), got 99999999999999`,
+		`{"maxNodes":1e30}`:                                  `field "maxNodes" must be a whole number from 1 to 1048576, got 1e30`,
+		`{"maxNodes":2.5}`:                                   `field "maxNodes" must be a whole number from 1 to 1048576, got 2.5`,
+		`{"traceId":"4bf92f35-77b3-4da6-a3ce-929d0e0e4736"}`: `field "traceId" must be a trace ID of 32 hex digits without dashes (as Jaeger and Tempo show it), got "4bf92f35-77b3-4da6-a3ce-929d0e0e4736": use "4bf92f3577b34da6a3ce929d0e0e4736"`,
+		`{"profileTypeId":"process_cpu"}`:                    `field "profileTypeId" must have the form name:sample_type:sample_unit:period_type:period_unit`,
+		`{"profileTypeId":"a::c:d:e"}`:                       `field "profileTypeId" has an empty part 2`,
+		`{"labelSelector": "{a=\"b\"}", `:                    `query JSON is malformed`,
+		`[]`:                                                 `query JSON must be an object`,
 	}
 	for in, want := range cases {
 		_, err := ParseProfileQuery([]byte(in))

@@ -47,11 +47,8 @@ func ParseTraceQuery(raw json.RawMessage) (*TraceQuery, error) {
 	if q.AllocTypeID, err = profileTypeField("allocTypeId", q.AllocTypeID, DefaultAllocTypeID); err != nil {
 		return nil, err
 	}
-	switch {
-	case q.MaxNodes == 0:
-		q.MaxNodes = DefaultMaxNodes
-	case q.MaxNodes < 0:
-		return nil, fmt.Errorf("field \"maxNodes\" must be positive, got %d", q.MaxNodes)
+	if err := CheckMaxNodes(&q.MaxNodes); err != nil {
+		return nil, err
 	}
 	return q, nil
 }

@@ -21,10 +21,10 @@ func TestParseTraceQueryFillsDefaultsAndPadsShortIDs(t *testing.T) {
 func TestParseTraceQuerySaysWhichFieldIsWrong(t *testing.T) {
 	cases := map[string]string{
 		`{"queryType":"trace"}`: `field "traceId" is required`,
-		`{"traceId":"xyz"}`:     `field "traceId" must be a trace ID of 16 or 32 hex digits, got "xyz"`,
+		`{"traceId":"xyz"}`:     `field "traceId" must be a trace ID of 32 hex digits (or 16), without dashes, got "xyz"`,
 		`{"traceId":"a3ce929d0e0e4736","allocTypeId":"memory:alloc"}`: `field "allocTypeId" must have the form name:sample_type`,
 		`{"traceId":"a3ce929d0e0e4736","profileTypeId":"cpu::a:b:c"}`: `field "profileTypeId" must have the form`,
-		`{"traceId":"a3ce929d0e0e4736","maxNodes":-1}`:                `field "maxNodes" must be positive`,
+		`{"traceId":"a3ce929d0e0e4736","maxNodes":-1}`:                `field "maxNodes" must be from 1 to 1048576`,
 		`{"traceId":42}`: `field "traceId" must be a string, got number`,
 	}
 	for model, want := range cases {

@@ -195,10 +195,23 @@ func TestRealVerdictSlowDBQueryIsItsCPU(t *testing.T) {
 	causes := verdictRows(t, r)
 	wantBreakdownSums(t, r)
 
-	// db_query spends 300 ms of CPU, more than anything else in the request.
-	c := causes[0]
-	if c.kind != "cpu" || !strings.Contains(c.cause, "nemotron-backend") || !strings.Contains(c.cause, "db_query") {
-		t.Fatalf("first cause %q (%s)", c.cause, c.kind)
+	// db_query runs 300 ms (hashing until a deadline), more than anything else in the request: the
+	// first cause is the backend's time in db_query. On an idle machine it is all CPU; on a
+	// loaded 2-core machine the profiler sees less CPU and the rest shows as waiting (the thread
+	// was runnable but not running), so the first cause is either, and the CPU cause, with its
+	// hot function, is there and the largest CPU cause of the request.
+	first := causes[0]
+	if first.kind != "cpu" && first.kind != "waiting" || first.service != "nemotron-backend" || !strings.Contains(first.cause, "db_query") {
+		t.Fatalf("first cause %q (%s)", first.cause, first.kind)
+	}
+	var c *verdictRow
+	for i := range causes {
+		if causes[i].kind == "cpu" && (c == nil || causes[i].explains > c.explains) {
+			c = &causes[i]
+		}
+	}
+	if c == nil || c.service != "nemotron-backend" || !strings.Contains(c.cause, "db_query") {
+		t.Fatalf("the largest CPU cause is %+v", c)
 	}
 	_, hot, ok := strings.Cut(c.evidence, "hot function ")
 	hot, _, _ = strings.Cut(hot, ":")

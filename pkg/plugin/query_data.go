@@ -13,6 +13,7 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/backend/datasource"
 	"github.com/grafana/grafana-plugin-sdk-go/data"
 
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/safe"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/selfprofile"
 )
@@ -99,6 +100,29 @@ func runQuery(ctx context.Context, queryType string, h queryHandler, q backend.D
 	}()
 	// Self-profiling samples carry the query type, so this plugin can show its own hot paths.
 	selfprofile.Do(ctx, queryType, func(ctx context.Context) { r = h(ctx, q) })
+	return withFieldWarnings(r, models.FieldWarnings(queryType, q.JSON))
+}
+
+// withFieldWarnings tells the user which fields of the query were ignored: a warning on the first
+// frame of an answer, a sentence after the error of a failed query (a misspelt field is often why
+// it failed).
+func withFieldWarnings(r backend.DataResponse, warnings []string) backend.DataResponse {
+	if len(warnings) == 0 {
+		return r
+	}
+	text := strings.Join(warnings, "; ")
+	if r.Error != nil {
+		r.Error = fmt.Errorf("%w (also: %s)", r.Error, text)
+		return r
+	}
+	if len(r.Frames) == 0 {
+		r.Frames = data.Frames{data.NewFrame("")}
+	}
+	f := r.Frames[0]
+	if f.Meta == nil {
+		f.Meta = &data.FrameMeta{}
+	}
+	f.Meta.Notices = append([]data.Notice{{Severity: data.NoticeSeverityWarning, Text: "Query: " + text + "."}}, f.Meta.Notices...)
 	return r
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
+	"github.com/grafana/grafana-plugin-sdk-go/data"
 	querierv1 "github.com/grafana/pyroscope/api/gen/proto/go/querier/v1"
 )
 
@@ -78,7 +79,7 @@ func TestOneBadQueryDoesNotSpoilTheOthers(t *testing.T) {
 	if good.Error != nil || len(good.Frames) != 1 || good.Frames[0].Name != "response" || good.Frames[0].Rows() != 2 {
 		t.Errorf("good query = %+v", good)
 	}
-	wantError(t, res.Responses["badJSON"], backend.ErrorSourceDownstream, `invalid profile query: field "maxNodes" must be a number, got string`)
+	wantError(t, res.Responses["badJSON"], backend.ErrorSourceDownstream, `invalid profile query: field "maxNodes" must be a whole number from 1 to 1048576, got string`)
 	wantError(t, res.Responses["badSelector"], backend.ErrorSourceDownstream, `invalid profile query: field "labelSelector" is not a label selector`, "unexpected end of input")
 	wantError(t, res.Responses["rejected"], backend.ErrorSourceDownstream, "Pyroscope ("+pyro.URL+")", "invalid_argument", "parse error")
 	wantError(t, res.Responses["unknown"], backend.ErrorSourceDownstream, "unknown query type")
@@ -135,4 +136,25 @@ func TestAlertRulesRouteByTheModelsQueryType(t *testing.T) {
 	wantError(t, res.Responses["topLevelWins"], backend.ErrorSourceDownstream, "Pyroscope is not configured")
 	wantError(t, res.Responses["neither"], backend.ErrorSourceDownstream, "the query has no queryType: valid query types are")
 	wantError(t, res.Responses["notJSON"], backend.ErrorSourceDownstream, "the query has no queryType")
+}
+
+// A misspelt field is not silently ignored: the answer warns, naming the field and the one meant;
+// a failed query says it after its error.
+func TestMisspeltFieldsAreNamedInTheAnswer(t *testing.T) {
+	pyro := newFakePyroscope(t, &fakePyroscope{graph: &querierv1.FlameGraph{
+		Names: []string{"total", "main.serializeResponse"}, Levels: []*querierv1.Level{{Values: []int64{0, 10, 0, 0}}, {Values: []int64{0, 10, 10, 1}}}, Total: 10,
+	}}, nil)
+	ds := newTestDatasource(t, map[string]any{"pyroscopeUrl": pyro.URL}, nil)
+	res := run(t, ds,
+		query("A", `{"queryType":"profile","labelselector":"{service_name=\"nemotron-backend\"}","refId":"A"}`),
+		query("B", `{"queryType":"profile","labelSelector":"{bad","spanselector":["00f067aa0ba902b7"]}`),
+	)
+	a := res.Responses["A"]
+	if a.Error != nil || len(a.Frames) == 0 || a.Frames[0].Meta == nil || len(a.Frames[0].Meta.Notices) == 0 {
+		t.Fatalf("A: %+v", a)
+	}
+	if n := a.Frames[0].Meta.Notices[0]; n.Text != `Query: unknown field "labelselector" was ignored: did you mean "labelSelector"?.` || n.Severity != data.NoticeSeverityWarning {
+		t.Errorf("A's notice %+v", n)
+	}
+	wantError(t, res.Responses["B"], backend.ErrorSourceDownstream, `field "labelSelector" is not a label selector`, `(also: unknown field "spanselector" was ignored: did you mean "spanSelector"?)`)
 }

@@ -265,7 +265,7 @@ func TestBothQueryKeepsTheHalfThatWorked(t *testing.T) {
 		pyro := newSeriesPyroscope(t, fake)
 		ds := newTestDatasource(t, map[string]any{"pyroscopeUrl": pyro.URL}, nil)
 		r := run(t, ds, metricsQuery("A", `{"queryType":"both","maxNodes":-1}`, 0)).Responses["A"]
-		wantError(t, r, backend.ErrorSourceDownstream, `invalid both query: field "maxNodes" must be positive`)
+		wantError(t, r, backend.ErrorSourceDownstream, `invalid both query: field "maxNodes" must be from 1 to 1048576`)
 		if fake.profileReqs != 0 || len(fake.seriesReqs) != 0 {
 			t.Errorf("an invalid query still reached Pyroscope")
 		}

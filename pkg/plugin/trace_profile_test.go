@@ -186,7 +186,7 @@ func TestTraceProfileNeedsPyroscopeAndValidIDs(t *testing.T) {
 	wantError(t, run(t, ds, query("A", `{"queryType":"profile","traceId":"4bf92f3577b34da6a3ce929d0e0e4736"}`)).Responses["A"],
 		backend.ErrorSourceDownstream, "Pyroscope is not configured")
 	for model, want := range map[string]string{
-		`{"queryType":"profile","traceId":"xyz"}`:                                                  `field "traceId" must be a trace ID of 16 or 32 hex digits, got "xyz"`,
+		`{"queryType":"profile","traceId":"xyz"}`:                                                  `field "traceId" must be a trace ID of 32 hex digits (or 16), without dashes, got "xyz"`,
 		`{"queryType":"profile","traceId":"4bf92f3577b34da6","spanSelector":["a"]}`:                `field "spanSelector" item 1 must be a span ID of 16 hex digits`,
 		`{"queryType":"profile","traceId":"4bf92f3577b34da6","spanSelector":["4bf92f3577b34da6"]}`: `exclude each other`,
 		`{"queryType":"profile","labelSelector":"{service_name=\"x\""}`:                            `field "labelSelector" is not a label selector`,
