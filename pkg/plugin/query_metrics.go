@@ -85,6 +85,14 @@ func (d *Datasource) seriesFrames(ctx context.Context, q backend.DataQuery, pq *
 	if err != nil {
 		return nil, err
 	}
+	if len(series) == 0 {
+		// Grafana's Pyroscope data source answers no frame at all; a frame with the reason lets
+		// the panel say why it is empty.
+		empty := data.NewFrame(frames.SeriesFrameName)
+		empty.Meta = &data.FrameMeta{PreferredVisualization: data.VisTypeGraph}
+		empty.AppendNotices(frames.Warning(whyEmpty(ctx, pyro, pq, q.TimeRange.From, q.TimeRange.To)))
+		return []*data.Frame{empty}, nil
+	}
 	return frames.SeriesFrames(series, pq.ProfileTypeID, step), nil
 }
 

@@ -177,12 +177,40 @@ func TestMetricsQueryErrorsNameTheFieldTheSettingOrTheUpstream(t *testing.T) {
 	wantError(t, r, backend.ErrorSourceDownstream, "Pyroscope is not configured", "jsonData.pyroscopeUrl")
 }
 
-func TestMetricsQueryWithNoSeriesGivesNoFrames(t *testing.T) {
-	pyro := newSeriesPyroscope(t, &seriesPyroscope{})
+// An empty answer says why: a profile type or a service Pyroscope does not hold (listing what it
+// holds), or nothing in the window. Grafana's Pyroscope data source answers no frame at all; here
+// one empty series frame carries the reason, so the panel can show it.
+func TestEmptyProfileAndSeriesAnswersSayWhy(t *testing.T) {
+	fake := &seriesPyroscope{
+		profileTypes: []*typesv1.ProfileType{{ID: "process_cpu:cpu:nanoseconds:cpu:nanoseconds"}, {ID: "memory:alloc_objects:count:space:bytes"}},
+		labelValues:  map[string][]string{"service_name": {"ai-detector", "nemotron-backend"}},
+	}
+	pyro := newSeriesPyroscope(t, fake)
 	ds := newTestDatasource(t, map[string]any{"pyroscopeUrl": pyro.URL}, nil)
-	r := run(t, ds, metricsQuery("A", `{"queryType":"metrics"}`, 0)).Responses["A"]
-	if r.Error != nil || len(r.Frames) != 0 {
-		t.Errorf("error %v, frames %d; want no error and no frames, as Grafana's Pyroscope data source", r.Error, len(r.Frames))
+	for _, c := range []struct{ model, want string }{
+		{`{"queryType":"metrics","profileTypeId":"wall:wall:nanoseconds:wall:nanoseconds"}`,
+			`Pyroscope holds no profiles of type "wall:wall:nanoseconds:wall:nanoseconds" between `},
+		{`{"queryType":"metrics","labelSelector":"{service_name=\"backend\"}"}`,
+			`Pyroscope holds no profiles of service_name "backend" between `},
+		{`{"queryType":"metrics","labelSelector":"{service_name=\"nemotron-backend\"}"}`,
+			`no process_cpu:cpu:nanoseconds:cpu:nanoseconds samples match {service_name="nemotron-backend"} between `},
+		{`{"queryType":"profile","labelSelector":"{service_name=\"backend\"}"}`,
+			`the services it holds are ai-detector, nemotron-backend.`},
+	} {
+		r := run(t, ds, metricsQuery("A", c.model, 0)).Responses["A"]
+		if r.Error != nil || len(r.Frames) != 1 || r.Frames[0].Meta == nil || len(r.Frames[0].Meta.Notices) == 0 {
+			t.Fatalf("%s: error %v, frames %v", c.model, r.Error, r.Frames)
+		}
+		if n := r.Frames[0].Meta.Notices[0]; !strings.Contains(n.Text, c.want) || n.Severity != data.NoticeSeverityWarning {
+			t.Errorf("%s: notice %q lacks %q", c.model, n.Text, c.want)
+		}
+	}
+	r := run(t, ds, metricsQuery("A", `{"queryType":"metrics","profileTypeId":"wall:wall:nanoseconds:wall:nanoseconds"}`, 0)).Responses["A"]
+	if got := r.Frames[0].Meta.Notices[0].Text; !strings.HasSuffix(got, "; it holds process_cpu:cpu:nanoseconds:cpu:nanoseconds, memory:alloc_objects:count:space:bytes.") {
+		t.Errorf("the types held are not listed: %q", got)
+	}
+	if r.Frames[0].Name != "series" || len(r.Frames[0].Fields) != 0 {
+		t.Errorf("empty series frame %+v", r.Frames[0])
 	}
 }
 

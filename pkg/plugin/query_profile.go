@@ -53,7 +53,11 @@ func (d *Datasource) queryProfile(ctx context.Context, q backend.DataQuery) back
 	if err != nil {
 		return errorResponse(err)
 	}
-	return withFrames(frames.FlameGraph(tree, pq.ProfileTypeID))
+	f := frames.FlameGraph(tree, pq.ProfileTypeID)
+	if tree == nil || tree.Total == 0 {
+		f.AppendNotices(frames.Warning(whyEmpty(ctx, pyro, pq, start, end)))
+	}
+	return withFrames(f)
 }
 
 // queryRequestProfile answers a profile query with a traceId: the whole request's flame graph,
