@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
+	"time"
 
 	"github.com/grafana/grafana-plugin-sdk-go/data"
 
@@ -99,6 +101,39 @@ func FormatValue(v int64, unit string) string {
 		return fmt.Sprintf("%d B", v)
 	}
 	return fmt.Sprint(v)
+}
+
+// MinDiffSamples is the fewest CPU samples a diff side needs before its shares mean much: a
+// function with a 10 % share of 100 samples moves by about 3 points from one sample set to the
+// next (binomial error), more on fewer.
+const MinDiffSamples = 100
+
+// cpuSampleInterval is the CPU profilers' period (100 Hz: pyroscope-go, pyroscope-java, py-spy).
+const cpuSampleInterval = 10 * time.Millisecond
+
+// DiffFewSamples warns when a side of a CPU diff holds too few samples for its shares to mean
+// anything, with both sides' sample counts (CPU time at 100 Hz); "" otherwise, and for profile
+// types whose values are not CPU time (their sample counts are unknown).
+func DiffFewSamples(tree *flamegraph.Node, profileTypeID string) string {
+	if !KindOf(profileTypeID).CPU {
+		return ""
+	}
+	samples := func(ns int64) int64 { return ns / int64(cpuSampleInterval) }
+	left, right := samples(tree.Total), samples(tree.TotalRight)
+	var few []string
+	for _, side := range []struct {
+		name string
+		n    int64
+	}{{"baseline", left}, {"comparison", right}} {
+		if side.n > 0 && side.n < MinDiffSamples {
+			few = append(few, fmt.Sprintf("the %s holds about %d samples", side.name, side.n))
+		}
+	}
+	if len(few) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("Few samples: %s (baseline about %d, comparison about %d, CPU time at 100 Hz); under %d a function's share moves by several points from one run to the next, so read the colours as a hint, not a measurement: widen that side (a longer range, more requests).",
+		strings.Join(few, " and "), left, right, MinDiffSamples)
 }
 
 // NormaliseDiff scales the side with the smaller total up to the other's, so widths and colours

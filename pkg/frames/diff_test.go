@@ -135,3 +135,22 @@ func TestNormaliseDiffScalesTheSmallerSideAndSaysSo(t *testing.T) {
 		t.Errorf("empty baseline: %s", text)
 	}
 }
+
+func TestDiffWarnsWhenASideHasTooFewSamples(t *testing.T) {
+	cpu := func(ns int64) *flamegraph.Node {
+		return flamegraph.FromLevels([]string{"total", "main.serialize"}, [][]int64{{0, ns, 0, 0}, {0, ns, ns, 1}})
+	}
+	base := cpu(181_000_000_000) // 181 s of CPU: 18,100 samples
+	comp := cpu(30_000_000)      // a 30 ms request: 3 samples
+	tree := flamegraph.Diff(base, comp)
+	want := "Few samples: the comparison holds about 3 samples (baseline about 18100, comparison about 3, CPU time at 100 Hz)"
+	if got := DiffFewSamples(tree, cpuType); !strings.HasPrefix(got, want) {
+		t.Errorf("got %q\nwant prefix %q", got, want)
+	}
+	if got := DiffFewSamples(flamegraph.Diff(base, base), cpuType); got != "" {
+		t.Errorf("enough samples on both sides: %q", got)
+	}
+	if got := DiffFewSamples(tree, "memory:alloc_space:bytes:space:bytes"); got != "" {
+		t.Errorf("bytes are not samples: %q", got)
+	}
+}

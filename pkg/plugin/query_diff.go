@@ -54,6 +54,9 @@ func (d *Datasource) queryDiff(ctx context.Context, q backend.DataQuery) backend
 	tree := flamegraph.Diff(base.Tree, comp.Tree)
 	summary := frames.DiffSummary(tree, DiffSummaryRows) // shares: before scaling, same after
 	notices := frames.JoinNotices(append(base.Notices, comp.Notices...))
+	if few := frames.DiffFewSamples(tree, pq.ProfileTypeID); few != "" { // before scaling: real totals
+		notices = append(notices, frames.Warning(few))
+	}
 	notices = append(notices, frames.Info(frames.NormaliseDiff(tree, pq.ProfileTypeID, base.Describe, comp.Describe)))
 	frame := frames.DiffFlameGraph(tree, pq.ProfileTypeID)
 	frame.Meta.Notices = notices
