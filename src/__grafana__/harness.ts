@@ -219,6 +219,9 @@ export async function look(
       await shot();
       throw new Error(`${name}: ${ready} never showed (${e}); problems: ${JSON.stringify(problems, null, 1)}`);
     }
+    // Icons arrive as separate requests after the first render: the screenshot waits for them,
+    // within a bound (a page that keeps polling is still shot).
+    await page.waitForNetworkIdle({ idleTime: 300, timeout: 10000 }).catch(() => undefined);
     await shot();
     try {
       await check(page);

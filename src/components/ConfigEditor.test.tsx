@@ -1,11 +1,15 @@
 import React, { useState } from 'react';
-import { fireEvent, render, screen } from '@testing-library/react';
+import { fireEvent, render, screen, within } from '@testing-library/react';
 import { DataSourceSettings } from '@grafana/data';
 
 import { ConfigEditor } from './ConfigEditor';
 import { THRESHOLD_ROWS } from './config/ThresholdsSection';
-import { GPU_THRESHOLD_WINDOWS, GPU_THRESHOLDS } from '../generated/vocabulary';
+import { GPU_THRESHOLD_WINDOWS, GPU_THRESHOLDS, UPSTREAM_TIMEOUT_SECONDS } from '../generated/vocabulary';
 import { HsiOptions, HsiSecureJsonData } from '../types';
+
+// @grafana/plugin-ui's CommonJS build requires this ES-module-only package (its schema wizard
+// evaluates CEL with it), which the scaffold's Jest transform skips; nothing here uses it.
+jest.mock('@marcbachmann/cel-js', () => ({}));
 
 // The real picker lists Grafana's data sources through getDataSourceSrv; this one records its
 // filter and offers one Tempo data source.
@@ -32,6 +36,17 @@ jest.mock('@grafana/runtime', () => {
         React.createElement('button', { type: 'button', onClick: () => props.onClear?.() }, 'Clear picker')
       ),
   };
+});
+
+beforeAll(() => {
+  // The authentication method's Select watches its menu's scrolling; jsdom has no such observer.
+  Object.assign(global, {
+    IntersectionObserver: class {
+      observe() {}
+      unobserve() {}
+      disconnect() {}
+    },
+  });
 });
 
 type Settings = DataSourceSettings<HsiOptions, HsiSecureJsonData>;
@@ -105,50 +120,229 @@ describe('ConfigEditor', () => {
 
   it('keeps a bearer token in secureJsonData only', () => {
     const { last } = renderEditor(settings());
-    fireEvent.click(screen.getAllByLabelText('Bearer token')[2]); // Jaeger's radio group
+    openAuth('Jaeger');
+    chooseAuth('Bearer token');
     expect(last().jsonData.jaegerAuth).toBe('bearer');
+    // Under the token field, until one is typed.
+    expect(screen.getByRole('alert')).toHaveTextContent('Bearer authentication needs a token');
     fireEvent.change(screen.getByLabelText('Jaeger token'), { target: { value: 's3cret' } });
     expect(last().secureJsonData).toEqual({ jaegerBearerToken: 's3cret' });
     expect(JSON.stringify(last().jsonData)).not.toContain('s3cret');
   });
 
   it('takes basic auth user in jsonData and the password in secureJsonData', () => {
+    // Basic without a user is what the backend refuses: the section opens by itself and says so.
     const { last } = renderEditor(settings({ jsonData: { prometheusAuth: 'basic' } }));
-    fireEvent.change(screen.getByLabelText('Prometheus user'), { target: { value: 'grafana' } });
-    fireEvent.change(screen.getByLabelText('Prometheus password'), { target: { value: 'pw' } });
+    expect(screen.getByText('Basic authentication needs a user')).toBeInTheDocument();
+    fireEvent.change(screen.getByLabelText(/^User/), { target: { value: 'grafana' } });
+    fireEvent.change(screen.getByLabelText(/^Password/), { target: { value: 'pw' } });
     expect(last().jsonData).toEqual({ prometheusAuth: 'basic', prometheusBasicAuthUser: 'grafana' });
     expect(last().secureJsonData).toEqual({ prometheusBasicAuthPassword: 'pw' });
+    expect(screen.getByText('Basic authentication as grafana')).toBeInTheDocument();
   });
 
   it('shows a stored secret as configured and resets it', () => {
     const { last } = renderEditor(
       settings({ jsonData: { pyroscopeAuth: 'bearer' }, secureJsonFields: { pyroscopeBearerToken: true } })
     );
+    // Nothing to fix: folded, and the line under its title says what is set.
+    expect(screen.queryByLabelText('Pyroscope token')).not.toBeInTheDocument();
+    expect(screen.getByText('Bearer token')).toBeInTheDocument();
+    openAuth('Pyroscope');
     const token = screen.getByLabelText('Pyroscope token');
     expect(token).toBeDisabled();
     expect(token).toHaveValue('configured');
-    fireEvent.click(screen.getAllByRole('button', { name: 'Reset' })[0]);
+    fireEvent.click(screen.getByRole('button', { name: 'Reset' }));
     expect(last().secureJsonFields.pyroscopeBearerToken).toBe(false);
     expect(last().secureJsonData).toEqual({ pyroscopeBearerToken: '' });
   });
 
-  it('stores TLS options and the timeout', () => {
+  it('stores TLS options behind their toggles, and the timeout', () => {
     const { last } = renderEditor(settings());
-    fireEvent.click(screen.getByLabelText('Prometheus skip TLS verify'));
-    fireEvent.change(screen.getByLabelText('Prometheus TLS server name'), { target: { value: 'prom.internal' } });
     fireEvent.change(screen.getByLabelText('Prometheus timeout'), { target: { value: '12' } });
-    fireEvent.change(screen.getByLabelText('Prometheus CA certificate'), { target: { value: '-----BEGIN CERT' } });
+    openAuth('Prometheus');
+    // No certificate box until its toggle is on.
+    expect(screen.queryByLabelText(/^CA Certificate/)).not.toBeInTheDocument();
+    expect(screen.queryByLabelText(/^Client Certificate/)).not.toBeInTheDocument();
+    fireEvent.click(screen.getByLabelText('Skip TLS certificate validation'));
+    fireEvent.click(screen.getByLabelText('TLS Client Authentication'));
+    fireEvent.change(screen.getByLabelText(/^ServerName/), { target: { value: 'prom.internal' } });
+    fireEvent.click(screen.getByLabelText('Add self-signed certificate'));
+    fireEvent.change(screen.getByLabelText(/^CA Certificate/), { target: { value: '-----BEGIN CERT' } });
     expect(last().jsonData).toEqual({
       prometheusTlsSkipVerify: true,
       prometheusTlsServerName: 'prom.internal',
       prometheusTimeoutSeconds: 12,
     });
     expect(last().secureJsonData).toEqual({ prometheusTlsCACert: '-----BEGIN CERT' });
+
+    // Off again: the backend uses a certificate whenever one is set, so turning it off forgets it.
+    fireEvent.click(screen.getByLabelText('Add self-signed certificate'));
+    expect(last().secureJsonData).toEqual({ prometheusTlsCACert: '' });
+    expect(last().secureJsonFields.prometheusTlsCACert).toBe(false);
+    fireEvent.click(screen.getByLabelText('Skip TLS certificate validation'));
+    fireEvent.click(screen.getByLabelText('TLS Client Authentication'));
+    expect(last().jsonData).toEqual({ prometheusTimeoutSeconds: 12 });
+  });
+
+  it('shows stored certificates as configured and asks for the missing half of a client pair', () => {
+    renderEditor(
+      settings({ secureJsonFields: { jaegerTlsCACert: true, jaegerTlsClientCert: true } as Record<string, boolean> })
+    );
+    // The backend refuses a client certificate without its key: open, and said on the line.
+    expect(screen.getByText(/TLS client authentication needs both the certificate and the key/)).toBeInTheDocument();
+    expect(screen.getByLabelText('Add self-signed certificate')).toBeChecked();
+    expect(screen.getByLabelText('TLS Client Authentication')).toBeChecked();
+    expect(screen.getByLabelText(/^CA Certificate/)).toHaveValue('configured');
+    expect(screen.getByLabelText(/^Client Certificate/)).toHaveValue('configured');
+    expect(screen.getByLabelText(/^Client Key/)).toHaveValue('');
+  });
+
+  it('says when a provisioned auth kind is unknown', () => {
+    renderEditor(settings({ jsonData: { jaegerAuth: 'digest' } as unknown as HsiOptions }));
+    expect(screen.getByText('Unknown authentication "digest": pick one')).toBeInTheDocument();
   });
 });
 
+describe('ConfigEditor checks what the backend checks', () => {
+  const START = 'Start with http:// or https://, e.g. http://localhost:9090';
+
+  it('flags an upstream URL without http:// or https://, or with credentials in it', () => {
+    renderEditor(settings());
+    for (const bad of ['prometheus:9090', 'ftp://prometheus:9090', 'localhost']) {
+      type('Prometheus URL', bad);
+      expect([bad, screen.queryByText(START) !== null]).toEqual([bad, true]);
+    }
+    type('Prometheus URL', 'http://user:pw@prometheus:9090');
+    expect(screen.getByText('No user or password in the URL: see Authentication')).toBeInTheDocument();
+    for (const good of ['http://prometheus:9090', 'HTTPS://prom.example.com/prefix/', '']) {
+      type('Prometheus URL', good);
+      expect([good, screen.queryByRole('alert')]).toEqual([good, null]);
+    }
+    // The message is under the field it is about.
+    type('Jaeger URL', 'jaeger:16686');
+    expect(screen.getByLabelText('Jaeger URL')).toHaveAttribute('aria-describedby');
+    const described = screen.getByLabelText('Jaeger URL').getAttribute('aria-describedby')!;
+    expect(document.getElementById(described)).toHaveTextContent(
+      'Start with http:// or https://, e.g. http://localhost:16686'
+    );
+  });
+
+  it('flags a timeout outside the backend bounds', () => {
+    const { last } = renderEditor(settings());
+    const message = `Seconds from ${UPSTREAM_TIMEOUT_SECONDS.min} to ${UPSTREAM_TIMEOUT_SECONDS.max}`;
+    for (const [value, bad] of [
+      ['0', true],
+      ['0.5', true],
+      ['301', true],
+      ['-3', true],
+      [String(UPSTREAM_TIMEOUT_SECONDS.min), false],
+      [String(UPSTREAM_TIMEOUT_SECONDS.max), false],
+      ['2.5', false],
+      ['', false],
+    ] as const) {
+      type('Pyroscope timeout', value);
+      expect([value, screen.queryByText(message) !== null]).toEqual([value, bad]);
+    }
+    expect('pyroscopeTimeoutSeconds' in last().jsonData).toBe(false);
+    // A provisioning file may quote it.
+    renderEditor(settings({ jsonData: { jaegerTimeoutSeconds: '900' } as unknown as HsiOptions }));
+    expect(screen.getByText(message)).toBeInTheDocument();
+  });
+
+  it('flags a self-profiling URL the backend would ignore', () => {
+    const { last } = renderEditor(settings());
+    open('Self-profiling');
+    type('Self-profiling Pyroscope URL', 'pyroscope:4040');
+    expect(screen.getByText('Start with http:// or https://, e.g. http://localhost:4040')).toBeInTheDocument();
+    type('Self-profiling Pyroscope URL', 'http://pyroscope:4040');
+    expect(last().jsonData).toEqual({ selfProfilingUrl: 'http://pyroscope:4040' });
+    type('Self-profiling Pyroscope URL', '');
+    expect('selfProfilingUrl' in last().jsonData).toBe(false);
+  });
+});
+
+describe('ConfigEditor keys', () => {
+  it('writes every upstream setting under the key the backend reads, secrets only in secureJsonData', () => {
+    const { last } = renderEditor(settings());
+    for (const [name, key] of [
+      ['Pyroscope', 'pyroscope'],
+      ['Prometheus', 'prometheus'],
+      ['Jaeger', 'jaeger'],
+    ] as const) {
+      type(`${name} URL`, `https://${key}.example.com`);
+      if (key !== 'jaeger') {
+        type(`${name} tenant`, 'team');
+      }
+      type(`${name} timeout`, '45');
+      openAuth(name);
+      chooseAuth('Basic authentication');
+      fireEvent.change(screen.getByLabelText(/^User/), { target: { value: 'u' } });
+      fireEvent.change(screen.getByLabelText(/^Password/), { target: { value: `pw-${key}` } });
+      chooseAuth('Bearer token');
+      fireEvent.change(screen.getByLabelText(`${name} token`), { target: { value: `token-${key}` } });
+      fireEvent.click(screen.getByLabelText('Add self-signed certificate'));
+      fireEvent.change(screen.getByLabelText(/^CA Certificate/), { target: { value: `ca-${key}` } });
+      fireEvent.click(screen.getByLabelText('TLS Client Authentication'));
+      fireEvent.change(screen.getByLabelText(/^ServerName/), { target: { value: `${key}.internal` } });
+      fireEvent.change(screen.getByLabelText(/^Client Certificate/), { target: { value: `cert-${key}` } });
+      fireEvent.change(screen.getByLabelText(/^Client Key/), { target: { value: `key-${key}` } });
+      fireEvent.click(screen.getByLabelText('Skip TLS certificate validation'));
+      // One section open at a time: plugin-ui's Auth gives its fields fixed ids.
+      fireEvent.click(screen.getByRole('button', { name: 'Collapse section Authentication and TLS' }));
+    }
+    const json = last().jsonData as Record<string, unknown>;
+    const secure = last().secureJsonData as Record<string, string>;
+    for (const key of ['pyroscope', 'prometheus', 'jaeger']) {
+      expect(json).toMatchObject({
+        [`${key}Url`]: `https://${key}.example.com`,
+        [`${key}TimeoutSeconds`]: 45,
+        [`${key}Auth`]: 'bearer',
+        [`${key}BasicAuthUser`]: 'u',
+        [`${key}TlsServerName`]: `${key}.internal`,
+        [`${key}TlsSkipVerify`]: true,
+      });
+      expect(secure).toEqual(
+        expect.objectContaining({
+          [`${key}BasicAuthPassword`]: `pw-${key}`,
+          [`${key}BearerToken`]: `token-${key}`,
+          [`${key}TlsCACert`]: `ca-${key}`,
+          [`${key}TlsClientCert`]: `cert-${key}`,
+          [`${key}TlsClientKey`]: `key-${key}`,
+        })
+      );
+    }
+    expect(json).toMatchObject({ pyroscopeTenant: 'team', prometheusTenant: 'team' });
+    expect(Object.keys(json).sort()).toEqual(
+      ['pyroscope', 'prometheus', 'jaeger']
+        .flatMap((k) =>
+          ['Url', 'TimeoutSeconds', 'Auth', 'BasicAuthUser', 'TlsServerName', 'TlsSkipVerify'].map((s) => k + s)
+        )
+        .concat(['pyroscopeTenant', 'prometheusTenant'])
+        .sort()
+    );
+    expect(Object.keys(secure)).toHaveLength(15);
+    // No secret in jsonData.
+    for (const v of Object.values(secure)) {
+      expect(JSON.stringify(json)).not.toContain(v);
+    }
+  });
+});
+
+/** Opens an upstream's authentication and TLS settings (folded unless something needs fixing). */
+function openAuth(upstream: 'Pyroscope' | 'Prometheus' | 'Jaeger') {
+  const section = screen.getByRole('heading', { name: upstream }).closest('div')!.parentElement!;
+  fireEvent.click(within(section).getByRole('button', { name: 'Expand section Authentication and TLS' }));
+}
+
+/** Picks an authentication method in the one open Auth section. */
+function chooseAuth(label: string) {
+  fireEvent.keyDown(screen.getByLabelText('Authentication method'), { key: 'ArrowDown' });
+  fireEvent.click(screen.getByText(label, { selector: '[role="option"] *' }));
+}
+
 /** Opens a collapsed section by its title. */
-const open = (title: string) => fireEvent.click(screen.getByRole('button', { name: title }));
+const open = (title: string) => fireEvent.click(screen.getByRole('button', { name: `Expand section ${title}` }));
 const type = (label: string, value: string) => fireEvent.change(screen.getByLabelText(label), { target: { value } });
 
 describe('ConfigEditor settings sections', () => {

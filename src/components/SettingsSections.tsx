@@ -6,6 +6,7 @@ import { SettingsProps } from './config/fields';
 import { JOIN_KEYS, JoinSection } from './config/JoinSection';
 import { NvmlSection } from './config/NvmlSection';
 import { ProfilesSection } from './config/ProfilesSection';
+import { SelfProfilingSection } from './config/SelfProfilingSection';
 import { SLOW_KEYS, SlowRequestsSection } from './config/SlowRequestsSection';
 import { ThresholdsSection } from './config/ThresholdsSection';
 import { TraceDirectoriesSection } from './config/TraceDirectoriesSection';
@@ -13,7 +14,7 @@ import { TraceDirectoriesSection } from './config/TraceDirectoriesSection';
 export type { JsonPatch } from './config/fields';
 
 /**
- * The settings beyond the upstreams, each section collapsed unless one of its keys is set. Every
+ * The settings beyond the upstreams, each section folded unless one of its keys is set. Every
  * field writes the jsonData key the backend reads (pkg/models/settings*.go) with its JSON type;
  * an empty field removes its key.
  */
@@ -32,6 +33,7 @@ export function SettingsSections({ jsonData, onChange }: SettingsProps) {
       <ThresholdsSection jsonData={jsonData} onChange={onChange} open={has('gpuThresholds')} />
       <JoinSection jsonData={jsonData} onChange={onChange} open={has(...JOIN_KEYS)} />
       <SlowRequestsSection jsonData={jsonData} onChange={onChange} open={has(...SLOW_KEYS)} />
+      <SelfProfilingSection jsonData={jsonData} onChange={onChange} open={has('selfProfilingUrl')} />
     </>
   );
 }

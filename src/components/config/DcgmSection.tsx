@@ -10,7 +10,11 @@ export const DCGM_KEYS = ['gpuMaxSeries', 'dcgmMetricNames', 'dcgmLabelNames', '
 export function DcgmSection({ jsonData, onChange, open }: SectionProps) {
   const labels = asRecord(jsonData.dcgmLabelNames);
   return (
-    <Section title="GPU series (DCGM)" open={open}>
+    <Section
+      title="GPU series (DCGM)"
+      summary="How GPU series are read from Prometheus: how many, the PCIe link, other metric and label names."
+      open={open}
+    >
       <NumberSetting
         label="Series limit"
         tooltip={`Most series one GPU query returns (${GPU_MAX_SERIES.min} to ${GPU_MAX_SERIES.max}); beyond it the panel shows the first ones and a notice. Default ${GPU_MAX_SERIES.default}.`}

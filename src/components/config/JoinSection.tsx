@@ -19,7 +19,11 @@ export const JOIN_KEYS = [
 export function JoinSection({ jsonData, onChange, open }: SectionProps) {
   const pickerId = useId();
   return (
-    <Section title="Request join and links" open={open}>
+    <Section
+      title="Request join and links"
+      summary="How a request's spans find their hosts and GPUs, and where trace and GPU links lead."
+      open={open}
+    >
       <TextSetting
         label="Span host attribute"
         tooltip={`The span resource attribute that names the host a request ran on, to find its GPUs. A span attribute of that name is used when the resource lacks it. Default ${JOIN_DEFAULTS.hostAttribute}.`}

@@ -15,7 +15,11 @@ const nvmlError = (v: unknown) =>
 /** Local GPUs through NVML: off unless switched on. */
 export function NvmlSection({ jsonData, onChange, open }: SectionProps) {
   return (
-    <Section title="Local GPUs (NVML)" open={open}>
+    <Section
+      title="Local GPUs (NVML)"
+      summary="Read the GPUs of the host Grafana runs on, through the NVIDIA driver. Off by default."
+      open={open}
+    >
       <InlineField
         label="Read local GPUs"
         labelWidth={LABEL_WIDTH}

@@ -16,7 +16,11 @@ export function SlowRequestsSection({ jsonData, onChange, open }: SectionProps) 
       ? `Yellow must start below red (defaults ${DEFAULT_LATENCY_MS.yellow} and ${DEFAULT_LATENCY_MS.red})`
       : undefined;
   return (
-    <Section title="Slow requests" open={open}>
+    <Section
+      title="Slow requests"
+      summary="Latency colours, and the request-duration histograms percentiles are read from."
+      open={open}
+    >
       <InlineFieldRow>
         <NumberSetting
           label="Yellow from (ms)"

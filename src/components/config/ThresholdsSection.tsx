@@ -7,7 +7,7 @@ import {
   GPU_THRESHOLDS,
 } from '../../generated/vocabulary';
 import { windowError } from '../validation';
-import { LABEL_WIDTH, SectionProps, Section, TextSetting, NumberSetting, asRecord } from './fields';
+import { LABEL_WIDTH, SectionProps, Section, Note, TextSetting, NumberSetting, asRecord } from './fields';
 
 interface ThresholdDef {
   key: keyof GpuThresholds;
@@ -118,9 +118,13 @@ export function ThresholdsSection({ jsonData, onChange, open }: SectionProps) {
   return (
     <Section
       title="GPU classification thresholds"
+      summary="When a GPU counts as compute-, memory- or PCIe-bound, throttled or idle."
       open={open}
-      description="When a GPU counts as compute-, memory- or PCIe-bound, throttled or idle. Empty fields keep the defaults; the provisioned Prometheus recording rules use the defaults, so re-render them after a change."
     >
+      <Note>
+        Empty fields keep the defaults. The provisioned Prometheus recording rules use the defaults: re-render them
+        after a change.
+      </Note>
       {THRESHOLD_ROWS.map((row) => (
         <InlineFieldRow key={row[0].key}>
           {row.map((d, i) => {
@@ -128,7 +132,7 @@ export function ThresholdsSection({ jsonData, onChange, open }: SectionProps) {
               label: d.label,
               tooltip: d.tooltip,
               placeholder: String(d.default),
-              labelWidth: i === 0 ? LABEL_WIDTH : 20,
+              labelWidth: LABEL_WIDTH,
             };
             return d.range ? (
               <NumberSetting

@@ -13,7 +13,11 @@ function traceDirsError(dirs?: string[]): string | undefined {
 export function TraceDirectoriesSection({ jsonData, onChange, open }: SectionProps) {
   const dirs = jsonData.traceDirectories;
   return (
-    <Section title="GPU kernel traces" open={open}>
+    <Section
+      title="GPU kernel traces"
+      summary="Where the GPU kernels query finds PyTorch profiler traces and Nsight Systems exports."
+      open={open}
+    >
       <InlineField
         label="Trace directories"
         labelWidth={LABEL_WIDTH}
@@ -41,6 +45,7 @@ export function TraceDirectoriesSection({ jsonData, onChange, open }: SectionPro
           label="Max file bytes"
           tooltip={`Trace files larger than this are skipped. Default ${TRACE_FILE_DEFAULTS.maxFileBytes} (${TRACE_FILE_DEFAULTS.maxFileBytes / 2 ** 30} GiB).`}
           placeholder={String(TRACE_FILE_DEFAULTS.maxFileBytes)}
+          width={18}
           value={jsonData.traceMaxFileBytes}
           range={{ min: 0, max: Number.MAX_SAFE_INTEGER, minOpen: true, whole: true }}
           onChange={(v) => onChange({ traceMaxFileBytes: v })}

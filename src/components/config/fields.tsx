@@ -1,22 +1,14 @@
 import React, { useId, useRef, useState } from 'react';
-import {
-  Box,
-  Button,
-  CollapsableSection,
-  IconButton,
-  InlineField,
-  InlineFieldRow,
-  Input,
-  Stack,
-  Text,
-} from '@grafana/ui';
+import { ConfigSubSection } from '@grafana/plugin-ui';
+import { Box, Button, IconButton, InlineField, InlineFieldRow, Input, Stack, Text } from '@grafana/ui';
 import { HsiOptions } from '../../types';
 import { rangeError } from '../validation';
 
 // The building blocks every settings section uses: its collapsible frame, text, number and
 // key-value fields that write one jsonData key each, and the props a section takes.
 
-export const LABEL_WIDTH = 22;
+/** Every settings label is this wide (in 8 px units), as in Grafana's own settings pages. */
+export const LABEL_WIDTH = 24;
 
 /** A change to jsonData: keys set to undefined are removed, so the backend's default applies. */
 export type JsonPatch = Partial<HsiOptions>;
@@ -30,28 +22,36 @@ export interface SectionProps extends SettingsProps {
   open: boolean;
 }
 
+/**
+ * A folded section of the additional settings (Grafana's ConfigSubSection): its title and one
+ * line saying what it is for stay in sight; it opens by itself when one of its keys is set.
+ */
 export function Section({
   title,
+  summary,
   open,
-  description,
   children,
 }: {
   title: string;
+  summary: string;
   open: boolean;
-  description?: string;
   children: React.ReactNode;
 }) {
   return (
-    <CollapsableSection label={title} isOpen={open}>
-      {description && (
-        <Box marginBottom={1} maxWidth={100}>
-          <Text color="secondary" variant="bodySmall">
-            {description}
-          </Text>
-        </Box>
-      )}
+    <ConfigSubSection title={title} description={summary} isCollapsible isInitiallyOpen={open}>
       {children}
-    </CollapsableSection>
+    </ConfigSubSection>
+  );
+}
+
+/** A longer explanation at the top of an open section. */
+export function Note({ children }: { children: string | React.ReactElement }) {
+  return (
+    <Box marginBottom={2} maxWidth={100}>
+      <Text color="secondary" variant="bodySmall">
+        {children}
+      </Text>
+    </Box>
   );
 }
 
@@ -109,6 +109,8 @@ interface NumberSettingProps {
   /** Shown instead of the range's message. */
   error?: string;
   labelWidth?: number;
+  /** Input width in 8 px units; wide enough for the placeholder (the default). */
+  width?: number;
   /** A number, or undefined when the field is emptied. */
   onChange: (v: number | undefined) => void;
 }
@@ -121,6 +123,7 @@ export function NumberSetting({
   range,
   error,
   labelWidth,
+  width,
   onChange,
 }: NumberSettingProps) {
   const shown = value === undefined || value === '' ? undefined : Number(value);
@@ -136,7 +139,7 @@ export function NumberSetting({
       <Input
         aria-label={label}
         type="number"
-        width={12}
+        width={width ?? 12}
         placeholder={placeholder}
         value={shown === undefined || Number.isNaN(shown) ? String(value ?? '') : shown}
         onChange={(e) => {
