@@ -1,31 +1,39 @@
 // Command hsi-query runs the plugin binary as Grafana does (gRPC, go-plugin handshake) and prints
-// what Grafana would get back, readably: the health check, a query's frames, a resource.
+// what Grafana would get back, readably: the health check, a query's frames as tables in their
+// units and flame graphs as trees, a resource, or one request explained.
 //
 //	hsi-query [flags] health
 //	hsi-query [flags] query '{"queryType":"profile","labelSelector":"{service_name=\"nemotron-backend\"}"}'
 //	hsi-query [flags] resource profile-types
+//	hsi-query [flags] request TRACE_ID
 //
 // Upstream URLs come from --env-file (written by hsi-testbed) or the --pyroscope, --prometheus
-// and --jaeger flags.
+// and --jaeger flags; --json-data sets any other setting. It exits 1 when the answer is an error
+// (a failed health check, a query answered with an error, a resource's HTTP error), so scripts can
+// tell.
 package main
 
 import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"runtime"
-	"sort"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/grafana/grafana-plugin-sdk-go/data"
+	"github.com/grafana/grafana-plugin-sdk-go/genproto/pluginv2"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/internal/pluginhost"
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/frames"
 )
+
+// defaultWidth is the table width when COLUMNS does not say the terminal's.
+const defaultWidth = 120
 
 func main() {
 	binary := flag.String("plugin", fmt.Sprintf("dist/gpx_hsi_profiling_%s_%s", runtime.GOOS, runtime.GOARCH), "plugin executable")
@@ -33,12 +41,15 @@ func main() {
 	pyro := flag.String("pyroscope", "", "Pyroscope URL")
 	prom := flag.String("prometheus", "", "Prometheus URL")
 	jaeger := flag.String("jaeger", "", "Jaeger query URL")
+	jsonDataFlag := flag.String("json-data", "", `data source settings merged into jsonData last, e.g. '{"traceDirectories":["/tmp/traces"]}'`)
 	since := flag.Duration("since", 15*time.Minute, "query time range: from now-since to now")
-	rows := flag.Int("rows", 20, "rows to print per frame")
+	rows := flag.Int("rows", 20, "rows to print per frame (flame graphs: lines of the tree)")
+	width := flag.Int("width", terminalWidth(), "characters per line: the terminal's ($COLUMNS), else 120")
+	wait := flag.Duration("wait", time.Minute, "request: how long to wait for the profiles of the request's services")
 	verbose := flag.Bool("v", false, "print the plugin's own log")
 	nvml := flag.Bool("nvml", false, "enable local GPUs through NVML (jsonData.nvmlEnabled) for gpuLocal queries")
 	flag.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: hsi-query [flags] health | query JSON | resource PATH")
+		fmt.Fprintln(os.Stderr, "usage: hsi-query [flags] health | query JSON | resource PATH | request TRACE_ID")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
@@ -65,6 +76,9 @@ func main() {
 	if *nvml {
 		jsonData["nvmlEnabled"] = true
 	}
+	if err := mergeJSONData(jsonData, *jsonDataFlag); err != nil {
+		fail(err)
+	}
 	var logOut *os.File
 	if *verbose {
 		logOut = os.Stderr
@@ -73,10 +87,31 @@ func main() {
 	if err != nil {
 		fail(err)
 	}
+	stopPlugin = host.Stop
 	defer host.Stop()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute+*wait)
 	defer cancel()
+	ask := func(ctx context.Context, model map[string]any) ([]*data.Frame, error) {
+		now := time.Now()
+		res, err := host.QueryData(ctx, pluginhost.Query{RefID: "A", JSON: model, From: now.Add(-*since), To: now})
+		if err != nil {
+			return nil, err
+		}
+		r := res.Responses["A"]
+		if r == nil {
+			return nil, errors.New("the answer holds no response for the query")
+		}
+		fs, err := data.UnmarshalArrowFrames(r.Frames)
+		if err != nil {
+			return nil, err
+		}
+		if r.Error != "" {
+			return fs, &answerError{source: r.ErrorSource, message: r.Error}
+		}
+		return fs, nil
+	}
 
+	failed := false
 	switch flag.Arg(0) {
 	case "health":
 		res, err := host.CheckHealth(ctx)
@@ -84,6 +119,7 @@ func main() {
 			fail(err)
 		}
 		fmt.Printf("status:  %s\nmessage: %s\n", res.Status, res.Message)
+		failed = res.Status != pluginv2.CheckHealthResponse_OK
 	case "query":
 		if flag.NArg() < 2 {
 			fail(fmt.Errorf("query needs the query JSON as its argument"))
@@ -92,23 +128,20 @@ func main() {
 		if err := json.Unmarshal([]byte(flag.Arg(1)), &model); err != nil {
 			fail(fmt.Errorf("query JSON: %w", err))
 		}
-		now := time.Now()
-		res, err := host.QueryData(ctx, pluginhost.Query{RefID: "A", JSON: model, From: now.Add(-*since), To: now})
-		if err != nil {
+		fs, err := ask(ctx, model)
+		var ae *answerError
+		if err != nil && !errors.As(err, &ae) {
 			fail(err)
 		}
-		for refID, r := range res.Responses {
-			fmt.Printf("== refId %s\n", refID)
-			if r.Error != "" {
-				fmt.Printf("error (%s): %s\n", r.ErrorSource, r.Error)
+		if ae != nil {
+			fmt.Println(wrap("", ae.Error(), *width, "  "))
+			failed = true
+		}
+		for i, f := range fs {
+			if i > 0 {
+				fmt.Println()
 			}
-			frames, err := data.UnmarshalArrowFrames(r.Frames)
-			if err != nil {
-				fail(err)
-			}
-			for _, f := range frames {
-				printFrame(f, *rows)
-			}
+			printFrame(f, *rows, *width)
 		}
 	case "resource":
 		if flag.NArg() < 2 {
@@ -119,92 +152,61 @@ func main() {
 			fail(err)
 		}
 		fmt.Printf("HTTP %d\n%s\n", res.Status, res.Body)
+		failed = res.Status >= 400
+	case "request":
+		if flag.NArg() < 2 {
+			fail(fmt.Errorf("request needs a trace ID"))
+		}
+		o := requestOptions{traceID: flag.Arg(1), wait: *wait, every: 3 * time.Second, rows: *rows, width: *width}
+		if err := runRequest(ctx, os.Stdout, os.Stderr, ask, o); err != nil {
+			fail(err)
+		}
 	default:
 		flag.Usage()
 		os.Exit(2)
 	}
+	if failed {
+		stopPlugin()
+		os.Exit(1)
+	}
 }
 
-func printFrame(f *data.Frame, rows int) {
+// mergeJSONData sets the keys of a JSON object in jsonData, over what is there.
+func mergeJSONData(jsonData map[string]any, raw string) error {
+	if strings.TrimSpace(raw) == "" {
+		return nil
+	}
+	extra := map[string]any{}
+	if err := json.Unmarshal([]byte(raw), &extra); err != nil {
+		return fmt.Errorf("--json-data must be a JSON object: %w", err)
+	}
+	for k, v := range extra {
+		jsonData[k] = v
+	}
+	return nil
+}
+
+// terminalWidth is $COLUMNS when set (scripts/query.sh exports the terminal's), else 120.
+func terminalWidth() int {
+	if n, err := strconv.Atoi(os.Getenv("COLUMNS")); err == nil && n >= 40 {
+		return n
+	}
+	return defaultWidth
+}
+
+// printFrame writes a frame's notices, then the frame: flame graphs as trees, the others as
+// tables.
+func printFrame(f *data.Frame, rows, width int) {
 	if f.Meta != nil {
 		for _, n := range f.Meta.Notices {
-			fmt.Printf("notice (%s): %s\n", n.Severity, n.Text)
+			fmt.Println(wrap(fmt.Sprintf("notice (%s): ", n.Severity), n.Text, width, "  "))
 		}
 	}
 	if f.Meta != nil && f.Meta.PreferredVisualization == data.VisTypeFlameGraph {
-		printFlameGraph(f, rows)
+		printFlameGraph(os.Stdout, f, rows, width)
 		return
 	}
-	table, err := f.StringTable(-1, rows)
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	fmt.Println(table)
-}
-
-// printFlameGraph prints the flame graph as an indented tree of its wide nodes (at least 2% of
-// the total), then the functions with the most self time: what a person reads first.
-func printFlameGraph(f *data.Frame, rows int) {
-	level, _ := f.FieldByName("level")
-	value, _ := f.FieldByName("value")
-	self, _ := f.FieldByName("self")
-	label, _ := f.FieldByName("label")
-	if level == nil || value == nil || self == nil || label == nil {
-		fmt.Println("flame graph frame without level/value/self/label fields")
-		return
-	}
-	var names []string
-	if label.Config != nil && label.Config.TypeConfig != nil && label.Config.TypeConfig.Enum != nil {
-		names = label.Config.TypeConfig.Enum.Text
-	}
-	name := func(i int) string {
-		if idx := int(label.At(i).(data.EnumItemIndex)); idx < len(names) {
-			return names[idx]
-		}
-		return "?"
-	}
-	unit := ""
-	if value.Config != nil {
-		unit = value.Config.Unit
-	}
-	fmt.Printf("flame graph %q: %d nodes, unit %s\n", f.Name, f.Rows(), unit)
-	if !frames.FlameGraphHasSamples(f) {
-		fmt.Println("  (no samples in this range)")
-		return
-	}
-	total := max(value.At(0).(int64), 1)
-	pct := func(v int64) float64 { return 100 * float64(v) / float64(total) }
-	printed := 0
-	for i := range f.Rows() {
-		v := value.At(i).(int64)
-		if pct(v) < 2 || printed == rows {
-			continue
-		}
-		printed++
-		fmt.Printf("  %5.1f%%  %s%s\n", pct(v), strings.Repeat("  ", int(level.At(i).(int64))), name(i))
-	}
-
-	bySelf := map[string]int64{}
-	for i := range f.Rows() {
-		bySelf[name(i)] += self.At(i).(int64)
-	}
-	type entry struct {
-		name string
-		v    int64
-	}
-	var list []entry
-	for k, v := range bySelf {
-		list = append(list, entry{k, v})
-	}
-	sort.Slice(list, func(i, j int) bool { return list[i].v > list[j].v })
-	fmt.Printf("most self %s (of %d):\n", unit, total)
-	for i, e := range list {
-		if i == 10 {
-			break
-		}
-		fmt.Printf("  %5.1f%%  %s\n", pct(e.v), e.name)
-	}
+	printFrameTable(os.Stdout, f, rows, width, nil)
 }
 
 func readEnv(path string) (map[string]string, error) {
@@ -223,7 +225,11 @@ func readEnv(path string) (map[string]string, error) {
 	return out, s.Err()
 }
 
+// stopPlugin ends the plugin process before an early exit (deferred calls do not run then).
+var stopPlugin = func() {}
+
 func fail(err error) {
 	fmt.Fprintln(os.Stderr, "hsi-query:", err)
+	stopPlugin()
 	os.Exit(1)
 }
