@@ -147,12 +147,9 @@ func (a requestAnswer) duration() (ms float64, ok bool) {
 
 var traceIDPattern = regexp.MustCompile(`^([0-9a-fA-F]{16}|[0-9a-fA-F]{32})$`)
 
-// hotFunctionIn finds the hot function a CPU cause's evidence names.
-var hotFunctionIn = regexp.MustCompile(`hot function (.+?): \S+ of CPU self time`)
-
 // verdictRow is one row of the verdict frame, in the cells the CLI prints.
 type verdictRow struct {
-	cause, explains, share, evidence, action, caveat, kind, service string
+	cause, explains, share, evidence, action, caveat, kind, service, hotFunction string
 }
 
 func (a requestAnswer) verdictRows() []verdictRow {
@@ -169,7 +166,7 @@ func (a requestAnswer) verdictRows() []verdictRow {
 	for i := range rows {
 		rows[i] = verdictRow{cause: get("cause", i), explains: get("explains", i), share: get("share", i),
 			evidence: get("evidence", i), action: get("action", i), caveat: get("caveat", i),
-			kind: get("kind", i), service: get("service", i)}
+			kind: get("kind", i), service: get("service", i), hotFunction: get("hotFunction", i)}
 	}
 	return rows
 }
@@ -185,8 +182,8 @@ func headline(traceID string, a requestAnswer) string {
 			continue
 		}
 		line := fmt.Sprintf("%s: %s, %s (%s)", who, r.cause, r.explains, r.share)
-		if m := hotFunctionIn.FindStringSubmatch(r.evidence); m != nil {
-			line += " — hot function " + m[1]
+		if r.hotFunction != "" {
+			line += " — hot function " + r.hotFunction
 		}
 		return line
 	}

@@ -53,7 +53,7 @@ func slowRequestWith(t *testing.T, detectorUploaded bool, backendUploaded int64)
 		{Kind: correlate.CauseCPU, Title: "CPU in nemotron-backend (db_query)", Service: "nemotron-backend", Explains: 300 * time.Millisecond,
 			Share: 0.69, Evidence: []string{"span profiles saw 300ms of CPU in nemotron-backend on the critical path",
 				"hot function main.dbQuery: 250ms of CPU self time in span GET /api/detect"},
-			Action: "CPU work in the service: the hot function is where to start"},
+			Action: "CPU work in the service: the hot function is where to start", HotFunction: "main.dbQuery"},
 		{Kind: correlate.CauseModel, Title: "the model in nemotron-llm (llm_request)", Service: "nemotron-llm", Explains: 70 * time.Millisecond, Share: 0.16},
 	}
 	lever := &correlate.Lever{Service: "nemotron-backend", Name: "host-side work", Action: "the GPU idles and requests do not queue: fix the host side"}

@@ -55,6 +55,8 @@ type Cause struct {
 	ProfileID  string
 	Host, GPU  string
 	Start, End time.Time
+	// HotFunction is a CPU cause's hottest function (its evidence says it in words).
+	HotFunction string
 }
 
 // Verdict ranks the causes of the request's latency by the time each explains, from the
@@ -136,7 +138,7 @@ func Verdict(ans *TraceAnswer) []Cause {
 			}
 		case PartCPU:
 			c.Kind, c.Title = CauseCPU, "CPU in "+p.Service+op
-			c.Evidence, c.Caveat, c.ProfileID = cpuEvidence(ans.Rows, p)
+			c.Evidence, c.Caveat, c.ProfileID, c.HotFunction = cpuEvidence(ans.Rows, p)
 			c.Action = "CPU work in the service: the hot function is where to start (its link opens the span's profile)"
 		case PartOffCPU:
 			c.Kind, c.Title = CauseWaiting, "waiting in "+p.Service+op
@@ -244,7 +246,7 @@ func calleeTraced(ans *TraceAnswer, peer string) bool {
 
 // cpuEvidence names the service's hot function and says how many samples the CPU figure rests
 // on; profileID is the span profile holding the hot function (else the service's largest).
-func cpuEvidence(rows []SpanRow, p BreakdownPart) (ev []string, caveat, profileID string) {
+func cpuEvidence(rows []SpanRow, p BreakdownPart) (ev []string, caveat, profileID, hotFunction string) {
 	ev = []string{fmt.Sprintf("span profiles saw %s of CPU in %s on the critical path (%s)", p.Duration.Round(time.Millisecond), p.Service, p.Source)}
 	var hot *SpanRow
 	var cpu, most int64
@@ -262,13 +264,13 @@ func cpuEvidence(rows []SpanRow, p BreakdownPart) (ev []string, caveat, profileI
 	}
 	if hot != nil {
 		ev = append(ev, fmt.Sprintf("hot function %s: %s of CPU self time in span %s", hot.HotFunction, time.Duration(hot.HotSelf).Round(time.Millisecond), hot.Span.Operation))
-		profileID = hot.ProfileID
+		profileID, hotFunction = hot.ProfileID, hot.HotFunction
 	}
 	samples := int(time.Duration(cpu) / ProfilerSampleInterval)
 	if samples < minSamples {
 		caveat = fmt.Sprintf("about %d profile samples (%s of CPU at 100 Hz): too few to rank functions reliably", samples, time.Duration(cpu).Round(time.Millisecond))
 	}
-	return ev, caveat, profileID
+	return ev, caveat, profileID, hotFunction
 }
 
 // gpuEvidence is the span's GPU state over its window.

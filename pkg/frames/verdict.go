@@ -37,9 +37,9 @@ func TraceVerdict(traceID string, causes []correlate.Cause, lever *correlate.Lev
 	rank := make([]int64, n)
 	title, kind, service, evidence, action, caveat, spanIDs, traceIDs := make([]string, n), make([]string, n), make([]string, n),
 		make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-	ms, share, link := make([]*float64, n), make([]*float64, n), make([]string, n)
+	ms, share, link, hot := make([]*float64, n), make([]*float64, n), make([]string, n), make([]string, n)
 	for i, c := range causes {
-		link[i] = causeLink(traceID, c, profileTypeID, links)
+		link[i], hot[i] = causeLink(traceID, c, profileTypeID, links), c.HotFunction
 		rank[i] = int64(i + 1)
 		title[i], kind[i], service[i], action[i], caveat[i], spanIDs[i], traceIDs[i] = c.Title, c.Kind, c.Service, c.Action, c.Caveat, c.SpanID, traceID
 		evidence[i] = strings.Join(c.Evidence, "; ")
@@ -73,6 +73,8 @@ func TraceVerdict(traceID string, causes []correlate.Cause, lever *correlate.Lev
 		data.NewField(fieldSpanID, nil, spanIDs).SetConfig(&data.FieldConfig{DisplayNameFromDS: "Span ID", Links: spanLinks(links)}),
 		data.NewField(fieldTraceID, nil, traceIDs),
 		data.NewField(fieldLink, nil, link).SetConfig(&data.FieldConfig{Custom: map[string]any{"hidden": true}}),
+		// For programs reading the answer (the evidence says it in words).
+		data.NewField("hotFunction", nil, hot).SetConfig(&data.FieldConfig{Custom: map[string]any{"hidden": true}}),
 	)
 	f.Meta = &data.FrameMeta{PreferredVisualization: data.VisTypeTable}
 	return f
