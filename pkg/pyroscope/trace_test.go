@@ -146,7 +146,7 @@ func TestA64BitTraceIDIsPaddedTo32DigitsForTheSelector(t *testing.T) {
 	if got := srv.TraceSelectorCalls()[0].TraceIdSelector; len(got) != 1 || got[0] != "0000000000000000a3ce929d0e0e4736" {
 		t.Errorf("sent %v", got)
 	}
-	if _, err := c.MergedFlameGraph(t.Context(), traceQuery("legacy", "a3ce929d", at)); err == nil || !strings.Contains(err.Error(), "16 or 32 hex digits") {
+	if _, err := c.MergedFlameGraph(t.Context(), traceQuery("legacy", "a3ce929d", at)); err == nil || !strings.Contains(err.Error(), "32 hex digits (or 16)") {
 		t.Errorf("short ID: %v", err)
 	}
 }
