@@ -40,10 +40,11 @@ var grafanaFields = []string{"refId", "datasource", "datasourceId", "hide", "key
 // does not read yet: a dashboard made for it still runs, and the warning says what is ignored.
 var pyroscopeOnlyFields = []string{"includeExemplars", "includeHeatmap", "heatmapType", "profileIdSelector", "stackTraceSelector", "annotations"}
 
-// FieldWarnings names the fields of a query model that the query type does not read, each with
-// the nearest field it does read when there is one ("labelselector": did you mean
-// "labelSelector"?). A field the user misspelt is otherwise silently ignored, and the answer
-// covers more than asked. Models that are not JSON objects give no warning (the parser says why).
+// FieldWarnings names the fields of a query model that no query type reads, each with the nearest
+// field its type does read when there is one ("labelselector": did you mean "labelSelector"?). A
+// field the user misspelt is otherwise silently ignored, and the answer covers more than asked.
+// Fields of other query types are not named (the editor keeps them when the type changes).
+// Models that are not JSON objects give no warning (the parser says why).
 func FieldWarnings(queryType string, raw json.RawMessage) []string {
 	known, ok := queryFields[queryType]
 	if !ok {
@@ -68,7 +69,9 @@ func FieldWarnings(queryType string, raw json.RawMessage) []string {
 func unknownFields(prefix string, model map[string]json.RawMessage, known []string, queryType string) []string {
 	var names []string
 	for name := range model {
-		if !slices.Contains(known, name) && (prefix != "" || !slices.Contains(grafanaFields, name)) {
+		// A field of another query type is left over from switching the type in the editor,
+		// which keeps the fields: not a mistake, and a warning on every such panel would be noise.
+		if !slices.Contains(known, name) && (prefix != "" || !slices.Contains(grafanaFields, name) && !anyQueryField(name)) {
 			names = append(names, name)
 		}
 	}
@@ -85,6 +88,16 @@ func unknownFields(prefix string, model map[string]json.RawMessage, known []stri
 		}
 	}
 	return out
+}
+
+// anyQueryField says whether some query type reads the field.
+func anyQueryField(name string) bool {
+	for _, fields := range queryFields {
+		if slices.Contains(fields, name) {
+			return true
+		}
+	}
+	return false
 }
 
 // nearestField is the known field a misspelt name most likely meant: the same letters in another

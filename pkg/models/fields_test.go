@@ -29,6 +29,8 @@ func TestFieldWarningsNameWhatWasIgnoredAndTheNearestField(t *testing.T) {
 		{QueryTypeGPUClass, `{"host":["a"],"format":"timeline","intervalMs":1000}`,
 			[]string{`unknown field "host" was ignored: did you mean "hosts"?`}},
 		{QueryTypeKernels, `{"file":"a.json","refId":"B"}`, nil},
+		// Left over from the editor's other query types: not a mistake.
+		{QueryTypeTrace, `{"traceId":"x","labelSelector":"{}","service":"api","metrics":["sm_active"]}`, nil},
 		{QueryTypeKernels, `[1,2]`, nil},
 		{"nope", `{"x":1}`, nil},
 	} {
