@@ -16,23 +16,46 @@ import {
   TRACE_DATASOURCE_TYPES as GENERATED_TRACE_DATASOURCE_TYPES,
 } from './generated/vocabulary';
 
-/** What the picker shows of each query type; the names and their order are the backend's. */
+/**
+ * What the picker shows of each query type; the names and their order are the backend's. The menu
+ * is as wide as its longest description by letter count: the GPU metrics one stays the longest by
+ * a tenth or more, so no other, with wider letters, is cut short.
+ */
 const QUERY_TYPE_TEXT: Record<QueryType, { label: string; description: string }> = {
-  profile: { label: 'Profile', description: 'Flame graph; optionally of one request (trace ID) or spans' },
-  metrics: { label: 'Metrics', description: 'Profile values over time, grouped by labels' },
-  both: { label: 'Both', description: 'Flame graph and profile values over time' },
-  diff: { label: 'Diff', description: 'Diff flame graph: a baseline against a comparison' },
+  profile: {
+    label: 'Profile',
+    description: 'Flame graph of the selected services: all requests, one request (trace ID) or some spans',
+  },
+  metrics: {
+    label: 'Metrics',
+    description: 'Profile values over time as series, one per value of the labels grouped by',
+  },
+  both: { label: 'Both', description: 'Flame graph and profile values over time, of the same selection' },
+  diff: {
+    label: 'Diff',
+    description: 'Diff flame graph: a baseline (e.g. the last hour) against a comparison (e.g. a slow request)',
+  },
   trace: {
     label: 'Request (trace)',
-    description: "One request: each span's time, CPU, allocations and GPU state, and its flame graph",
+    description: "One request: each span's duration, CPU, allocations and GPU state, and its flame graph",
   },
-  slowRequests: { label: 'Slow requests', description: 'Latency percentiles by endpoint and the slowest traces' },
-  gpuMetrics: { label: 'GPU metrics', description: 'DCGM series by name, per GPU, per host or fleet-wide' },
+  slowRequests: {
+    label: 'Slow requests',
+    description: 'Latency percentiles by endpoint and the slowest recent traces, of one service or all',
+  },
+  gpuMetrics: {
+    label: 'GPU metrics',
+    description:
+      'DCGM series (utilisation, memory, power, clocks, PCIe, NVLink, errors) per GPU, per host or fleet-wide',
+  },
   gpuClass: {
     label: 'GPU class',
-    description: 'Per GPU: compute-, memory-, PCIe-bound, throttled or idle, with the recommended action',
+    description: 'Per GPU: compute-, memory- or PCIe-bound, throttled or idle, with the recommended action',
   },
-  gpuLocal: { label: 'Local GPUs (NVML)', description: 'Live GPUs of the host Grafana runs on, read through NVML' },
+  gpuLocal: {
+    label: 'Local GPUs (NVML)',
+    description: 'Live GPUs of the host Grafana runs on, read through NVML: devices, processes, XID errors',
+  },
   kernels: {
     label: 'GPU kernels',
     description: 'Kernel summary, breakdowns and advice from the GPU kernel traces captured for a request',

@@ -7,10 +7,6 @@ import { THRESHOLD_ROWS } from './config/ThresholdsSection';
 import { GPU_THRESHOLD_WINDOWS, GPU_THRESHOLDS, UPSTREAM_TIMEOUT_SECONDS } from '../generated/vocabulary';
 import { HsiOptions, HsiSecureJsonData } from '../types';
 
-// @grafana/plugin-ui's CommonJS build requires this ES-module-only package (its schema wizard
-// evaluates CEL with it), which the scaffold's Jest transform skips; nothing here uses it.
-jest.mock('@marcbachmann/cel-js', () => ({}));
-
 // The real picker lists Grafana's data sources through getDataSourceSrv; this one records its
 // filter and offers one Tempo data source.
 jest.mock('@grafana/runtime', () => {

@@ -1,30 +1,38 @@
 import React from 'react';
 import { ComboboxOption, InlineField, InlineFieldRow, RadioButtonGroup } from '@grafana/ui';
 
-import { GPU_AGGREGATIONS, GPU_LOCAL_VIEWS } from '../generated/vocabulary';
+import { GPU_AGGREGATIONS, GPU_CATALOGUE, GPU_LOCAL_VIEWS } from '../generated/vocabulary';
 import { GpuAggregation, GpuLocalView, GpuMetric, GpuRole } from '../types';
 import { FieldsProps } from './SelectorFields';
 import { LABEL_WIDTH, MultiPicker, stringOptions } from './fields';
 
-/** The GPU queries' label filters, in picker order, each with the role the backend lists it by. */
-const FILTERS: Array<{
+/**
+ * The GPU queries' label filters, in picker order, each with the role the backend lists it by:
+ * the machines on one row, Kubernetes on the next.
+ */
+type Filter = {
   role: GpuRole;
   field: 'hosts' | 'gpus' | 'models' | 'pods' | 'namespaces';
   label: string;
   placeholder: string;
   tooltip?: string;
-}> = [
-  { role: 'host', field: 'hosts', label: 'Hosts', placeholder: 'All hosts' },
-  {
-    role: 'gpu',
-    field: 'gpus',
-    label: 'GPUs',
-    placeholder: 'All GPUs',
-    tooltip: "Index or UUID; lists the chosen hosts' GPUs",
-  },
-  { role: 'model', field: 'models', label: 'Models', placeholder: 'All models' },
-  { role: 'pod', field: 'pods', label: 'Pods', placeholder: 'All pods' },
-  { role: 'namespace', field: 'namespaces', label: 'Namespaces', placeholder: 'All namespaces' },
+};
+const FILTER_ROWS: Filter[][] = [
+  [
+    { role: 'host', field: 'hosts', label: 'Hosts', placeholder: 'All hosts' },
+    {
+      role: 'gpu',
+      field: 'gpus',
+      label: 'GPUs',
+      placeholder: 'All GPUs',
+      tooltip: "Index or UUID; lists the chosen hosts' GPUs",
+    },
+    { role: 'model', field: 'models', label: 'Models', placeholder: 'All models' },
+  ],
+  [
+    { role: 'namespace', field: 'namespaces', label: 'Namespaces', placeholder: 'All namespaces' },
+    { role: 'pod', field: 'pods', label: 'Pods', placeholder: 'All pods' },
+  ],
 ];
 
 /** What the pickers show of each aggregation and view; the values and their order are the backend's. */
@@ -79,8 +87,9 @@ export function GpuMetricsFields(props: FieldsProps) {
           label="Metrics"
           labelWidth={LABEL_WIDTH}
           value={query.metrics}
-          placeholder="gpu_utilization"
-          tooltip="DCGM exporter series, by catalogue name; none: gpu_utilization"
+          labelOf={metricLabel}
+          placeholder="GPU utilisation"
+          tooltip="DCGM exporter series; none chosen: GPU utilisation"
           load={async () => metricOptions(await datasource.getGpuMetrics())}
           onChange={(metrics) => update({ metrics })}
         />
@@ -104,28 +113,78 @@ export function GpuMetricsFields(props: FieldsProps) {
  */
 export function GpuFilterFields({ query, update, datasource, from, to }: FieldsProps) {
   return (
-    <InlineFieldRow>
-      {FILTERS.map(({ role, field, label, placeholder, tooltip }, i) => (
-        <MultiPicker
-          key={role}
-          label={label}
-          tooltip={tooltip}
-          labelWidth={i === 0 ? LABEL_WIDTH : undefined}
-          value={query[field]}
-          placeholder={placeholder}
-          load={async () =>
-            stringOptions(await datasource.getGpuLabelValues(role, from, to, role === 'gpu' ? query.hosts : undefined))
-          }
-          onChange={(values) => update({ [field]: values })}
-        />
+    <>
+      {FILTER_ROWS.map((filters) => (
+        <InlineFieldRow key={filters[0].role}>
+          {filters.map(({ role, field, label, placeholder, tooltip }, i) => (
+            <MultiPicker
+              key={role}
+              label={label}
+              tooltip={tooltip}
+              labelWidth={i === 0 ? LABEL_WIDTH : undefined}
+              value={query[field]}
+              placeholder={placeholder}
+              load={async () =>
+                stringOptions(
+                  await datasource.getGpuLabelValues(role, from, to, role === 'gpu' ? query.hosts : undefined)
+                )
+              }
+              onChange={(values) => update({ [field]: values })}
+            />
+          ))}
+        </InlineFieldRow>
       ))}
-    </InlineFieldRow>
+    </>
   );
 }
 
-const metricOptions = (metrics: GpuMetric[] | null): Array<ComboboxOption<string>> =>
+/** Grafana's unit IDs of the catalogue, as a person says them. */
+const UNIT_WORDS: Record<string, string> = {
+  percent: 'percent',
+  // Grafana shows a 0–1 ratio as a percentage.
+  percentunit: 'percent',
+  mbytes: 'MiB',
+  celsius: '°C',
+  watt: 'watts',
+  joule: 'joules',
+  rotmhz: 'MHz',
+  Bps: 'bytes per second',
+  ops: 'per second',
+  short: 'count',
+  hex0x: 'bit mask',
+};
+
+/** A catalogue entry as the gpu-metrics resource sends it: GpuMetric and its display title. */
+type CatalogueEntry = GpuMetric & { title?: string };
+
+/** The title and the unit in words: "Framebuffer used (MiB)"; a name unknown here as it is. */
+function metricText({ name, title, unit }: CatalogueEntry): string {
+  const words = UNIT_WORDS[unit];
+  return `${title || name}${words ? ` (${words})` : ''}`;
+}
+
+const CATALOGUE = new Map<string, string>(GPU_CATALOGUE.map((m) => [m.name, metricText(m)]));
+
+/** What a chosen metric shows: its title and unit, or the name itself (a variable, a name not in the catalogue). */
+const metricLabel = (name: string) => CATALOGUE.get(name) ?? name;
+
+/**
+ * What the metric is, for the menu: the catalogue's description goes on to sources and caveats.
+ * Its first sentence, and of a long one the part before the first "; ", ": " or " (" past the
+ * opening words.
+ */
+export function shortDescription(text = ''): string {
+  const sentence = text.split(/(?<=\.)\s/)[0];
+  if (sentence.length <= 80) {
+    return sentence;
+  }
+  const cut = sentence.slice(30).search(/; |: | \(/);
+  return cut < 0 ? sentence : sentence.slice(0, 30 + cut);
+}
+
+const metricOptions = (metrics: CatalogueEntry[] | null): Array<ComboboxOption<string>> =>
   (metrics ?? []).map((m) => ({
     value: m.name,
-    label: m.name,
-    description: [m.description, m.unit].filter(Boolean).join(' · '),
+    label: metricText(m),
+    description: [m.name, shortDescription(m.description)].filter(Boolean).join(': '),
   }));

@@ -1,6 +1,8 @@
 import React from 'react';
-import { InlineFieldRow } from '@grafana/ui';
+import { dateTimeFormat, dateTimeFormatTimeAgo } from '@grafana/data';
+import { ComboboxOption, InlineFieldRow } from '@grafana/ui';
 
+import { KernelFile } from '../types';
 import { FieldsProps } from './SelectorFields';
 import { LABEL_WIDTH, Picker, TextField } from './fields';
 import { traceIdError } from './validation';
@@ -16,6 +18,22 @@ function size(bytes: number): string {
   }
   return `${u === 0 ? v : v.toFixed(1)} ${units[u]}`;
 }
+
+/** When a file was last written, in the dashboard user's time zone, and how long ago. */
+const written = (modified: string) =>
+  `written ${dateTimeFormat(modified, { format: 'YYYY-MM-DD HH:mm' })} (${dateTimeFormatTimeAgo(modified)})`;
+
+export const fileOption = (f: KernelFile): ComboboxOption<string> => ({
+  value: f.file,
+  label: f.file,
+  description: [
+    size(f.size),
+    written(f.modified),
+    f.traceIds.length ? `${f.traceIds.length === 1 ? 'trace' : 'traces'} ${f.traceIds.join(', ')}` : '',
+  ]
+    .filter(Boolean)
+    .join(' · '),
+});
 
 /**
  * GPU kernels: the request's trace ID (its traces are found by name or content in the configured
@@ -41,13 +59,7 @@ export function KernelFields({ query, update, datasource }: FieldsProps) {
         tooltip="One trace file, relative to a configured trace directory; it takes precedence over the trace ID"
         width={48}
         clearable
-        load={async () =>
-          (await datasource.getKernelFiles(query.traceId)).map((f) => ({
-            value: f.file,
-            label: f.file,
-            description: `${size(f.size)}, ${f.modified}${f.traceIds.length ? `, trace ${f.traceIds.join(', ')}` : ''}`,
-          }))
-        }
+        load={async () => (await datasource.getKernelFiles(query.traceId)).map(fileOption)}
         onChange={(file) => update({ file: file || undefined })}
       />
     </InlineFieldRow>

@@ -1,10 +1,10 @@
 import React, { useState } from 'react';
-import { act, fireEvent, render, screen, waitFor } from '@testing-library/react';
+import { act, cleanup, fireEvent, render, screen, waitFor } from '@testing-library/react';
 import { DataSourceInstanceSettings, dateTime } from '@grafana/data';
 
 import { QueryEditor } from './QueryEditor';
 import { DataSource } from '../datasource';
-import { HsiOptions, HsiQuery, TraceSummary } from '../types';
+import { HsiOptions, HsiQuery, QUERY_TYPES, TraceSummary } from '../types';
 
 jest.mock('@grafana/runtime', () => ({
   ...jest.requireActual('@grafana/runtime'),
@@ -31,7 +31,8 @@ const traces: TraceSummary[] = [
     rootOperation: 'GET /health',
     start: 1700000100000,
     durationMs: 12,
-    spans: 2,
+    // A health check: its one span.
+    spans: 1,
     services: ['api'],
   },
   {
@@ -67,8 +68,13 @@ function fakeDatasource(answers: Record<string, unknown> = {}) {
     traces,
     'trace-services': ['frontend', 'api'],
     'gpu-metrics': [
-      { name: 'gpu_utilization', description: 'GPU utilisation', unit: 'percent' },
-      { name: 'fb_used', description: 'Framebuffer used', unit: 'mbytes' },
+      { name: 'gpu_utilization', title: 'GPU utilisation', description: 'Share of time kernels ran.', unit: 'percent' },
+      {
+        name: 'fb_used',
+        title: 'Framebuffer used',
+        description: 'Device memory in use. Includes the driver.',
+        unit: 'mbytes',
+      },
     ],
     'gpu-label-values': (params: { role: string }) => gpuLabelValues[params.role],
     'kernel-files': {
@@ -126,7 +132,16 @@ async function renderEditor(initial: HsiQuery, ds = fakeDatasource().ds) {
 /** Opens the labelled Combobox and clicks the option with that name. */
 async function pick(label: string, option: string | RegExp) {
   fireEvent.click(screen.getByLabelText(label));
-  fireEvent.click(await screen.findByRole('option', { name: option }));
+  const picked = await screen.findByRole('option', { name: option });
+  // Picking may draw fields that ask the backend at once (another query type's editor).
+  await act(async () => {
+    fireEvent.click(picked);
+  });
+}
+
+/** Opens the row of less common fields (trace ID, span IDs, max nodes). */
+function openOptions() {
+  fireEvent.click(screen.getByRole('button', { name: /^Options/ }));
 }
 
 /** Types into a text field and leaves it, which is when the editor writes the query. */
@@ -155,6 +170,14 @@ describe('QueryEditor', () => {
       expect.stringMatching(/^Local GPUs \(NVML\)/),
       expect.stringMatching(/^GPU kernels/),
     ]);
+  });
+
+  it('describes each query type in its menu', async () => {
+    await renderEditor({ refId: 'A' });
+    fireEvent.click(screen.getByLabelText('Query type'));
+    const options = await screen.findAllByRole('option');
+    expect(options.map((o) => o.textContent)).toEqual(QUERY_TYPES.map((t) => `${t.label}${t.description}`));
+    expect(QUERY_TYPES.every((t) => t.description.length > 40)).toBe(true);
   });
 
   it('switches the query type', async () => {
@@ -186,6 +209,7 @@ describe('QueryEditor', () => {
 
   it('writes max nodes as a number', async () => {
     const { onChange } = await renderEditor({ refId: 'A', queryType: 'profile' });
+    openOptions();
     fireEvent.change(screen.getByLabelText('Max nodes'), { target: { value: '512' } });
     expect(onChange).toHaveBeenLastCalledWith({ refId: 'A', queryType: 'profile', maxNodes: 512 });
   });
@@ -238,10 +262,13 @@ describe('QueryEditor', () => {
         { refId: 'A', queryType: 'profile', labelSelector: '{service_name="api"}' },
         ds
       );
+      openOptions();
       fireEvent.click(screen.getByLabelText('Slow traces'));
       const options = await screen.findAllByRole('option');
       expect(options[0]).toHaveTextContent('POST /generate · 1.20 s');
+      expect(options[0]).toHaveTextContent('00f067aa0ba902b700f067aa0ba902b7 · 14 spans · api, nemotron-backend');
       expect(options[1]).toHaveTextContent('GET /health · 12 ms');
+      expect(options[1]).toHaveTextContent('4bf92f3577b34da6a3ce929d0e0e4736 · 1 span · api');
       fireEvent.click(options[0]);
       expect(getResource).toHaveBeenCalledWith('traces', { service: 'api', limit: 20, ...rangeParams });
       expect(last().traceId).toBe('00f067aa0ba902b700f067aa0ba902b7');
@@ -250,11 +277,13 @@ describe('QueryEditor', () => {
 
     it('offers no traces until a service is chosen', async () => {
       await renderEditor({ refId: 'A', queryType: 'profile' });
+      openOptions();
       expect(screen.getByLabelText('Slow traces')).toBeDisabled();
     });
 
     it('writes a typed trace ID, span IDs as a list and the per-service switch', async () => {
       const { last } = await renderEditor({ refId: 'A', queryType: 'profile' });
+      openOptions();
       expect(screen.getByLabelText('Per service')).toBeDisabled();
       type('Span IDs', '00f067aa0ba902b7, 4bf92f3577b34da6');
       expect(last().spanSelector).toEqual(['00f067aa0ba902b7', '4bf92f3577b34da6']);
@@ -268,8 +297,47 @@ describe('QueryEditor', () => {
 
     it('is not offered for metrics', async () => {
       await renderEditor({ refId: 'A', queryType: 'metrics' });
+      expect(screen.queryByRole('button', { name: /^Options/ })).not.toBeInTheDocument();
       expect(screen.queryByLabelText('Trace ID')).not.toBeInTheDocument();
       expect(screen.queryByLabelText('Max nodes')).not.toBeInTheDocument();
+    });
+  });
+
+  describe('options row', () => {
+    it('is closed and says what the options are', async () => {
+      await renderEditor({ refId: 'A', queryType: 'profile' });
+      expect(screen.getByRole('button', { name: /^Options/ })).toHaveAttribute('aria-expanded', 'false');
+      expect(screen.getByText('All requests')).toBeInTheDocument();
+      expect(screen.getByText('Max nodes 16384')).toBeInTheDocument();
+      expect(screen.queryByLabelText('Trace ID')).not.toBeInTheDocument();
+    });
+
+    it.each([
+      [{ traceId: '$trace_id', perService: true, maxNodes: 512 }, ['Trace $trace_id, per service', 'Max nodes 512']],
+      [{ spanSelector: ['00f067aa0ba902b7'] }, ['1 span', 'Max nodes 16384']],
+      [{ spanSelector: ['00f067aa0ba902b7', '4bf92f3577b34da6'] }, ['2 spans', 'Max nodes 16384']],
+    ])('sums up %j', async (set, summary) => {
+      await renderEditor({ refId: 'A', queryType: 'profile', ...set });
+      for (const text of summary) {
+        expect(screen.getByText(text)).toBeInTheDocument();
+      }
+    });
+
+    it('sums up each side of a diff', async () => {
+      await renderEditor({
+        refId: 'A',
+        queryType: 'diff',
+        baseline: { from: 'now-1h' },
+        comparison: { traceId: '$trace_id' },
+      });
+      expect(screen.getByText('Baseline: all requests')).toBeInTheDocument();
+      expect(screen.getByText('Comparison: trace $trace_id')).toBeInTheDocument();
+    });
+
+    it('opens by itself when a field in it is wrong', async () => {
+      await renderEditor({ refId: 'A', queryType: 'profile', traceId: '4bf92f35' });
+      expect(screen.getByRole('button', { name: /^Options/ })).toHaveAttribute('aria-expanded', 'true');
+      expect(screen.getByText('A trace ID has 16 or 32 hex digits')).toBeInTheDocument();
     });
   });
 
@@ -281,6 +349,7 @@ describe('QueryEditor', () => {
       ['Label selector', '{service_name="api}', 'The label selector has an unclosed quote'],
     ])('%s %s: %s', async (label, value, message) => {
       await renderEditor({ refId: 'A', queryType: 'profile' });
+      openOptions();
       fireEvent.change(screen.getByLabelText(label), { target: { value } });
       expect(screen.getByText(message)).toBeInTheDocument();
     });
@@ -293,6 +362,7 @@ describe('QueryEditor', () => {
       ['Label selector', '{service_name="${service}"}'],
     ])('lets %s %s through', async (label, value) => {
       await renderEditor({ refId: 'A', queryType: 'profile' });
+      openOptions();
       fireEvent.change(screen.getByLabelText(label), { target: { value } });
       expect(screen.getByLabelText(label)).not.toHaveAttribute('aria-invalid', 'true');
       expect(screen.queryByText(/hex digits|looks like|unclosed/)).not.toBeInTheDocument();
@@ -327,6 +397,7 @@ describe('QueryEditor', () => {
       await renderEditor({ refId: 'A', queryType: 'both' });
       expect(screen.getByLabelText('Group by')).toBeInTheDocument();
       expect(screen.getByLabelText('Limit')).toBeInTheDocument();
+      openOptions();
       expect(screen.getByLabelText('Max nodes')).toBeInTheDocument();
     });
   });
@@ -334,6 +405,12 @@ describe('QueryEditor', () => {
   describe('diff', () => {
     it('writes each side: a request against the service over the last hour', async () => {
       const { last } = await renderEditor({ refId: 'A', queryType: 'diff', labelSelector: '{service_name="api"}' });
+      expect(screen.getByLabelText('Baseline from')).toHaveAttribute('placeholder', 'panel time range');
+      expect(screen.getByLabelText('Baseline label selector')).toHaveAttribute(
+        'placeholder',
+        'same selector as the query'
+      );
+      openOptions();
       type('Comparison trace ID', '$trace_id');
       type('Baseline from', 'now-1h');
       type('Baseline to', 'now');
@@ -395,6 +472,40 @@ describe('QueryEditor', () => {
       expect(screen.getByLabelText('Trace ID')).toHaveValue('00f067aa0ba902b700f067aa0ba902b7');
     });
 
+    it('asks the backend for the profile types once for both pickers', async () => {
+      const { ds, getResource } = fakeDatasource({ 'profile-types': profileTypes });
+      await renderEditor({ refId: 'A', queryType: 'trace' }, ds);
+      await pick('Allocations', /alloc_objects/);
+      await pick('CPU profile', /alloc_objects/);
+      const calls = getResource.mock.calls.filter(([path]) => path === 'profile-types');
+      expect(calls).toEqual([['profile-types', rangeParams]]);
+    });
+
+    it('keeps the chosen service when the type is switched away and back', async () => {
+      const { ds } = fakeDatasource();
+      await renderEditor({ refId: 'A', queryType: 'trace' }, ds);
+      await pick('Service', 'api');
+      await pick('Query type', /^Slow requests/);
+      expect(screen.queryByLabelText('Slow traces')).not.toBeInTheDocument();
+      await pick('Query type', /^Request \(trace\)/);
+      expect(screen.getByLabelText('Service')).toHaveValue('api');
+      expect(screen.getByLabelText('Slow traces')).toBeEnabled();
+    });
+
+    it('keeps the chosen service when Grafana draws the editor again, out of the query', async () => {
+      const { ds } = fakeDatasource();
+      const first = await renderEditor({ refId: 'A', queryType: 'trace' }, ds);
+      await pick('Service', 'api');
+      expect(first.onChange).not.toHaveBeenCalled();
+      cleanup();
+      await renderEditor({ refId: 'A', queryType: 'trace' }, ds);
+      expect(screen.getByLabelText('Service')).toHaveValue('api');
+      cleanup();
+      // Another data source has its own.
+      await renderEditor({ refId: 'A', queryType: 'trace' }, fakeDatasource().ds);
+      expect(screen.getByLabelText('Service')).toHaveValue('');
+    });
+
     it('writes a typed trace ID and checks it', async () => {
       const { last } = await renderEditor({ refId: 'A', queryType: 'trace', profileTypeId: 'process_cpu' });
       expect(screen.getByText(/A profile type has five parts/)).toBeInTheDocument();
@@ -454,13 +565,15 @@ describe('QueryEditor', () => {
   });
 
   describe('GPU metrics', () => {
-    it('picks metrics from the catalogue and the aggregation', async () => {
+    it('picks metrics from the catalogue, by title and unit, and the aggregation', async () => {
       const { ds, getResource } = fakeDatasource();
       const { last } = await renderEditor({ refId: 'A', queryType: 'gpuMetrics' }, ds);
       expect(screen.getByRole('radio', { name: 'Per GPU' })).toBeChecked();
       fireEvent.click(screen.getByLabelText('Metrics'));
-      expect(await screen.findByRole('option', { name: /fb_used/ })).toHaveTextContent('Framebuffer used · mbytes');
-      fireEvent.click(screen.getByRole('option', { name: /gpu_utilization/ }));
+      const fb = await screen.findByRole('option', { name: /^Framebuffer used \(MiB\)/ });
+      expect(fb).toHaveTextContent('fb_used: Device memory in use.');
+      expect(fb).not.toHaveTextContent('mbytes');
+      fireEvent.click(screen.getByRole('option', { name: /^GPU utilisation \(percent\)/ }));
       expect(getResource).toHaveBeenCalledWith('gpu-metrics');
       fireEvent.click(screen.getByRole('radio', { name: 'Fleet' }));
       expect(last()).toEqual({
@@ -469,6 +582,17 @@ describe('QueryEditor', () => {
         metrics: ['gpu_utilization'],
         aggregation: 'fleet',
       });
+    });
+
+    it('shows the chosen metrics by title and unit before the menu opens', async () => {
+      const { ds, getResource } = fakeDatasource();
+      await renderEditor({ refId: 'A', queryType: 'gpuMetrics', metrics: ['fb_used_percent'] }, ds);
+      expect(screen.getByText('Framebuffer used (percent)')).toBeInTheDocument();
+      cleanup();
+      // A variable, or a name this version does not know, as it is.
+      await renderEditor({ refId: 'A', queryType: 'gpuMetrics', metrics: ['$metric'] }, ds);
+      expect(screen.getByText('$metric')).toBeInTheDocument();
+      expect(getResource).not.toHaveBeenCalled();
     });
 
     it('filters by host, and lists the GPUs of the chosen hosts', async () => {
@@ -560,6 +684,11 @@ describe('QueryEditor', () => {
         file: 'infer/infer_4bf92f3577b34da6a3ce929d0e0e4736.pt.trace.json',
       });
       expect(getResource).toHaveBeenCalledWith('kernel-files', {});
+      fireEvent.click(screen.getByLabelText('File'));
+      // When the file was written, in the user's time zone (UTC here) and how long ago.
+      expect(await screen.findByRole('option')).toHaveTextContent(
+        /^infer\/infer_4bf92f35.*2\.0 KiB · written 2026-01-01 00:00 \(.+ ago\) · trace 4bf92f3577b34da6a3ce929d0e0e4736$/
+      );
       fireEvent.change(screen.getByLabelText('Trace ID'), { target: { value: '4bf92f35' } });
       expect(screen.getByText('A trace ID has 16 or 32 hex digits')).toBeInTheDocument();
     });

@@ -7,15 +7,15 @@ import { HsiOptions, HsiQuery, QUERY_TYPES, QueryType } from '../types';
 import { DiffFields } from './DiffFields';
 import { GpuFilterFields, GpuLocalFields, GpuMetricsFields } from './GpuFields';
 import { KernelFields } from './KernelFields';
-import { RequestFields } from './RequestFields';
+import { MaxNodesField, RequestFields, maxNodesSummary } from './RequestFields';
 import { FieldsProps, SelectorFields } from './SelectorFields';
 import { SlowRequestFields } from './SlowRequestFields';
 import { TraceFields } from './TraceFields';
-import { LABEL_WIDTH, MultiPicker, NumberField, stringOptions } from './fields';
+import { LABEL_WIDTH, MultiPicker, NumberField, OptionsRow, stringOptions } from './fields';
 
 type Props = QueryEditorProps<DataSource, HsiQuery, HsiOptions>;
 
-/** A query-type picker, then the fields of that type. */
+/** A query-type picker, then the fields of that type; the less common ones under Options. */
 export function QueryEditor({ query, onChange, onRunQuery, datasource, range }: Props) {
   const queryType = query.queryType ?? 'profile';
   const update = (patch: Partial<HsiQuery>, run = true) => {
@@ -33,7 +33,6 @@ export function QueryEditor({ query, onChange, onRunQuery, datasource, range }: 
     to: range?.to.valueOf(),
   };
   const isProfile = ['profile', 'metrics', 'both', 'diff'].includes(queryType);
-  const hasFlameGraph = ['profile', 'both', 'diff'].includes(queryType);
   const hasSeries = queryType === 'metrics' || queryType === 'both';
   const id = useId();
 
@@ -51,29 +50,22 @@ export function QueryEditor({ query, onChange, onRunQuery, datasource, range }: 
         </InlineField>
       </InlineFieldRow>
       {isProfile && <SelectorFields {...fields} />}
+      {hasSeries && <SeriesFields {...fields} />}
       {queryType === 'profile' && <RequestFields {...fields} />}
-      {queryType === 'diff' && <DiffFields query={query} update={update} />}
+      {queryType === 'both' && (
+        <OptionsRow summary={[maxNodesSummary(query.maxNodes)]}>
+          <InlineFieldRow>
+            <MaxNodesField query={query} update={update} runQuery={onRunQuery} labelWidth={LABEL_WIDTH} />
+          </InlineFieldRow>
+        </OptionsRow>
+      )}
+      {queryType === 'diff' && <DiffFields query={query} update={update} runQuery={onRunQuery} />}
       {queryType === 'trace' && <TraceFields {...fields} />}
       {queryType === 'slowRequests' && <SlowRequestFields {...fields} />}
       {queryType === 'gpuMetrics' && <GpuMetricsFields {...fields} />}
       {queryType === 'gpuClass' && <GpuFilterFields {...fields} />}
       {queryType === 'gpuLocal' && <GpuLocalFields {...fields} />}
       {queryType === 'kernels' && <KernelFields {...fields} />}
-      {(hasSeries || hasFlameGraph) && (
-        <InlineFieldRow>
-          {hasSeries && <SeriesFields {...fields} />}
-          {hasFlameGraph && (
-            <NumberField
-              label="Max nodes"
-              value={query.maxNodes}
-              placeholder="16384"
-              tooltip="Flame graph nodes kept; the smallest are merged"
-              onChange={(maxNodes) => update({ maxNodes }, false)}
-              onBlur={onRunQuery}
-            />
-          )}
-        </InlineFieldRow>
-      )}
     </>
   );
 }
@@ -82,7 +74,7 @@ export function QueryEditor({ query, onChange, onRunQuery, datasource, range }: 
 function SeriesFields({ query, update, runQuery, datasource, from, to }: FieldsProps) {
   const selector = query.labelSelector ?? '{}';
   return (
-    <>
+    <InlineFieldRow>
       <MultiPicker
         label="Group by"
         labelWidth={LABEL_WIDTH}
@@ -100,6 +92,6 @@ function SeriesFields({ query, update, runQuery, datasource, from, to }: FieldsP
         onChange={(limit) => update({ limit }, false)}
         onBlur={runQuery}
       />
-    </>
+    </InlineFieldRow>
   );
 }

@@ -1,9 +1,9 @@
 import React, { useEffect, useId, useState } from 'react';
-import { Combobox, ComboboxOption, InlineField, InlineFieldRow } from '@grafana/ui';
+import { Combobox, ComboboxOption, InlineField, InlineFieldRow, useStyles2 } from '@grafana/ui';
 
 import { DataSource } from '../datasource';
 import { DEFAULT_PROFILE_TYPE, HsiQuery, ProfileType } from '../types';
-import { LABEL_WIDTH, Picker, TextField, errorMessage, stringOptions } from './fields';
+import { LABEL_WIDTH, Picker, TextField, errorMessage, getMessageStyles, stringOptions } from './fields';
 import { matcherValue, setMatcher } from './selector';
 import { profileTypeError, selectorError } from './validation';
 
@@ -18,16 +18,24 @@ export interface FieldsProps {
 }
 
 /** What every profile query has: a profile type and a label selector, with pickers that fill it. */
-export function SelectorFields(props: FieldsProps) {
-  const { query, update, datasource, from, to } = props;
+export function SelectorFields({ query, update, datasource, from, to }: FieldsProps) {
   const selector = query.labelSelector ?? '{}';
   const [label, setLabel] = useState<string>();
   const service = matcherValue(selector, 'service_name');
+  const types = useProfileTypes(datasource, from, to);
 
   return (
     <>
       <InlineFieldRow>
-        <ProfileTypeField {...props} field="profileTypeId" label="Profile type" fallback={DEFAULT_PROFILE_TYPE} />
+        <ProfileTypeField
+          query={query}
+          update={update}
+          types={types}
+          field="profileTypeId"
+          label="Profile type"
+          fallback={DEFAULT_PROFILE_TYPE}
+          labelWidth={LABEL_WIDTH}
+        />
         <Picker
           label="Service"
           value={service}
@@ -69,47 +77,69 @@ export function SelectorFields(props: FieldsProps) {
   );
 }
 
-interface ProfileTypeProps extends FieldsProps {
-  field: 'profileTypeId' | 'allocTypeId';
-  label: string;
-  /** Shown while the field is unset: what the backend uses then. */
-  fallback: string;
+/** The profile types with data in the range, as picker options, or why they could not be listed. */
+export interface ProfileTypes {
+  options: Array<ComboboxOption<string>>;
+  error?: string;
 }
 
-/** Profile types with data in the dashboard's range; any other ID can be typed. */
-export function ProfileTypeField({ query, update, datasource, from, to, field, label, fallback }: ProfileTypeProps) {
-  const [types, setTypes] = useState<Array<ComboboxOption<string>>>([]);
-  const [typesError, setTypesError] = useState<string>();
-  const id = useId();
-
+/**
+ * Asks the backend for the profile types of the range once for the editor: the trace editor's two
+ * pickers share the answer.
+ */
+export function useProfileTypes(datasource: DataSource, from?: number, to?: number): ProfileTypes {
+  const [types, setTypes] = useState<ProfileTypes>({ options: [] });
   useEffect(() => {
     let cancelled = false;
     datasource
       .getProfileTypes(from, to)
       .then((list: ProfileType[]) => {
         if (!cancelled) {
-          setTypes((list ?? []).map((t) => ({ value: t.id, label: `${t.name} · ${t.sampleType}`, description: t.id })));
-          setTypesError(undefined);
+          setTypes({
+            options: (list ?? []).map((t) => ({
+              value: t.id,
+              label: `${t.name} · ${t.sampleType}`,
+              description: t.id,
+            })),
+          });
         }
       })
-      .catch((e) => !cancelled && setTypesError(errorMessage(e, 'could not list profile types')));
+      .catch((e) => !cancelled && setTypes({ options: [], error: errorMessage(e, 'could not list profile types') }));
     return () => {
       cancelled = true;
     };
   }, [datasource, from, to]);
+  return types;
+}
 
+interface ProfileTypeProps {
+  query: HsiQuery;
+  update: FieldsProps['update'];
+  types: ProfileTypes;
+  field: 'profileTypeId' | 'allocTypeId';
+  label: string;
+  /** Shown while the field is unset: what the backend uses then. */
+  fallback: string;
+  labelWidth?: number;
+}
+
+/** Profile types with data in the dashboard's range; any other ID can be typed. */
+export function ProfileTypeField({ query, update, types, field, label, fallback, labelWidth }: ProfileTypeProps) {
+  const id = useId();
+  const messageClass = useStyles2(getMessageStyles);
   const profileTypeId = query[field] || fallback;
-  const options = types.some((t) => t.value === profileTypeId)
-    ? types
-    : [{ value: profileTypeId, label: profileTypeId }, ...types];
-  const error = typesError ?? profileTypeError(profileTypeId);
+  const options = types.options.some((t) => t.value === profileTypeId)
+    ? types.options
+    : [{ value: profileTypeId, label: profileTypeId }, ...types.options];
+  const error = types.error ?? profileTypeError(profileTypeId);
 
   return (
     <InlineField
       label={label}
-      labelWidth={LABEL_WIDTH}
+      labelWidth={labelWidth ?? 'auto'}
       invalid={Boolean(error)}
       error={error}
+      className={messageClass}
       tooltip="Types with data in the dashboard's time range"
       htmlFor={id}
     >

@@ -15,16 +15,16 @@ export function SlowRequestFields({ query, update, runQuery, datasource }: Field
         value={query.service}
         placeholder="All services"
         tooltip="A Jaeger service"
-        width={28}
+        width={20}
         clearable
         load={async () => stringOptions(await datasource.getTraceServices())}
         onChange={(service) => update({ service: service || undefined })}
       />
       <TextField
         label="Endpoint"
-        labelWidth={10}
+        labelWidth="auto"
         value={query.endpoint}
-        width={28}
+        width={20}
         placeholder="All endpoints"
         tooltip="The root span's operation, e.g. POST /generate"
         onCommit={(endpoint) => update({ endpoint: endpoint.trim() || undefined })}
@@ -32,8 +32,8 @@ export function SlowRequestFields({ query, update, runQuery, datasource }: Field
       <TextField
         label="Min duration"
         value={query.minDuration}
-        width={12}
-        labelWidth={14}
+        width={10}
+        labelWidth="auto"
         placeholder="any"
         tooltip="Only traces at least this long, e.g. 500ms, 1.5s; a plain number is milliseconds"
         validate={durationError}
@@ -44,6 +44,7 @@ export function SlowRequestFields({ query, update, runQuery, datasource }: Field
         value={query.limit}
         placeholder="20"
         tooltip="How many of the slowest traces to list"
+        width={8}
         onChange={(limit) => update({ limit }, false)}
         onBlur={runQuery}
       />

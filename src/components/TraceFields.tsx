@@ -1,23 +1,55 @@
 import React, { useState } from 'react';
 import { InlineFieldRow } from '@grafana/ui';
 
+import { DataSource } from '../datasource';
 import { DEFAULT_ALLOC_TYPE, DEFAULT_PROFILE_TYPE } from '../types';
-import { TraceIdField } from './RequestFields';
-import { FieldsProps, ProfileTypeField } from './SelectorFields';
-import { LABEL_WIDTH, Picker, stringOptions } from './fields';
+import { MaxNodesField, SlowTracesPicker, TraceIdField, maxNodesSummary } from './RequestFields';
+import { FieldsProps, ProfileTypeField, useProfileTypes } from './SelectorFields';
+import { LABEL_WIDTH, OptionsRow, Picker, stringOptions } from './fields';
 import { traceIdError } from './validation';
+
+/**
+ * The Jaeger service last picked in each data source's trace editor. The editor is mounted anew
+ * when the query type is switched away and back, and when Grafana draws the query row again (the
+ * row collapsed and opened, the panel editor reopened); Grafana keeps one DataSource object per
+ * data source meanwhile. The service only narrows the slow-trace picker and the backend reads no
+ * such field of a trace query (it would warn of an unknown field), so it stays out of the query.
+ */
+const lastService = new WeakMap<DataSource, string>();
+
+function useRememberedService(datasource: DataSource): [string | undefined, (service: string) => void] {
+  const [service, setService] = useState(() => lastService.get(datasource));
+  const remember = (s: string) => {
+    if (s) {
+      lastService.set(datasource, s);
+    } else {
+      lastService.delete(datasource);
+    }
+    setService(s || undefined);
+  };
+  return [service, remember];
+}
 
 /**
  * The request-level join of one trace: its ID (typed, $trace_id, or picked from a Jaeger service's
  * slowest traces) and the profile types read for each span's CPU and allocations.
  */
-export function TraceFields(props: FieldsProps) {
-  const { query, update, datasource, from, to } = props;
-  // Only narrows the slow-trace picker: the query itself is the trace ID.
-  const [service, setService] = useState<string>();
+export function TraceFields({ query, update, runQuery, datasource, from, to }: FieldsProps) {
+  const [service, setService] = useRememberedService(datasource);
+  // One call for both pickers.
+  const types = useProfileTypes(datasource, from, to);
+  const profileType = { query, update, types };
 
   return (
     <>
+      <InlineFieldRow>
+        <TraceIdField
+          value={query.traceId}
+          tooltip="The request: every span of this trace, across services"
+          validate={traceIdError}
+          onChange={(traceId) => update({ traceId })}
+        />
+      </InlineFieldRow>
       <InlineFieldRow>
         <Picker
           label="Service"
@@ -25,25 +57,35 @@ export function TraceFields(props: FieldsProps) {
           value={service}
           placeholder="To list its traces"
           tooltip="A Jaeger service, to list its slowest recent traces under Slow traces; not part of the query"
-          width={28}
+          width={24}
+          clearable
           load={async () => stringOptions(await datasource.getTraceServices())}
           onChange={setService}
         />
-        <TraceIdField
-          value={query.traceId}
+        <SlowTracesPicker
           service={service}
-          tooltip="The request: every span of this trace, across services"
-          validate={traceIdError}
-          onChange={(traceId) => update({ traceId })}
+          onChange={(traceId) => update({ traceId: traceId || undefined })}
           datasource={datasource}
           from={from}
           to={to}
+          width={40}
         />
       </InlineFieldRow>
       <InlineFieldRow>
-        <ProfileTypeField {...props} field="profileTypeId" label="CPU profile" fallback={DEFAULT_PROFILE_TYPE} />
-        <ProfileTypeField {...props} field="allocTypeId" label="Allocations" fallback={DEFAULT_ALLOC_TYPE} />
+        <ProfileTypeField
+          {...profileType}
+          field="profileTypeId"
+          label="CPU profile"
+          fallback={DEFAULT_PROFILE_TYPE}
+          labelWidth={LABEL_WIDTH}
+        />
+        <ProfileTypeField {...profileType} field="allocTypeId" label="Allocations" fallback={DEFAULT_ALLOC_TYPE} />
       </InlineFieldRow>
+      <OptionsRow summary={[maxNodesSummary(query.maxNodes)]}>
+        <InlineFieldRow>
+          <MaxNodesField query={query} update={update} runQuery={runQuery} labelWidth={LABEL_WIDTH} />
+        </InlineFieldRow>
+      </OptionsRow>
     </>
   );
 }

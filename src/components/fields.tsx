@@ -1,6 +1,9 @@
-import React, { useId, useState } from 'react';
-import { Combobox, ComboboxOption, InlineField, Input, MultiCombobox } from '@grafana/ui';
+import React, { ReactNode, useId, useState } from 'react';
+import { css } from '@emotion/css';
+import { GrafanaTheme2 } from '@grafana/data';
+import { Collapse, Combobox, ComboboxOption, InlineField, Input, MultiCombobox, Stack, useStyles2 } from '@grafana/ui';
 
+/** The first column's labels (8 px each): "Label selector" and its tooltip icon fit on one line. */
 export const LABEL_WIDTH = 16;
 
 interface TextFieldProps {
@@ -15,7 +18,7 @@ interface TextFieldProps {
   placeholder?: string;
   tooltip?: string;
   width?: number;
-  labelWidth?: number;
+  labelWidth?: number | 'auto';
   grow?: boolean;
 }
 
@@ -29,6 +32,7 @@ export function TextField({ label, ariaLabel, value = '', onCommit, validate, la
     setDraft(value);
   }
   const error = validate?.(draft);
+  const messageClass = useStyles2(getMessageStyles);
   return (
     <InlineField
       label={label}
@@ -37,6 +41,7 @@ export function TextField({ label, ariaLabel, value = '', onCommit, validate, la
       tooltip={rest.tooltip}
       invalid={Boolean(error)}
       error={error}
+      className={messageClass}
     >
       <Input
         aria-label={ariaLabel ?? label}
@@ -55,20 +60,32 @@ interface NumberFieldProps {
   value?: number;
   placeholder: string;
   tooltip?: string;
+  /** Default: as wide as the label's text. */
+  labelWidth?: number;
+  width?: number;
   /** Written on every keystroke, without running the query. */
   onChange: (value: number | undefined) => void;
   /** Runs the query once the field loses focus. */
   onBlur: () => void;
 }
 
-export function NumberField({ label, value, placeholder, tooltip, onChange, onBlur }: NumberFieldProps) {
+export function NumberField({
+  label,
+  value,
+  placeholder,
+  tooltip,
+  labelWidth,
+  width,
+  onChange,
+  onBlur,
+}: NumberFieldProps) {
   return (
-    <InlineField label={label} labelWidth={12} tooltip={tooltip}>
+    <InlineField label={label} labelWidth={labelWidth ?? 'auto'} tooltip={tooltip}>
       <Input
         aria-label={label}
         type="number"
         min={0}
-        width={12}
+        width={width ?? 12}
         placeholder={placeholder}
         value={value ?? ''}
         onChange={(e) => {
@@ -132,6 +149,8 @@ interface MultiPickerProps {
   placeholder: string;
   tooltip?: string;
   labelWidth?: number;
+  /** What a chosen value shows, before the menu has loaded the options (default: the value). */
+  labelOf?: (value: string) => string;
   /** Fetched when the menu opens (and as the user types). */
   load: () => Promise<Array<ComboboxOption<string>>>;
   /** Undefined once the last value is removed, so the field leaves the query. */
@@ -139,17 +158,25 @@ interface MultiPickerProps {
 }
 
 /** Several values from a backend resource; values not offered (e.g. $host) can be typed. */
-export function MultiPicker({ label, value, placeholder, tooltip, labelWidth, load, onChange }: MultiPickerProps) {
+export function MultiPicker(props: MultiPickerProps) {
+  const { label, value, placeholder, tooltip, labelWidth, labelOf, load, onChange } = props;
   const id = useId();
+  const styles = useStyles2(getMultiPickerStyles);
   return (
-    <InlineField label={label} labelWidth={labelWidth ?? 'auto'} tooltip={tooltip} htmlFor={id}>
+    <InlineField
+      className={styles.field}
+      label={label}
+      labelWidth={labelWidth ?? 'auto'}
+      tooltip={tooltip}
+      htmlFor={id}
+    >
       <MultiCombobox<string>
         id={id}
         width="auto"
-        minWidth={24}
-        maxWidth={60}
+        minWidth={20}
+        maxWidth={48}
         placeholder={placeholder}
-        value={value ?? []}
+        value={(value ?? []).map((v) => ({ value: v, label: labelOf?.(v) ?? v }))}
         createCustomValue
         options={async (typed) => matching(await load(), typed)}
         onChange={(opts) => onChange(opts.length ? opts.map((o) => o.value) : undefined)}
@@ -157,6 +184,88 @@ export function MultiPicker({ label, value, placeholder, tooltip, labelWidth, lo
     </InlineField>
   );
 }
+
+/**
+ * An InlineField's error message, sized so it never moves the row's fields: Grafana's widens the
+ * field to the message, pushing the fields beside it aside (or onto a new line). Here it takes no
+ * width of its own; it runs past a narrow field to about 40 characters, then wraps, so it stays
+ * inside the editor.
+ */
+export const getMessageStyles = () =>
+  css({
+    '& div:has(> [role="alert"])': { width: 0, minWidth: '100%' },
+    '& [role="alert"]': { width: 'max-content', maxWidth: 'max(100%, 320px)' },
+  });
+
+const getMultiPickerStyles = (theme: GrafanaTheme2) => ({
+  // MultiCombobox's box is as tall as its text, short of its label and the row's other fields.
+  field: css({ '[class*="-input-input"]': { minHeight: theme.spacing(theme.components.height.md) } }),
+});
+
+/** Says how many: "1 span", "3 spans". */
+export const count = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
+
+interface OptionsRowProps {
+  /** What is set inside, one short phrase each, shown while the row is closed. */
+  summary: string[];
+  /** Opens the row at first (a field inside says something is wrong). */
+  startOpen?: boolean;
+  children: ReactNode;
+}
+
+/**
+ * The less common fields behind a collapsible "Options" row that says what they are set to, as
+ * Grafana's Pyroscope query editor does (QueryOptionGroup).
+ */
+export function OptionsRow({ summary, startOpen = false, children }: OptionsRowProps) {
+  const [isOpen, setOpen] = useState(startOpen);
+  const styles = useStyles2(getOptionsStyles);
+  return (
+    <Collapse
+      className={styles.collapse}
+      isOpen={isOpen}
+      onToggle={setOpen}
+      label={
+        <Stack gap={0} alignItems="baseline">
+          <span className={styles.title}>Options</span>
+          {!isOpen && (
+            <span className={styles.summary}>
+              {summary.map((s) => (
+                <span key={s}>{s}</span>
+              ))}
+            </span>
+          )}
+        </Stack>
+      }
+    >
+      {children}
+    </Collapse>
+  );
+}
+
+const getOptionsStyles = (theme: GrafanaTheme2) => ({
+  // No box: the row sits in the editor like its other rows, the open fields in the same columns.
+  collapse: css({
+    backgroundColor: 'unset',
+    border: 'unset',
+    marginBottom: 0,
+    '& > div:first-child': { padding: theme.spacing(0.5, 0) },
+    '& > div + div': { padding: 0 },
+  }),
+  title: css({
+    fontSize: theme.typography.bodySmall.fontSize,
+    fontWeight: theme.typography.fontWeightMedium,
+    whiteSpace: 'nowrap',
+  }),
+  summary: css({
+    display: 'flex',
+    flexWrap: 'wrap',
+    columnGap: theme.spacing(2),
+    paddingLeft: theme.spacing(2),
+    color: theme.colors.text.secondary,
+    fontSize: theme.typography.bodySmall.fontSize,
+  }),
+});
 
 /** The options whose label, value or description contain the typed text. */
 const matching = (options: Array<ComboboxOption<string>>, typed: string) => {

@@ -4,7 +4,7 @@
  * Anything holding a template variable is left alone: it is only known once interpolated.
  */
 
-import { GPU_THRESHOLD_WINDOW_RANGE } from '../generated/vocabulary';
+import { GPU_THRESHOLD_WINDOW_RANGE, UPSTREAM_TIMEOUT_SECONDS } from '../generated/vocabulary';
 
 const VARIABLE = /\$\w+|\$\{[^}]+\}|\[\[[^\]]+\]\]/;
 
@@ -223,4 +223,38 @@ export function parseLatencyHistograms(
     out.push({ metric: metric as string, serviceLabels: serviceLabels as string[], endpointLabel });
   }
   return { value: out };
+}
+
+/**
+ * An upstream's URL (and the self-profiling one), as the backend checks it (checkURL in
+ * pkg/models/settings.go): http or https, a host, and no user or password in it.
+ */
+export function urlError(u?: unknown, example = 'http://localhost:4040'): string | undefined {
+  const s = text(u);
+  if (s === '') {
+    return undefined;
+  }
+  if (!/^https?:\/\//i.test(s)) {
+    return `Start with http:// or https://, e.g. ${example}`;
+  }
+  let url: URL;
+  try {
+    url = new URL(s);
+  } catch {
+    return `Not a URL: write it like ${example}`;
+  }
+  if (url.username || url.password) {
+    return 'No user or password in the URL: see Authentication';
+  }
+  return undefined;
+}
+
+/** An upstream's timeout in seconds, within the backend's bounds (UPSTREAM_TIMEOUT_SECONDS). */
+export function timeoutError(v?: unknown): string | undefined {
+  if (text(v) === '') {
+    return undefined;
+  }
+  const { min, max } = UPSTREAM_TIMEOUT_SECONDS;
+  const n = Number(text(v));
+  return Number.isFinite(n) && n >= min && n <= max ? undefined : `Seconds from ${min} to ${max}`;
 }

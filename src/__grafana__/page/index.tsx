@@ -2,7 +2,7 @@
 // Grafana's flame graph, rendered with the real @grafana/ui components in Grafana's dark theme.
 // Grafana itself is not running, so the few services the components reach for (template
 // variables, the data source list, resource calls) answer from tables below.
-import React, { useState } from 'react';
+import React, { useEffect, useState } from 'react';
 import { createRoot } from 'react-dom/client';
 import {
   applyFieldOverrides,
@@ -21,12 +21,14 @@ import { ErrorBoundaryAlert, GlobalStyles, PanelChrome, Table, ThemeContext } fr
 import { ConfigEditor } from '../../components/ConfigEditor';
 import { QueryEditor } from '../../components/QueryEditor';
 import { DataSource } from '../../datasource';
+import { GPU_CATALOGUE } from '../../generated/vocabulary';
 import { HsiOptions, HsiQuery, HsiSecureJsonData } from '../../types';
 import { Fixture } from '../answers';
 import { toFrames } from '../frames';
 
 export type Scene =
-  | { kind: 'editor'; query: HsiQuery }
+  /** click: what to open once the editor is drawn (the Options row, a picker's menu), in order. */
+  | { kind: 'editor'; query: HsiQuery; click?: string[] }
   | { kind: 'config'; jsonData: HsiOptions; secureJsonFields?: Record<string, boolean> }
   | { kind: 'flamegraph'; title: string; fixture: Fixture; frame: number }
   | { kind: 'table'; title: string; fixture: Fixture; frameName: string };
@@ -93,12 +95,19 @@ const resources: Record<string, unknown> = {
     },
   ],
   'trace-services': ['ai-detector', 'ai-enrichment', 'nemotron-backend'],
-  'gpu-metrics': [
-    { name: 'gpu_utilization', description: 'GPU utilisation', unit: 'percent' },
-    { name: 'fb_used', description: 'Framebuffer used', unit: 'mbytes' },
-  ],
+  'gpu-metrics': GPU_CATALOGUE.map(({ name, title, description, unit }) => ({ name, title, description, unit })),
   'gpu-label-values': ['gpu-node-1', 'gpu-node-2'],
-  'kernel-files': { files: [] },
+  'kernel-files': {
+    files: [
+      {
+        file: 'infer/infer_00f067aa0ba902b700f067aa0ba902b7.pt.trace.json',
+        size: 48_234_496,
+        modified: new Date(Date.now() - 2 * 3600 * 1000).toISOString(),
+        traceIds: ['00f067aa0ba902b700f067aa0ba902b7'],
+      },
+      { file: 'warmup/rank0.pt.trace.json', size: 1_835_008, modified: '2026-01-05T09:30:00Z', traceIds: [] },
+    ],
+  },
 };
 
 function datasource() {
@@ -107,10 +116,66 @@ function datasource() {
   return ds;
 }
 
-function Editor({ initial }: { initial: HsiQuery }) {
-  const [query, setQuery] = useState(initial);
+/** The next frame, up to a few seconds' worth, until ok() holds; false if it never does. */
+async function eachFrameUntil(ok: () => boolean): Promise<boolean> {
+  for (let frame = 0; frame < 600; frame++) {
+    if (ok()) {
+      return true;
+    }
+    await new Promise(requestAnimationFrame);
+  }
+  return ok();
+}
+
+/**
+ * Until the fonts and every icon drawn so far have loaded: pickers size their menus by measuring
+ * text (a fallback font measures narrower), and an icon's placeholder is blank.
+ */
+async function settled() {
+  await document.fonts.ready;
+  await eachFrameUntil(() => [...document.querySelectorAll('svg')].every((svg) => svg.hasAttribute('data-testid')));
+}
+
+/** Clicks each selector in turn once it is on the page (the one before may have to open first). */
+async function clickInTurn(selectors: string[]) {
+  for (const selector of selectors) {
+    await settled();
+    if (!(await eachFrameUntil(() => document.querySelector(selector) !== null))) {
+      throw new Error(`nothing to click at ${selector}`);
+    }
+    document.querySelector<HTMLElement>(selector)!.click();
+  }
+  await settled();
+}
+
+/**
+ * Grafana's own page has loaded its fonts long before a query editor opens. Pickers measure their
+ * options' text once and keep the width: measured in a fallback font, their menus come out too
+ * narrow for the text they show.
+ */
+const fontsLoaded = () =>
+  Promise.all(['400 12px Inter', '400 14px Inter', '500 14px Inter'].map((font) => document.fonts.load(font)));
+
+/** The query editor; data-ready once the scene's clicks are done and its fonts and icons drawn. */
+function Editor({ scene }: { scene: Extract<Scene, { kind: 'editor' }> }) {
+  const [query, setQuery] = useState(scene.query);
   const [ds] = useState(datasource);
-  return <QueryEditor query={query} onChange={setQuery} onRunQuery={() => {}} datasource={ds} range={range} />;
+  const [fonts, setFonts] = useState(false);
+  const [ready, setReady] = useState(false);
+  useEffect(() => {
+    fontsLoaded().then(() => setFonts(true));
+  }, []);
+  useEffect(() => {
+    if (fonts) {
+      clickInTurn(scene.click ?? []).then(() => setReady(true));
+    }
+  }, [scene, fonts]);
+  // As wide as Grafana's query editor in a window of the page's width (the scene's box is wider).
+  return (
+    <div style={{ maxWidth: 'calc(100vw - 32px)' }} data-testid="editor" data-ready={ready || undefined}>
+      {fonts && <QueryEditor query={query} onChange={setQuery} onRunQuery={() => {}} datasource={ds} range={range} />}
+    </div>
+  );
 }
 
 function Config({ scene }: { scene: Extract<Scene, { kind: 'config' }> }) {
@@ -134,7 +199,12 @@ function Config({ scene }: { scene: Extract<Scene, { kind: 'config' }> }) {
     jsonData: scene.jsonData,
     secureJsonFields: scene.secureJsonFields ?? {},
   } as DataSourceSettings<HsiOptions, HsiSecureJsonData>);
-  return <ConfigEditor options={options} onOptionsChange={setOptions} />;
+  // Grafana's settings page is as wide as the window less its padding (the scene's box is wider).
+  return (
+    <div style={{ maxWidth: 'calc(100vw - 32px)' }}>
+      <ConfigEditor options={options} onOptionsChange={setOptions} />
+    </div>
+  );
 }
 
 /**
@@ -186,7 +256,7 @@ function TablePanel({ title, fixture, frameName }: { title: string; fixture: Fix
 function SceneView({ scene }: { scene: Scene }) {
   switch (scene.kind) {
     case 'editor':
-      return <Editor initial={scene.query} />;
+      return <Editor scene={scene} />;
     case 'config':
       return <Config scene={scene} />;
     case 'flamegraph': {
