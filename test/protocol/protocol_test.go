@@ -126,7 +126,7 @@ func TestBinaryAnswersQueriesAndKeepsRunningAfterBadOnes(t *testing.T) {
 	if b := res.Responses["B"]; !strings.Contains(b.Error, `unknown query type "nope": valid query types are both, diff, `) || b.ErrorSource != "downstream" {
 		t.Errorf("B: %q (%s)", b.Error, b.ErrorSource)
 	}
-	if c := res.Responses["C"]; !strings.Contains(c.Error, `field "maxNodes" must be a number, got array`) {
+	if c := res.Responses["C"]; !strings.Contains(c.Error, `field "maxNodes" must be a whole number from 1 to 1048576, got array`) {
 		t.Errorf("C: %q", c.Error)
 	}
 	if h.Exited() {
