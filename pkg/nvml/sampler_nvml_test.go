@@ -334,7 +334,7 @@ func TestOldDriverGetsTheThrottleReasonsCall(t *testing.T) {
 }
 
 func TestSamplerLifecycleLeavesNoGoroutine(t *testing.T) {
-	before := runtime.NumGoroutine()
+	before := settledGoroutines()
 	h := newFakeHost(t)
 	s := NewWithLibrary(h.srv, Options{Interval: 10 * time.Millisecond})
 	if len(h.srv.InitCalls()) != 0 {
@@ -368,4 +368,19 @@ func TestSamplerLifecycleLeavesNoGoroutine(t *testing.T) {
 	if len(h2.srv.InitCalls()) != 0 || h2.shutdown.Load() != 0 {
 		t.Error("Close of an unstarted sampler called NVML")
 	}
+}
+
+// settledGoroutines counts the goroutines once earlier tests' have wound down (the count holds
+// for 50 ms, within 2 s): a goroutine exiting during the test would otherwise hide the sampler's.
+func settledGoroutines() int {
+	n := runtime.NumGoroutine()
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+		m := runtime.NumGoroutine()
+		if m == n {
+			return n
+		}
+		n = m
+	}
+	return n
 }
