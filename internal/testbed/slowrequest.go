@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/grafana/grafana-plugin-sdk-go/data"
@@ -78,14 +80,29 @@ func sendSlowRequest(ctx context.Context, e Endpoints) (string, error) {
 	return id, nil
 }
 
-// everyService matches the whole-request notice's count of services with samples.
-var everyService = regexp.MustCompile(`matched by span ID: .* in (\d+) of (\d+) service`)
+// everyService matches the whole-request notice's count of services with samples and their names.
+var everyService = regexp.MustCompile(`matched by span ID: .* in (\d+) of (\d+) service\(s\) \(([^)]*)\)`)
+
+// ProfiledDemoServices are the demo's services that send span profiles (the engine, like vLLM,
+// sends none): a request to the backend passes through all three.
+var ProfiledDemoServices = []string{"ai-detector", "ai-enrichment", "nemotron-backend"}
 
 // ProfiledInEveryService says whether a whole-request notice reports span-profile samples in
-// every service of the request ("... matched by span ID: ... in 3 of 3 service(s) ...").
+// every service of the request ("... matched by span ID: ... in 3 of 3 service(s) (a, b, c)."),
+// and names every profiled demo service: Jaeger can answer with a trace whose last spans (the
+// backend's, which end last) are not stored yet, and "2 of 2" of such a trace is not the request.
 func ProfiledInEveryService(notice string) bool {
 	m := everyService.FindStringSubmatch(notice)
-	return m != nil && m[1] == m[2]
+	if m == nil || m[1] != m[2] {
+		return false
+	}
+	names := strings.Split(m[3], ", ")
+	for _, s := range ProfiledDemoServices {
+		if !slices.Contains(names, s) {
+			return false
+		}
+	}
+	return true
 }
 
 // HostNotice asks the plugin binary h, as Grafana does, for the whole-request CPU profile over
