@@ -43,6 +43,14 @@ const QUERY_TYPE_TEXT: Record<QueryType, { label: string; description: string }>
     label: 'Slow requests',
     description: 'Latency percentiles by endpoint and the slowest recent traces, of one service or all',
   },
+  spanHeatmap: {
+    label: 'Span heatmap',
+    description: "An operation's span durations over time, the slowest span of each step linked to its trace",
+  },
+  spanProfile: {
+    label: 'Span profile',
+    description: 'One flame graph merged from every span of an operation slower than a duration',
+  },
   gpuMetrics: {
     label: 'GPU metrics',
     description:

@@ -12,7 +12,11 @@ import (
 var gpuFilterFields = []string{"hosts", "gpus", "models", "pods", "namespaces", "gpuSelector"}
 
 // profileFields are the fields of the profile family (ProfileQuery).
-var profileFields = []string{"labelSelector", "profileTypeId", "maxNodes", "groupBy", "spanSelector", "traceId", "perService", "limit", "baseline", "comparison"}
+var profileFields = []string{"labelSelector", "profileTypeId", "maxNodes", "groupBy", "spanSelector", "traceId", "perService", "limit", "baseline", "comparison",
+	"includeExemplars", "includeHeatmap", "heatmapType", "profileIdSelector", "stackTraceSelector", "annotations", "traceIdSelector"}
+
+// spanFields are the fields of the span queries (SpanQuery).
+var spanFields = []string{"service", "operation", "minDuration", "percentile", "limit", "profileTypeId", "maxNodes"}
 
 // queryFields are the fields each query type reads; anything else in a query is ignored, and
 // FieldWarnings says so.
@@ -23,6 +27,8 @@ var queryFields = map[string][]string{
 	QueryTypeDiff:         profileFields,
 	QueryTypeTrace:        {"traceId", "profileTypeId", "allocTypeId", "maxNodes"},
 	QueryTypeSlowRequests: {"service", "endpoint", "limit", "minDuration"},
+	QueryTypeSpanHeatmap:  spanFields,
+	QueryTypeSpanProfile:  spanFields,
 	QueryTypeGPUMetrics:   append(slices.Clone(gpuFilterFields), "metrics", "aggregation"),
 	QueryTypeGPUClass:     append(slices.Clone(gpuFilterFields), "format", "minStep"),
 	QueryTypeGPULocal:     {"view"},
@@ -35,10 +41,6 @@ var diffSideFields = []string{"from", "to", "labelSelector", "spanSelector", "tr
 // grafanaFields are what Grafana itself puts in every query model (dashboards, Explore,
 // alerting, the query editor's own state): never the user's mistake.
 var grafanaFields = []string{"refId", "datasource", "datasourceId", "hide", "key", "queryType", "intervalMs", "maxDataPoints", "interval", "intervalFactor", "legendFormat", "editorMode", "format", "exemplar", "instant", "range"}
-
-// pyroscopeOnlyFields are fields of Grafana's Pyroscope data source's query model this plugin
-// does not read yet: a dashboard made for it still runs, and the warning says what is ignored.
-var pyroscopeOnlyFields = []string{"includeExemplars", "includeHeatmap", "heatmapType", "profileIdSelector", "stackTraceSelector", "annotations"}
 
 // FieldWarnings names the fields of a query model that no query type reads, each with the nearest
 // field its type does read when there is one ("labelselector": did you mean "labelSelector"?). A
@@ -79,8 +81,6 @@ func unknownFields(prefix string, model map[string]json.RawMessage, known []stri
 	var out []string
 	for _, name := range names {
 		switch near := nearestField(name, known); {
-		case prefix == "" && slices.Contains(pyroscopeOnlyFields, name):
-			out = append(out, fmt.Sprintf("field %q of Grafana's Pyroscope data source is not supported by this plugin yet and was ignored", name))
 		case near != "":
 			out = append(out, fmt.Sprintf("unknown field %q was ignored: did you mean %q?", prefix+truncate(name, 40), prefix+near))
 		default:

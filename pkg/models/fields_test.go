@@ -24,8 +24,10 @@ func TestFieldWarningsNameWhatWasIgnoredAndTheNearestField(t *testing.T) {
 				`unknown field "comparison.trace" was ignored: did you mean "comparison.traceId"?`}},
 		{QueryTypeTrace, `{"traceId":"x","colour":"red"}`,
 			[]string{`unknown field "colour" was ignored: a trace query reads traceId, profileTypeId, allocTypeId, maxNodes`}},
-		{QueryTypeProfile, `{"includeExemplars":true}`,
-			[]string{`field "includeExemplars" of Grafana's Pyroscope data source is not supported by this plugin yet and was ignored`}},
+		// Every field of Grafana's Pyroscope query model, as its editor saves it.
+		{QueryTypeBoth, `{"labelSelector":"{}","profileTypeId":"process_cpu:cpu:nanoseconds:cpu:nanoseconds","groupBy":[],"includeExemplars":true,"includeHeatmap":true,"heatmapType":"span","profileIdSelector":[],"stackTraceSelector":["main"],"annotations":true,"traceIdSelector":[],"spanSelector":[],"maxNodes":16384,"limit":10}`, nil},
+		{QueryTypeMetrics, `{"includeExamplars":true}`,
+			[]string{`unknown field "includeExamplars" was ignored: did you mean "includeExemplars"?`}},
 		{QueryTypeGPUClass, `{"host":["a"],"format":"timeline","intervalMs":1000}`,
 			[]string{`unknown field "host" was ignored: did you mean "hosts"?`}},
 		{QueryTypeKernels, `{"file":"a.json","refId":"B"}`, nil},

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -24,7 +26,7 @@ const (
 // from it (cmd/hsi-gen-ts), so a type added here must get its label and description there too.
 var QueryTypes = []string{
 	QueryTypeProfile, QueryTypeMetrics, QueryTypeBoth, QueryTypeDiff, QueryTypeTrace, QueryTypeSlowRequests,
-	QueryTypeGPUMetrics, QueryTypeGPUClass, QueryTypeGPULocal, QueryTypeKernels,
+	QueryTypeSpanHeatmap, QueryTypeSpanProfile, QueryTypeGPUMetrics, QueryTypeGPUClass, QueryTypeGPULocal, QueryTypeKernels,
 }
 
 // DefaultProfileTypeID is used when a query (such as Grafana's trace-to-profile link with no
@@ -72,6 +74,103 @@ type ProfileQuery struct {
 	// Baseline and Comparison are the two sides of a diff query.
 	Baseline   *DiffSide `json:"baseline"`
 	Comparison *DiffSide `json:"comparison"`
+
+	// The fields below are Grafana's Pyroscope data source's, with its meanings (its
+	// GrafanaPyroscopeDataQuery), so that its dashboards and Explore links run unchanged.
+
+	// IncludeExemplars asks Pyroscope for exemplars: the individual profiles (or, in a span
+	// heatmap, the spans) behind each point, shown as exemplar markers (Pyroscope 1.17+).
+	IncludeExemplars bool `json:"includeExemplars"`
+	// IncludeHeatmap answers the metrics half as a heatmap of individual profiles' (or spans')
+	// values over time instead of series (Pyroscope's SelectHeatmap, 1.19+).
+	IncludeHeatmap bool `json:"includeHeatmap"`
+	// HeatmapType is HeatmapIndividual (each profile a count) or HeatmapSpan (each span).
+	HeatmapType string `json:"heatmapType"`
+	// ProfileIDSelector keeps only these individual profiles (UUIDs, from exemplars).
+	ProfileIDSelector []string `json:"profileIdSelector"`
+	// StackTraceSelector keeps only the stacks under this call site, root first
+	// (Pyroscope's stack_trace_selector.call_site).
+	StackTraceSelector []string `json:"stackTraceSelector"`
+	// Annotations adds Pyroscope's ingestion annotations (throttling, sampling) to the series.
+	Annotations *bool `json:"annotations"`
+	// TraceIDSelector is Grafana's list form of a trace ID; one ID means the same as traceId.
+	TraceIDSelector []string `json:"traceIdSelector"`
+}
+
+// Heatmap types of Grafana's Pyroscope data source (heatmapType).
+const (
+	HeatmapIndividual = "individual"
+	HeatmapSpan       = "span"
+)
+
+// Bounds of the Pyroscope selectors: more profile IDs than exemplars ever list, a call site
+// deeper than any real stack, are mistakes.
+const (
+	MaxProfileIDs    = 1000
+	MaxCallSiteDepth = 256
+)
+
+// profileIDRE is a profile ID as Pyroscope writes them in exemplars: a UUID.
+var profileIDRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+
+// WantsAnnotations says whether the query asked for Pyroscope's ingestion annotations.
+func (q *ProfileQuery) WantsAnnotations() bool { return q.Annotations != nil && *q.Annotations }
+
+// normalizePyroscopeFields checks the fields of Grafana's Pyroscope query model.
+func (q *ProfileQuery) normalizePyroscopeFields() error {
+	switch q.HeatmapType = strings.TrimSpace(q.HeatmapType); q.HeatmapType {
+	case "":
+		q.HeatmapType = HeatmapIndividual // Grafana's default
+	case HeatmapIndividual, HeatmapSpan:
+	default:
+		return fmt.Errorf("field \"heatmapType\" must be %q or %q, got %q", HeatmapIndividual, HeatmapSpan, truncate(q.HeatmapType, 40))
+	}
+	if len(q.ProfileIDSelector) > MaxProfileIDs {
+		return fmt.Errorf("field \"profileIdSelector\" holds %d profile IDs; at most %d", len(q.ProfileIDSelector), MaxProfileIDs)
+	}
+	ids := q.ProfileIDSelector[:0]
+	for i, id := range q.ProfileIDSelector {
+		id = strings.TrimSpace(id)
+		if id == "" {
+			continue // Grafana's editor leaves empty entries
+		}
+		if !profileIDRE.MatchString(id) {
+			return fmt.Errorf("field \"profileIdSelector\" item %d must be a profile ID (a UUID such as 7c9e6679-7425-40de-944b-e07fc1f90ae7, from an exemplar), got %q", i+1, truncate(id, 40))
+		}
+		ids = append(ids, strings.ToLower(id))
+	}
+	q.ProfileIDSelector = ids
+	if len(q.StackTraceSelector) > MaxCallSiteDepth {
+		return fmt.Errorf("field \"stackTraceSelector\" is a call site of %d frames; at most %d", len(q.StackTraceSelector), MaxCallSiteDepth)
+	}
+	for i, fn := range q.StackTraceSelector {
+		if strings.TrimSpace(fn) == "" || len(fn) > 4096 {
+			return fmt.Errorf("field \"stackTraceSelector\" item %d must be a function name (the call site, root first), got %q", i+1, truncate(fn, 40))
+		}
+	}
+	var traceIDs []string
+	for i, id := range q.TraceIDSelector {
+		id, err := NormalizeTraceID(fmt.Sprintf("traceIdSelector item %d", i+1), id)
+		if err != nil {
+			return err
+		}
+		if id != "" && !slices.Contains(traceIDs, id) {
+			traceIDs = append(traceIDs, id)
+		}
+	}
+	switch {
+	case len(traceIDs) > 1:
+		return fmt.Errorf("field \"traceIdSelector\" holds %d trace IDs; this plugin answers one request at a time: give one (or use traceId)", len(traceIDs))
+	case len(traceIDs) == 1 && q.TraceID != "" && q.TraceID != traceIDs[0]:
+		return fmt.Errorf("fields \"traceId\" and \"traceIdSelector\" name different traces (%s, %s): give one", q.TraceID, traceIDs[0])
+	case len(traceIDs) == 1:
+		q.TraceID = traceIDs[0]
+	}
+	q.TraceIDSelector = traceIDs
+	if len(q.ProfileIDSelector) > 0 && (len(q.SpanSelector) > 0 || q.TraceID != "") {
+		return errors.New(`field "profileIdSelector" excludes "spanSelector" and "traceId": profile IDs already name the profiles`)
+	}
+	return nil
 }
 
 // DiffSide is one side of a diff: a time range, a label selector, a span selector or a trace ID.
@@ -107,6 +206,9 @@ func ParseProfileQuery(raw json.RawMessage) (*ProfileQuery, error) {
 		return nil, err
 	}
 	if q.TraceID, err = NormalizeTraceID("traceId", q.TraceID); err != nil {
+		return nil, err
+	}
+	if err := q.normalizePyroscopeFields(); err != nil {
 		return nil, err
 	}
 	if q.TraceID != "" && len(q.SpanSelector) > 0 {

@@ -9,6 +9,8 @@ export const QUERY_TYPE_NAMES = [
   'diff',
   'trace',
   'slowRequests',
+  'spanHeatmap',
+  'spanProfile',
   'gpuMetrics',
   'gpuClass',
   'gpuLocal',
