@@ -245,3 +245,35 @@ func TestRealDetectionPicksV3(t *testing.T) {
 		t.Errorf("detected %q, err %v", api, err)
 	}
 }
+
+func TestRealSearchSpansAndOperationsAgreeOnBothAPIs(t *testing.T) {
+	traceID, sent, answered := slowRequest(t)
+	want := waitForWholeTrace(t, bedClient(t, APIv3), traceID)
+	for _, api := range []string{APIv3, APIv1} {
+		c := bedClient(t, api)
+		spans, err := c.SearchSpans(context.Background(), models.TraceSearchQuery{
+			Service: "nemotron-backend", Operation: "db_query",
+			Start: sent.Add(-time.Second), End: answered.Add(time.Second), Limit: 100,
+		})
+		if err != nil {
+			t.Fatalf("%s: %v", api, err)
+		}
+		// Jaeger answers whole traces: the slow request's every span, db_query among them.
+		var got []models.Span
+		for _, s := range spans {
+			if s.TraceID == traceID {
+				got = append(got, s)
+			}
+		}
+		if len(got) != len(want.Spans) {
+			t.Errorf("%s: %d spans of trace %s, want its %d", api, len(got), traceID, len(want.Spans))
+		}
+		if !slices.ContainsFunc(got, func(s models.Span) bool { return s.Operation == "db_query" && s.Service == "nemotron-backend" }) {
+			t.Errorf("%s: no db_query span in %+v", api, got)
+		}
+		ops, err := c.Operations(context.Background(), "nemotron-backend")
+		if err != nil || !slices.Contains(ops, "db_query") || !slices.Contains(ops, want.Spans[0].Operation) || !slices.IsSorted(ops) {
+			t.Errorf("%s: operations %q err %v", api, ops, err)
+		}
+	}
+}

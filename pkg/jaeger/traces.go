@@ -99,17 +99,7 @@ func (c *Client) FindTraces(ctx context.Context, q models.TraceSearchQuery) (fou
 	defer func() { err = upstream.EndSpan(span, upstream.Wrap(models.Jaeger, c.url, err)) }()
 
 	q = searchDefaults(q, time.Now())
-	api, err := c.detectAPI(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var spans []models.Span
-	switch api {
-	case APIv3:
-		spans, err = c.findV3(ctx, q)
-	default:
-		spans, err = c.findV1(ctx, q)
-	}
+	spans, err := c.search(ctx, q)
 	if err != nil {
 		return nil, err
 	}

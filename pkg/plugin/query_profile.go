@@ -17,6 +17,7 @@ func (d *Datasource) queryHandlers() map[string]queryHandler {
 		models.QueryTypeDiff:    d.queryDiff,
 		models.QueryTypeMetrics: d.queryMetrics, models.QueryTypeBoth: d.queryBoth,
 		models.QueryTypeTrace: d.queryTrace, models.QueryTypeSlowRequests: d.querySlowRequests,
+		models.QueryTypeSpanHeatmap: d.querySpanHeatmap, models.QueryTypeSpanProfile: d.querySpanProfile,
 		models.QueryTypeGPUMetrics: d.queryGPUMetrics,
 		models.QueryTypeGPUClass:   d.queryGPUClass,
 		models.QueryTypeGPULocal:   d.queryGPULocal,

@@ -28,6 +28,7 @@ func (d *Datasource) newResourceMux() *http.ServeMux {
 	mux.HandleFunc("GET /label-values", d.resourceLabelValues)
 	mux.HandleFunc("GET /variable", d.resourceVariable)
 	mux.HandleFunc("GET /trace-services", d.resourceTraceServices)
+	mux.HandleFunc("GET /trace-operations", d.resourceTraceOperations)
 	mux.HandleFunc("GET /traces", d.resourceTraces)
 	mux.HandleFunc("GET /gpu-metrics", d.resourceGPUMetrics)
 	mux.HandleFunc("GET /gpu-label-values", d.resourceGPULabelValues)

@@ -35,6 +35,31 @@ func (d *Datasource) resourceTraceServices(w http.ResponseWriter, r *http.Reques
 	writeJSON(w, http.StatusOK, services)
 }
 
+// resourceTraceOperations lists a service's operations (span names) Jaeger knows, sorted, for the
+// span editors' operation picker: ?service= (required).
+func (d *Datasource) resourceTraceOperations(w http.ResponseWriter, r *http.Request) {
+	jae, err := d.jaegerClient()
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	service := r.URL.Query().Get("service")
+	if service == "" {
+		writeError(w, fmt.Errorf("parameter \"service\" is required: operations are listed per service"))
+		return
+	}
+	if err := models.CheckName(service); err != nil {
+		writeError(w, fmt.Errorf("parameter \"service\" %w", err))
+		return
+	}
+	ops, err := jae.Operations(r.Context(), service)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, ops)
+}
+
 // resourceTraces searches Jaeger for the trace editor:
 // service (required), operation, minDuration (500ms, 1s, ...), limit (1-1000, default 20), and
 // from/to in Unix milliseconds (default the last hour). Slowest first.

@@ -1,0 +1,215 @@
+package correlate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
+)
+
+// fakeSpanSearch answers every search with its spans, as Jaeger answers whole traces: spans of
+// other services and operations come along.
+type fakeSpanSearch struct {
+	spans []models.Span
+	asked []models.TraceSearchQuery
+}
+
+func (f *fakeSpanSearch) SearchSpans(_ context.Context, q models.TraceSearchQuery) ([]models.Span, error) {
+	f.asked = append(f.asked, q)
+	return f.spans, nil
+}
+
+var spanT0 = time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+
+// opSpan is a span of trace n, starting at offset and lasting d; profiled spans carry the
+// attribute otel-profiling-go sets.
+func opSpan(n int, service, op string, offset, d time.Duration, profiled bool) models.Span {
+	s := models.Span{
+		TraceID: fmt.Sprintf("%032x", n), SpanID: fmt.Sprintf("%016x", n*16+len(op)), Service: service, Operation: op,
+		Start: spanT0.Add(offset), Duration: d, Attributes: map[string]string{},
+	}
+	if profiled {
+		s.Attributes[models.ProfileIDAttribute] = s.SpanID
+	}
+	return s
+}
+
+func TestFindOperationSpansKeepsTheServicesOperationInTheRangeOncePerSpan(t *testing.T) {
+	in := opSpan(1, "backend", "GET /api", time.Minute, 300*time.Millisecond, true)
+	search := &fakeSpanSearch{spans: []models.Span{
+		in,
+		in, // the same span twice (two pages of one trace)
+		opSpan(1, "backend", "db_query", time.Minute, 200*time.Millisecond, false),
+		opSpan(1, "detector", "GET /api", time.Minute, 100*time.Millisecond, true),
+		opSpan(2, "backend", "GET /api", -time.Minute, time.Second, true),         // before the range
+		opSpan(3, "backend", "GET /api", 2*time.Minute, 5*time.Millisecond, true), // shorter than minDuration
+	}}
+	q := &models.SpanQuery{Service: "backend", Operation: "GET /api", MinDuration: models.Duration(10 * time.Millisecond), Limit: 3}
+	found, err := FindOperationSpans(context.Background(), search, q, spanT0, spanT0.Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(found.Spans) != 1 || found.Spans[0].SpanID != in.SpanID {
+		t.Fatalf("spans %+v, want only %s", found.Spans, in.SpanID)
+	}
+	if found.Traces != 3 || !found.Truncated() || !strings.Contains(found.LimitNote(), "limit of 3 traces") {
+		t.Errorf("traces %d, truncated %v, note %q: the search answered its limit of 3", found.Traces, found.Truncated(), found.LimitNote())
+	}
+	if got := found.ProfiledOperations; len(got) != 1 || got[0] != "GET /api" {
+		t.Errorf("profiled operations %q, want [GET /api] (db_query carries no profile; detector is another service)", got)
+	}
+	a := search.asked[0]
+	if a.Service != "backend" || a.Operation != "GET /api" || a.MinDuration != 10*time.Millisecond || a.Limit != 3 || !a.Start.Equal(spanT0) {
+		t.Errorf("search asked %+v: the trace store's own filters should narrow it", a)
+	}
+}
+
+func TestHeatmapStepIsRoundAndAtLeastAPanelIntervalAndASixtyFourthOfTheRange(t *testing.T) {
+	for _, c := range []struct {
+		rng, interval, want time.Duration
+	}{
+		{time.Hour, 0, time.Minute},             // 56 s → 1 m
+		{15 * time.Minute, 0, 15 * time.Second}, // 14 s → 15 s
+		{15 * time.Minute, 20 * time.Second, 30 * time.Second},
+		{10 * time.Second, 0, time.Second},
+		{7 * 24 * time.Hour, 0, 6 * time.Hour}, // 2.6 h → 6 h
+	} {
+		if got := HeatmapStep(spanT0, spanT0.Add(c.rng), c.interval); got != c.want {
+			t.Errorf("range %s interval %s: step %s, want %s", c.rng, c.interval, got, c.want)
+		}
+	}
+}
+
+func TestDurationBucketsAreTwoPerDoublingAndHoldTheDuration(t *testing.T) {
+	for _, d := range []time.Duration{time.Microsecond, 900 * time.Microsecond, 20 * time.Millisecond, 30 * time.Millisecond, 437 * time.Millisecond, 3 * time.Second} {
+		lo, hi := DurationBucket(d)
+		s := d.Seconds()
+		if s < lo*(1-1e-9) || s >= hi {
+			t.Errorf("%s: bucket [%g, %g) s does not hold %g s", d, lo, hi, s)
+		}
+		if r := hi / lo; r < 1.414 || r > 1.415 {
+			t.Errorf("%s: bucket [%g, %g) is not a half doubling (ratio %g)", d, lo, hi, r)
+		}
+	}
+	// 20 ms and 30 ms are told apart, the point of the heatmap for short spans.
+	a, _ := DurationBucket(20 * time.Millisecond)
+	b, _ := DurationBucket(30 * time.Millisecond)
+	if a == b {
+		t.Errorf("20 ms and 30 ms share bucket %g", a)
+	}
+}
+
+func TestSpanHeatmapCountsSpansByEndAndDurationAndKeepsTheSlowestOfEachStep(t *testing.T) {
+	step := time.Minute
+	spans := []models.Span{
+		opSpan(1, "b", "op", 5*time.Second, 20*time.Millisecond, true),
+		opSpan(2, "b", "op", 10*time.Second, 21*time.Millisecond, true),                       // same cell as the first
+		opSpan(3, "b", "op", 20*time.Second, 400*time.Millisecond, true),                      // slowest of the first minute
+		opSpan(4, "b", "op", 59*time.Second+900*time.Millisecond, 200*time.Millisecond, true), // ends in the second minute
+	}
+	h := BuildSpanHeatmap(spans, step)
+	if len(h.Cells) != 3 {
+		t.Fatalf("cells %+v, want 3", h.Cells)
+	}
+	first := h.Cells[0]
+	if !first.XMax.Equal(spanT0.Add(time.Minute)) || first.Count != 2 || first.YMin > 0.020 || first.YMax <= 0.021 {
+		t.Errorf("first cell %+v: the two ~20 ms spans ending before 10:01", first)
+	}
+	if last := h.Cells[2]; !last.XMax.Equal(spanT0.Add(2*time.Minute)) || last.Count != 1 {
+		t.Errorf("last cell %+v: the span ending at 10:01:00.1 belongs to the bucket ending 10:02", last)
+	}
+	if len(h.Exemplars) != 2 || h.Exemplars[0].TraceID != spans[2].TraceID || h.Exemplars[1].TraceID != spans[3].TraceID {
+		t.Errorf("exemplars %+v, want the 400 ms span, then the 200 ms one", h.Exemplars)
+	}
+}
+
+func TestPercentileIsTheNearestRank(t *testing.T) {
+	var spans []models.Span
+	for i := 1; i <= 20; i++ {
+		spans = append(spans, opSpan(i, "b", "op", 0, time.Duration(i)*time.Millisecond, true))
+	}
+	for p, want := range map[float64]time.Duration{50: 10 * time.Millisecond, 95: 19 * time.Millisecond, 99: 20 * time.Millisecond, 1: time.Millisecond} {
+		if got := Percentile(spans, p); got != want {
+			t.Errorf("p%g = %s, want %s", p, got, want)
+		}
+	}
+	if Percentile(nil, 50) != 0 {
+		t.Error("no spans: 0")
+	}
+}
+
+func TestSpanProfileMergesTheSlowProfiledSpansInOneCallAndSaysWhatItHolds(t *testing.T) {
+	var spans []models.Span
+	prof := &fakeProfiles{bySpan: map[string][]string{}}
+	for i := 1; i <= 10; i++ {
+		s := opSpan(i, "backend", "db_query", time.Duration(i)*time.Second, time.Duration(i)*10*time.Millisecond, true)
+		spans = append(spans, s)
+		prof.bySpan[s.SpanID] = []string{fmt.Sprintf("main;query %d", int64(i)*int64(10*time.Millisecond))}
+	}
+	spans = append(spans, opSpan(11, "backend", "db_query", time.Second, time.Second, false)) // no span profile
+	found := &OperationSpans{Service: "backend", Operation: "db_query", Spans: spans, Traces: 11, Limit: 500}
+	q := &models.SpanQuery{Service: "backend", Operation: "db_query", Percentile: 70, ProfileTypeID: models.DefaultProfileTypeID, MaxNodes: 100}
+
+	sp, err := ProfileSpans(context.Background(), prof, q, found)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := prof.spanCalls()
+	if len(calls) != 1 {
+		t.Fatalf("%d Pyroscope calls, want one with every span ID", len(calls))
+	}
+	// p70 of the 11 spans found (10..100 ms and 1 s) is 80 ms: the spans of 80, 90 and 100 ms.
+	if sp.Threshold != 80*time.Millisecond || len(calls[0].SpanSelector) != 3 || calls[0].LabelSelector != `{service_name="backend"}` {
+		t.Errorf("threshold %s, call %+v: want the three profiled spans of at least 80 ms of backend", sp.Threshold, calls[0])
+	}
+	if first, last := spans[0].Start, spans[9].Start.Add(spans[9].Duration); !calls[0].Start.Before(spans[7].Start) || calls[0].End.Before(last) || calls[0].Start.Before(first.Add(-2*SpanWindowPadding)) {
+		t.Errorf("window %s–%s does not cover the spans with the upload padding", calls[0].Start, calls[0].End)
+	}
+	if want := int64(270 * time.Millisecond); sp.Tree.Total != want {
+		t.Errorf("merged total %d, want %d (80+90+100 ms of CPU)", sp.Tree.Total, want)
+	}
+	text := noticeText(sp.Notices)
+	for _, want := range []string{"Merged the span profiles of 3 span(s) of backend db_query", "p70 (80ms, of 11 spans found)", "270ms of wall time",
+		"1 span(s) without pyroscope.profile.id left out", "about 27 CPU sample(s)", "Under 100 samples"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("notices lack %q:\n%s", want, text)
+		}
+	}
+}
+
+func TestSpanProfileKeepsTheSlowestSpansUpToTheBound(t *testing.T) {
+	var spans []models.Span
+	for i := 1; i <= models.MaxMergedSpans+5; i++ {
+		spans = append(spans, opSpan(i, "b", "op", 0, time.Duration(i)*time.Microsecond, true))
+	}
+	prof := &fakeProfiles{}
+	found := &OperationSpans{Service: "b", Operation: "op", Spans: spans, Traces: len(spans), Limit: models.MaxSpanTraces}
+	sp, err := ProfileSpans(context.Background(), prof, &models.SpanQuery{Service: "b", Operation: "op", ProfileTypeID: models.DefaultProfileTypeID}, found)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sp.Merged) != models.MaxMergedSpans || sp.Merged[len(sp.Merged)-1].Duration != 6*time.Microsecond {
+		t.Errorf("merged %d spans down to %s, want the slowest %d (down to 6µs)", len(sp.Merged), sp.Merged[len(sp.Merged)-1].Duration, models.MaxMergedSpans)
+	}
+	text := noticeText(sp.Notices)
+	for _, want := range []string{fmt.Sprintf("%d matched, the slowest %d were merged", len(spans), models.MaxMergedSpans), "holds no samples"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("notices lack %q:\n%s", want, text)
+		}
+	}
+}
+
+func TestSpanProfileOfAnUnprofiledOperationNamesTheOperationsThatAreProfiled(t *testing.T) {
+	found := &OperationSpans{Service: "backend", Operation: "db_query", Traces: 2, Limit: 500,
+		Spans:              []models.Span{opSpan(1, "backend", "db_query", 0, 300*time.Millisecond, false)},
+		ProfiledOperations: []string{"GET /api/detect"}}
+	_, err := ProfileSpans(context.Background(), &fakeProfiles{}, &models.SpanQuery{Service: "backend", Operation: "db_query", ProfileTypeID: models.DefaultProfileTypeID}, found)
+	var unprofiled *UnprofiledSpansError
+	if !errors.As(err, &unprofiled) || !strings.Contains(err.Error(), `operations of backend with span profiles: "GET /api/detect"`) {
+		t.Errorf("error %v: should say the operation has no span profile and name the one that has", err)
+	}
+}
