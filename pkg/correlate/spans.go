@@ -3,6 +3,7 @@ package correlate
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/flamegraph"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/safe"
 )
 
 // SpanSearch is what the span queries ask of a trace store (jaeger.Client answers it): every span
@@ -27,16 +29,17 @@ type OperationSpans struct {
 	Service, Operation string
 	// Spans are the matching spans, one per span ID, in start order.
 	Spans []models.Span
-	// Traces is how many traces the search answered; when it reached Limit, the store holds more
-	// and the spans are a sample of the range, not all of it.
-	Traces, Limit int
+	// Traces is how many traces the searches answered, Limit how many they could: the range is
+	// searched in Windows parts, and in FullWindows of them the search stopped at its limit, so
+	// the store holds more spans there than were read.
+	Traces, Limit, Windows, FullWindows int
 	// ProfiledOperations are the service's operations, in the traces read, whose spans carry a
 	// span profile (the pyroscope.profile.id attribute), sorted.
 	ProfiledOperations []string
 }
 
-// Truncated says whether the search stopped at its limit.
-func (o *OperationSpans) Truncated() bool { return o.Traces >= o.Limit }
+// Truncated says whether a search stopped at its limit.
+func (o *OperationSpans) Truncated() bool { return o.FullWindows > 0 }
 
 // Describe names what was read, for notices: "412 spans of nemotron-backend db_query in 412
 // traces".
@@ -52,44 +55,80 @@ func (o *OperationSpans) Subject() string {
 	return o.Service + " " + o.Operation
 }
 
-// LimitNote says, when the search stopped at its limit, that the answer covers part of the range.
+// LimitNote says, when a search stopped at its limit, that the answer covers part of the range.
 func (o *OperationSpans) LimitNote() string {
 	if !o.Truncated() {
 		return ""
 	}
-	return fmt.Sprintf("The trace search stopped at its limit of %d traces: the spans are those of the traces it returned, not every span of the range. Raise \"limit\" (at most %d) or narrow the range.", o.Limit, models.MaxSpanTraces)
+	where := "The trace search"
+	if o.Windows > 1 {
+		where = fmt.Sprintf("In %d of the %d parts of the range searched separately, the trace search", o.FullWindows, o.Windows)
+	}
+	return fmt.Sprintf("%s stopped at its limit (%d traces in all): the spans are those of the traces it returned, not every span of the range. Raise \"limit\" (at most %d) or narrow the range.", where, o.Limit, models.MaxSpanTraces)
 }
+
+// searchWindows is how many parts of the range are searched separately. Jaeger's search stops at
+// its limit without saying which traces it kept (the bed's Jaeger keeps the oldest), so one
+// search of a busy hour can miss its last minutes entirely and a heatmap would show no traffic
+// there; a search per eighth spreads what is read over the whole range.
+const (
+	searchWindows        = 8
+	minTracesPerWindow   = 20
+	parallelSpanSearches = 4
+)
 
 // FindOperationSpans searches the traces of q's service (and operation) between from and to and
 // keeps the spans of that service and operation at least q.MinDuration long that started in the
 // range. The search goes through the trace store's own filters (service, operation, duration), so
-// it works with any profile store.
+// it works with any profile store; the range is searched in searchWindows parts, q.Limit traces
+// in all.
 func FindOperationSpans(ctx context.Context, search SpanSearch, q *models.SpanQuery, from, to time.Time) (*OperationSpans, error) {
-	limit := int(q.Limit)
-	all, err := search.SearchSpans(ctx, models.TraceSearchQuery{
-		Service: q.Service, Operation: q.Operation, MinDuration: time.Duration(q.MinDuration),
-		Start: from, End: to, Limit: limit,
-	})
-	if err != nil {
-		return nil, err
+	windows := searchWindows
+	if to.Sub(from) < searchWindows*time.Second {
+		windows = 1
 	}
-	out := &OperationSpans{Service: q.Service, Operation: q.Operation, Limit: limit}
-	traces := map[string]bool{}
+	per := max(int(q.Limit)/windows, minTracesPerWindow)
+	width := to.Sub(from) / time.Duration(windows)
+	answers := make([][]models.Span, windows)
+	errs := safe.ForEach("span search", windows, parallelSpanSearches, func(i int) (err error) {
+		start, end := from.Add(time.Duration(i)*width), from.Add(time.Duration(i+1)*width)
+		if i == windows-1 {
+			end = to
+		}
+		answers[i], err = search.SearchSpans(ctx, models.TraceSearchQuery{
+			Service: q.Service, Operation: q.Operation, MinDuration: time.Duration(q.MinDuration),
+			Start: start, End: end, Limit: per,
+		})
+		return err
+	})
+	if err := errors.Join(errs...); err != nil {
+		// One trace store: a window failing is the store failing (its first error says how).
+		return nil, slices.DeleteFunc(errs, func(e error) bool { return e == nil })[0]
+	}
+	out := &OperationSpans{Service: q.Service, Operation: q.Operation, Limit: per * windows, Windows: windows}
 	seen := map[string]bool{}
 	profiledOps := map[string]bool{}
-	for _, s := range all {
-		traces[s.TraceID] = true
-		if s.Service == q.Service && s.Attributes[models.ProfileIDAttribute] != "" {
-			profiledOps[s.Operation] = true
+	allTraces := map[string]bool{}
+	for _, spans := range answers {
+		traces := map[string]bool{}
+		for _, s := range spans {
+			traces[s.TraceID] = true
+			allTraces[s.TraceID] = true
+			if s.Service == q.Service && s.Attributes[models.ProfileIDAttribute] != "" {
+				profiledOps[s.Operation] = true
+			}
+			if s.Service != q.Service || (q.Operation != "" && s.Operation != q.Operation) ||
+				s.Duration < time.Duration(q.MinDuration) || s.Start.Before(from) || s.Start.After(to) || seen[s.SpanID] {
+				continue
+			}
+			seen[s.SpanID] = true
+			out.Spans = append(out.Spans, s)
 		}
-		if s.Service != q.Service || (q.Operation != "" && s.Operation != q.Operation) ||
-			s.Duration < time.Duration(q.MinDuration) || s.Start.Before(from) || s.Start.After(to) || seen[s.SpanID] {
-			continue
+		if len(traces) >= per {
+			out.FullWindows++
 		}
-		seen[s.SpanID] = true
-		out.Spans = append(out.Spans, s)
 	}
-	out.Traces = len(traces)
+	out.Traces = len(allTraces)
 	out.ProfiledOperations = slices.Sorted(maps.Keys(profiledOps))
 	slices.SortStableFunc(out.Spans, func(a, b models.Span) int { return a.Start.Compare(b.Start) })
 	return out, nil

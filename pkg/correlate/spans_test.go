@@ -4,23 +4,41 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 )
 
-// fakeSpanSearch answers every search with its spans, as Jaeger answers whole traces: spans of
-// other services and operations come along.
+// fakeSpanSearch answers a search as Jaeger does: whole traces (spans of other services and
+// operations come along) of the service that started in the window, at most Limit traces, the
+// oldest first (what the bed's Jaeger keeps when it stops at its limit).
 type fakeSpanSearch struct {
 	spans []models.Span
+	mu    sync.Mutex
 	asked []models.TraceSearchQuery
 }
 
 func (f *fakeSpanSearch) SearchSpans(_ context.Context, q models.TraceSearchQuery) ([]models.Span, error) {
+	f.mu.Lock()
 	f.asked = append(f.asked, q)
-	return f.spans, nil
+	f.mu.Unlock()
+	kept := map[string]bool{}
+	var out []models.Span
+	for _, s := range f.spans {
+		if s.Start.Before(q.Start) || !s.Start.Before(q.End) {
+			continue
+		}
+		if !kept[s.TraceID] && len(kept) == q.Limit {
+			continue
+		}
+		kept[s.TraceID] = true
+		out = append(out, s)
+	}
+	return out, nil
 }
 
 var spanT0 = time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
@@ -48,7 +66,7 @@ func TestFindOperationSpansKeepsTheServicesOperationInTheRangeOncePerSpan(t *tes
 		opSpan(2, "backend", "GET /api", -time.Minute, time.Second, true),         // before the range
 		opSpan(3, "backend", "GET /api", 2*time.Minute, 5*time.Millisecond, true), // shorter than minDuration
 	}}
-	q := &models.SpanQuery{Service: "backend", Operation: "GET /api", MinDuration: models.Duration(10 * time.Millisecond), Limit: 3}
+	q := &models.SpanQuery{Service: "backend", Operation: "GET /api", MinDuration: models.Duration(10 * time.Millisecond), Limit: 500}
 	found, err := FindOperationSpans(context.Background(), search, q, spanT0, spanT0.Add(time.Hour))
 	if err != nil {
 		t.Fatal(err)
@@ -56,15 +74,45 @@ func TestFindOperationSpansKeepsTheServicesOperationInTheRangeOncePerSpan(t *tes
 	if len(found.Spans) != 1 || found.Spans[0].SpanID != in.SpanID {
 		t.Fatalf("spans %+v, want only %s", found.Spans, in.SpanID)
 	}
-	if found.Traces != 3 || !found.Truncated() || !strings.Contains(found.LimitNote(), "limit of 3 traces") {
-		t.Errorf("traces %d, truncated %v, note %q: the search answered its limit of 3", found.Traces, found.Truncated(), found.LimitNote())
+	if found.Traces != 2 || found.Truncated() || found.LimitNote() != "" {
+		t.Errorf("traces %d, truncated %v, note %q", found.Traces, found.Truncated(), found.LimitNote())
 	}
 	if got := found.ProfiledOperations; len(got) != 1 || got[0] != "GET /api" {
 		t.Errorf("profiled operations %q, want [GET /api] (db_query carries no profile; detector is another service)", got)
 	}
-	a := search.asked[0]
-	if a.Service != "backend" || a.Operation != "GET /api" || a.MinDuration != 10*time.Millisecond || a.Limit != 3 || !a.Start.Equal(spanT0) {
-		t.Errorf("search asked %+v: the trace store's own filters should narrow it", a)
+	// Eight searches, one per eighth of the hour, each narrowed by the trace store's own filters.
+	if len(search.asked) != 8 {
+		t.Fatalf("%d searches, want 8", len(search.asked))
+	}
+	slices.SortFunc(search.asked, func(a, b models.TraceSearchQuery) int { return a.Start.Compare(b.Start) })
+	for i, a := range search.asked {
+		if a.Service != "backend" || a.Operation != "GET /api" || a.MinDuration != 10*time.Millisecond || a.Limit != 62 ||
+			!a.Start.Equal(spanT0.Add(time.Duration(i)*7*time.Minute+time.Duration(i)*30*time.Second)) || a.End.Sub(a.Start) != 7*time.Minute+30*time.Second {
+			t.Errorf("search %d asked %+v", i, a)
+		}
+	}
+}
+
+// Jaeger stops at its limit keeping the oldest traces: searched as one, a busy range would lose
+// its last minutes; searched in eighths, every part is read, and the note says which were cut.
+func TestFindOperationSpansReadsEveryPartOfABusyRange(t *testing.T) {
+	var spans []models.Span
+	for i := range 400 { // one request every 9 s over the hour
+		spans = append(spans, opSpan(i+1, "backend", "op", time.Duration(i)*9*time.Second, 20*time.Millisecond, true))
+	}
+	q := &models.SpanQuery{Service: "backend", Operation: "op", Limit: 320} // 40 traces per eighth of 50
+	found, err := FindOperationSpans(context.Background(), &fakeSpanSearch{spans: spans}, q, spanT0, spanT0.Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(found.Spans); n != 320 {
+		t.Errorf("%d spans read, want 8 × 40", n)
+	}
+	if last := found.Spans[len(found.Spans)-1].Start; last.Before(spanT0.Add(55 * time.Minute)) {
+		t.Errorf("the last span read starts at %s: the range's end is missing", last)
+	}
+	if note := found.LimitNote(); !strings.Contains(note, "In 8 of the 8 parts of the range searched separately, the trace search stopped at its limit (320 traces in all)") {
+		t.Errorf("note %q", note)
 	}
 }
 
