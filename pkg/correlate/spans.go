@@ -3,7 +3,6 @@ package correlate
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -11,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/flamegraph"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
@@ -90,20 +91,27 @@ func FindOperationSpans(ctx context.Context, search SpanSearch, q *models.SpanQu
 	per := max(int(q.Limit)/windows, minTracesPerWindow)
 	width := to.Sub(from) / time.Duration(windows)
 	answers := make([][]models.Span, windows)
-	errs := safe.ForEach("span search", windows, parallelSpanSearches, func(i int) (err error) {
+	// The first failure cancels the searches not yet answered: the store is down or slow for all
+	// of them, and the query must fail within one upstream timeout, not one per round of searches.
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(parallelSpanSearches)
+	for i := range windows {
 		start, end := from.Add(time.Duration(i)*width), from.Add(time.Duration(i+1)*width)
 		if i == windows-1 {
 			end = to
 		}
-		answers[i], err = search.SearchSpans(ctx, models.TraceSearchQuery{
-			Service: q.Service, Operation: q.Operation, MinDuration: time.Duration(q.MinDuration),
-			Start: start, End: end, Limit: per,
+		g.Go(func() error {
+			return safe.Do("span search", func() (err error) {
+				answers[i], err = search.SearchSpans(gctx, models.TraceSearchQuery{
+					Service: q.Service, Operation: q.Operation, MinDuration: time.Duration(q.MinDuration),
+					Start: start, End: end, Limit: per,
+				})
+				return err
+			})
 		})
-		return err
-	})
-	if err := errors.Join(errs...); err != nil {
-		// One trace store: a window failing is the store failing (its first error says how).
-		return nil, slices.DeleteFunc(errs, func(e error) bool { return e == nil })[0]
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
 	}
 	out := &OperationSpans{Service: q.Service, Operation: q.Operation, Limit: per * windows, Windows: windows}
 	seen := map[string]bool{}

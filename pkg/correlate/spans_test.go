@@ -261,3 +261,32 @@ func TestSpanProfileOfAnUnprofiledOperationNamesTheOperationsThatAreProfiled(t *
 		t.Errorf("error %v: should say the operation has no span profile and name the one that has", err)
 	}
 }
+
+// failingSearch fails every search that starts with a live context, as a down store does.
+type failingSearch struct {
+	mu   sync.Mutex
+	live int
+}
+
+func (f *failingSearch) SearchSpans(ctx context.Context, _ models.TraceSearchQuery) ([]models.Span, error) {
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	f.mu.Lock()
+	f.live++
+	f.mu.Unlock()
+	return nil, errors.New("Jaeger (http://jaeger:16686): timed out (4s)")
+}
+
+// A store that fails fails the query within one round of searches, with the store's own words:
+// the searches after the first failure are not sent.
+func TestFindOperationSpansFailsOnceWhenTheStoreFails(t *testing.T) {
+	f := &failingSearch{}
+	_, err := FindOperationSpans(context.Background(), f, &models.SpanQuery{Service: "b", Limit: 500}, spanT0, spanT0.Add(time.Hour))
+	if err == nil || !strings.Contains(err.Error(), "Jaeger (http://jaeger:16686): timed out") {
+		t.Errorf("error %v", err)
+	}
+	if f.live > parallelSpanSearches {
+		t.Errorf("%d searches reached the store after it failed; at most the first round of %d should", f.live, parallelSpanSearches)
+	}
+}

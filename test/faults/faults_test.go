@@ -83,6 +83,10 @@ func queryCases(traceID string, spanIDs []string) []queryCase {
 				"Prometheus": {{"slow traces", ""}},
 				"Jaeger":     {{"latency", ""}},
 			}},
+		{name: "spanHeatmap", uses: []string{"Jaeger"},
+			json: map[string]any{"queryType": "spanHeatmap", "service": "nemotron-backend", "operation": "db_query"}},
+		{name: "spanProfile", window: time.Hour, uses: []string{"Jaeger", "Pyroscope"},
+			json: map[string]any{"queryType": "spanProfile", "service": "nemotron-backend", "operation": "GET /api/detect", "minDuration": "200ms"}},
 		{name: "gpuMetrics", uses: []string{"Prometheus"}, json: with(map[string]any{
 			"queryType": "gpuMetrics", "metrics": []string{"gpu_utilization", "temperature"}, "aggregation": "gpu"}, gpu)},
 		{name: "gpuClass timeline", uses: []string{"Prometheus"}, json: with(map[string]any{"queryType": "gpuClass", "format": "timeline"}, gpu)},
@@ -110,6 +114,7 @@ func resourceCases(traceID string) []resourceCase {
 		{"variable?query=" + url.QueryEscape("gpu_label_values(host)"), "Prometheus"},
 		{"trace-services", "Jaeger"},
 		{"traces?service=nemotron-backend", "Jaeger"},
+		{"trace-operations?service=nemotron-backend", "Jaeger"},
 		{"gpu-metrics", ""}, // the catalogue: no call
 		{"gpu-label-values?role=host", "Prometheus"},
 		{"kernel-files?traceId=" + traceID, ""},
