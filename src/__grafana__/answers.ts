@@ -1,7 +1,7 @@
 import type { BackendDataSourceResponse } from '@grafana/runtime';
 
 /** The answers test/frames writes: each one a query and what the plugin binary answered. */
-export const ANSWERS = ['service', 'span', 'request', 'diff', 'empty', 'trace'] as const;
+export const ANSWERS = ['service', 'span', 'request', 'diff', 'empty', 'trace', 'spanHeatmap', 'spanProfile'] as const;
 export type AnswerName = (typeof ANSWERS)[number];
 
 export interface Fixture {

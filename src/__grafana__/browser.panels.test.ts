@@ -74,6 +74,7 @@ describe("Grafana's flame graph panel on the plugin's answers", () => {
     ['span', 'span', 0],
     ['request', 'request', 0],
     ['request-service-1', 'request', 1],
+    ['span-aggregate', 'spanProfile', 0],
   ])('%s', async (name, answer, index) => {
     const frame = frameOf(fixtures[answer], index);
     await look(
@@ -144,6 +145,24 @@ describe("Grafana's flame graph panel on the plugin's answers", () => {
         const shown = await text(page);
         expect(shown).not.toContain('An unexpected error happened');
         expect(shown).toMatch(/No data|\b0 samples\b/);
+      }
+    );
+  });
+});
+
+describe("Grafana's table on the span heatmap's exemplars", () => {
+  it('exemplars: the slowest span of each step, its duration in units and its trace', async () => {
+    await look(
+      'table-span-exemplars',
+      { kind: 'table', title: 'Slowest span of each step', fixture: fixtures.spanHeatmap, frameName: 'exemplar' },
+      '[data-testid="scene"] [role="table"]',
+      async (page) => {
+        const shown = await text(page);
+        expect(shown).toContain('Duration');
+        expect(shown).toContain('Trace ID');
+        expect(shown).toMatch(/\b\d+(\.\d+)? ms\b/);
+        expect(shown).toMatch(/[0-9a-f]{32}/);
+        expect(shown).toContain('db_query');
       }
     );
   });

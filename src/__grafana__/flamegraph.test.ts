@@ -53,7 +53,7 @@ function childrenTotal(item: LevelItem): number {
 }
 
 describe("Grafana's flame graph reads the plugin's answers", () => {
-  describe.each<AnswerName>(['service', 'span', 'request'])('the %s profile', (name) => {
+  describe.each<AnswerName>(['service', 'span', 'request', 'spanProfile'])('the %s profile', (name) => {
     it('has the total the plugin computed, in nanoseconds of CPU', () => {
       const { data, container, levels } = model(name);
       const root = levels[0][0];
@@ -88,6 +88,16 @@ describe("Grafana's flame graph reads the plugin's answers", () => {
       const node = levels[1].find((item) => container.getLabel(item.itemIndexes[0]) === service)!;
       expect(own.levels[0][0].value).toBe(node.value);
     }
+  });
+
+  it("merges the slow requests' span profiles and says how many, with their samples", () => {
+    const { data, container, levels } = model('spanProfile');
+    const said = notices(data);
+    expect(said).toMatch(/Merged the span profiles of \d+ span\(s\) of nemotron-backend /);
+    expect(said).toMatch(/about \d+ CPU sample\(s\)/);
+    // The database step of every slow request is in the graph.
+    const names = levels.flat().map((item) => container.getLabel(item.itemIndexes[0]));
+    expect(names).toContain('main.dbQuery');
   });
 
   it('shows the span profile of the request the fixture names', () => {

@@ -170,6 +170,22 @@ func TestWriteTheFlameGraphsGrafanaReads(t *testing.T) {
 		t.Fatalf("a service without profiles has %d rows; want the empty answer, one root row of 0 samples", rows)
 	}
 	write("empty", fixture{Query: empty, From: now.Add(-15 * time.Minute).UnixMilli(), To: now.UnixMilli()}, res)
+
+	// Profiles to traces from Jaeger: the database step's durations over the last minutes (the
+	// slow request among them), and the merged profile of the slow requests.
+	now = time.Now()
+	heat := map[string]any{"queryType": "spanHeatmap", "service": demoBackend, "operation": "db_query"}
+	res = query(t, ctx, h, heat, now.Add(-5*time.Minute), now)
+	if names := frameNames(t, res); !slices.Equal(names, []string{"span durations", "exemplar"}) {
+		t.Fatalf("span heatmap frames %v, want the heatmap and its exemplars", names)
+	}
+	write("spanHeatmap", fixture{Query: heat, From: now.Add(-5 * time.Minute).UnixMilli(), To: now.UnixMilli(), TraceID: traceID}, res)
+	slow := map[string]any{"queryType": "spanProfile", "service": demoBackend, "operation": root.Operation, "minDuration": "200ms"}
+	res = query(t, ctx, h, slow, now.Add(-5*time.Minute), now)
+	if rows := flameRows(t, res); rows < 2 {
+		t.Fatalf("the merged profile of the slow requests has %d rows", rows)
+	}
+	write("spanProfile", fixture{Query: slow, From: now.Add(-5 * time.Minute).UnixMilli(), To: now.UnixMilli(), TraceID: traceID}, res)
 	t.Logf("frames for the frontend tests written to %s", dir)
 }
 
