@@ -30,7 +30,11 @@ module.exports = {
   // A loaded 2-core machine: rendering Grafana's components takes seconds, Chromium more.
   testTimeout: 120000,
   projects: [
-    { ...shared, displayName: 'grafana', testMatch: ['<rootDir>/src/__grafana__/flamegraph.test.ts', '<rootDir>/src/__grafana__/heatmap.test.ts'] },
+    {
+      ...shared,
+      displayName: 'grafana',
+      testMatch: ['<rootDir>/src/__grafana__/flamegraph.test.ts', '<rootDir>/src/__grafana__/heatmap.test.ts'],
+    },
     {
       ...shared,
       displayName: 'browser',
