@@ -83,6 +83,21 @@ type RequestProfileQuery struct {
 	// From and To are the panel's range: the trace_id fallback searches it when the trace store
 	// cannot say when the trace happened.
 	From, To time.Time
+	// CallSite cuts every service's graph to the stacks under it, root first
+	// (stackTraceSelector); nil: whole graphs.
+	CallSite []string
+}
+
+// cutToCallSite asks every flame graph of p cut to the call site: each service's graph is cut
+// before it becomes a node under the request's root, where the call site could not match.
+type cutToCallSite struct {
+	Profiles
+	callSite []string
+}
+
+func (c cutToCallSite) MergedFlameGraph(ctx context.Context, q models.FlameGraphQuery) (*flamegraph.Node, error) {
+	q.StackTraceSelector = c.callSite
+	return c.Profiles.MergedFlameGraph(ctx, q)
 }
 
 // RequestProfile is the profile of one whole request: a root, one node per service, their stacks.
@@ -111,6 +126,9 @@ func ProfileOfRequest(ctx context.Context, traces Traces, profiles Profiles, q R
 // ProfileOfTrace is ProfileOfRequest once the trace has been read (or reading it failed with
 // traceErr), so that the trace query reads the trace once for its rows and its profile.
 func ProfileOfTrace(ctx context.Context, profiles Profiles, q RequestProfileQuery, trace *models.Trace, traceErr error) (*RequestProfile, error) {
+	if len(q.CallSite) > 0 {
+		profiles = cutToCallSite{profiles, q.CallSite}
+	}
 	if traceErr != nil {
 		return profileByTraceID(ctx, profiles, q, nil, q.From, q.To, traceErr)
 	}

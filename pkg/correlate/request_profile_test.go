@@ -499,3 +499,44 @@ func TestRequestProfileNeverPassesAnUnfilteredProfileOffAsTheRequests(t *testing
 		t.Errorf("error %v", err)
 	}
 }
+
+// stackTraceSelector on a whole request cuts each service's graph, not the merged one, where the
+// call site would have to start under the service level.
+func TestRequestProfileCutsEachServiceToTheCallSite(t *testing.T) {
+	prof := &fakeProfiles{bySpan: map[string][]string{}}
+	tr := &models.Trace{TraceID: "4bf92f3577b34da6a3ce929d0e0e4736"}
+	for i, svc := range []string{"api", "db"} {
+		id := fmt.Sprintf("%016x", i+1)
+		tr.Spans = append(tr.Spans, models.Span{TraceID: tr.TraceID, SpanID: id, Service: svc, Operation: "op",
+			Start: time.Unix(1000, 0), Duration: time.Second, Attributes: map[string]string{models.ProfileIDAttribute: id}})
+		prof.bySpan[id] = []string{"main;handle;query 30", "main;other 70"}
+	}
+	// The profile store cuts what it answers as pyroscope.Client does.
+	cutting := profilesFunc(func(ctx context.Context, q models.FlameGraphQuery) (*flamegraph.Node, error) {
+		tree, err := prof.MergedFlameGraph(ctx, q)
+		return flamegraph.CallSite(tree, q.StackTraceSelector), err
+	})
+	rp, err := ProfileOfTrace(context.Background(), cutting, RequestProfileQuery{TraceID: tr.TraceID, ProfileTypeID: models.DefaultProfileTypeID, CallSite: []string{"main", "handle"}}, tr, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each service keeps its 30 under main;handle, and the request its 60: a cut of the merged
+	// graph (total → service → main …) would have kept nothing.
+	if rp.Tree.Total != 60 || rp.Services["api"].Total != 30 || rp.Services["db"].Total != 30 {
+		t.Errorf("totals: request %d, api %d, db %d; want 60, 30, 30", rp.Tree.Total, rp.Services["api"].Total, rp.Services["db"].Total)
+	}
+	for _, q := range prof.calls {
+		if strings.Join(q.StackTraceSelector, ";") != "main;handle" {
+			t.Errorf("query %+v asked without the call site", q)
+		}
+	}
+	if len(prof.calls) != 2 {
+		t.Errorf("%d queries, want one per service", len(prof.calls))
+	}
+}
+
+type profilesFunc func(ctx context.Context, q models.FlameGraphQuery) (*flamegraph.Node, error)
+
+func (f profilesFunc) MergedFlameGraph(ctx context.Context, q models.FlameGraphQuery) (*flamegraph.Node, error) {
+	return f(ctx, q)
+}

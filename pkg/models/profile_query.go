@@ -2,6 +2,7 @@ package models
 
 import (
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -14,9 +15,17 @@ type FlameGraphQuery struct {
 	// TraceID keeps only the samples of this trace (16 or 32 hex digits), by trace_id_selector
 	// (pyroscope.Client checks that the server filters by it). It excludes SpanSelector,
 	// as Pyroscope 2.x refuses both at once.
-	TraceID    string
-	Start, End time.Time
-	MaxNodes   int64
+	TraceID string
+	// ProfileIDSelector keeps only these individual profiles (UUIDs, from exemplars), by
+	// profile_id_selector (pyroscope.Client checks that the server filters by it). It excludes
+	// SpanSelector and TraceID: the IDs already name the profiles.
+	ProfileIDSelector []string
+	// StackTraceSelector keeps only the stacks under this call site, root first. It is sent to
+	// Pyroscope (stack_trace_selector) where the call has the field, and always applied to the
+	// answer too (flamegraph.CallSite), since Pyroscope 1.12 drops it without a word.
+	StackTraceSelector []string
+	Start, End         time.Time
+	MaxNodes           int64
 }
 
 // Why a profile store could not filter by trace ID: the whole-request join then matches the
@@ -30,3 +39,30 @@ var (
 	// storage. Another window may be served.
 	ErrTraceSelectorRefused = errors.New("Pyroscope refused trace_id_selector for this time range, as Pyroscope 2.x in v1-v2 dual mode does where the range holds data of its v1 storage")
 )
+
+// ErrProfileIDSelectorIgnored: this server drops profile_id_selector, so its answer would be the
+// profile of every process in the range, not the individual profiles asked; nothing it answered
+// is returned.
+var ErrProfileIDSelectorIgnored = errors.New("this Pyroscope ignores profileIdSelector and would answer every profile: individual profiles (from exemplars) need Pyroscope 1.17 or newer")
+
+// ErrUnsupported is what every UnsupportedError is (errors.Is): the Pyroscope server lacks a
+// call, being older than the version that has it. Callers degrade to what the server has.
+var ErrUnsupported = errors.New("this Pyroscope does not have the call")
+
+// UnsupportedError says which Pyroscope call a server lacks and from which version it has it.
+type UnsupportedError struct {
+	Call   string // SelectHeatmap
+	Since  string // 1.19
+	Answer string // what the server answered, for the curious ("404 Not Found")
+}
+
+func (e *UnsupportedError) Error() string {
+	msg := fmt.Sprintf("%s needs Pyroscope %s or newer; this server does not have it", e.Call, e.Since)
+	if e.Answer != "" {
+		msg += " (it answered: " + e.Answer + ")"
+	}
+	return msg
+}
+
+// Is makes errors.Is(err, ErrUnsupported) true for every UnsupportedError.
+func (e *UnsupportedError) Is(target error) bool { return target == ErrUnsupported }

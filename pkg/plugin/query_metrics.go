@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -63,6 +64,10 @@ func (d *Datasource) seriesStep(q backend.DataQuery) time.Duration {
 	return max(q.Interval, d.settings.MinStep)
 }
 
+// seriesFrames answers the metrics half of a query: series frames (each followed by its exemplar
+// frame when includeExemplars brought any, and the annotations frame last when asked), or, with
+// includeHeatmap, heatmap frames. What could not be given as asked is said in notices on the
+// first frame: a server without SelectHeatmap gets the series instead of failing the query.
 func (d *Datasource) seriesFrames(ctx context.Context, q backend.DataQuery, pq *models.ProfileQuery, agg string) ([]*data.Frame, error) {
 	pyro, err := d.pyroscopeClient()
 	if err != nil {
@@ -71,17 +76,33 @@ func (d *Datasource) seriesFrames(ctx context.Context, q backend.DataQuery, pq *
 	if d.settings.MinStepErr != nil {
 		return nil, backend.DownstreamError(fmt.Errorf("invalid data source settings: %w", d.settings.MinStepErr))
 	}
+	links := d.exemplarLinks(ctx, pq)
+	var notices []data.Notice
+	if pq.IncludeHeatmap {
+		heat, err := d.heatmapFrames(ctx, q, pq, pyro, links)
+		if !errors.Is(err, models.ErrUnsupported) {
+			return heat, err
+		}
+		notices = append(notices, frames.Warning(fmt.Sprintf("heatmap (includeHeatmap) needs Pyroscope %s or newer (SelectHeatmap); this server does not have it: series shown", pyroscope.HeatmapSince)))
+	}
+
 	step := d.seriesStep(q)
-	series, err := pyro.Series(ctx, pyroscope.SeriesQuery{
-		ProfileTypeID: pq.ProfileTypeID,
-		LabelSelector: pq.LabelSelector,
-		Start:         q.TimeRange.From,
-		End:           q.TimeRange.To,
-		Step:          step,
-		GroupBy:       pq.GroupBy,
-		Limit:         pq.Limit,
-		Aggregation:   agg,
-	})
+	sq := pyroscope.SeriesQuery{
+		ProfileTypeID:      pq.ProfileTypeID,
+		LabelSelector:      pq.LabelSelector,
+		Start:              q.TimeRange.From,
+		End:                q.TimeRange.To,
+		Step:               step,
+		GroupBy:            pq.GroupBy,
+		Limit:              pq.Limit,
+		Aggregation:        agg,
+		StackTraceSelector: pq.StackTraceSelector,
+	}
+	if pq.IncludeExemplars {
+		// Series exemplars are individual profiles, whatever heatmapType says, as in Grafana.
+		sq.Exemplars = pyroscope.ExemplarsIndividual
+	}
+	series, err := pyro.Series(ctx, sq)
 	if err != nil {
 		return nil, err
 	}
@@ -90,10 +111,91 @@ func (d *Datasource) seriesFrames(ctx context.Context, q backend.DataQuery, pq *
 		// the panel say why it is empty.
 		empty := data.NewFrame(frames.SeriesFrameName)
 		empty.Meta = &data.FrameMeta{PreferredVisualization: data.VisTypeGraph}
-		empty.AppendNotices(frames.Warning(whyEmpty(ctx, pyro, pq, q.TimeRange.From, q.TimeRange.To)))
+		empty.AppendNotices(append(notices, frames.Warning(whyEmpty(ctx, pyro, pq, q.TimeRange.From, q.TimeRange.To)))...)
 		return []*data.Frame{empty}, nil
 	}
-	return frames.SeriesFrames(series, pq.ProfileTypeID, step), nil
+	out := frames.ProfileSeriesFrames(series, pq.ProfileTypeID, step, links)
+	if pq.IncludeExemplars && !hasExemplars(series) {
+		notices = append(notices, frames.Info(fmt.Sprintf("exemplars (includeExemplars) need Pyroscope %s or newer: Pyroscope sent none for this range, which is also how an older server answers, as it ignores the request; the two cannot be told apart", pyroscope.ExemplarsSince)))
+	}
+	if pq.WantsAnnotations() {
+		annotations, skipped := frames.AnnotationsFrame(series, time.Now())
+		if annotations != nil {
+			out = append(out, annotations)
+		}
+		if len(skipped) > 0 {
+			notices = append(notices, frames.Warning(fmt.Sprintf("%d Pyroscope annotation(s) could not be read and are not shown: %s", len(skipped), listed(skipped, ""))))
+		}
+	}
+	out[0].AppendNotices(notices...)
+	return out, nil
+}
+
+func hasExemplars(series []models.ProfileSeries) bool {
+	for _, s := range series {
+		for _, p := range s.Points {
+			if len(p.Exemplars) > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// heatmapStep is Grafana's rule for heatmaps: the series step, but never so short that the range
+// holds more than maxHeatmapSlots slots, which would make cells too thin to read.
+func (d *Datasource) heatmapStep(q backend.DataQuery) time.Duration {
+	return max(d.seriesStep(q), q.TimeRange.To.Sub(q.TimeRange.From)/maxHeatmapSlots)
+}
+
+// maxHeatmapSlots is Grafana's Pyroscope data source's bound on a heatmap's time slots.
+const maxHeatmapSlots = 64
+
+// heatmapFrames answers includeHeatmap: SelectHeatmap's counts of individual profiles (or spans,
+// heatmapType "span") as heatmap frames, with their exemplars. An error errors.Is
+// models.ErrUnsupported where the server has no SelectHeatmap.
+func (d *Datasource) heatmapFrames(ctx context.Context, q backend.DataQuery, pq *models.ProfileQuery, pyro *pyroscope.Client, links frames.ExemplarLinks) ([]*data.Frame, error) {
+	step := d.heatmapStep(q)
+	spans := pq.HeatmapType == models.HeatmapSpan
+	series, err := pyro.Heatmap(ctx, pyroscope.HeatmapQuery{
+		ProfileTypeID: pq.ProfileTypeID,
+		LabelSelector: pq.LabelSelector,
+		Start:         q.TimeRange.From,
+		End:           q.TimeRange.To,
+		Step:          step,
+		GroupBy:       pq.GroupBy,
+		Limit:         pq.Limit,
+		Spans:         spans,
+		Exemplars:     pq.IncludeExemplars,
+	})
+	if err != nil {
+		return nil, err
+	}
+	kind := frames.ProfileExemplars
+	if spans {
+		kind = frames.SpanExemplars
+	}
+	var notices []data.Notice
+	if len(pq.StackTraceSelector) > 0 {
+		notices = append(notices, frames.Warning("the heatmap counts every stack, not only those under the call site (stackTraceSelector): Pyroscope's SelectHeatmap has no such selector"))
+	}
+	out := frames.ProfileHeatmapFrames(series, pq.ProfileTypeID, step, kind, links)
+	if len(out) == 0 {
+		out = []*data.Frame{frames.HeatmapCells(frames.ProfileHeatmapFrameName, nil, nil, frames.ProfileUnit(pq.ProfileTypeID), step)}
+		notices = append(notices, frames.Warning(whyEmpty(ctx, pyro, pq, q.TimeRange.From, q.TimeRange.To)))
+	}
+	out[0].AppendNotices(notices...)
+	return out, nil
+}
+
+// exemplarLinks are where the exemplars of pq link: this data source, from the request's plugin
+// context (Grafana sends it with every query; without it, no link).
+func (d *Datasource) exemplarLinks(ctx context.Context, pq *models.ProfileQuery) frames.ExemplarLinks {
+	l := frames.ExemplarLinks{LabelSelector: pq.LabelSelector, ProfileTypeID: pq.ProfileTypeID}
+	if ds := backend.PluginConfigFromContext(ctx).DataSourceInstanceSettings; ds != nil {
+		l.DatasourceUID, l.DatasourceName = ds.UID, ds.Name
+	}
+	return l
 }
 
 // queryBoth answers the flame graph and the series of one query, as Grafana's Pyroscope data

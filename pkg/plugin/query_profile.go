@@ -2,6 +2,8 @@ package plugin
 
 import (
 	"context"
+	"fmt"
+	"strings"
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	"github.com/grafana/grafana-plugin-sdk-go/data"
@@ -44,22 +46,34 @@ func (d *Datasource) queryProfile(ctx context.Context, q backend.DataQuery) back
 		start, end = start.Add(-correlate.SpanWindowPadding), end.Add(correlate.SpanWindowPadding)
 	}
 	tree, err := pyro.MergedFlameGraph(ctx, models.FlameGraphQuery{
-		ProfileTypeID: pq.ProfileTypeID,
-		LabelSelector: pq.LabelSelector,
-		SpanSelector:  pq.SpanSelector,
-		Start:         start,
-		End:           end,
-		MaxNodes:      pq.MaxNodes,
+		ProfileTypeID:      pq.ProfileTypeID,
+		LabelSelector:      pq.LabelSelector,
+		SpanSelector:       pq.SpanSelector,
+		ProfileIDSelector:  pq.ProfileIDSelector,
+		StackTraceSelector: pq.StackTraceSelector,
+		Start:              start,
+		End:                end,
+		MaxNodes:           pq.MaxNodes,
 	})
 	if err != nil {
 		return errorResponse(err)
 	}
 	f := frames.FlameGraph(tree, pq.ProfileTypeID)
-	if tree == nil || tree.Total == 0 {
+	switch empty := tree == nil || tree.Total == 0; {
+	case empty && len(pq.StackTraceSelector) > 0:
+		f.AppendNotices(frames.Warning(fmt.Sprintf("Nothing to show: no %s stack matching %s in this range starts with the call site %s (stackTraceSelector names it root first: its first function is a root frame of the flame graph)",
+			pq.ProfileTypeID, pq.LabelSelector, callSiteText(pq.StackTraceSelector))))
+	case empty:
 		f.AppendNotices(frames.Warning(whyEmpty(ctx, pyro, pq, start, end)))
+	case len(pq.StackTraceSelector) > 0:
+		// A graph rooted at the call site's functions could be read as the whole profile.
+		f.AppendNotices(frames.Info(fmt.Sprintf("flame graph cut to the call site %s (stackTraceSelector): only the stacks under it are shown", callSiteText(pq.StackTraceSelector))))
 	}
 	return withFrames(f)
 }
+
+// callSiteText writes a call site root first: "main → handle → db".
+func callSiteText(callSite []string) string { return strings.Join(callSite, " → ") }
 
 // queryRequestProfile answers a profile query with a traceId: the whole request's flame graph,
 // one service level under the root, plus one frame per service when perService is set. Notices
@@ -67,13 +81,16 @@ func (d *Datasource) queryProfile(ctx context.Context, q backend.DataQuery) back
 func (d *Datasource) queryRequestProfile(ctx context.Context, q backend.DataQuery, pq *models.ProfileQuery) backend.DataResponse {
 	rp, err := d.profileOfRequest(ctx, correlate.RequestProfileQuery{
 		TraceID: pq.TraceID, LabelSelector: pq.LabelSelector, ProfileTypeID: pq.ProfileTypeID,
-		MaxNodes: pq.MaxNodes, From: q.TimeRange.From, To: q.TimeRange.To,
+		MaxNodes: pq.MaxNodes, From: q.TimeRange.From, To: q.TimeRange.To, CallSite: pq.StackTraceSelector,
 	})
 	if err != nil {
 		return errorResponse(err)
 	}
 	main := frames.FlameGraphTree(frames.FlameGraphFrameName, rp.Tree, pq.ProfileTypeID)
 	main.Meta.Notices = frames.JoinNotices(rp.Notices)
+	if len(pq.StackTraceSelector) > 0 {
+		main.AppendNotices(frames.Info(fmt.Sprintf("each service's graph cut to the call site %s (stackTraceSelector): only the stacks under it are shown", callSiteText(pq.StackTraceSelector))))
+	}
 	out := []*data.Frame{main}
 	if pq.PerService {
 		for _, svc := range sortedKeys(rp.Services) {

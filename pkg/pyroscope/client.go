@@ -11,6 +11,7 @@ import (
 	"connectrpc.com/connect"
 	querierv1 "github.com/grafana/pyroscope/api/gen/proto/go/querier/v1"
 	"github.com/grafana/pyroscope/api/gen/proto/go/querier/v1/querierv1connect"
+	typesv1 "github.com/grafana/pyroscope/api/gen/proto/go/types/v1"
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/flamegraph"
@@ -22,15 +23,17 @@ import (
 type Client struct {
 	url     string
 	querier querierv1connect.QuerierServiceClient
-	// traceSelector is what this server was seen to do with trace_id_selector; one Client per
-	// data source instance, so per URL and tenant, which is what the answer depends on.
-	traceSelector traceSelectorState
+	// traceSelector and profileIDSelector are what this server was seen to do with
+	// trace_id_selector and profile_id_selector.
+	traceSelector     selectorState
+	profileIDSelector selectorState
 }
 
 // New returns a client for the upstream's URL using hc (built by upstream.NewHTTPClient, which
 // adds auth and the X-Scope-OrgID tenant header).
 func New(u models.Upstream, hc *http.Client) *Client {
-	return &Client{url: u.URL, querier: querierv1connect.NewQuerierServiceClient(hc, u.URL), traceSelector: newTraceSelectorState()}
+	return &Client{url: u.URL, querier: querierv1connect.NewQuerierServiceClient(hc, u.URL),
+		traceSelector: newSelectorState("trace_id_selector"), profileIDSelector: newSelectorState("profile_id_selector")}
 }
 
 // ProfileType is one profile type the server has data for.
@@ -71,46 +74,66 @@ type FlameGraph struct {
 //
 // With a span selector it asks SelectMergeSpanProfile: Pyroscope 1.12 ignores the span selector
 // of SelectMergeStacktraces and would answer with the unfiltered profile (INTEROP.md §3). With a
-// trace ID it asks SelectMergeStacktraces with trace_id_selector, and fails with
-// models.ErrTraceSelectorIgnored or models.ErrTraceSelectorRefused where the server cannot filter by it.
+// trace ID or profile IDs it asks SelectMergeStacktraces with trace_id_selector or
+// profile_id_selector, and fails with models.ErrTraceSelectorIgnored,
+// models.ErrTraceSelectorRefused or models.ErrProfileIDSelectorIgnored where the server cannot
+// filter by them. A call site (q.StackTraceSelector) is sent where the call has the field and
+// always cut out of the answer here (flamegraph.CallSite): 1.12 drops it from
+// SelectMergeStacktraces, and SelectMergeSpanProfile has no such field.
 func (c *Client) MergedFlameGraph(ctx context.Context, q models.FlameGraphQuery) (*flamegraph.Node, error) {
 	var fg *FlameGraph
 	var err error
 	switch {
 	case q.TraceID != "" && len(q.SpanSelector) > 0:
 		return nil, errSpanAndTraceSelector
+	case len(q.ProfileIDSelector) > 0 && (q.TraceID != "" || len(q.SpanSelector) > 0):
+		return nil, errProfileAndSpanSelector
 	case q.TraceID != "":
 		fg, err = c.traceFlameGraph(ctx, q)
 	case len(q.SpanSelector) > 0:
 		fg, err = c.spanFlameGraph(ctx, q)
+	case len(q.ProfileIDSelector) > 0:
+		fg, err = c.profilesFlameGraph(ctx, q)
 	default:
-		fg, err = c.mergedFlameGraph(ctx, q, "")
+		fg, err = c.mergedFlameGraph(ctx, q, selectors{})
 	}
 	if err != nil {
 		return nil, err
 	}
-	return fg.Tree(), nil
+	return flamegraph.CallSite(fg.Tree(), q.StackTraceSelector), nil
 }
 
-var errSpanAndTraceSelector = errors.New("a span selector and a trace ID cannot be asked together: Pyroscope 2.x refuses span_selector with trace_id_selector")
+var (
+	errSpanAndTraceSelector   = errors.New("a span selector and a trace ID cannot be asked together: Pyroscope 2.x refuses span_selector with trace_id_selector")
+	errProfileAndSpanSelector = errors.New("profile IDs cannot be asked with a span selector or a trace ID: the IDs already name the profiles")
+)
 
-// mergedFlameGraph asks SelectMergeStacktraces, with trace_id_selector when traceID is set (32
-// hex digits).
-func (c *Client) mergedFlameGraph(ctx context.Context, q models.FlameGraphQuery, traceID string) (fg *FlameGraph, err error) {
+// selectors are the per-sample filters of one SelectMergeStacktraces call beyond the query's.
+type selectors struct {
+	traceID    string   // 32 hex digits
+	profileIDs []string // UUIDs
+}
+
+// mergedFlameGraph asks SelectMergeStacktraces, with trace_id_selector and profile_id_selector
+// when sel has them, and stack_trace_selector when q has a call site.
+func (c *Client) mergedFlameGraph(ctx context.Context, q models.FlameGraphQuery, sel selectors) (fg *FlameGraph, err error) {
 	ctx, span := upstream.StartSpan(ctx, models.Pyroscope, "SelectMergeStacktraces",
 		attribute.String("profile_type", q.ProfileTypeID), attribute.String("label_selector", q.LabelSelector),
-		attribute.Bool("trace_id_selector", traceID != ""))
+		attribute.Bool("trace_id_selector", sel.traceID != ""), attribute.Int("profile_ids", len(sel.profileIDs)),
+		attribute.Int("call_site_depth", len(q.StackTraceSelector)))
 	defer func() { err = upstream.EndSpan(span, c.wrap(err)) }()
 	maxNodes := q.MaxNodes
 	req := &querierv1.SelectMergeStacktracesRequest{
-		ProfileTypeID: q.ProfileTypeID,
-		LabelSelector: q.LabelSelector,
-		Start:         q.Start.UnixMilli(),
-		End:           q.End.UnixMilli(),
-		MaxNodes:      &maxNodes,
+		ProfileTypeID:      q.ProfileTypeID,
+		LabelSelector:      q.LabelSelector,
+		Start:              q.Start.UnixMilli(),
+		End:                q.End.UnixMilli(),
+		MaxNodes:           &maxNodes,
+		ProfileIdSelector:  sel.profileIDs,
+		StackTraceSelector: callSiteSelector(q.StackTraceSelector),
 	}
-	if traceID != "" {
-		req.TraceIdSelector = []string{traceID}
+	if sel.traceID != "" {
+		req.TraceIdSelector = []string{sel.traceID}
 	}
 	res, err := c.querier.SelectMergeStacktraces(ctx, connect.NewRequest(req))
 	if err != nil {
@@ -121,6 +144,19 @@ func (c *Client) mergedFlameGraph(ctx context.Context, q models.FlameGraphQuery,
 		return nil, err
 	}
 	return fg, nil
+}
+
+// callSiteSelector is Pyroscope's stack_trace_selector for a call site (root first); nil for
+// none, which leaves the field unset.
+func callSiteSelector(callSite []string) *typesv1.StackTraceSelector {
+	if len(callSite) == 0 {
+		return nil
+	}
+	sel := &typesv1.StackTraceSelector{CallSite: make([]*typesv1.Location, len(callSite))}
+	for i, name := range callSite {
+		sel.CallSite[i] = &typesv1.Location{Name: name}
+	}
+	return sel
 }
 
 func (c *Client) spanFlameGraph(ctx context.Context, q models.FlameGraphQuery) (fg *FlameGraph, err error) {

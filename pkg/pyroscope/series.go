@@ -34,17 +34,56 @@ type SeriesQuery struct {
 	Limit int64
 	// Aggregation is "", AggregationSum or AggregationAverage.
 	Aggregation string
+	// Exemplars asks for the individual profiles behind each point (exemplar_type): ExemplarsNone
+	// or ExemplarsIndividual. Servers before Pyroscope 1.17 answer without them, silently.
+	Exemplars ExemplarType
+	// StackTraceSelector keeps only the samples of stacks under this call site, root first.
+	StackTraceSelector []string
 }
 
-// Series runs SelectSeries.
+// ExemplarsSince is the first Pyroscope version that answers exemplars on SelectSeries (and
+// filters by profile_id_selector, which exemplars' links use); older ones ignore the request.
+const ExemplarsSince = "1.17"
+
+// ExemplarType is which exemplars a query asks for: none, individual profiles or spans.
+type ExemplarType string
+
+const (
+	ExemplarsNone       ExemplarType = ""
+	ExemplarsIndividual ExemplarType = "individual"
+	ExemplarsSpan       ExemplarType = "span"
+)
+
+// proto is Pyroscope's exemplar_type for t; NONE for anything else, as the callers validate it.
+func (t ExemplarType) proto() typesv1.ExemplarType {
+	switch t {
+	case ExemplarsIndividual:
+		return typesv1.ExemplarType_EXEMPLAR_TYPE_INDIVIDUAL
+	case ExemplarsSpan:
+		return typesv1.ExemplarType_EXEMPLAR_TYPE_SPAN
+	}
+	return typesv1.ExemplarType_EXEMPLAR_TYPE_NONE
+}
+
+// Series runs SelectSeries. Each point carries the exemplars and annotations Pyroscope attached
+// to it (annotations come unasked; exemplars only when q.Exemplars asks and the server has them).
 func (c *Client) Series(ctx context.Context, q SeriesQuery) (series []models.ProfileSeries, err error) {
 	req := &querierv1.SelectSeriesRequest{
-		ProfileTypeID: q.ProfileTypeID,
-		LabelSelector: q.LabelSelector,
-		Start:         q.Start.UnixMilli(),
-		End:           q.End.UnixMilli(),
-		GroupBy:       q.GroupBy,
-		Step:          q.Step.Seconds(),
+		ProfileTypeID:      q.ProfileTypeID,
+		LabelSelector:      q.LabelSelector,
+		Start:              q.Start.UnixMilli(),
+		End:                q.End.UnixMilli(),
+		GroupBy:            q.GroupBy,
+		Step:               q.Step.Seconds(),
+		StackTraceSelector: callSiteSelector(q.StackTraceSelector),
+	}
+	switch q.Exemplars {
+	case ExemplarsNone:
+		// Left unset (UNSPECIFIED), as Grafana leaves it when exemplars are off.
+	case ExemplarsIndividual, ExemplarsSpan:
+		req.ExemplarType = q.Exemplars.proto()
+	default:
+		return nil, fmt.Errorf("series exemplars must be %q or %q, got %q", ExemplarsIndividual, ExemplarsSpan, q.Exemplars)
 	}
 	if q.Limit > 0 {
 		limit := q.Limit
@@ -64,7 +103,8 @@ func (c *Client) Series(ctx context.Context, q SeriesQuery) (series []models.Pro
 	ctx, span := upstream.StartSpan(ctx, models.Pyroscope, "SelectSeries",
 		attribute.String("profile_type", q.ProfileTypeID), attribute.String("label_selector", q.LabelSelector),
 		attribute.StringSlice("group_by", q.GroupBy), attribute.Float64("step_seconds", q.Step.Seconds()),
-		attribute.Int64("limit", q.Limit))
+		attribute.Int64("limit", q.Limit), attribute.String("exemplars", string(q.Exemplars)),
+		attribute.Int("call_site_depth", len(q.StackTraceSelector)))
 	defer func() { err = upstream.EndSpan(span, c.wrap(err)) }()
 
 	res, err := c.querier.SelectSeries(ctx, connect.NewRequest(req))
@@ -72,14 +112,40 @@ func (c *Client) Series(ctx context.Context, q SeriesQuery) (series []models.Pro
 		return nil, err
 	}
 	for _, s := range res.Msg.GetSeries() {
-		out := models.ProfileSeries{Labels: make([]models.LabelPair, 0, len(s.GetLabels())), Points: make([]models.ProfilePoint, 0, len(s.GetPoints()))}
-		for _, l := range s.GetLabels() {
-			out.Labels = append(out.Labels, models.LabelPair{Name: l.GetName(), Value: l.GetValue()})
-		}
+		out := models.ProfileSeries{Labels: labelPairs(s.GetLabels()), Points: make([]models.ProfilePoint, 0, len(s.GetPoints()))}
 		for _, p := range s.GetPoints() {
-			out.Points = append(out.Points, models.ProfilePoint{Timestamp: p.GetTimestamp(), Value: p.GetValue()})
+			pt := models.ProfilePoint{Timestamp: p.GetTimestamp(), Value: p.GetValue(), Exemplars: exemplars(p.GetExemplars())}
+			for _, a := range p.GetAnnotations() {
+				pt.Annotations = append(pt.Annotations, models.ProfileAnnotation{Key: a.GetKey(), Value: a.GetValue()})
+			}
+			out.Points = append(out.Points, pt)
 		}
 		series = append(series, out)
 	}
 	return series, nil
+}
+
+// labelPairs converts Pyroscope's labels; none gives an empty list, not nil.
+func labelPairs(ls []*typesv1.LabelPair) []models.LabelPair {
+	out := make([]models.LabelPair, 0, len(ls))
+	for _, l := range ls {
+		out = append(out, models.LabelPair{Name: l.GetName(), Value: l.GetValue()})
+	}
+	return out
+}
+
+// exemplars converts Pyroscope's exemplars; none gives nil.
+func exemplars(es []*typesv1.Exemplar) []models.ProfileExemplar {
+	var out []models.ProfileExemplar
+	for _, e := range es {
+		var labels []models.LabelPair
+		if len(e.GetLabels()) > 0 {
+			labels = labelPairs(e.GetLabels())
+		}
+		out = append(out, models.ProfileExemplar{
+			Timestamp: e.GetTimestamp(), ProfileID: e.GetProfileId(), SpanID: e.GetSpanId(), TraceID: e.GetTraceId(),
+			Value: e.GetValue(), Labels: labels,
+		})
+	}
+	return out
 }

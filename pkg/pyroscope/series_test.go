@@ -2,6 +2,7 @@ package pyroscope
 
 import (
 	"context"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -36,7 +37,7 @@ func TestSeriesSendsTheQueryAndConvertsTheReply(t *testing.T) {
 		t.Errorf("request = %+v", r)
 	}
 	want := []models.ProfileSeries{{Labels: []models.LabelPair{{Name: "service_name", Value: "ai-detector"}}, Points: []models.ProfilePoint{{Timestamp: 1000, Value: 1.5}, {Timestamp: 16000, Value: 2}}}}
-	if len(series) != 1 || !slices.Equal(series[0].Labels, want[0].Labels) || !slices.Equal(series[0].Points, want[0].Points) {
+	if len(series) != 1 || !slices.Equal(series[0].Labels, want[0].Labels) || !reflect.DeepEqual(series[0].Points, want[0].Points) {
 		t.Errorf("series = %+v, want %+v", series, want)
 	}
 

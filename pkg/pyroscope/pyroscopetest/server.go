@@ -24,6 +24,7 @@ import (
 	"connectrpc.com/connect"
 	querierv1 "github.com/grafana/pyroscope/api/gen/proto/go/querier/v1"
 	"github.com/grafana/pyroscope/api/gen/proto/go/querier/v1/querierv1connect"
+	typesv1 "github.com/grafana/pyroscope/api/gen/proto/go/types/v1"
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
@@ -37,7 +38,8 @@ const (
 	// SelectMergeSpanProfile filters by span.
 	V112 Version = iota
 	// V2 is Pyroscope 2.x: trace IDs and span IDs are per-sample columns, both selectors filter,
-	// and together they are refused.
+	// and together they are refused. It is also the "newer server" of the calls and fields
+	// Pyroscope 1.17 (exemplars, profile_id_selector) and 1.19 (SelectHeatmap) brought.
 	V2
 )
 
@@ -53,6 +55,12 @@ type Sample struct {
 	Time        time.Time
 	Stack       string // "a;b;c"
 	Value       int64
+	// ProfileID is the individual profile the sample came in (a UUID): the samples of one ID
+	// make one exemplar, and profile_id_selector selects them.
+	ProfileID string
+	// Annotations are what the distributor noted on the sample's profile (throttling,
+	// sampling); the newer server puts them on the series point of the sample.
+	Annotations []models.ProfileAnnotation
 }
 
 // Server is the fake. Set its fields before serving it; Add is safe while it serves.
@@ -63,10 +71,12 @@ type Server struct {
 	// trace_id_selector query whose window starts before it is answered unimplemented.
 	V1Until time.Time
 
-	mu        sync.Mutex
-	samples   []Sample
-	calls     []*querierv1.SelectMergeStacktracesRequest
-	spanCalls []*querierv1.SelectMergeSpanProfileRequest
+	mu           sync.Mutex
+	samples      []Sample
+	calls        []*querierv1.SelectMergeStacktracesRequest
+	spanCalls    []*querierv1.SelectMergeSpanProfileRequest
+	seriesCalls  []*querierv1.SelectSeriesRequest
+	heatmapCalls []*querierv1.SelectHeatmapRequest
 }
 
 // Add stores samples.
@@ -90,6 +100,30 @@ func (s *Server) SpanCalls() []*querierv1.SelectMergeSpanProfileRequest {
 	return slices.Clone(s.spanCalls)
 }
 
+// SeriesCalls returns the SelectSeries requests received, in order.
+func (s *Server) SeriesCalls() []*querierv1.SelectSeriesRequest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.seriesCalls)
+}
+
+// HeatmapCalls returns the SelectHeatmap requests received, in order (none on V112, whose
+// router has no such path).
+func (s *Server) HeatmapCalls() []*querierv1.SelectHeatmapRequest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.heatmapCalls)
+}
+
+// MissingProcedures are the calls the version's router lacks: Serve answers them HTTP 404, as
+// the real server does.
+func (s *Server) MissingProcedures() []string {
+	if s.Version == V112 {
+		return []string{querierv1connect.QuerierServiceSelectHeatmapProcedure}
+	}
+	return nil
+}
+
 // TraceSelectorCalls returns the SelectMergeStacktraces requests that carried trace_id_selector.
 func (s *Server) TraceSelectorCalls() []*querierv1.SelectMergeStacktracesRequest {
 	var out []*querierv1.SelectMergeStacktracesRequest
@@ -106,9 +140,9 @@ func (s *Server) SelectMergeStacktraces(_ context.Context, req *connect.Request[
 	s.mu.Lock()
 	s.calls = append(s.calls, m)
 	s.mu.Unlock()
-	traces, spans := m.TraceIdSelector, m.SpanSelector
+	traces, spans, profiles, callSite := m.TraceIdSelector, m.SpanSelector, m.ProfileIdSelector, callSiteOf(m.StackTraceSelector)
 	if s.Version == V112 {
-		traces, spans = nil, nil // fields the server predates: dropped unread
+		traces, spans, profiles, callSite = nil, nil, nil, nil // fields the server drops unread
 	}
 	if len(traces) > 0 && len(spans) > 0 {
 		return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("span_selector and trace_id_selector cannot be combined"))
@@ -121,7 +155,7 @@ func (s *Server) SelectMergeStacktraces(_ context.Context, req *connect.Request[
 	if len(traces) > 0 && !s.V1Until.IsZero() && m.Start < s.V1Until.UnixMilli() {
 		return nil, connect.NewError(connect.CodeUnimplemented, errors.New("trace_id_selector is only supported with the v2 query backend"))
 	}
-	fg, err := s.merge(m.ProfileTypeID, m.LabelSelector, m.Start, m.End, traces, spans)
+	fg, err := s.merge(m.ProfileTypeID, m.LabelSelector, m.Start, m.End, sampleFilter{traces: traces, spans: spans, profiles: profiles, callSite: callSite})
 	if err != nil {
 		return nil, err
 	}
@@ -133,35 +167,71 @@ func (s *Server) SelectMergeSpanProfile(_ context.Context, req *connect.Request[
 	s.mu.Lock()
 	s.spanCalls = append(s.spanCalls, m)
 	s.mu.Unlock()
-	fg, err := s.merge(m.ProfileTypeID, m.LabelSelector, m.Start, m.End, nil, m.SpanSelector)
+	fg, err := s.merge(m.ProfileTypeID, m.LabelSelector, m.Start, m.End, sampleFilter{spans: m.SpanSelector})
 	if err != nil {
 		return nil, err
 	}
 	return connect.NewResponse(&querierv1.SelectMergeSpanProfileResponse{Flamegraph: fg}), nil
 }
 
-// merge folds the samples of the profile type whose series match selector, stamped in
-// [start, end] (ms, both ends included as the v1 read path does), and whose IDs are among traces
-// and spans when those are given.
-func (s *Server) merge(profileType, selector string, start, end int64, traces, spans []string) (*querierv1.FlameGraph, error) {
+// sampleFilter holds the per-sample selectors of a call; empty ones keep every sample.
+type sampleFilter struct {
+	traces, spans, profiles []string
+	callSite                []string // root first
+}
+
+func (f sampleFilter) keeps(smp Sample) bool {
+	return (len(f.traces) == 0 || slices.Contains(f.traces, smp.TraceID)) &&
+		(len(f.spans) == 0 || slices.Contains(f.spans, smp.SpanID)) &&
+		(len(f.profiles) == 0 || slices.Contains(f.profiles, smp.ProfileID)) &&
+		underCallSite(smp.Stack, f.callSite)
+}
+
+// underCallSite says whether the stack ("a;b;c", root first) starts with the call site.
+func underCallSite(stack string, callSite []string) bool {
+	frames := strings.Split(stack, ";")
+	return len(frames) >= len(callSite) && slices.Equal(frames[:len(callSite)], callSite)
+}
+
+func callSiteOf(sel *typesv1.StackTraceSelector) []string {
+	var out []string
+	for _, l := range sel.GetCallSite() {
+		out = append(out, l.GetName())
+	}
+	return out
+}
+
+// selected returns the samples of the profile type whose series match selector, stamped in
+// [start, end] (ms, both ends included as the v1 read path does).
+func (s *Server) selected(profileType, selector string, start, end int64) ([]Sample, error) {
 	matchers, err := models.ParseLabelSelector(selector)
 	if err != nil {
 		return nil, connect.NewError(connect.CodeInvalidArgument, err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var stacks []string
+	var out []Sample
 	for _, smp := range s.samples {
 		t := smp.Time.UnixMilli()
-		switch {
-		case t < start || t > end,
-			smp.ProfileType != "" && smp.ProfileType != profileType,
-			!matches(matchers, smp.Series),
-			len(traces) > 0 && !slices.Contains(traces, smp.TraceID),
-			len(spans) > 0 && !slices.Contains(spans, smp.SpanID):
+		if t < start || t > end || smp.ProfileType != "" && smp.ProfileType != profileType || !matches(matchers, smp.Series) {
 			continue
 		}
-		stacks = append(stacks, fmt.Sprintf("%s %d", smp.Stack, smp.Value))
+		out = append(out, smp)
+	}
+	return out, nil
+}
+
+// merge folds the selected samples that f keeps into one flame graph.
+func (s *Server) merge(profileType, selector string, start, end int64, f sampleFilter) (*querierv1.FlameGraph, error) {
+	samples, err := s.selected(profileType, selector, start, end)
+	if err != nil {
+		return nil, err
+	}
+	var stacks []string
+	for _, smp := range samples {
+		if f.keeps(smp) {
+			stacks = append(stacks, fmt.Sprintf("%s %d", smp.Stack, smp.Value))
+		}
 	}
 	return FlameGraph(stacks...), nil
 }
@@ -182,12 +252,18 @@ func isHex(s string, n int) bool {
 	return strings.Trim(s, "0123456789abcdef") == ""
 }
 
-// Serve serves any querier implementation on a loopback server and returns its URL.
+// Serve serves any querier implementation on a loopback server and returns its URL. The calls
+// its version lacks (MissingProcedures) are answered HTTP 404, as by a real server's router.
 func Serve(tb testing.TB, h querierv1connect.QuerierServiceHandler) string {
 	tb.Helper()
 	path, handler := querierv1connect.NewQuerierServiceHandler(h)
 	mux := http.NewServeMux()
 	mux.Handle(path, handler)
+	if m, ok := h.(interface{ MissingProcedures() []string }); ok {
+		for _, p := range m.MissingProcedures() {
+			mux.Handle(p, http.NotFoundHandler())
+		}
+	}
 	srv := httptest.NewServer(mux)
 	tb.Cleanup(srv.Close)
 	return srv.URL
