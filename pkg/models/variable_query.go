@@ -21,6 +21,7 @@ import (
 //	label_values(label)                the values of one label
 //	label_values({selector}, label)    ... among the series matching the selector
 //	trace_services()                   Jaeger's services
+//	trace_operations(service)          the service's operations (span names), as Jaeger lists them
 //	trace_ids(service)                 the service's traces, slowest first: text
 //	trace_ids(service, minDuration)    "<traceId> · <root operation> · <duration>", value the ID
 //	gpu_label_values(role)             GPU hosts, indexes, models, ... from the DCGM series (role:
@@ -37,19 +38,20 @@ var variableForms = map[string][]string{
 	"label_names":      {"label_names()", "label_names({selector})"},
 	"label_values":     {"label_values(label)", "label_values({selector}, label)"},
 	"trace_services":   {"trace_services()"},
+	"trace_operations": {"trace_operations(service)"},
 	"trace_ids":        {"trace_ids(service)", "trace_ids(service, minDuration)"},
 	"gpu_label_values": {"gpu_label_values(role)", "gpu_label_values(role, host)"},
 }
 
 // variableFunctions lists the functions in the order messages name them.
-var variableFunctions = []string{"profile_types", "services", "label_names", "label_values", "trace_services", "trace_ids", "gpu_label_values"}
+var variableFunctions = []string{"profile_types", "services", "label_names", "label_values", "trace_services", "trace_operations", "trace_ids", "gpu_label_values"}
 
 // VariableQuery is a parsed variable query.
 type VariableQuery struct {
 	Function    string
 	Selector    string // label_names, label_values: "{}" when not given
 	Label       string // label_values
-	Service     string // trace_ids
+	Service     string // trace_ids, trace_operations
 	MinDuration time.Duration
 	Role        string   // gpu_label_values
 	Hosts       []string // gpu_label_values: the hosts it is scoped to
@@ -57,7 +59,7 @@ type VariableQuery struct {
 
 // UsesJaeger says which upstream the function reads, and so which default time window applies.
 func (v VariableQuery) UsesJaeger() bool {
-	return v.Function == "trace_services" || v.Function == "trace_ids"
+	return v.Function == "trace_services" || v.Function == "trace_operations" || v.Function == "trace_ids"
 }
 
 // UsesPrometheus says whether the function reads the GPU series.
@@ -302,6 +304,17 @@ func checkVariableArgs(fn string, forms []string, args []token, closing token) (
 			return vq, varError(last.pos, forms, "%q is not a label name (letters, digits and _, not starting with a digit)", last.text)
 		}
 		vq.Label = last.text
+	case "trace_operations":
+		switch {
+		case len(args) == 0:
+			return vq, varError(closing.pos, forms, "missing the service")
+		case len(args) > 1:
+			return vq, tooMany(1)
+		}
+		if args[0].kind == tokSelector || strings.TrimSpace(args[0].text) == "" {
+			return vq, varError(args[0].pos, forms, "expected a service name such as nemotron-backend, got %s", describe(args[0]))
+		}
+		vq.Service = args[0].text
 	case "trace_ids":
 		switch {
 		case len(args) == 0:

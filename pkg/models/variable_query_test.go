@@ -27,6 +27,7 @@ func TestVariableGrammarAcceptsEachForm(t *testing.T) {
 		{`label_values({span_name=~"a{2},b", host=~'x}'}, service_name)`, VariableQuery{Function: "label_values", Selector: `{span_name=~"a{2},b", host=~'x}'}`, Label: "service_name"}},
 		{`label_values({span_name="say \"hi\""},span_name)`, VariableQuery{Function: "label_values", Selector: `{span_name="say \"hi\""}`, Label: "span_name"}},
 		{"trace_services()", VariableQuery{Function: "trace_services", Selector: "{}"}},
+		{"trace_operations(nemotron-backend)", VariableQuery{Function: "trace_operations", Selector: "{}", Service: "nemotron-backend"}},
 		{"trace_ids(nemotron-backend)", VariableQuery{Function: "trace_ids", Selector: "{}", Service: "nemotron-backend"}},
 		{"trace_ids(checkout.v2, 1.5s)", VariableQuery{Function: "trace_ids", Selector: "{}", Service: "checkout.v2", MinDuration: 1500 * time.Millisecond}},
 		{`trace_ids("my service", "250ms")`, VariableQuery{Function: "trace_ids", Selector: "{}", Service: "my service", MinDuration: 250 * time.Millisecond}},
@@ -51,7 +52,9 @@ func TestVariableGrammarErrorsNameThePositionAndTheForm(t *testing.T) {
 	labelValuesForms := "expected label_values(label) or label_values({selector}, label)"
 	traceIDsForms := "expected trace_ids(service) or trace_ids(service, minDuration)"
 	cases := []struct{ query, want string }{
-		{"", "is empty; expected profile_types() or services() or label_names() or label_names({selector}) or label_values(label) or label_values({selector}, label) or trace_services() or trace_ids(service) or trace_ids(service, minDuration) or gpu_label_values(role) or gpu_label_values(role, host)"},
+		{"", "is empty; expected profile_types() or services() or label_names() or label_names({selector}) or label_values(label) or label_values({selector}, label) or trace_services() or trace_operations(service) or trace_ids(service) or trace_ids(service, minDuration) or gpu_label_values(role) or gpu_label_values(role, host)"},
+		{"trace_operations()", "at position 18: missing the service; expected trace_operations(service)"},
+		{"trace_operations(a, b)", "at position 21: too many arguments: trace_operations takes at most 1"},
 		{"gpu_label_values()", "at position 18: missing the role (host, gpu, uuid, model, pod, namespace, container, mig)"},
 		{"gpu_label_values(hostname)", `at position 18: expected a role (host, gpu, uuid, model, pod, namespace, container, mig), got "hostname"`},
 		{`gpu_label_values(gpu, {a="b"})`, `at position 23: expected a host name, got the selector {a="b"}`},

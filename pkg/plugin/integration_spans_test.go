@@ -5,6 +5,8 @@ package plugin
 import (
 	"context"
 	"fmt"
+	"net/http/httptest"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -181,4 +183,23 @@ func rootTotal(t *testing.T, f *data.Frame) int64 {
 func waitForTrace(t *testing.T, ds *Datasource, traceID string) {
 	t.Helper()
 	traceAnswer(t, ds, traceID, "nemotron-backend")
+}
+
+// The span panels' operation variable and the editor's picker list the service's operations
+// from Jaeger.
+func TestRealOperationsOfAServiceForTheVariableAndThePicker(t *testing.T) {
+	ds := bedDatasource(t)
+	for _, path := range []string{"/variable?query=" + url.QueryEscape("trace_operations(nemotron-backend)"), "/trace-operations?service=nemotron-backend"} {
+		rec := httptest.NewRecorder()
+		ds.newResourceMux().ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+		if rec.Code != 200 {
+			t.Fatalf("%s: HTTP %d %s", path, rec.Code, rec.Body)
+		}
+		body := rec.Body.String()
+		for _, want := range []string{`"db_query"`, `"GET /api/detect"`} {
+			if !strings.Contains(body, want) {
+				t.Errorf("%s: %s lacks %s", path, body, want)
+			}
+		}
+	}
 }

@@ -103,6 +103,9 @@ func (d *Datasource) variableValues(ctx context.Context, vq models.VariableQuery
 		services = append([]string{}, services...)
 		slices.Sort(services)
 		return same(services), nil
+	case "trace_operations":
+		ops, err := jae.Operations(ctx, vq.Service)
+		return same(ops), err
 	case "trace_ids":
 		found, err := jae.FindTraces(ctx, models.TraceSearchQuery{
 			Service: vq.Service, MinDuration: vq.MinDuration, Start: from, End: to, Limit: variableTraceLimit,
