@@ -69,9 +69,9 @@ func (o *OperationSpans) LimitNote() string {
 }
 
 // searchWindows is how many parts of the range are searched separately. Jaeger's search stops at
-// its limit without saying which traces it kept (the bed's Jaeger keeps the oldest), so one
-// search of a busy hour can miss its last minutes entirely and a heatmap would show no traffic
-// there; a search per eighth spreads what is read over the whole range.
+// its limit keeping the newest traces (both of its APIs, on the bed), so one search of a busy
+// hour can miss its first three quarters entirely and a heatmap would show no traffic there; a
+// search per eighth spreads what is read over the whole range.
 const (
 	searchWindows        = 8
 	minTracesPerWindow   = 20

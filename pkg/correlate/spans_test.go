@@ -15,7 +15,7 @@ import (
 
 // fakeSpanSearch answers a search as Jaeger does: whole traces (spans of other services and
 // operations come along) of the service that started in the window, at most Limit traces, the
-// oldest first (what the bed's Jaeger keeps when it stops at its limit).
+// newest (what the bed's Jaeger keeps, on both APIs, when it stops at its limit).
 type fakeSpanSearch struct {
 	spans []models.Span
 	mu    sync.Mutex
@@ -28,7 +28,7 @@ func (f *fakeSpanSearch) SearchSpans(_ context.Context, q models.TraceSearchQuer
 	f.mu.Unlock()
 	kept := map[string]bool{}
 	var out []models.Span
-	for _, s := range f.spans {
+	for _, s := range slices.Backward(f.spans) { // f.spans are in start order: newest last
 		if s.Start.Before(q.Start) || !s.Start.Before(q.End) {
 			continue
 		}
@@ -38,6 +38,7 @@ func (f *fakeSpanSearch) SearchSpans(_ context.Context, q models.TraceSearchQuer
 		kept[s.TraceID] = true
 		out = append(out, s)
 	}
+	slices.Reverse(out)
 	return out, nil
 }
 
@@ -93,8 +94,8 @@ func TestFindOperationSpansKeepsTheServicesOperationInTheRangeOncePerSpan(t *tes
 	}
 }
 
-// Jaeger stops at its limit keeping the oldest traces: searched as one, a busy range would lose
-// its last minutes; searched in eighths, every part is read, and the note says which were cut.
+// Jaeger stops at its limit keeping the newest traces: searched as one, a busy range would lose
+// its first minutes; searched in eighths, every part is read, and the note says which were cut.
 func TestFindOperationSpansReadsEveryPartOfABusyRange(t *testing.T) {
 	var spans []models.Span
 	for i := range 400 { // one request every 9 s over the hour
@@ -108,8 +109,8 @@ func TestFindOperationSpansReadsEveryPartOfABusyRange(t *testing.T) {
 	if n := len(found.Spans); n != 320 {
 		t.Errorf("%d spans read, want 8 × 40", n)
 	}
-	if last := found.Spans[len(found.Spans)-1].Start; last.Before(spanT0.Add(55 * time.Minute)) {
-		t.Errorf("the last span read starts at %s: the range's end is missing", last)
+	if first := found.Spans[0].Start; first.After(spanT0.Add(5 * time.Minute)) {
+		t.Errorf("the first span read starts at %s: the range's start is missing", first)
 	}
 	if note := found.LimitNote(); !strings.Contains(note, "In 8 of the 8 parts of the range searched separately, the trace search stopped at its limit (320 traces in all)") {
 		t.Errorf("note %q", note)
