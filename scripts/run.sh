@@ -79,6 +79,8 @@ Ask it more:     scripts/query.sh request $trace_id
                  scripts/query.sh query '{"queryType":"diff","labelSelector":"{service_name=\"nemotron-backend\"}","baseline":{"from":"now-15m","to":"now"},"comparison":{"traceId":"$trace_id"}}'
                  scripts/query.sh query '{"queryType":"metrics","groupBy":["service_name"]}'
                  scripts/query.sh query '{"queryType":"gpuMetrics","metrics":["gpu_utilization","temperature"]}'
+                 scripts/query.sh query '{"queryType":"spanHeatmap","service":"nemotron-backend","operation":"db_query"}'
+                 scripts/query.sh query '{"queryType":"spanProfile","service":"nemotron-backend","operation":"GET /api/detect","percentile":95}'
 Settings:        scripts/query.sh --json-data '{"traceDirectories":["/path/to/kernel/traces"]}' query '{"queryType":"kernels","traceId":"$trace_id"}'
 Stop it:         scripts/stop.sh
 Build output:    ${SETUP_LOG#"$ROOT"/}
