@@ -152,6 +152,33 @@ describe('DataSource', () => {
     });
   });
 
+  it("interpolates the span queries' service and operation, and leaves Pyroscope's selectors as they are", () => {
+    const out = ds.applyTemplateVariables(
+      {
+        refId: 'A',
+        queryType: 'spanProfile',
+        service: '$service',
+        operation: 'POST /$window',
+        minDuration: '$min',
+        percentile: 95,
+        profileIdSelector: ['7c9e6679-7425-40de-944b-e07fc1f90ae7'],
+        stackTraceSelector: ['main', 'Outer$service.run'],
+      },
+      {}
+    );
+    expect(out).toEqual({
+      refId: 'A',
+      queryType: 'spanProfile',
+      service: 'nemotron-backend',
+      operation: 'POST /1h',
+      minDuration: '500ms',
+      percentile: 95,
+      profileIdSelector: ['7c9e6679-7425-40de-944b-e07fc1f90ae7'],
+      // Function names are kept as written: a Java inner class is no variable, even named like one.
+      stackTraceSelector: ['main', 'Outer$service.run'],
+    });
+  });
+
   it('passes scoped variables on', () => {
     const scoped = { service: { text: 'x', value: 'x' } };
     ds.applyTemplateVariables({ refId: 'A', traceId: '$trace_id' }, scoped);
@@ -244,6 +271,14 @@ describe('DataSource', () => {
         from: 1,
         to: 2,
       });
+    });
+
+    it("lists a Jaeger service's operations, the service interpolated", async () => {
+      getResource.mockResolvedValue(['GET /health', 'POST /generate']);
+      expect(await ds.getTraceOperations('$service')).toEqual(['GET /health', 'POST /generate']);
+      expect(getResource).toHaveBeenLastCalledWith('trace-operations', { service: 'nemotron-backend' });
+      await ds.getTraceOperations('api');
+      expect(getResource).toHaveBeenLastCalledWith('trace-operations', { service: 'api' });
     });
 
     it('asks the GPU lookups of their routes, the GPU picker scoped to the chosen hosts', async () => {

@@ -58,6 +58,7 @@ export class DataSource extends DataSourceWithBackend<HsiQuery, HsiOptions> {
       service: text(query.service),
       endpoint: text(query.endpoint),
       minDuration: text(query.minDuration),
+      operation: text(query.operation),
       metrics: list(query.metrics),
       hosts: list(query.hosts),
       gpus: list(query.gpus),
@@ -139,6 +140,11 @@ export class DataSource extends DataSourceWithBackend<HsiQuery, HsiOptions> {
   /** Jaeger's services. */
   getTraceServices(): Promise<string[]> {
     return this.getResource<string[]>('trace-services');
+  }
+
+  /** The operations (span names) of a Jaeger service, sorted. */
+  getTraceOperations(service: string): Promise<string[]> {
+    return this.getResource<string[]>('trace-operations', { service: this.interpolate(service) });
   }
 
   /** Recent traces of a service in the range, from Jaeger. */

@@ -107,12 +107,16 @@ export interface DiffSide {
 export interface HsiQuery extends DataQuery {
   queryType?: QueryType;
   labelSelector?: string;
+  /** The profile shown; span heatmap: the one its slowest spans link to. */
   profileTypeId?: string;
   maxNodes?: number;
   /** Span IDs (16 hex digits each). */
   spanSelector?: string[];
   groupBy?: string[];
-  /** Metrics: keep the top N series; 0 or unset: all. Slow requests: the N slowest traces. */
+  /**
+   * Metrics: keep the top N series; 0 or unset: all. Slow requests: the N slowest traces. Span
+   * heatmap and profile: traces read from Jaeger's search (default 500, at most 1500).
+   */
   limit?: number;
   /** The whole request, across services (profile, trace): 16 or 32 hex digits. */
   traceId?: string;
@@ -120,12 +124,40 @@ export interface HsiQuery extends DataQuery {
   perService?: boolean;
   baseline?: DiffSide;
   comparison?: DiffSide;
+
+  // Grafana's Pyroscope data source's fields, with its meanings (GrafanaPyroscopeDataQuery).
+  /** Metrics, both: exemplar markers, the individual profiles behind each point (Pyroscope 1.17+). */
+  includeExemplars?: boolean;
+  /** Metrics, both: a heatmap of individual profiles' or spans' values instead of series (Pyroscope 1.19+). */
+  includeHeatmap?: boolean;
+  /** With includeHeatmap: each individual profile (unset, Grafana's default) or each span. */
+  heatmapType?: 'individual' | 'span';
+  /** Metrics, both: Pyroscope's ingestion annotations (throttling, sampling). */
+  annotations?: boolean;
+  /** Profile, both: only these individual profiles (UUIDs, e.g. from an exemplar); not with spanSelector or traceId. */
+  profileIdSelector?: string[];
+  /** Profile, both: only the stacks under this call site, function names, root first. */
+  stackTraceSelector?: string[];
+  /** Grafana's list form of traceId: one trace ID means the same. */
+  traceIdSelector?: string[];
+
   /** Trace: the allocation profile type of each span (profileTypeId is its CPU one). */
   allocTypeId?: string;
-  /** Slow requests: Jaeger's service, an endpoint (operation) and a Go duration, e.g. 500ms. */
+  /**
+   * Slow requests: Jaeger's service (all when unset), an endpoint (operation) and a Go duration,
+   * e.g. 500ms. Span heatmap and profile: the service (required) and the spans at least this long,
+   * a Go duration or milliseconds.
+   */
   service?: string;
   endpoint?: string;
   minDuration?: string;
+  /** Span heatmap and profile: the span name; unset: every operation of the service. */
+  operation?: string;
+  /**
+   * Span profile: the spans at or above this percentile of the operation's durations (above 0,
+   * below 100); not with minDuration.
+   */
+  percentile?: number;
   /** GPU metrics: names from the gpu-metrics catalogue. */
   metrics?: string[];
   aggregation?: GpuAggregation;

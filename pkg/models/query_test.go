@@ -1,6 +1,7 @@
 package models
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -47,6 +48,35 @@ func TestParseProfileQuerySaysWhichFieldIsWrong(t *testing.T) {
 		_, err := ParseProfileQuery([]byte(in))
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: err = %v, want %q", in, err, want)
+		}
+	}
+}
+
+// Grafana's Pyroscope fields: its defaults, its list forms, and what they cannot mean together.
+func TestGrafanaPyroscopeFieldsAreCheckedAndNormalised(t *testing.T) {
+	q, err := ParseProfileQuery(json.RawMessage(`{"profileIdSelector":["", " 7C9E6679-7425-40de-944b-e07fc1f90ae7 "],"traceIdSelector":[],"stackTraceSelector":["main","main.handle"],"annotations":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.HeatmapType != HeatmapIndividual || len(q.ProfileIDSelector) != 1 || q.ProfileIDSelector[0] != "7c9e6679-7425-40de-944b-e07fc1f90ae7" || !q.WantsAnnotations() || q.TraceID != "" {
+		t.Errorf("parsed %+v", q)
+	}
+	q, err = ParseProfileQuery(json.RawMessage(`{"traceIdSelector":["4bf92f3577b34da6a3ce929d0e0e4736"]}`))
+	if err != nil || q.TraceID != "4bf92f3577b34da6a3ce929d0e0e4736" {
+		t.Errorf("one trace ID in traceIdSelector is traceId: %+v %v", q, err)
+	}
+	for model, want := range map[string]string{
+		`{"heatmapType":"spans"}`:            `field "heatmapType" must be "individual" or "span", got "spans"`,
+		`{"profileIdSelector":["7c9e6679"]}`: `field "profileIdSelector" item 1 must be a profile ID (a UUID`,
+		`{"stackTraceSelector":["main",""]}`: `field "stackTraceSelector" item 2 must be a function name`,
+		`{"traceIdSelector":["4bf92f3577b34da6a3ce929d0e0e4736","00f067aa0ba902b700f067aa0ba902b7"]}`:           `holds 2 trace IDs; this plugin answers one request at a time`,
+		`{"traceId":"4bf92f3577b34da6a3ce929d0e0e4736","traceIdSelector":["00f067aa0ba902b700f067aa0ba902b7"]}`: `name different traces`,
+		`{"profileIdSelector":["7c9e6679-7425-40de-944b-e07fc1f90ae7"],"spanSelector":["00f067aa0ba902b7"]}`:    `field "profileIdSelector" excludes "spanSelector" and "traceId"`,
+		`{"traceIdSelector":["not-hex"]}`: `traceIdSelector item 1`,
+	} {
+		_, err := ParseProfileQuery(json.RawMessage(model))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", model, err, want)
 		}
 	}
 }

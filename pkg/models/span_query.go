@@ -69,10 +69,12 @@ func ParseSpanQuery(queryType string, raw json.RawMessage) (*SpanQuery, error) {
 	if q.MinDuration < 0 {
 		return nil, fmt.Errorf("field \"minDuration\" must not be negative, got %s", time.Duration(q.MinDuration))
 	}
+	if queryType != QueryTypeSpanProfile {
+		// Left over from a span profile when the editor switched the type, as other types'
+		// fields are: a heatmap shows every span, the slow ones as its upper cells.
+		q.Percentile = 0
+	}
 	if q.Percentile != 0 {
-		if queryType != QueryTypeSpanProfile {
-			return nil, fmt.Errorf("field \"percentile\" is read by the %s query only", QueryTypeSpanProfile)
-		}
 		if q.Percentile <= 0 || q.Percentile >= 100 {
 			return nil, fmt.Errorf("field \"percentile\" must be above 0 and below 100 (e.g. 95: the slowest 5%% of spans), got %g", q.Percentile)
 		}

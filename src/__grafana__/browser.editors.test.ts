@@ -17,6 +17,9 @@ const OPTIONS = '[data-testid="editor"] button[aria-expanded="false"]';
 
 const query = (queryType: QueryType, rest: Partial<HsiQuery> = {}): HsiQuery => ({ refId: 'A', queryType, ...rest });
 
+/** A profile ID as Pyroscope's exemplars give them. */
+const PROFILE_ID = '7c9e6679-7425-40de-944b-e07fc1f90ae7';
+
 interface Label {
   text: string;
   left: number;
@@ -75,6 +78,43 @@ const menuOptions = (page: Page) =>
     }))
   );
 
+/**
+ * The open menu's options, up to want of them: it is scrolled down a page at a time, for the
+ * options below to be drawn, until it has shown that many or goes no further.
+ */
+async function allMenuOptions(page: Page, want: number) {
+  const seen = new Map<string, { text: string; cut: boolean }>();
+  for (;;) {
+    const drawn = await menuOptions(page);
+    drawn.forEach((o) => seen.set(o.text, o));
+    if (seen.size >= want) {
+      return [...seen.values()];
+    }
+    const moved = await page.$eval('[role="option"]', (option) => {
+      let box = option.parentElement;
+      while (box && box.scrollHeight <= box.clientHeight) {
+        box = box.parentElement;
+      }
+      if (!box) {
+        return false;
+      }
+      const before = box.scrollTop;
+      box.scrollTop = before + box.clientHeight;
+      return box.scrollTop !== before;
+    });
+    if (!moved) {
+      return [...seen.values()];
+    }
+    // Until the menu has drawn the options scrolled into view.
+    await page.waitForFunction(
+      (was) =>
+        [...document.querySelectorAll<HTMLElement>('[role="option"]')].map((o) => o.innerText).join('\n') !== was,
+      {},
+      drawn.map((o) => o.text).join('\n')
+    );
+  }
+}
+
 /** What a person would see wrong in the layout: labels that wrap or are cut, rows that wrap, overflow. */
 async function checkLayout(page: Page) {
   const wrong = (await labels(page)).filter((l) => l.lines !== 1 || l.clipped);
@@ -85,6 +125,20 @@ async function checkLayout(page: Page) {
   // Nothing reaches past the editor's right edge (the window's, less the page's padding).
   const overflow = await page.$eval('[data-testid="editor"]', (e) => e.scrollWidth - e.clientWidth);
   expect(overflow).toBeLessThanOrEqual(0);
+  // An error message runs past its field to the right: never over the message of the field beside it.
+  const messages = await page.$$eval('[data-testid="editor"] [role="alert"]', (els) =>
+    els.map((e) => {
+      const { left, right, top, bottom } = e.getBoundingClientRect();
+      return { text: (e.textContent ?? '').trim(), left, right, top, bottom };
+    })
+  );
+  const covered = messages.flatMap((a, i) =>
+    messages
+      .slice(i + 1)
+      .filter((b) => a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom)
+      .map((b) => [a.text, b.text])
+  );
+  expect(covered).toEqual([]);
 }
 
 describe.each(WIDTHS)('the query editor at %i px', (width) => {
@@ -102,8 +156,8 @@ describe.each(WIDTHS)('the query editor at %i px', (width) => {
     );
   });
 
-  // The less common fields, open, with values that fill them.
-  const withOptions: Array<[string, HsiQuery]> = [
+  // The less common fields, open, with values that fill them, and a field the options row holds.
+  const withOptions: Array<[string, HsiQuery, string]> = [
     [
       'profile',
       query('profile', {
@@ -111,26 +165,88 @@ describe.each(WIDTHS)('the query editor at %i px', (width) => {
         traceId: '00f067aa0ba902b700f067aa0ba902b7',
         perService: true,
         maxNodes: 4096,
+        stackTraceSelector: ['main', 'serve', 'handle'],
       }),
+      'Call site',
     ],
-    ['both', query('both', { maxNodes: 4096 })],
+    [
+      'both',
+      query('both', {
+        maxNodes: 4096,
+        includeExemplars: true,
+        profileIdSelector: [PROFILE_ID],
+        stackTraceSelector: ['main', 'handle'],
+      }),
+      'Max nodes',
+    ],
+    [
+      'metrics',
+      query('metrics', { includeExemplars: true, includeHeatmap: true, heatmapType: 'span', annotations: true }),
+      'Exemplars',
+    ],
     [
       'diff',
       query('diff', {
         baseline: { from: 'now-1h', to: 'now', spanSelector: ['00f067aa0ba902b7', '4bf92f3577b34da6'] },
         comparison: { traceId: '$trace_id' },
       }),
+      'Max nodes',
     ],
-    ['trace', query('trace', { traceId: '$trace_id', maxNodes: 4096 })],
+    ['trace', query('trace', { traceId: '$trace_id', maxNodes: 4096 }), 'Max nodes'],
+    [
+      'spanHeatmap',
+      query('spanHeatmap', {
+        service: 'nemotron-backend',
+        operation: 'POST /api/detect',
+        minDuration: '20ms',
+        limit: 1000,
+        maxNodes: 4096,
+      }),
+      'Limit',
+    ],
+    [
+      'spanProfile',
+      query('spanProfile', {
+        service: 'nemotron-backend',
+        operation: 'POST /api/detect',
+        percentile: 95,
+        profileTypeId: 'memory:alloc_space:bytes:space:bytes',
+        limit: 1000,
+      }),
+      'Max nodes',
+    ],
   ];
-  it.each(withOptions)('%s with its options open', async (name, q) => {
+  it.each(withOptions)('%s with its options open', async (name, q, field) => {
     await look(
       `editor-${name}-options-${width}`,
       { kind: 'editor', query: q, click: [OPTIONS] },
       READY,
       async (page) => {
         expect(await page.$('[data-testid="editor"] button[aria-expanded="true"]')).not.toBeNull();
-        expect(await page.$('[data-testid="editor"] input[aria-label="Max nodes"]')).not.toBeNull();
+        expect(await page.$(`[data-testid="editor"] input[aria-label="${field}"]`)).not.toBeNull();
+        await checkLayout(page);
+      },
+      width
+    );
+  });
+
+  it("says which of Grafana's Pyroscope options are on while closed", async () => {
+    const q = query('both', {
+      includeExemplars: true,
+      includeHeatmap: true,
+      heatmapType: 'span',
+      stackTraceSelector: ['main', 'handle'],
+    });
+    await look(
+      `editor-both-summary-${width}`,
+      { kind: 'editor', query: q },
+      READY,
+      async (page) => {
+        const shown = await text(page);
+        expect(shown).toContain('Exemplars');
+        expect(shown).toContain('Heatmap: span');
+        expect(shown).toContain('Call site: … › handle');
+        expect(shown).not.toContain('Annotations');
         await checkLayout(page);
       },
       width
@@ -168,6 +284,21 @@ describe.each(WIDTHS)('the query editor at %i px', (width) => {
       }),
       query('diff', { baseline: { from: '1h', labelSelector: 'env="prod"' }, comparison: { traceId: '00f067aa' } }),
     ],
+    [
+      'both',
+      query('both', { profileIdSelector: [PROFILE_ID], stackTraceSelector: ['main', 'handle'] }),
+      query('both', { profileIdSelector: [PROFILE_ID, '7c9e6679'], stackTraceSelector: ['main', '', 'handle'] }),
+    ],
+    [
+      'spanProfile',
+      query('spanProfile', { service: 'api', minDuration: '20ms', limit: 1000 }),
+      query('spanProfile', { service: 'api', minDuration: '20 ms', percentile: 120, limit: 2000 }),
+    ],
+    [
+      'spanHeatmap',
+      query('spanHeatmap', { service: 'api', minDuration: '20ms', limit: 1000 }),
+      query('spanHeatmap', { service: 'api', minDuration: '-20ms', limit: 2000 }),
+    ],
   ];
   it.each(rightAndWrong)('moves no %s field aside for an error message', async (name, right, wrong) => {
     let good: Label[] = [];
@@ -201,7 +332,7 @@ describe.each(WIDTHS)('the query editor at %i px', (width) => {
       { kind: 'editor', query: query('profile'), click: ['[data-testid="editor"] input'] },
       '[role="option"]',
       async (page) => {
-        const options = await menuOptions(page);
+        const options = await allMenuOptions(page, QUERY_TYPES.length);
         expect(options).toEqual(QUERY_TYPES.map((t) => ({ text: expect.stringContaining(t.description), cut: false })));
       },
       width
@@ -247,6 +378,14 @@ describe('the pickers, in the words of their menus', () => {
         expect(options[1]).toMatch(/1\.8 MiB · written 2026-01-0[456] \d\d:\d\d \(.+ ago\)$/);
       }
     );
+  });
+
+  it("lists the chosen service's operations", async () => {
+    const q = query('spanHeatmap', { service: 'nemotron-backend' });
+    const click = ['[data-testid="editor"] input[placeholder="All operations"]'];
+    await look('editor-operations-menu', { kind: 'editor', query: q, click }, '[role="option"]', async (page) => {
+      expect(await menu(page)).toEqual(['GET /health', 'POST /api/detect', 'infer']);
+    });
   });
 
   it('lists slow traces with their spans', async () => {

@@ -4,7 +4,7 @@ import { DataSourceInstanceSettings, dateTime } from '@grafana/data';
 
 import { QueryEditor } from './QueryEditor';
 import { DataSource } from '../datasource';
-import { HsiOptions, HsiQuery, QUERY_TYPES, TraceSummary } from '../types';
+import { HsiOptions, HsiQuery, QUERY_TYPES, QueryType, TraceSummary } from '../types';
 
 jest.mock('@grafana/runtime', () => ({
   ...jest.requireActual('@grafana/runtime'),
@@ -46,6 +46,11 @@ const traces: TraceSummary[] = [
   },
 ];
 
+const traceOperations: Record<string, string[]> = {
+  api: ['GET /health', 'POST /generate'],
+  frontend: ['GET /', 'render'],
+};
+
 const gpuLabelValues: Record<string, string[]> = {
   host: ['gpu-node-1', 'gpu-node-2'],
   gpu: ['0', 'GPU-5fd4bd2f'],
@@ -67,6 +72,7 @@ function fakeDatasource(answers: Record<string, unknown> = {}) {
     'label-values': ['prod', 'staging'],
     traces,
     'trace-services': ['frontend', 'api'],
+    'trace-operations': (params: { service: string }) => traceOperations[params.service],
     'gpu-metrics': [
       { name: 'gpu_utilization', title: 'GPU utilisation', description: 'Share of time kernels ran.', unit: 'percent' },
       {
@@ -165,6 +171,8 @@ describe('QueryEditor', () => {
       expect.stringMatching(/^Diff/),
       expect.stringMatching(/^Request \(trace\)/),
       expect.stringMatching(/^Slow requests/),
+      expect.stringMatching(/^Span heatmap/),
+      expect.stringMatching(/^Span profile/),
       expect.stringMatching(/^GPU metrics/),
       expect.stringMatching(/^GPU class/),
       expect.stringMatching(/^Local GPUs \(NVML\)/),
@@ -297,8 +305,10 @@ describe('QueryEditor', () => {
 
     it('is not offered for metrics', async () => {
       await renderEditor({ refId: 'A', queryType: 'metrics' });
-      expect(screen.queryByRole('button', { name: /^Options/ })).not.toBeInTheDocument();
+      openOptions();
+      expect(screen.getByLabelText('Exemplars')).toBeInTheDocument();
       expect(screen.queryByLabelText('Trace ID')).not.toBeInTheDocument();
+      expect(screen.queryByLabelText('Profile IDs')).not.toBeInTheDocument();
       expect(screen.queryByLabelText('Max nodes')).not.toBeInTheDocument();
     });
   });
@@ -562,6 +572,291 @@ describe('QueryEditor', () => {
         expect(screen.queryByText(/A duration like/)).not.toBeInTheDocument();
       }
     );
+  });
+
+  describe("Grafana Pyroscope's options", () => {
+    const uuid1 = '7c9e6679-7425-40de-944b-e07fc1f90ae7';
+    const uuid2 = 'A1B2C3D4-0000-4000-8000-00000000000F';
+
+    it.each(['metrics', 'both'] as const)('writes the %s switches and clears them to unset', async (queryType) => {
+      const { last, onRunQuery } = await renderEditor({ refId: 'A', queryType });
+      openOptions();
+      fireEvent.click(screen.getByLabelText('Exemplars'));
+      expect(last()).toEqual({ refId: 'A', queryType, includeExemplars: true });
+      expect(onRunQuery).toHaveBeenCalled();
+      fireEvent.click(screen.getByLabelText('Annotations'));
+      expect(last()).toEqual({ refId: 'A', queryType, includeExemplars: true, annotations: true });
+      fireEvent.click(screen.getByLabelText('Exemplars'));
+      fireEvent.click(screen.getByLabelText('Annotations'));
+      expect(last()).toEqual({ refId: 'A', queryType, includeExemplars: undefined, annotations: undefined });
+    });
+
+    it('picks the heatmap type once the heatmap is on, and drops it with the heatmap', async () => {
+      const { last } = await renderEditor({ refId: 'A', queryType: 'metrics' });
+      openOptions();
+      expect(screen.getByRole('radio', { name: 'Individual' })).toBeChecked();
+      expect(screen.getByRole('radio', { name: 'Span' })).toBeDisabled();
+      fireEvent.click(screen.getByLabelText('Heatmap'));
+      expect(last()).toMatchObject({ includeHeatmap: true });
+      expect(last().heatmapType).toBeUndefined();
+      fireEvent.click(screen.getByRole('radio', { name: 'Span' }));
+      expect(last()).toMatchObject({ includeHeatmap: true, heatmapType: 'span' });
+      fireEvent.click(screen.getByLabelText('Heatmap'));
+      expect(last().includeHeatmap).toBeUndefined();
+      expect(last().heatmapType).toBeUndefined();
+      expect(screen.getByRole('radio', { name: 'Individual' })).toBeChecked();
+    });
+
+    const summaries: Array<[string, Partial<HsiQuery>, string[]]> = [
+      ['metrics', {}, []],
+      [
+        'metrics',
+        { includeExemplars: true, includeHeatmap: true, heatmapType: 'span' },
+        ['Exemplars', 'Heatmap: span'],
+      ],
+      ['metrics', { includeHeatmap: true, annotations: true }, ['Heatmap: individual', 'Annotations']],
+      // A heatmap type without the heatmap is not a heatmap.
+      ['metrics', { heatmapType: 'span' }, []],
+      [
+        'both',
+        { includeExemplars: true, profileIdSelector: [uuid1, uuid2], stackTraceSelector: ['main', 'handle'] },
+        ['Exemplars', '2 profiles', 'Call site: … › handle', 'Max nodes 16384'],
+      ],
+      ['profile', { profileIdSelector: [uuid1] }, ['1 profile', 'Max nodes 16384']],
+      ['profile', { stackTraceSelector: ['main'] }, ['All requests', 'Call site: main', 'Max nodes 16384']],
+    ];
+    it.each(summaries)('sums up %s %j in the closed options row', async (queryType, set, summary) => {
+      await renderEditor({ refId: 'A', queryType: queryType as QueryType, ...set });
+      // Exactly these, in this order: the row's accessible name is its title and summary.
+      const row = screen.getByRole('button', { name: /^Options/ });
+      expect(row).toHaveAttribute('aria-expanded', 'false');
+      expect(row).toHaveAccessibleName(['Options', ...summary].join(' '));
+    });
+
+    it.each(['profile', 'both'] as const)('writes %s profile IDs and a call site as lists', async (queryType) => {
+      const { last } = await renderEditor({ refId: 'A', queryType });
+      openOptions();
+      type('Profile IDs', `${uuid1}, ${uuid2}`);
+      expect(last().profileIdSelector).toEqual([uuid1, uuid2]);
+      // Commas inside a C++ template's brackets belong to the name.
+      type('Call site', 'main, std::map<int, int>::find,handle');
+      expect(last().stackTraceSelector).toEqual(['main', 'std::map<int, int>::find', 'handle']);
+      expect(screen.getByLabelText('Call site')).toHaveValue('main, std::map<int, int>::find, handle');
+      type('Profile IDs', ' ');
+      type('Call site', '');
+      expect(last().profileIdSelector).toBeUndefined();
+      expect(last().stackTraceSelector).toBeUndefined();
+      expect(last()).toEqual({ refId: 'A', queryType, profileIdSelector: undefined, stackTraceSelector: undefined });
+    });
+
+    it.each([
+      [
+        'Profile IDs',
+        `${uuid1}, 7c9e6679`,
+        '"7c9e6679" is not a profile ID (a UUID such as 7c9e6679-7425-40de-944b-e07fc1f90ae7)',
+      ],
+      // Not replaced by the data source: the backend would refuse it.
+      [
+        'Profile IDs',
+        '$profile_id',
+        '"$profile_id" is not a profile ID (a UUID such as 7c9e6679-7425-40de-944b-e07fc1f90ae7)',
+      ],
+      ['Call site', 'main,,handle', 'Function 2 of the call site is empty: names, root first, separated by commas'],
+      ['Call site', 'main, ', 'Function 2 of the call site is empty: names, root first, separated by commas'],
+    ])('%s %s: %s', async (label, value, message) => {
+      await renderEditor({ refId: 'A', queryType: 'both' });
+      openOptions();
+      fireEvent.change(screen.getByLabelText(label), { target: { value } });
+      expect(screen.getByText(message)).toBeInTheDocument();
+      expect(screen.getByLabelText(label)).toHaveAttribute('aria-invalid', 'true');
+    });
+
+    it('splits a call site with unpaired brackets at every comma', async () => {
+      const { last } = await renderEditor({ refId: 'A', queryType: 'profile' });
+      openOptions();
+      type('Call site', 'main, std::operator<, handle');
+      expect(last().stackTraceSelector).toEqual(['main', 'std::operator<', 'handle']);
+    });
+
+    it('says profile IDs exclude a trace ID, and opens the row for a stored mistake', async () => {
+      await renderEditor({
+        refId: 'A',
+        queryType: 'profile',
+        traceId: '4bf92f3577b34da6a3ce929d0e0e4736',
+        profileIdSelector: [uuid1],
+      });
+      expect(screen.getByRole('button', { name: /^Options/ })).toHaveAttribute('aria-expanded', 'true');
+      expect(
+        screen.getByText('Profile IDs already name the profiles: remove the trace ID and span IDs')
+      ).toBeInTheDocument();
+    });
+
+    it('has no Pyroscope series options for a profile, nor profile selectors for metrics', async () => {
+      await renderEditor({ refId: 'A', queryType: 'profile' });
+      openOptions();
+      expect(screen.queryByLabelText('Exemplars')).not.toBeInTheDocument();
+      cleanup();
+      await renderEditor({ refId: 'A', queryType: 'metrics' });
+      openOptions();
+      expect(screen.queryByLabelText('Call site')).not.toBeInTheDocument();
+    });
+  });
+
+  describe('span heatmap and span profile', () => {
+    it('writes the service and an operation of it, picked from Jaeger', async () => {
+      const { ds, getResource } = fakeDatasource();
+      const { last } = await renderEditor({ refId: 'A', queryType: 'spanHeatmap' }, ds);
+      expect(screen.queryByLabelText('Label selector')).not.toBeInTheDocument();
+      expect(screen.queryByLabelText('Percentile')).not.toBeInTheDocument();
+      expect(screen.getByLabelText('Operation')).toBeDisabled();
+      await pick('Service', 'api');
+      expect(getResource).toHaveBeenCalledWith('trace-services');
+      await pick('Operation', 'POST /generate');
+      expect(getResource).toHaveBeenCalledWith('trace-operations', { service: 'api' });
+      type('Min duration', '20ms');
+      expect(last()).toEqual({
+        refId: 'A',
+        queryType: 'spanHeatmap',
+        service: 'api',
+        operation: 'POST /generate',
+        minDuration: '20ms',
+      });
+    });
+
+    it("lists the chosen service's operations, and forgets the operation with the service", async () => {
+      const { last } = await renderEditor({
+        refId: 'A',
+        queryType: 'spanProfile',
+        service: 'api',
+        operation: 'GET /health',
+      });
+      expect(screen.getByLabelText('Operation')).toHaveValue('GET /health');
+      await pick('Service', 'frontend');
+      expect(last()).toEqual({ refId: 'A', queryType: 'spanProfile', service: 'frontend', operation: undefined });
+      fireEvent.click(screen.getByLabelText('Operation'));
+      const options = await screen.findAllByRole('option');
+      expect(options.map((o) => o.textContent)).toEqual(['GET /', 'render']);
+    });
+
+    it('writes the percentile, profile type, limit and max nodes of a span profile, and clears them', async () => {
+      const { ds, getResource } = fakeDatasource({
+        'profile-types': [
+          {
+            id: 'memory:alloc_space:bytes:space:bytes',
+            name: 'memory',
+            sampleType: 'alloc_space',
+            sampleUnit: 'bytes',
+          },
+        ],
+      });
+      const { last, onRunQuery } = await renderEditor({ refId: 'A', queryType: 'spanProfile', service: 'api' }, ds);
+      expect(screen.getByLabelText('Profile type')).toHaveValue('process_cpu:cpu:nanoseconds:cpu:nanoseconds');
+      await pick('Profile type', /alloc_space/);
+      expect(getResource).toHaveBeenCalledWith('profile-types', rangeParams);
+      fireEvent.change(screen.getByLabelText('Percentile'), { target: { value: '99.5' } });
+      const runs = onRunQuery.mock.calls.length;
+      fireEvent.blur(screen.getByLabelText('Percentile'));
+      expect(onRunQuery).toHaveBeenCalledTimes(runs + 1);
+      openOptions();
+      expect(screen.getByLabelText('Limit')).toHaveAttribute('placeholder', '500');
+      fireEvent.change(screen.getByLabelText('Limit'), { target: { value: '1000' } });
+      fireEvent.change(screen.getByLabelText('Max nodes'), { target: { value: '2048' } });
+      expect(last()).toEqual({
+        refId: 'A',
+        queryType: 'spanProfile',
+        service: 'api',
+        profileTypeId: 'memory:alloc_space:bytes:space:bytes',
+        percentile: 99.5,
+        limit: 1000,
+        maxNodes: 2048,
+      });
+      for (const label of ['Percentile', 'Limit', 'Max nodes']) {
+        fireEvent.change(screen.getByLabelText(label), { target: { value: '' } });
+      }
+      type('Min duration', ' ');
+      expect(last()).toEqual({
+        refId: 'A',
+        queryType: 'spanProfile',
+        service: 'api',
+        profileTypeId: 'memory:alloc_space:bytes:space:bytes',
+      });
+    });
+
+    it('sums up the traces read and the max nodes, and the linked profile of a heatmap', async () => {
+      await renderEditor({
+        refId: 'A',
+        queryType: 'spanHeatmap',
+        service: 'api',
+        limit: 200,
+        profileTypeId: 'memory:alloc_space:bytes:space:bytes',
+      });
+      expect(screen.getByText('200 traces')).toBeInTheDocument();
+      expect(screen.getByText('Max nodes 16384')).toBeInTheDocument();
+      expect(screen.getByText('Profile memory · alloc_space')).toBeInTheDocument();
+      expect(screen.queryByLabelText('Profile type')).not.toBeInTheDocument();
+      openOptions();
+      expect(screen.getByLabelText('Profile type')).toHaveValue('memory:alloc_space:bytes:space:bytes');
+    });
+
+    it.each([
+      [{ percentile: 100 }, 'Above 0 and below 100, e.g. 95: the slowest 5% of spans'],
+      [{ percentile: -5 }, 'Above 0 and below 100, e.g. 95: the slowest 5% of spans'],
+      [{ percentile: 95, minDuration: '20ms' }, 'Min duration and Percentile exclude each other: clear one'],
+      [{ percentile: 95, minDuration: '250' }, 'Min duration and Percentile exclude each other: clear one'],
+    ])('says what is wrong with %j', async (set, message) => {
+      await renderEditor({ refId: 'A', queryType: 'spanProfile', service: 'api', ...set });
+      expect(screen.getByText(message)).toBeInTheDocument();
+      expect(screen.getByLabelText('Percentile')).toHaveAttribute('aria-invalid', 'true');
+    });
+
+    it.each([
+      { percentile: 95, minDuration: '0' },
+      { percentile: 95, minDuration: '$min' },
+      { percentile: 0.5 },
+      { minDuration: '1.5s' },
+    ])('lets %j through', async (set) => {
+      await renderEditor({ refId: 'A', queryType: 'spanProfile', service: 'api', ...set });
+      expect(screen.queryByRole('alert')).not.toBeInTheDocument();
+    });
+
+    it.each([
+      [2000, 'A whole number from 1 to 1500'],
+      [12.5, 'A whole number from 1 to 1500'],
+    ])('opens the options to say limit %d is wrong', async (limit, message) => {
+      await renderEditor({ refId: 'A', queryType: 'spanHeatmap', service: 'api', limit });
+      expect(screen.getByRole('button', { name: /^Options/ })).toHaveAttribute('aria-expanded', 'true');
+      expect(screen.getByText(message)).toBeInTheDocument();
+    });
+
+    it('checks the minimum duration', async () => {
+      await renderEditor({ refId: 'A', queryType: 'spanHeatmap', service: 'api' });
+      fireEvent.change(screen.getByLabelText('Min duration'), { target: { value: '20 ms' } });
+      expect(screen.getByText('A duration like 500ms, 1.5s or 1m30s')).toBeInTheDocument();
+    });
+
+    it('keeps the service, operation and percentile when the type is switched', async () => {
+      const { last } = await renderEditor({ refId: 'A', queryType: 'spanProfile' });
+      await pick('Service', 'api');
+      await pick('Operation', 'GET /health');
+      fireEvent.change(screen.getByLabelText('Percentile'), { target: { value: '90' } });
+      await pick('Query type', /^Span heatmap/);
+      expect(screen.getByLabelText('Service')).toHaveValue('api');
+      expect(screen.getByLabelText('Operation')).toHaveValue('GET /health');
+      // The heatmap ignores the percentile (it shows every span); back on the profile it is there.
+      expect(last()).toEqual({
+        refId: 'A',
+        queryType: 'spanHeatmap',
+        service: 'api',
+        operation: 'GET /health',
+        percentile: 90,
+      });
+      await pick('Query type', /^Slow requests/);
+      expect(screen.getByLabelText('Service')).toHaveValue('api');
+      await pick('Query type', /^Span profile/);
+      expect(screen.getByLabelText('Service')).toHaveValue('api');
+      expect(screen.getByLabelText('Operation')).toHaveValue('GET /health');
+      expect(screen.getByLabelText('Percentile')).toHaveValue(90);
+    });
   });
 
   describe('GPU metrics', () => {

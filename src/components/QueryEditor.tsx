@@ -7,11 +7,13 @@ import { HsiOptions, HsiQuery, QUERY_TYPES, QueryType } from '../types';
 import { DiffFields } from './DiffFields';
 import { GpuFilterFields, GpuLocalFields, GpuMetricsFields } from './GpuFields';
 import { KernelFields } from './KernelFields';
-import { MaxNodesField, RequestFields, maxNodesSummary } from './RequestFields';
+import { PyroscopeOptions } from './PyroscopeOptions';
+import { RequestFields } from './RequestFields';
 import { FieldsProps, SelectorFields } from './SelectorFields';
 import { SlowRequestFields } from './SlowRequestFields';
+import { SpanFields } from './SpanFields';
 import { TraceFields } from './TraceFields';
-import { LABEL_WIDTH, MultiPicker, NumberField, OptionsRow, stringOptions } from './fields';
+import { LABEL_WIDTH, MultiPicker, NumberField, stringOptions } from './fields';
 
 type Props = QueryEditorProps<DataSource, HsiQuery, HsiOptions>;
 
@@ -34,6 +36,9 @@ export function QueryEditor({ query, onChange, onRunQuery, datasource, range }: 
   };
   const isProfile = ['profile', 'metrics', 'both', 'diff'].includes(queryType);
   const hasSeries = queryType === 'metrics' || queryType === 'both';
+  const isSpans = queryType === 'spanHeatmap' || queryType === 'spanProfile';
+  // The editor keeps the fields of other types when the type changes (the backend ignores them).
+  const switchType = (t: QueryType) => update({ queryType: t });
   const id = useId();
 
   return (
@@ -45,23 +50,18 @@ export function QueryEditor({ query, onChange, onRunQuery, datasource, range }: 
             width={24}
             options={QUERY_TYPES.map((t) => ({ value: t.value, label: t.label, description: t.description }))}
             value={queryType}
-            onChange={(t) => update({ queryType: t.value })}
+            onChange={(t) => switchType(t.value)}
           />
         </InlineField>
       </InlineFieldRow>
       {isProfile && <SelectorFields {...fields} />}
       {hasSeries && <SeriesFields {...fields} />}
+      {hasSeries && <PyroscopeOptions {...fields} withProfile={queryType === 'both'} />}
       {queryType === 'profile' && <RequestFields {...fields} />}
-      {queryType === 'both' && (
-        <OptionsRow summary={[maxNodesSummary(query.maxNodes)]}>
-          <InlineFieldRow>
-            <MaxNodesField query={query} update={update} runQuery={onRunQuery} labelWidth={LABEL_WIDTH} />
-          </InlineFieldRow>
-        </OptionsRow>
-      )}
       {queryType === 'diff' && <DiffFields query={query} update={update} runQuery={onRunQuery} />}
       {queryType === 'trace' && <TraceFields {...fields} />}
       {queryType === 'slowRequests' && <SlowRequestFields {...fields} />}
+      {isSpans && <SpanFields {...fields} />}
       {queryType === 'gpuMetrics' && <GpuMetricsFields {...fields} />}
       {queryType === 'gpuClass' && <GpuFilterFields {...fields} />}
       {queryType === 'gpuLocal' && <GpuLocalFields {...fields} />}

@@ -6,7 +6,7 @@ import { HsiQuery, TraceSummary } from '../types';
 import { FieldsProps } from './SelectorFields';
 import { LABEL_WIDTH, NumberField, OptionsRow, Picker, TextField, count } from './fields';
 import { matcherValue } from './selector';
-import { requestErrors } from './validation';
+import { callSiteError, profileIdsError, requestErrors } from './validation';
 
 const RECENT_TRACES = 20;
 
@@ -33,6 +33,53 @@ export function requestSummary(traceId?: string, spanIds?: string[], perService?
 const capitalised = (s: string) => s.charAt(0).toUpperCase() + s.slice(1);
 
 export const maxNodesSummary = (maxNodes?: number) => `Max nodes ${maxNodes || DEFAULT_MAX_NODES}`;
+
+const PROFILE_ID_EXAMPLE = '7c9e6679-7425-40de-944b-e07fc1f90ae7';
+
+/**
+ * A call site as typed: function names, root first, separated by commas. Commas inside brackets
+ * belong to the name (C++ templates, Go generics: std::map<int, int>::find), unless the brackets
+ * do not pair up (operator<), where every comma separates. Empty names are kept, for the field to
+ * say which one is empty; blank text is unset.
+ */
+export function parseCallSite(text: string): string[] | undefined {
+  if (text.trim() === '') {
+    return undefined;
+  }
+  const names: string[] = [];
+  let depth = 0;
+  let start = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if ('([{<'.includes(c)) {
+      depth++;
+    } else if (')]}>'.includes(c)) {
+      depth = Math.max(0, depth - 1);
+    } else if (c === ',' && depth === 0) {
+      names.push(text.slice(start, i));
+      start = i + 1;
+    }
+  }
+  names.push(text.slice(start));
+  const paired = depth === 0;
+  return (paired ? names : text.split(',')).map((n) => n.trim());
+}
+
+const shortName = (s: string) => (s.length > 32 ? `${s.slice(0, 31)}…` : s);
+
+/** The options row's words for the profile selectors: "2 profiles", "Call site: … › handle". */
+export function profileSelectorSummary(query: HsiQuery): string[] {
+  const out: string[] = [];
+  const ids = query.profileIdSelector ?? [];
+  if (ids.length) {
+    out.push(count(ids.length, 'profile'));
+  }
+  const site = query.stackTraceSelector ?? [];
+  if (site.length) {
+    out.push(`Call site: ${site.length > 1 ? '… › ' : ''}${shortName(site[site.length - 1])}`);
+  }
+  return out;
+}
 
 interface TraceIdProps {
   value?: string;
@@ -86,20 +133,24 @@ export function SlowTracesPicker({ service, onChange, datasource, from, to, widt
 
 /**
  * The profile's options: narrowing it to one request (a trace ID, picked from slow traces or
- * typed, or span IDs), one flame graph per service, and the flame graph's size.
+ * typed, or span IDs), one flame graph per service, the flame graph's size, and Grafana's
+ * Pyroscope selectors (some individual profiles, the stacks under a call site).
  */
 export function RequestFields({ query, update, runQuery, datasource, from, to }: FieldsProps) {
   const service = matcherValue(query.labelSelector ?? '', 'service_name');
   const spans = (query.spanSelector ?? []).join(', ');
   const errors = requestErrors(query.traceId, query.spanSelector);
+  // Profile IDs name the profiles: "2 profiles" replaces "All requests" (beside a trace ID, an error).
+  const onlyProfiles = Boolean(query.profileIdSelector?.length) && !query.traceId && !query.spanSelector?.length;
 
   return (
     <OptionsRow
       summary={[
-        capitalised(requestSummary(query.traceId, query.spanSelector, query.perService)),
+        ...(onlyProfiles ? [] : [capitalised(requestSummary(query.traceId, query.spanSelector, query.perService))]),
+        ...profileSelectorSummary(query),
         maxNodesSummary(query.maxNodes),
       ]}
-      startOpen={Boolean(errors.traceId || errors.spanSelector)}
+      startOpen={Boolean(errors.traceId || errors.spanSelector || profileSelectorsWrong(query))}
     >
       <InlineFieldRow>
         <TraceIdField
@@ -141,9 +192,45 @@ export function RequestFields({ query, update, runQuery, datasource, from, to }:
         />
         <MaxNodesField query={query} update={update} runQuery={runQuery} />
       </InlineFieldRow>
+      <ProfileSelectorFields query={query} update={update} />
     </OptionsRow>
   );
 }
+
+/** Profile and both: only some individual profiles, only the stacks under a call site. */
+export function ProfileSelectorFields({ query, update }: Pick<FieldsProps, 'query' | 'update'>) {
+  return (
+    <InlineFieldRow>
+      <TextField
+        label="Profile IDs"
+        labelWidth={LABEL_WIDTH}
+        value={(query.profileIdSelector ?? []).join(', ')}
+        width={36}
+        placeholder="comma-separated UUIDs"
+        tooltip={`Only these individual profiles, e.g. from an exemplar (${PROFILE_ID_EXAMPLE}); not with a trace ID or span IDs`}
+        validate={(t) => profileIdsError(parseIds(t), query.traceId, query.spanSelector)}
+        onCommit={(t) => update({ profileIdSelector: parseIds(t) })}
+      />
+      <TextField
+        label="Call site"
+        labelWidth="auto"
+        value={(query.stackTraceSelector ?? []).join(', ')}
+        width={32}
+        placeholder="functions, root first"
+        tooltip="Only the stacks under this call site: function names from the root, separated by commas, e.g. main, handle"
+        validate={(t) => callSiteError(parseCallSite(t))}
+        onCommit={(t) => update({ stackTraceSelector: parseCallSite(t) })}
+      />
+    </InlineFieldRow>
+  );
+}
+
+/** Whether a stored query's profile selectors are wrong: the options row then opens by itself. */
+export const profileSelectorsWrong = (query: HsiQuery) =>
+  Boolean(
+    profileIdsError(query.profileIdSelector, query.traceId, query.spanSelector) ||
+    callSiteError(query.stackTraceSelector)
+  );
 
 interface MaxNodesProps {
   query: HsiQuery;

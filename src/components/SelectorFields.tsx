@@ -121,10 +121,13 @@ interface ProfileTypeProps {
   /** Shown while the field is unset: what the backend uses then. */
   fallback: string;
   labelWidth?: number;
+  /** Default: where the options come from. */
+  tooltip?: string;
 }
 
 /** Profile types with data in the dashboard's range; any other ID can be typed. */
-export function ProfileTypeField({ query, update, types, field, label, fallback, labelWidth }: ProfileTypeProps) {
+export function ProfileTypeField(props: ProfileTypeProps) {
+  const { query, update, types, field, label, fallback, labelWidth, tooltip } = props;
   const id = useId();
   const messageClass = useStyles2(getMessageStyles);
   const profileTypeId = query[field] || fallback;
@@ -140,7 +143,7 @@ export function ProfileTypeField({ query, update, types, field, label, fallback,
       invalid={Boolean(error)}
       error={error}
       className={messageClass}
-      tooltip="Types with data in the dashboard's time range"
+      tooltip={tooltip ?? "Types with data in the dashboard's time range"}
       htmlFor={id}
     >
       <Combobox<string>

@@ -1,7 +1,17 @@
 import React, { ReactNode, useId, useState } from 'react';
 import { css } from '@emotion/css';
 import { GrafanaTheme2 } from '@grafana/data';
-import { Collapse, Combobox, ComboboxOption, InlineField, Input, MultiCombobox, Stack, useStyles2 } from '@grafana/ui';
+import {
+  Collapse,
+  Combobox,
+  ComboboxOption,
+  InlineField,
+  InlineSwitch,
+  Input,
+  MultiCombobox,
+  Stack,
+  useStyles2,
+} from '@grafana/ui';
 
 /** The first column's labels (8 px each): "Label selector" and its tooltip icon fit on one line. */
 export const LABEL_WIDTH = 16;
@@ -63,6 +73,8 @@ interface NumberFieldProps {
   /** Default: as wide as the label's text. */
   labelWidth?: number;
   width?: number;
+  /** What is wrong with the value, shown under the field without moving the fields beside it. */
+  error?: string;
   /** Written on every keystroke, without running the query. */
   onChange: (value: number | undefined) => void;
   /** Runs the query once the field loses focus. */
@@ -76,11 +88,20 @@ export function NumberField({
   tooltip,
   labelWidth,
   width,
+  error,
   onChange,
   onBlur,
 }: NumberFieldProps) {
+  const messageClass = useStyles2(getMessageStyles);
   return (
-    <InlineField label={label} labelWidth={labelWidth ?? 'auto'} tooltip={tooltip}>
+    <InlineField
+      label={label}
+      labelWidth={labelWidth ?? 'auto'}
+      tooltip={tooltip}
+      invalid={Boolean(error)}
+      error={error}
+      className={messageClass}
+    >
       <Input
         aria-label={label}
         type="number"
@@ -93,6 +114,29 @@ export function NumberField({
           onChange(v === '' ? undefined : Number(v));
         }}
         onBlur={onBlur}
+      />
+    </InlineField>
+  );
+}
+
+interface SwitchFieldProps {
+  label: string;
+  value?: boolean;
+  tooltip?: string;
+  labelWidth?: number;
+  disabled?: boolean;
+  /** Off is undefined, so the field leaves the query. */
+  onChange: (value: true | undefined) => void;
+}
+
+/** A labelled on/off switch for an optional flag of the query. */
+export function SwitchField({ label, value, tooltip, labelWidth, disabled, onChange }: SwitchFieldProps) {
+  return (
+    <InlineField label={label} labelWidth={labelWidth ?? 'auto'} tooltip={tooltip} disabled={disabled}>
+      <InlineSwitch
+        aria-label={label}
+        value={Boolean(value)}
+        onChange={(e) => onChange(e.currentTarget.checked || undefined)}
       />
     </InlineField>
   );

@@ -86,6 +86,79 @@ export function requestErrors(traceId?: string, spanIds?: string[]) {
   };
 }
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+const shorten = (s: string) => (s.length > 40 ? `${s.slice(0, 39)}…` : s);
+
+/** The backend's bounds of the Pyroscope selectors (MaxProfileIDs, MaxCallSiteDepth in pkg/models/query.go). */
+const MAX_PROFILE_IDS = 1000;
+const MAX_CALL_SITE_DEPTH = 256;
+const MAX_FUNCTION_NAME = 4096;
+
+/**
+ * Profile IDs (UUIDs, as Pyroscope's exemplars give them). They name the profiles themselves, so
+ * a trace ID or span IDs beside them is a contradiction the backend refuses. Variables are not let
+ * through: the data source does not replace them here (an empty one would widen the profile to
+ * every request), so the backend would refuse them.
+ */
+export function profileIdsError(ids: string[] = [], traceId?: string, spanIds?: string[]): string | undefined {
+  const bad = ids.find((id) => !UUID.test(id.trim()));
+  if (bad !== undefined) {
+    return `"${shorten(bad)}" is not a profile ID (a UUID such as 7c9e6679-7425-40de-944b-e07fc1f90ae7)`;
+  }
+  if (ids.length > MAX_PROFILE_IDS) {
+    return `At most ${MAX_PROFILE_IDS} profile IDs, got ${ids.length}`;
+  }
+  if (ids.length && (traceId?.trim() || spanIds?.length)) {
+    return 'Profile IDs already name the profiles: remove the trace ID and span IDs';
+  }
+  return undefined;
+}
+
+/** A call site: function names, root first, none empty. */
+export function callSiteError(names: string[] = []): string | undefined {
+  const empty = names.findIndex((n) => n.trim() === '');
+  if (empty >= 0) {
+    return `Function ${empty + 1} of the call site is empty: names, root first, separated by commas`;
+  }
+  if (names.length > MAX_CALL_SITE_DEPTH) {
+    return `At most ${MAX_CALL_SITE_DEPTH} functions in a call site, got ${names.length}`;
+  }
+  const long = names.findIndex((n) => n.length > MAX_FUNCTION_NAME);
+  return long >= 0 ? `Function ${long + 1} of the call site is longer than ${MAX_FUNCTION_NAME} characters` : undefined;
+}
+
+/** Whether a duration field as typed keeps only spans above zero (a variable is not known yet). */
+const positiveDuration = (d = ''): boolean => {
+  const s = d.trim();
+  if (s === '' || hasVariable(s)) {
+    return false;
+  }
+  return /^\d+(\.\d+)?$/.test(s) ? Number(s) > 0 : (durationMillis(s) ?? 0) > 0;
+};
+
+/**
+ * Span profile's percentile: above 0 and below 100 (0 is unset, as the backend reads it), and not
+ * beside a minimum duration: both pick the slowest spans.
+ */
+export function percentileError(p?: number, minDuration?: string): string | undefined {
+  if (p === undefined || p === 0) {
+    return undefined;
+  }
+  if (Number.isNaN(p) || p < 0 || p >= 100) {
+    return 'Above 0 and below 100, e.g. 95: the slowest 5% of spans';
+  }
+  return positiveDuration(minDuration) ? 'Min duration and Percentile exclude each other: clear one' : undefined;
+}
+
+/** The span queries' bound on the traces read from Jaeger (DefaultSpanTraces, MaxSpanTraces in pkg/models/span_query.go). */
+export const SPAN_TRACES = { default: 500, max: 1500 };
+
+/** Traces read by a span query: unset or 0 takes the default. */
+export function spanLimitError(limit?: number): string | undefined {
+  return limit === 0 ? undefined : rangeError(limit, { min: 1, max: SPAN_TRACES.max, whole: true });
+}
+
 /*
  * Data source settings. The backend checks them again when it loads them (pkg/models/settings*.go)
  * and reports the key by name; these only say so on the settings page, next to the field.

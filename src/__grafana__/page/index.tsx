@@ -95,6 +95,7 @@ const resources: Record<string, unknown> = {
     },
   ],
   'trace-services': ['ai-detector', 'ai-enrichment', 'nemotron-backend'],
+  'trace-operations': ['GET /health', 'POST /api/detect', 'infer'],
   'gpu-metrics': GPU_CATALOGUE.map(({ name, title, description, unit }) => ({ name, title, description, unit })),
   'gpu-label-values': ['gpu-node-1', 'gpu-node-2'],
   'kernel-files': {

@@ -1,0 +1,137 @@
+import React from 'react';
+import { InlineFieldRow } from '@grafana/ui';
+
+import { DEFAULT_PROFILE_TYPE } from '../types';
+import { MaxNodesField, maxNodesSummary } from './RequestFields';
+import { FieldsProps, ProfileTypeField, useProfileTypes } from './SelectorFields';
+import { LABEL_WIDTH, NumberField, OptionsRow, Picker, TextField, stringOptions } from './fields';
+import { SPAN_TRACES, durationError, percentileError, spanLimitError } from './validation';
+
+/** "process_cpu · cpu", as the profile type picker names it, from its ID. */
+const profileTypeName = (id: string) => {
+  const parts = id.split(':');
+  return parts.length === 5 ? `${parts[0]} · ${parts[1]}` : id;
+};
+
+/**
+ * Span heatmap and span profile: the spans of one Jaeger service's operation (or all its
+ * operations) slower than a minimum duration or, for the profile, a percentile of their durations.
+ * The service and operation are fields of the query, so they stay when the type is switched
+ * between these two and slow requests, and when Grafana draws the editor again.
+ */
+export function SpanFields({ query, update, runQuery, datasource, from, to }: FieldsProps) {
+  const isProfile = query.queryType === 'spanProfile';
+  const service = query.service;
+  const limitError = spanLimitError(query.limit);
+  const profileType = { query, update, datasource, from, to };
+  const summary = [`${query.limit || SPAN_TRACES.default} traces`, maxNodesSummary(query.maxNodes)];
+  if (!isProfile && query.profileTypeId && query.profileTypeId !== DEFAULT_PROFILE_TYPE) {
+    summary.push(`Profile ${profileTypeName(query.profileTypeId)}`);
+  }
+
+  return (
+    <>
+      <InlineFieldRow>
+        <Picker
+          label="Service"
+          labelWidth={LABEL_WIDTH}
+          value={service}
+          placeholder="Choose a service"
+          tooltip="The Jaeger service whose spans are read (required: Jaeger searches one service at a time)"
+          width={24}
+          load={async () => stringOptions(await datasource.getTraceServices())}
+          // Another service has other operations.
+          onChange={(s) => s !== service && update({ service: s || undefined, operation: undefined })}
+        />
+        <Picker
+          label="Operation"
+          value={query.operation}
+          placeholder={service ? 'All operations' : 'Choose a service first'}
+          tooltip="The span name; none: every operation of the service"
+          width={32}
+          clearable
+          disabled={!service}
+          load={async () => (service ? stringOptions(await datasource.getTraceOperations(service)) : [])}
+          onChange={(operation) => update({ operation: operation || undefined })}
+        />
+      </InlineFieldRow>
+      <InlineFieldRow>
+        <TextField
+          label="Min duration"
+          value={query.minDuration}
+          width={12}
+          placeholder="any"
+          tooltip={
+            isProfile
+              ? 'Merge the spans at least this long, e.g. 20ms, 1.5s (a plain number is milliseconds); or use Percentile'
+              : 'Only spans at least this long, e.g. 20ms, 1.5s; a plain number is milliseconds'
+          }
+          validate={durationError}
+          onCommit={(minDuration) => update({ minDuration: minDuration.trim() || undefined })}
+        />
+      </InlineFieldRow>
+      {isProfile && (
+        <>
+          {/* A row of its own: beside Min duration, the two fields' messages would overlap. */}
+          <InlineFieldRow>
+            <NumberField
+              label="Percentile"
+              labelWidth={LABEL_WIDTH}
+              value={query.percentile}
+              placeholder="e.g. 95"
+              width={12}
+              tooltip="Or merge the spans at or above this percentile of the operation's durations, e.g. 95: the slowest 5%"
+              error={percentileError(query.percentile, query.minDuration)}
+              onChange={(percentile) => update({ percentile }, false)}
+              onBlur={runQuery}
+            />
+          </InlineFieldRow>
+          <InlineFieldRow>
+            <SpanProfileType {...profileType} tooltip="The profile merged from the spans" />
+          </InlineFieldRow>
+        </>
+      )}
+      <OptionsRow summary={summary} startOpen={Boolean(limitError)}>
+        <InlineFieldRow>
+          <NumberField
+            label="Limit"
+            labelWidth={LABEL_WIDTH}
+            value={query.limit}
+            placeholder={String(SPAN_TRACES.default)}
+            tooltip={`Traces read from Jaeger's search, at most ${SPAN_TRACES.max}`}
+            error={limitError}
+            onChange={(limit) => update({ limit }, false)}
+            onBlur={runQuery}
+          />
+          <MaxNodesField query={query} update={update} runQuery={runQuery} />
+        </InlineFieldRow>
+        {!isProfile && (
+          <InlineFieldRow>
+            <SpanProfileType {...profileType} tooltip="The profile the slowest spans' links open as a flame graph" />
+          </InlineFieldRow>
+        )}
+      </OptionsRow>
+    </>
+  );
+}
+
+type SpanProfileTypeProps = Pick<FieldsProps, 'query' | 'update' | 'datasource' | 'from' | 'to'> & {
+  tooltip: string;
+};
+
+/** The profile type picker, asking for the types only once drawn (the heatmap has it under Options). */
+function SpanProfileType({ query, update, datasource, from, to, tooltip }: SpanProfileTypeProps) {
+  const types = useProfileTypes(datasource, from, to);
+  return (
+    <ProfileTypeField
+      query={query}
+      update={update}
+      types={types}
+      field="profileTypeId"
+      label="Profile type"
+      fallback={DEFAULT_PROFILE_TYPE}
+      labelWidth={LABEL_WIDTH}
+      tooltip={tooltip}
+    />
+  );
+}
