@@ -343,7 +343,7 @@ func TestRealPyroscope112IgnoresTraceIDSelectorAndThePluginNeverReliesOnIt(t *te
 	if !errors.Is(err, models.ErrTraceSelectorIgnored) || fg != nil {
 		t.Fatalf("random trace ID on 1.12: %v, %v; want ErrTraceSelectorIgnored", fg, err)
 	}
-	if got := ds.pyroscope.TraceSelectorSupport(); got != pyroscope.TraceSelectorIgnored {
+	if got := ds.pyroscope.TraceSelectorSupport(); got != pyroscope.SelectorIgnored {
 		t.Errorf("support %v", got)
 	}
 
@@ -360,7 +360,7 @@ func TestRealPyroscope112IgnoresTraceIDSelectorAndThePluginNeverReliesOnIt(t *te
 	r = run(t, fresh, query("A", fmt.Sprintf(`{"queryType":"profile","traceId":%q,"profileTypeId":%q}`, unknown, cpuType))).Responses["A"]
 	wantError(t, r, backend.ErrorSourceDownstream, "Jaeger ("+bed.JaegerURL,
 		fmt.Sprintf(`carries the label trace_id=%q (this Pyroscope ignores trace_id_selector, as 1.x does`, unknown))
-	if got := fresh.pyroscope.TraceSelectorSupport(); got != pyroscope.TraceSelectorIgnored {
+	if got := fresh.pyroscope.TraceSelectorSupport(); got != pyroscope.SelectorIgnored {
 		t.Errorf("fresh data source: support %v", got)
 	}
 }

@@ -12,22 +12,8 @@ import (
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 )
 
-// TraceSelectorSupport is what a server does with trace_id_selector: Pyroscope 2.x keeps only the
-// trace's samples, 1.x drops the field and answers the unfiltered profile.
-type TraceSelectorSupport = SelectorSupport
-
-// The verdicts on trace_id_selector, by the names the request join reads them.
-const (
-	TraceSelectorUnknown  = SelectorUnknown
-	TraceSelectorHonoured = SelectorHonoured
-	TraceSelectorIgnored  = SelectorIgnored
-)
-
-// TraceSelectorVerdictLifetime is how long a verdict on trace_id_selector is trusted.
-const TraceSelectorVerdictLifetime = SelectorVerdictLifetime
-
 // TraceSelectorSupport is the current verdict on trace_id_selector for this server.
-func (c *Client) TraceSelectorSupport() TraceSelectorSupport { return c.traceSelector.support() }
+func (c *Client) TraceSelectorSupport() SelectorSupport { return c.traceSelector.support() }
 
 // traceFlameGraph merges the samples of trace q.TraceID matching q, by trace_id_selector.
 // Pyroscope 1.12 drops the field without a word and answers the unfiltered profile, so the answer

@@ -75,7 +75,7 @@ func TestTraceSelectorOnPyroscope2KeepsTheTracesSamplesAndIsTrustedAfterOneProbe
 	if probe := calls[1].TraceIdSelector[0]; len(probe) != 32 || probe == traceA || calls[1].LabelSelector != calls[0].LabelSelector || calls[1].Start != calls[0].Start {
 		t.Errorf("probe %q over %s %d–%d, not the same query for another trace ID", probe, calls[1].LabelSelector, calls[1].Start, calls[1].End)
 	}
-	if got := c.TraceSelectorSupport(); got != TraceSelectorHonoured {
+	if got := c.TraceSelectorSupport(); got != SelectorHonoured {
 		t.Errorf("support = %v", got)
 	}
 
@@ -100,7 +100,7 @@ func TestTraceSelectorOnPyroscope112IsFoundIgnoredAndNotSentAgain(t *testing.T) 
 	if !errors.Is(err, models.ErrTraceSelectorIgnored) || fg != nil {
 		t.Fatalf("got %v, %v; want models.ErrTraceSelectorIgnored", fg, err)
 	}
-	if c.TraceSelectorSupport() != TraceSelectorIgnored || probes(srv, traceA) != 1 {
+	if c.TraceSelectorSupport() != SelectorIgnored || probes(srv, traceA) != 1 {
 		t.Errorf("support %v after %d probes", c.TraceSelectorSupport(), probes(srv, traceA))
 	}
 	before := len(srv.Calls())
@@ -128,7 +128,7 @@ func TestAnEmptyTraceSelectorAnswerNeedsNoProbeAndSettlesNothing(t *testing.T) {
 		if err != nil || fg.Total != 0 {
 			t.Fatalf("version %d: %v, %v", v, fg, err)
 		}
-		if len(srv.Calls()) != 1 || c.TraceSelectorSupport() != TraceSelectorUnknown {
+		if len(srv.Calls()) != 1 || c.TraceSelectorSupport() != SelectorUnknown {
 			t.Errorf("version %d: %d calls, support %v", v, len(srv.Calls()), c.TraceSelectorSupport())
 		}
 	}
@@ -163,7 +163,7 @@ func TestDualModeRefusesTheTraceSelectorOnlyForWindowsWithV1Data(t *testing.T) {
 	if !errors.Is(err, models.ErrTraceSelectorRefused) || !strings.Contains(err.Error(), "trace_id_selector is only supported with the v2 query backend") {
 		t.Fatalf("window reaching v1 data: %v", err)
 	}
-	if c.TraceSelectorSupport() != TraceSelectorUnknown {
+	if c.TraceSelectorSupport() != SelectorUnknown {
 		t.Errorf("a refusal for one window settled the verdict: %v", c.TraceSelectorSupport())
 	}
 	fg, err := c.MergedFlameGraph(t.Context(), traceQuery("ai-detector", traceA, at))
@@ -201,8 +201,8 @@ func TestTheVerdictIsAskedAgainAfterItsLifetime(t *testing.T) {
 	if probes(srv, traceA) != 1 {
 		t.Fatalf("%d probes within the lifetime", probes(srv, traceA))
 	}
-	now = now.Add(TraceSelectorVerdictLifetime + time.Second)
-	if c.TraceSelectorSupport() != TraceSelectorUnknown {
+	now = now.Add(SelectorVerdictLifetime + time.Second)
+	if c.TraceSelectorSupport() != SelectorUnknown {
 		t.Errorf("verdict outlived its lifetime")
 	}
 	if _, err := c.MergedFlameGraph(t.Context(), traceQuery("ai-detector", traceA, at)); err != nil {
@@ -257,7 +257,7 @@ func TestAnAnswerThatCannotBeCheckedIsNotReturned(t *testing.T) {
 	if fg != nil || err == nil || !strings.Contains(err.Error(), "could not tell whether this Pyroscope filters by trace_id_selector") || !strings.Contains(err.Error(), "ingester unavailable") {
 		t.Errorf("%v, %v", fg, err)
 	}
-	if c.TraceSelectorSupport() != TraceSelectorUnknown {
+	if c.TraceSelectorSupport() != SelectorUnknown {
 		t.Errorf("a failed probe settled the verdict")
 	}
 }
