@@ -80,7 +80,11 @@ func SlowestTraces(ctx context.Context, search TraceSearch, q SlowTracesQuery) (
 			continue
 		}
 		for _, t := range f {
-			byID[t.TraceID] = t
+			// Searches of different services read the store at slightly different moments:
+			// keep the copy that saw the most of a trace still arriving.
+			if old, ok := byID[t.TraceID]; !ok || fuller(t, old) {
+				byID[t.TraceID] = t
+			}
 		}
 	}
 	if failed == len(searches) {
@@ -99,7 +103,28 @@ func SlowestTraces(ctx context.Context, search TraceSearch, q SlowTracesQuery) (
 	if len(out) > q.Limit {
 		out = out[:q.Limit]
 	}
+	arriving := 0
+	for _, t := range out {
+		if t.RootMissing {
+			arriving++
+		}
+	}
+	if arriving > 0 {
+		have := "has"
+		if arriving > 1 {
+			have = "have"
+		}
+		notes = append(notes, fmt.Sprintf("%d of the %d traces listed %s no root span in Jaeger yet (still arriving, or the caller is not traced): duration and root service cover only the spans stored so far; ask again in a few seconds.", arriving, len(out), have))
+	}
 	return out, notes, nil
+}
+
+// fuller reports whether a holds more of its trace than b: its root, then more spans.
+func fuller(a, b models.TraceSummary) bool {
+	if a.RootMissing != b.RootMissing {
+		return !a.RootMissing
+	}
+	return a.Spans > b.Spans
 }
 
 // searchableServices drops Jaeger's own services (it traces its own queries), which would

@@ -142,3 +142,34 @@ func TestSlowestTracesSaysWhatTheListMayMiss(t *testing.T) {
 		t.Errorf("%v %v %v", got, notes, err)
 	}
 }
+
+// A trace still arriving: one service's search saw only the callee's spans (no root, shorter), the
+// other's the whole request. The list keeps the whole copy; a trace seen only partly is listed with
+// a note that says its figures are partial.
+func TestSlowestTracesKeepsTheFullestCopyAndNamesTracesStillArriving(t *testing.T) {
+	partial := summary("a", 60, 1)
+	partial.RootService, partial.RootMissing, partial.Spans = "ai-detector", true, 4
+	whole := summary("a", 430, 1)
+	whole.RootService, whole.Spans = "nemotron-backend", 9
+	late := summary("b", 80, 2)
+	late.RootService, late.RootMissing, late.Spans = "ai-detector", true, 3
+	for _, order := range [][]models.TraceSummary{{partial, whole}, {whole, partial}} {
+		f := &fakeSearch{
+			services: []string{"ai-detector", "nemotron-backend"},
+			traces: map[string][]models.TraceSummary{
+				"ai-detector GET /detect":          {order[0], late},
+				"nemotron-backend GET /api/detect": {order[1]},
+			},
+		}
+		got, notes, err := SlowestTraces(context.Background(), f, SlowTracesQuery{Limit: 10})
+		if err != nil || ids(got) != "a,b" {
+			t.Fatalf("%v %s", err, ids(got))
+		}
+		if got[0].RootService != "nemotron-backend" || got[0].Duration != ms(430) || got[0].RootMissing {
+			t.Errorf("kept %+v, want the whole request's copy", got[0])
+		}
+		if len(notes) != 1 || !strings.Contains(notes[0], "1 of the 2 traces listed has no root span in Jaeger yet") {
+			t.Errorf("notes %q", notes)
+		}
+	}
+}

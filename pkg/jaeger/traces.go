@@ -189,10 +189,10 @@ func summarise(spans []models.Span) []models.TraceSummary {
 	for _, id := range order {
 		ts := byTrace[id]
 		sortSpans(ts)
-		root := ts[0]
+		root, rootMissing := ts[0], true
 		for _, s := range ts {
 			if s.ParentSpanID == "" {
-				root = s
+				root, rootMissing = s, false
 				break
 			}
 		}
@@ -206,7 +206,7 @@ func summarise(spans []models.Span) []models.TraceSummary {
 		}
 		sum := models.TraceSummary{
 			TraceID: id, RootService: root.Service, RootOperation: root.Operation,
-			Start: start, Duration: end.Sub(start), Spans: len(ts),
+			Start: start, Duration: end.Sub(start), Spans: len(ts), RootMissing: rootMissing,
 		}
 		sum.DurationMs = float64(sum.Duration) / float64(time.Millisecond)
 		for s := range services {

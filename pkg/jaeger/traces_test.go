@@ -524,6 +524,9 @@ func TestSummarise(t *testing.T) {
 	if got[1].DurationMs != 120 {
 		t.Errorf("durationMs %v", got[1].DurationMs)
 	}
+	if !got[0].RootMissing || got[1].RootMissing || got[2].RootMissing {
+		t.Errorf("root missing: %v %v %v, want only t2's", got[0].RootMissing, got[1].RootMissing, got[2].RootMissing)
+	}
 	b, _ := json.Marshal(got[2])
 	if !strings.Contains(string(b), `"durationMs":5,`) || strings.Contains(string(b), `"Duration"`) {
 		t.Errorf("JSON %s", b)

@@ -79,4 +79,7 @@ type TraceSummary struct {
 	DurationMs    float64       `json:"durationMs"`
 	Spans         int           `json:"spans"`
 	Services      []string      `json:"services"`
+	// RootMissing: no stored span lacks a parent, so the trace is still arriving (or its
+	// caller is untraced); its duration and root cover only the spans stored so far.
+	RootMissing bool `json:"rootMissing,omitempty"`
 }

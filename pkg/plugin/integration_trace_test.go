@@ -257,7 +257,17 @@ func TestRealSlowRequestsListsTheDemosEndpointsAndSlowTraces(t *testing.T) {
 			t.Fatal(r.Error)
 		}
 		lat, slow = r.Frames[0], r.Frames[1]
-		if slices.Contains(column(t, slow, "traceID"), id) || time.Now().After(deadline) {
+		// The demo answers before its root span reaches Jaeger: until then the request is listed
+		// from its callee's spans, with a notice (checked here too), so wait for the whole trace.
+		if i := slices.Index(column(t, slow, "traceID"), id); i >= 0 {
+			if column(t, slow, "rootService")[i] == "nemotron-backend" {
+				break
+			}
+			if !strings.Contains(notices(slow), "no root span in Jaeger yet") {
+				t.Errorf("request %s listed from part of its trace, without a notice: %s", id, notices(slow))
+			}
+		}
+		if time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(time.Second)
