@@ -40,6 +40,8 @@ type TraceProfilePlan struct {
 	ProfiledSpans int
 	// AskedSpans counts the span IDs in all queries.
 	AskedSpans int
+	// Malformed are the pyroscope.profile.id values that are not span IDs (left out).
+	Malformed []string
 	// Start and End cover every span of the trace.
 	Start, End time.Time
 }
@@ -63,7 +65,11 @@ func PlanTraceProfile(t *models.Trace, matchers []*labels.Matcher) TraceProfileP
 		all[s.Service] = append(all[s.Service], s)
 		// otel-profiling-go sets the attribute to the span ID; Grafana's link sends the attribute's
 		// value, so we do too.
-		if id := s.Attributes[models.ProfileIDAttribute]; id != "" {
+		id, bad := s.ProfileID()
+		if bad {
+			plan.Malformed = append(plan.Malformed, s.Attributes[models.ProfileIDAttribute])
+		}
+		if id != "" {
 			s.SpanID = id
 			profiled[s.Service] = append(profiled[s.Service], s)
 			plan.ProfiledSpans++

@@ -3,6 +3,8 @@ package correlate
 import (
 	"fmt"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -48,6 +50,25 @@ func TestPlanAsksEachProfiledSpanWithItsOwnWindow(t *testing.T) {
 	}
 	if !plan.Start.Equal(t0) || !plan.End.Equal(t0.Add(400*time.Millisecond)) {
 		t.Errorf("window = %v – %v", plan.Start, plan.End)
+	}
+}
+
+// A profile ID that is not a span ID (a mangled attribute) is never sent: Pyroscope refuses the
+// whole call for one. The span counts as unprofiled, and the plan keeps the value to say so.
+func TestPlanLeavesOutProfileIDsThatAreNotSpanIDs(t *testing.T) {
+	tr := &models.Trace{Spans: slices.Clone(demoTrace.Spans)}
+	tr.Spans[2].Attributes = map[string]string{models.ProfileIDAttribute: "/detect"}
+	plan := PlanTraceProfile(tr, nil)
+	if plan.ProfiledSpans != 2 || plan.AskedSpans != 2 || !slices.Equal(plan.Malformed, []string{"/detect"}) {
+		t.Fatalf("plan = %+v", plan)
+	}
+	for _, q := range plan.Queries {
+		if q.Service == "ai-detector" {
+			t.Errorf("asked %+v", q)
+		}
+	}
+	if n := spanMatchNotice(tr.TraceID, plan, 2, nil); !strings.Contains(n, `1 span(s) carry a pyroscope.profile.id that is not a span ID (16 hex digits), for example "/detect"`) {
+		t.Errorf("notice %s", n)
 	}
 }
 

@@ -408,6 +408,9 @@ func spanMatchNotice(traceID string, plan TraceProfilePlan, spansWithSamples int
 	if len(missing) > 0 {
 		fmt.Fprintf(&b, " No samples for: %s.", strings.Join(missing, ", "))
 	}
+	if len(plan.Malformed) > 0 {
+		b.WriteString(" " + MalformedProfileIDs(plan.Malformed) + ".")
+	}
 	return b.String()
 }
 

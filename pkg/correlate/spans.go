@@ -122,7 +122,7 @@ func FindOperationSpans(ctx context.Context, search SpanSearch, q *models.SpanQu
 		for _, s := range spans {
 			traces[s.TraceID] = true
 			allTraces[s.TraceID] = true
-			if s.Service == q.Service && s.Attributes[models.ProfileIDAttribute] != "" {
+			if id, _ := s.ProfileID(); s.Service == q.Service && id != "" {
 				profiledOps[s.Operation] = true
 			}
 			if s.Service != q.Service || (q.Operation != "" && s.Operation != q.Operation) ||
@@ -267,8 +267,12 @@ func ProfileSpans(ctx context.Context, profiles Profiles, q *models.SpanQuery, f
 	}
 	var profiled []models.Span
 	var unprofiled int
+	var malformed []string
 	for _, s := range found.Spans {
-		id := s.Attributes[models.ProfileIDAttribute]
+		id, bad := s.ProfileID()
+		if bad {
+			malformed = append(malformed, s.Attributes[models.ProfileIDAttribute])
+		}
 		if id == "" {
 			unprofiled++
 			continue
@@ -312,7 +316,17 @@ func ProfileSpans(ctx context.Context, profiles Profiles, q *models.SpanQuery, f
 	}
 	sp.Tree = tree
 	sp.Notices = sp.describe(q, found, unprofiled)
+	if len(malformed) > 0 {
+		sp.Notices = append(sp.Notices, Notice{Severity: Warning, Text: MalformedProfileIDs(malformed)})
+	}
 	return sp, nil
+}
+
+// MalformedProfileIDs says that spans carried a profile ID that is not a span ID, and were
+// treated as unprofiled.
+func MalformedProfileIDs(values []string) string {
+	return fmt.Sprintf("%d span(s) carry a %s that is not a span ID (16 hex digits), for example %q: they were left out as unprofiled (the trace store may have mangled their attributes)",
+		len(values), models.ProfileIDAttribute, values[0])
 }
 
 // UnprofiledSpansError says that the operation's spans carry no span profile, and which

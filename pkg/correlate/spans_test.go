@@ -200,7 +200,11 @@ func TestSpanProfileMergesTheSlowProfiledSpansInOneCallAndSaysWhatItHolds(t *tes
 		prof.bySpan[s.SpanID] = []string{fmt.Sprintf("main;query %d", int64(i)*int64(10*time.Millisecond))}
 	}
 	spans = append(spans, opSpan(11, "backend", "db_query", time.Second, time.Second, false)) // no span profile
-	found := &OperationSpans{Service: "backend", Operation: "db_query", Spans: spans, Traces: 11, Limit: 500}
+	// A span whose attributes a trace store mangled: its profile ID is a number, not a span ID.
+	mangled := opSpan(12, "backend", "db_query", time.Second, 2*time.Second, true)
+	mangled.Attributes[models.ProfileIDAttribute] = "44249"
+	spans = append(spans, mangled)
+	found := &OperationSpans{Service: "backend", Operation: "db_query", Spans: spans, Traces: 12, Limit: 500}
 	q := &models.SpanQuery{Service: "backend", Operation: "db_query", Percentile: 70, ProfileTypeID: models.DefaultProfileTypeID, MaxNodes: 100}
 
 	sp, err := ProfileSpans(context.Background(), prof, q, found)
@@ -211,19 +215,22 @@ func TestSpanProfileMergesTheSlowProfiledSpansInOneCallAndSaysWhatItHolds(t *tes
 	if len(calls) != 1 {
 		t.Fatalf("%d Pyroscope calls, want one with every span ID", len(calls))
 	}
-	// p70 of the 11 spans found (10..100 ms and 1 s) is 80 ms: the spans of 80, 90 and 100 ms.
-	if sp.Threshold != 80*time.Millisecond || len(calls[0].SpanSelector) != 3 || calls[0].LabelSelector != `{service_name="backend"}` {
+	// p70 of the 12 spans found (10..100 ms, 1 s and 2 s) is 90 ms: the spans of 90 and 100 ms;
+	// the unprofiled 1 s span and the mangled 2 s one are not asked for.
+	if sp.Threshold != 90*time.Millisecond || len(calls[0].SpanSelector) != 2 || calls[0].LabelSelector != `{service_name="backend"}` ||
+		slices.Contains(calls[0].SpanSelector, "44249") {
 		t.Errorf("threshold %s, call %+v: want the three profiled spans of at least 80 ms of backend", sp.Threshold, calls[0])
 	}
-	if first, last := spans[0].Start, spans[9].Start.Add(spans[9].Duration); !calls[0].Start.Before(spans[7].Start) || calls[0].End.Before(last) || calls[0].Start.Before(first.Add(-2*SpanWindowPadding)) {
+	if first, last := spans[0].Start, spans[9].Start.Add(spans[9].Duration); !calls[0].Start.Before(spans[8].Start) || calls[0].End.Before(last) || calls[0].Start.Before(first.Add(-2*SpanWindowPadding)) {
 		t.Errorf("window %s–%s does not cover the spans with the upload padding", calls[0].Start, calls[0].End)
 	}
-	if want := int64(270 * time.Millisecond); sp.Tree.Total != want {
-		t.Errorf("merged total %d, want %d (80+90+100 ms of CPU)", sp.Tree.Total, want)
+	if want := int64(190 * time.Millisecond); sp.Tree.Total != want {
+		t.Errorf("merged total %d, want %d (90+100 ms of CPU)", sp.Tree.Total, want)
 	}
 	text := noticeText(sp.Notices)
-	for _, want := range []string{"Merged the span profiles of 3 span(s) of backend db_query", "p70 (80ms, of 11 spans found)", "270ms of wall time",
-		"1 span(s) without pyroscope.profile.id left out", "about 27 CPU sample(s)", "Under 100 samples"} {
+	for _, want := range []string{"Merged the span profiles of 2 span(s) of backend db_query", "p70 (90ms, of 12 spans found)", "190ms of wall time",
+		"2 span(s) without pyroscope.profile.id left out", "about 19 CPU sample(s)", "Under 100 samples",
+		`1 span(s) carry a pyroscope.profile.id that is not a span ID (16 hex digits), for example "44249": they were left out as unprofiled`} {
 		if !strings.Contains(text, want) {
 			t.Errorf("notices lack %q:\n%s", want, text)
 		}

@@ -41,7 +41,7 @@ func spanExemplars(spans []models.Span, profileTypeID string, l TraceLinks) *dat
 		ends[i] = s.Start.Add(s.Duration).UTC()
 		durs[i] = s.Duration.Seconds()
 		traceIDs[i], spanIDs[i], services[i], ops[i] = s.TraceID, s.SpanID, s.Service, s.Operation
-		profileIDs[i] = s.Attributes[models.ProfileIDAttribute]
+		profileIDs[i], _ = s.ProfileID()
 		profiled = profiled || profileIDs[i] != ""
 	}
 	f := data.NewFrame(ExemplarFrameName,

@@ -37,3 +37,19 @@ func TestSpanQueryErrorsSayWhatIsWrong(t *testing.T) {
 		}
 	}
 }
+
+func TestProfileIDIsASpanIDOrNothing(t *testing.T) {
+	for v, want := range map[string][2]any{
+		"":                 {"", false},
+		"00f067aa0ba902b7": {"00f067aa0ba902b7", false},
+		"00F067AA0BA902B7": {"00F067AA0BA902B7", false},
+		"44249":            {"", true}, // a number a store made of it
+		"/detect":          {"", true},
+		"00f067aa0ba902bz": {"", true},
+	} {
+		id, bad := Span{Attributes: map[string]string{ProfileIDAttribute: v}}.ProfileID()
+		if id != want[0] || bad != want[1] {
+			t.Errorf("%q: %q %v, want %q %v", v, id, bad, want[0], want[1])
+		}
+	}
+}

@@ -60,6 +60,26 @@ func (s Span) Event(name string) (time.Time, bool) {
 // the span selector.
 const ProfileIDAttribute = "pyroscope.profile.id"
 
+// ProfileID is the span's ProfileIDAttribute when it is a span ID (16 hex digits, as
+// otel-profiling-go writes it); "" when the span has none. malformed reports a value that is not
+// a span ID (a store that mangled its attributes, another library's value): Pyroscope refuses
+// such a span selector outright, so it is never sent.
+func (s Span) ProfileID() (id string, malformed bool) {
+	v := s.Attributes[ProfileIDAttribute]
+	if v == "" {
+		return "", false
+	}
+	if len(v) != 16 {
+		return "", true
+	}
+	for _, r := range v {
+		if !('0' <= r && r <= '9' || 'a' <= r && r <= 'f' || 'A' <= r && r <= 'F') {
+			return "", true
+		}
+	}
+	return v, false
+}
+
 // TraceSearchQuery searches traces, as Jaeger's search page does.
 type TraceSearchQuery struct {
 	Service     string // required by Jaeger
