@@ -16,6 +16,10 @@ const (
 	FixtureHostA = "fixture-node-a"
 	// FixtureHostB runs an old dcgm-exporter on four T4s.
 	FixtureHostB = "fixture-node-b"
+	// FixtureHostC runs a current dcgm-exporter with --kubernetes-virtual-gpus on one A100
+	// time-sliced between two pods: each series comes once per pod, same value, with that pod's
+	// pod, namespace, container and vgpu labels.
+	FixtureHostC = "fixture-node-c"
 	// FixtureJob is the job label of every fixture series; instance is "<host>:9400".
 	FixtureJob = "dcgm"
 )
@@ -33,6 +37,24 @@ type FixtureGPU struct {
 	// Shows says in words what the GPU shows.
 	Shows  string
 	phases []phaseDef
+	// SharedBy are the Kubernetes labels of each pod sharing the GPU, when the exporter copies
+	// its series per pod (--kubernetes-virtual-gpus); empty for a GPU exported once.
+	SharedBy []map[string]string
+}
+
+// LabelSets are the label sets the exporter writes the GPU's series under: one, or one per pod
+// sharing it.
+func (g FixtureGPU) LabelSets() [][]Label {
+	if len(g.SharedBy) == 0 {
+		return [][]Label{g.LabelSet()}
+	}
+	var out [][]Label
+	for _, pod := range g.SharedBy {
+		c := g.GPU
+		c.Labels = pod
+		out = append(out, c.LabelSet())
+	}
+	return out
 }
 
 // phaseDef: the GPU shows class until num/den of the window (the last phase until its end).
@@ -52,10 +74,10 @@ var fixtureGPUs = func() []FixtureGPU {
 		return map[string]string{"pod_name": pod, "pod_namespace": "inference", "container_name": container}
 	}
 	a := func(i int, labels map[string]string, shows string, phases []phaseDef) FixtureGPU {
-		return FixtureGPU{NewGPU(FixtureHostA, i, A100SXM480GB, Current, driverA, labels), shows, phases}
+		return FixtureGPU{GPU: NewGPU(FixtureHostA, i, A100SXM480GB, Current, driverA, labels), Shows: shows, phases: phases}
 	}
 	b := func(i int, labels map[string]string, shows string, phases []phaseDef) FixtureGPU {
-		return FixtureGPU{NewGPU(FixtureHostB, i, TeslaT4, Old, driverB, labels), shows, phases}
+		return FixtureGPU{GPU: NewGPU(FixtureHostB, i, TeslaT4, Old, driverB, labels), Shows: shows, phases: phases}
 	}
 	return []FixtureGPU{
 		a(0, k8s("yolo26-detector-0", "detector"), "compute-bound all window: util 95, SM_ACTIVE 0.92, DRAM_ACTIVE 0.25", whole(ComputeBound)),
@@ -72,10 +94,16 @@ var fixtureGPUs = func() []FixtureGPU {
 			[]phaseDef{{1, 12, Balanced}, {1, 1, ThermalThrottled}}),
 		b(3, k8sOld("nemotron-backend-0", "backend"), "balanced (util 60, mem-copy 40) with no samples at all in the middle third",
 			[]phaseDef{{1, 3, Balanced}, {2, 3, NoData}, {1, 1, Balanced}}),
+		{NewGPU(FixtureHostC, 0, A100SXM480GB, Current, driverA, nil),
+			"compute-bound all window, time-sliced between two pods: every series twice, once per pod (vgpu 0 and 1), same value",
+			whole(ComputeBound), []map[string]string{
+				{"pod": "triton-shared-0", "namespace": "inference", "container": "triton", "vgpu": "0"},
+				{"pod": "embedder-shared-0", "namespace": "inference", "container": "embedder", "vgpu": "1"},
+			}},
 	}
 }()
 
-// FixtureGPUs lists the fixture GPUs, host A's seven then host B's four.
+// FixtureGPUs lists the fixture GPUs: host A's seven, host B's four, host C's shared one.
 func FixtureGPUs() []FixtureGPU { return slices.Clone(fixtureGPUs) }
 
 // Phase is an interval in which a GPU shows one class: [From, To), the last phase of a window
@@ -190,17 +218,19 @@ func WriteFixtures(out io.Writer, start, end time.Time, step time.Duration) erro
 				fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n", m.Name, m.Help, m.Name, m.Type)
 				header = true
 			}
-			labels := append(g.LabelSet(), Label{"instance", g.Host + ":9400"}, Label{"job", FixtureJob})
-			for k, s := range samples[gi] {
-				if s == nil {
-					continue
+			for _, set := range g.LabelSets() {
+				labels := append(set, Label{"instance", g.Host + ":9400"}, Label{"job", FixtureJob})
+				for k, s := range samples[gi] {
+					if s == nil {
+						continue
+					}
+					writeSeries(w, m.Name, labels)
+					w.WriteByte(' ')
+					w.WriteString(formatValue(m, m.value(s)))
+					w.WriteByte(' ')
+					w.WriteString(stamps[k])
+					w.WriteByte('\n')
 				}
-				writeSeries(w, m.Name, labels)
-				w.WriteByte(' ')
-				w.WriteString(formatValue(m, m.value(s)))
-				w.WriteByte(' ')
-				w.WriteString(stamps[k])
-				w.WriteByte('\n')
 			}
 		}
 	}

@@ -94,7 +94,15 @@ func TestGPUFixturesInPrometheus(t *testing.T) {
 					t.Errorf("%s: labels %v", where, m)
 				}
 				if g.Exporter == gpusim.Current {
-					if m["Hostname"] != g.Host || m["hostname"] != "" || m["pod_name"] != "" || m["pod"] != g.Labels["pod"] {
+					// A shared GPU's copies carry the pod and vgpu of one of the pods sharing it.
+					pods, pod := []string{g.Labels["pod"]}, m["pod"]
+					if len(g.SharedBy) > 0 {
+						pods, pod = nil, pod+"/"+m["vgpu"]
+						for _, l := range g.SharedBy {
+							pods = append(pods, l["pod"]+"/"+l["vgpu"])
+						}
+					}
+					if m["Hostname"] != g.Host || m["hostname"] != "" || m["pod_name"] != "" || !slices.Contains(pods, pod) {
 						t.Errorf("%s: current exporter's labels %v", where, m)
 					}
 				} else if m["hostname"] != g.Host || m["Hostname"] != "" || m["pod"] != "" || m["pod_name"] != g.Labels["pod_name"] || m["pod_namespace"] != "inference" {
@@ -102,7 +110,14 @@ func TestGPUFixturesInPrometheus(t *testing.T) {
 				}
 			}
 			sort.Strings(names)
-			if want := metricNames(g.Exporter.Metrics()); !slices.Equal(names, want) {
+			// A shared GPU's series come once per pod sharing it.
+			var want []string
+			for _, n := range metricNames(g.Exporter.Metrics()) {
+				for range g.LabelSets() {
+					want = append(want, n)
+				}
+			}
+			if !slices.Equal(names, want) {
 				t.Errorf("%s: series %v, want %v", where, names, want)
 			}
 			nominal := gpusim.Nominal(ph.Class, g.Model)

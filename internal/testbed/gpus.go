@@ -56,8 +56,8 @@ func (b *Bed) loadGPUFixtures(ctx context.Context, dataDir string) error {
 		return fmt.Errorf("backfilling the GPU fixtures with promtool: %v\n%s", err, out)
 	}
 	b.FixtureStart, b.FixtureEnd = start, end
-	b.opts.Log("GPU fixtures %s..%s backfilled (hosts %s, %s)", start.Format(time.TimeOnly), end.Format(time.TimeOnly),
-		gpusim.FixtureHostA, gpusim.FixtureHostB)
+	b.opts.Log("GPU fixtures %s..%s backfilled (hosts %s, %s, %s)", start.Format(time.TimeOnly), end.Format(time.TimeOnly),
+		gpusim.FixtureHostA, gpusim.FixtureHostB, gpusim.FixtureHostC)
 	return nil
 }
 
@@ -65,7 +65,7 @@ func (b *Bed) loadGPUFixtures(ctx context.Context, dataDir string) error {
 func checkGPUFixtures(ctx context.Context, e Endpoints) error {
 	want := map[string]int{}
 	for _, g := range gpusim.FixtureGPUs() {
-		want[g.Exporter.HostLabel()+"="+strconv.Quote(g.Host)]++
+		want[g.Exporter.HostLabel()+"="+strconv.Quote(g.Host)] += len(g.LabelSets())
 	}
 	for selector, n := range want {
 		got, err := countSeries(ctx, e.PrometheusURL, `DCGM_FI_DEV_GPU_UTIL{job="`+GPUJob+`",`+selector+`}`, e.FixtureEnd)

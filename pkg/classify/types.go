@@ -212,3 +212,11 @@ type GPUSeries struct {
 
 // Pod is a Kubernetes pod by namespace and name.
 type Pod struct{ Namespace, Name string }
+
+// String is namespace/name, or the name alone when the namespace is not known.
+func (p Pod) String() string {
+	if p.Namespace == "" {
+		return p.Name
+	}
+	return p.Namespace + "/" + p.Name
+}

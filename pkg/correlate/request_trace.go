@@ -327,7 +327,7 @@ func gpuJoinNotice(rows []SpanRow, a *traceStores, join models.JoinSettings) Not
 			missing = append(missing, h)
 		}
 	}
-	joined, noHost, byPod := 0, 0, 0
+	joined, noHost, byPod, shared := 0, 0, 0, 0
 	for _, r := range rows {
 		switch {
 		case r.Host == "":
@@ -336,6 +336,9 @@ func gpuJoinNotice(rows []SpanRow, a *traceStores, join models.JoinSettings) Not
 			joined++
 			if r.GPU.ByPod {
 				byPod++
+			}
+			if len(r.GPU.SharedWith) > 0 {
+				shared++
 			}
 		}
 	}
@@ -346,6 +349,9 @@ func gpuJoinNotice(rows []SpanRow, a *traceStores, join models.JoinSettings) Not
 	}
 	if byPod > 0 {
 		fmt.Fprintf(&b, " %d of them met the GPUs dcgm-exporter maps to their own pod (%s), the others every GPU of their host.", byPod, PodAttribute)
+	}
+	if shared > 0 {
+		fmt.Fprintf(&b, " %d met a GPU dcgm-exporter maps to other pods too (shared or handed over): its figures are the whole GPU's.", shared)
 	}
 	if noHost > 0 {
 		fmt.Fprintf(&b, " %d span(s) name no host (%q).", noHost, join.HostAttribute)

@@ -452,4 +452,15 @@ func TestJoinRequestSaysWhichSpansMetTheirPodsGPUs(t *testing.T) {
 		t.Errorf("db_query: %+v", r.GPU)
 	}
 	wantParts(t, noticeText(ans.Notices), "3 of them met the GPUs dcgm-exporter maps to their own pod (k8s.pod.name), the others every GPU of their host.")
+	if strings.Contains(noticeText(ans.Notices), "other pods too") {
+		t.Errorf("no GPU is shared: %s", noticeText(ans.Notices))
+	}
+
+	// The backend's GPU time-sliced with another pod: the notice counts the spans that met it,
+	// the backend's three and the two others of that host, which meet every GPU of it.
+	gpus.series[0].Pods = append(gpus.series[0].Pods, classify.Pod{Namespace: "inference", Name: "embedder-0"})
+	if ans, err = JoinRequest(context.Background(), src, joinQuery()); err != nil {
+		t.Fatal(err)
+	}
+	wantParts(t, noticeText(ans.Notices), "5 met a GPU dcgm-exporter maps to other pods too (shared or handed over): its figures are the whole GPU's.")
 }

@@ -77,6 +77,10 @@ type GPUWindow struct {
 	// ByPod is true when the span was joined to the GPUs dcgm-exporter maps to its own pod
 	// (PodAttribute) rather than to every GPU of its host.
 	ByPod bool
+	// SharedWith are the other pods dcgm-exporter maps these GPUs to over the range (a GPU
+	// time-sliced between pods, or handed from one to another): the figures are the whole
+	// GPU's, their work included.
+	SharedWith []classify.Pod
 }
 
 // OpenTelemetry's resource attributes naming a span's Kubernetes pod: where dcgm-exporter maps
@@ -159,7 +163,8 @@ func JoinTrace(in TraceJoin) []SpanRow {
 		}
 		visited[i] = true
 		s := spans[i]
-		row := SpanRow{Span: s, Depth: depth, ProfileID: s.Attributes[models.ProfileIDAttribute]}
+		row := SpanRow{Span: s, Depth: depth}
+		row.ProfileID, _ = s.ProfileID()
 		var kids []models.Span
 		for _, c := range children[s.SpanID] {
 			kids = append(kids, spans[c])
@@ -365,6 +370,13 @@ func spanGPUWindow(s models.Span, host string, gpus []string, series []classify.
 			cut = append(cut, part)
 			w.GPUs = append(w.GPUs, sr.GPU)
 			w.Samples += len(part.Samples)
+			if len(sr.Pods) > 1 {
+				for _, p := range sr.Pods {
+					if !runsIn([]classify.Pod{p}, pod) && !slices.Contains(w.SharedWith, p) {
+						w.SharedWith = append(w.SharedWith, p)
+					}
+				}
+			}
 		}
 	}
 	if len(cut) == 0 {

@@ -392,6 +392,21 @@ func TestJoinTraceMeetsTheGPUsOfTheSpansOwnPod(t *testing.T) {
 			t.Errorf("%s: %+v, want %v", op, r.GPU, want)
 		}
 	}
+	// GPU 1 serves two pods: a span of one is told of the other, a span of none of both; GPU 0
+	// serves the backend's pod alone.
+	for op, want := range map[string]string{
+		"GET /api/detect": "",
+		"GET /detect":     "other/backend-7d9f",
+		"GET /enrich":     "inference/detector-0, other/backend-7d9f",
+	} {
+		var got []string
+		for _, p := range rowByOp(rows, op).GPU.SharedWith {
+			got = append(got, p.String())
+		}
+		if strings.Join(got, ", ") != want {
+			t.Errorf("%s shares its GPUs with %v, want %q", op, got, want)
+		}
+	}
 	// A pod the exporter maps to no GPU of the host: every GPU of the host, not none.
 	for i := range tr.Spans {
 		tr.Spans[i].Resource[PodAttribute] = "elsewhere"

@@ -291,14 +291,24 @@ func gpuAction(c classify.Class, otherwise string) string {
 	return "the GPU was " + string(c) + ": " + classify.Action(c)
 }
 
-// gpuCaveat says when DCGM's readings are much coarser than the span.
+// gpuCaveat says when DCGM's readings are much coarser than the span, and when the GPU served
+// other pods too.
 func gpuCaveat(r *SpanRow) string {
 	g := r.GPU
+	var out []string
 	if g.Samples <= 1 || r.Span.Duration < time.Second {
-		return fmt.Sprintf("the GPU figures are DCGM's readings around a %s span (DCGM samples every few seconds, 30 s by default): they show the GPU's state at that time, not this request's own use",
-			r.Span.Duration.Round(time.Millisecond))
+		out = append(out, fmt.Sprintf("the GPU figures are DCGM's readings around a %s span (DCGM samples every few seconds, 30 s by default): they show the GPU's state at that time, not this request's own use",
+			r.Span.Duration.Round(time.Millisecond)))
 	}
-	return ""
+	if len(g.SharedWith) > 0 {
+		names := make([]string, 0, len(g.SharedWith))
+		for _, p := range g.SharedWith {
+			names = append(names, p.String())
+		}
+		out = append(out, fmt.Sprintf("dcgm-exporter maps this GPU to other pods too over the range (%s: time-sliced, or handed over): its figures are the whole GPU's, their work included",
+			strings.Join(names, ", ")))
+	}
+	return strings.Join(out, "; ")
 }
 
 // errorCause is the time of failed spans, when the trace has any, and the retries they caused: a

@@ -86,6 +86,21 @@ func TestVerdictNamesTheHotFunctionAndTheGPUsState(t *testing.T) {
 		!strings.HasPrefix(detectorWait.Action, "the GPU was compute-bound: ") || !strings.Contains(detectorWait.Caveat, "DCGM's readings around a") {
 		t.Errorf("detector waiting %+v", detectorWait)
 	}
+	if strings.Contains(detectorWait.Caveat, "other pods") {
+		t.Errorf("a GPU mapped to no pod is not shared: %s", detectorWait.Caveat)
+	}
+
+	// The same GPU time-sliced between two pods: the caveat names them, since DCGM's figures
+	// are the whole GPU's.
+	busy.Pods = []classify.Pod{{Namespace: "inference", Name: "triton-shared-0"}, {Namespace: "inference", Name: "embedder-shared-0"}}
+	v = Verdict(answerOf(tr, cpu, []classify.GPUSeries{busy}))
+	for _, c := range v {
+		if c.Service == "ai-detector" && c.Kind == CauseWaiting {
+			if !strings.Contains(c.Caveat, "other pods too over the range (inference/triton-shared-0, inference/embedder-shared-0: time-sliced, or handed over): its figures are the whole GPU's") {
+				t.Errorf("shared GPU caveat %q", c.Caveat)
+			}
+		}
+	}
 }
 
 func TestVerdictListsFailedSpans(t *testing.T) {

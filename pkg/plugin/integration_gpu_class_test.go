@@ -43,7 +43,7 @@ const gcStep = 15 * time.Second // the fixtures' sample interval
 func gcFixtureQuery(t *testing.T, format string) backend.DataQuery {
 	start, end := fixtureWindow(t)
 	return backend.DataQuery{RefID: "A", QueryType: models.QueryTypeGPUClass,
-		JSON:     json.RawMessage(`{"queryType":"gpuClass","hosts":["fixture-node-a","fixture-node-b"],"minStep":"15s","format":"` + format + `"}`),
+		JSON:     json.RawMessage(`{"queryType":"gpuClass","hosts":["fixture-node-a","fixture-node-b","fixture-node-c"],"minStep":"15s","format":"` + format + `"}`),
 		Interval: gcStep, TimeRange: backend.TimeRange{From: start, To: end}}
 }
 
@@ -233,13 +233,21 @@ func gcQueryRange(t *testing.T, expr string, start, end time.Time, step time.Dur
 	for _, s := range body.Data.Result {
 		host := s.Metric["Hostname"] + s.Metric["hostname"]
 		key := host + "/" + s.Metric["gpu"]
-		if _, dup := out[key]; dup {
+		// A shared GPU's copies (one per pod, vgpu label) must agree at every step.
+		_, dup := out[key]
+		if dup && s.Metric["vgpu"] == "" {
 			t.Fatalf("two series for %s in %s", key, expr)
 		}
-		out[key] = map[int64]float64{}
+		if !dup {
+			out[key] = map[int64]float64{}
+		}
 		for _, p := range s.Values {
 			v, _ := strconv.ParseFloat(p[1].(string), 64)
-			out[key][int64(p[0].(float64))] = v
+			sec := int64(p[0].(float64))
+			if old, seen := out[key][sec]; dup && (!seen || old != v) {
+				t.Fatalf("%s's copies differ at %d: %v and %v (seen %v)", key, sec, old, v, seen)
+			}
+			out[key][sec] = v
 		}
 	}
 	return out

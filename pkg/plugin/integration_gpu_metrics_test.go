@@ -24,10 +24,11 @@ import (
 
 // gpuMetrics, the GPU resources and GPUFigures against the test bed's real Prometheus: the
 // recorded fixtures (fixture-node-a: current exporter, Hostname, profiling metrics, PCIe in B/s;
-// fixture-node-b: old exporter, hostname, pod_name, deprecated PCIe in KB/s) over the two hours
-// before the bed started, and the simulated exporter of gpu-node-1 since.
+// fixture-node-b: old exporter, hostname, pod_name, deprecated PCIe in KB/s; fixture-node-c: one
+// GPU shared by two pods, its series copied per pod) over the two hours before the bed started,
+// and the simulated exporter of gpu-node-1 since.
 
-var fixtureHosts = []string{gpusim.FixtureHostA, gpusim.FixtureHostB}
+var fixtureHosts = []string{gpusim.FixtureHostA, gpusim.FixtureHostB, gpusim.FixtureHostC}
 
 // fixtureWindow is the fixtures' window; a bed without it cannot run these tests.
 func fixtureWindow(t *testing.T) (time.Time, time.Time) {
@@ -97,6 +98,17 @@ func midPhase(t *testing.T, host string, gpu int, class string) time.Time {
 
 func near(got, want, tolerance float64) bool { return math.Abs(got-want) <= tolerance }
 
+// unsharedFixtureGPUs are the fixture GPUs exported once (hosts A and B).
+func unsharedFixtureGPUs() []gpusim.FixtureGPU {
+	var out []gpusim.FixtureGPU
+	for _, g := range gpusim.FixtureGPUs() {
+		if len(g.SharedBy) == 0 {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
 func TestRealGPUMetricsNormaliseOldAndNewExporters(t *testing.T) {
 	ds := gpuBedDatasource(t, nil)
 	r := run(t, ds, fixtureQuery(t, "A", `{"queryType":"gpuMetrics","metrics":["gpu_utilization"],"hosts":["fixture-node-a","fixture-node-b"]}`)).Responses["A"]
@@ -117,14 +129,15 @@ func TestRealGPUMetricsNormaliseOldAndNewExporters(t *testing.T) {
 			}
 		}
 	}
+	// Hosts A and B: a GPU each series (the shared GPU of host C has a series per pod).
 	var want []string
-	for _, g := range gpusim.FixtureGPUs() {
+	for _, g := range unsharedFixtureGPUs() {
 		want = append(want, g.Host+"/"+strconv.Itoa(g.Index))
 	}
 	if !slices.Equal(keys, want) {
 		t.Fatalf("series %v, want the fixture GPUs in host then index order %v", keys, want)
 	}
-	for _, g := range gpusim.FixtureGPUs() {
+	for _, g := range unsharedFixtureGPUs() {
 		f := byGPU[g.Host+"/"+strconv.Itoa(g.Index)]
 		l := f.Fields[1].Labels
 		if l["uuid"] != g.UUID || l["model"] != g.Model.Name {
@@ -237,14 +250,14 @@ func fixtureReading(t *testing.T, host string, gpu int, at time.Time) gpusim.Rea
 func TestRealGPUMetricsAggregatePerHostAndFleet(t *testing.T) {
 	ds := gpuBedDatasource(t, nil)
 	res := run(t, ds,
-		fixtureQuery(t, "host", `{"queryType":"gpuMetrics","metrics":["power","energy_power"],"aggregation":"host","hosts":["fixture-node-a","fixture-node-b"]}`),
+		fixtureQuery(t, "host", `{"queryType":"gpuMetrics","metrics":["power","energy_power"],"aggregation":"host","hosts":["fixture-node-a","fixture-node-b","fixture-node-c"]}`),
 		fixtureQuery(t, "fleet", `{"queryType":"gpuMetrics","metrics":["temperature"],"aggregation":"fleet","hosts":["fixture-node-a","fixture-node-b"]}`),
 	)
 	host := res.Responses["host"]
 	if host.Error != nil {
 		t.Fatal(host.Error)
 	}
-	// power and energy_power per host: 4 frames; the energy counter's rate agrees with the
+	// power and energy_power per host: 6 frames; the energy counter's rate agrees with the
 	// sampled power (both W), which proves the mJ → J scale and the rate.
 	series := map[string]*data.Frame{}
 	for _, f := range host.Frames {
@@ -270,6 +283,11 @@ func TestRealGPUMetricsAggregatePerHostAndFleet(t *testing.T) {
 	}
 	if a := valueAt(t, series["power "+gpusim.FixtureHostA], at); a < 7*gpusim.A100SXM480GB.IdlePowerW || a > 7*gpusim.A100SXM480GB.PowerLimitW {
 		t.Errorf("fixture-node-a's 7 A100s draw %.0f W in total", a)
+	}
+	// fixture-node-c's one A100, exported once per pod sharing it, counts once: within one
+	// A100's power range (twice its compute-bound draw is above its limit).
+	if c := valueAt(t, series["power "+gpusim.FixtureHostC], at); c < gpusim.A100SXM480GB.IdlePowerW || c > gpusim.A100SXM480GB.PowerLimitW {
+		t.Errorf("fixture-node-c's shared A100 draws %.0f W", c)
 	}
 	fleet := res.Responses["fleet"]
 	if fleet.Error != nil || len(fleet.Frames) != 1 || len(fleet.Frames[0].Fields[1].Labels) != 0 ||

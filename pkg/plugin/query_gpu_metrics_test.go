@@ -158,7 +158,7 @@ func TestGPUMetricsQueryComputesFramebufferPercent(t *testing.T) {
 		t.Errorf("frame %+v labels %v", f.Fields[1].Config, f.Fields[1].Labels)
 	}
 	q := fake.queries[0]
-	if !strings.HasPrefix(q, "avg by (Hostname, hostname) ((") || !strings.Contains(q, " / (") || !strings.Contains(q, "DCGM_FI_DEV_FB_FREE{hostname=\"gpu-node-1\"}") {
+	if !strings.HasPrefix(q, "avg by (Hostname, hostname) (max by (Hostname, hostname, gpu, UUID, modelName) ((") || !strings.Contains(q, " / (") || !strings.Contains(q, "DCGM_FI_DEV_FB_FREE{hostname=\"gpu-node-1\"}") {
 		t.Errorf("query %s", q)
 	}
 }

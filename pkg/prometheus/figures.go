@@ -59,7 +59,8 @@ const seriesPerGPUAndMetric = 4
 //     notice naming the DCGM names tried. PCIe is in bytes/s (deprecated KB/s series converted).
 //     Where a GPU exports several sources of a figure (PCIe in bytes and in KB/s), the
 //     preferred one's value is used, as GPUMetric's "or" does; several series of one GPU and
-//     source (a pod label that changed) combine as the catalogue entry aggregates.
+//     source (copies per pod of a shared GPU, a pod label that changed) are one reading: their
+//     largest value is used, never their sum.
 //   - step is raised to at least 1 s, (end−start)/11,000 and what keeps gpuMaxSeries GPUs within
 //     500,000 samples; start and end are aligned down to it. A window shorter than the step gives
 //     one sample: Prometheus' latest value within its 5 minute look-back.
@@ -309,7 +310,7 @@ func (p gpuPlan) figureQuery(j figureJob, read []string, overLimit bool) (parser
 	case j.asStored():
 		return p.storedSeries(j.sourceNames())
 	}
-	return aggregateBy(j.metric.Aggregate, j.expr, p.grouping), nil
+	return p.aggregate(j.metric.Aggregate, j.expr), nil
 }
 
 // figureGrid is the step grid of a GPUFigures answer.
@@ -426,7 +427,10 @@ func (g figureGrid) set(gs *classify.GPUSeries, job figureJob, series []figureSe
 		}
 	}
 	for k := range g.steps {
-		agg := newAggregation(job.metric.Aggregate)
+		// Series of one GPU and source are one reading: copies per pod of a shared GPU
+		// (--kubernetes-virtual-gpus), a pod label that changed. Max takes it once, as
+		// gpuPlan.aggregate does in PromQL.
+		var agg maxReading
 	next:
 		for i, s := range series {
 			if !has[i][k] {
@@ -440,7 +444,7 @@ func (g figureGrid) set(gs *classify.GPUSeries, job figureJob, series []figureSe
 			agg.add(values[i][k] * s.scale)
 		}
 		if agg.n > 0 {
-			job.fig.set(&gs.Samples[k].Figures, agg.value())
+			job.fig.set(&gs.Samples[k].Figures, agg.v)
 		}
 	}
 }
@@ -451,35 +455,18 @@ func withoutName(m model.Metric) string {
 	return c.String()
 }
 
-// aggregation combines one step's values as PromQL's avg, sum or max does (max skips NaN
-// unless every value is NaN).
-type aggregation struct {
-	op  string
-	n   int
-	sum float64
+// maxReading is the largest of one step's values, as PromQL's max: a NaN is skipped unless
+// every value is NaN.
+type maxReading struct {
+	n int
+	v float64
 }
 
-func newAggregation(op string) aggregation { return aggregation{op: op} }
-
-func (a *aggregation) add(v float64) {
-	a.n++
-	switch {
-	case a.n == 1:
-		a.sum = v
-	case a.op == aggMax:
-		if a.sum < v || math.IsNaN(a.sum) {
-			a.sum = v
-		}
-	default:
-		a.sum += v
+func (m *maxReading) add(v float64) {
+	m.n++
+	if m.n == 1 || m.v < v || math.IsNaN(m.v) {
+		m.v = v
 	}
-}
-
-func (a *aggregation) value() float64 {
-	if a.op == aggSum || a.op == aggMax {
-		return a.sum
-	}
-	return a.sum / float64(a.n)
 }
 
 func firstGPUError(errs []error) error {

@@ -200,12 +200,12 @@ func TestGPUFiguresPrefersEachGPUsNewerSourceStepByStepAndCombinesItsSeries(t *t
 	if v := got(b, pcie); !slices.Equal(v, []float64{10 * 1024, 20 * 1024, 30 * 1024}) {
 		t.Errorf("node-b PCIe %v: KB/s × 1024", v)
 	}
-	// Where both pods' series have a value, utilisation is their average, power their sum and
-	// temperature the hotter (a NaN left aside), as the catalogue aggregates each.
-	if v := got(a, func(f classify.Figures) float64 { return f.GPUUtil }); !slices.Equal(v, []float64{90, 60, 50}) {
+	// Where both pods' series have a value they are one GPU's reading (copies per pod of a shared
+	// GPU carry the same value): the larger is taken, a NaN left aside, never their sum or mean.
+	if v := got(a, func(f classify.Figures) float64 { return f.GPUUtil }); !slices.Equal(v, []float64{90, 80, 50}) {
 		t.Errorf("node-a utilisation %v", v)
 	}
-	if v := got(a, func(f classify.Figures) float64 { return f.PowerW }); !slices.Equal(v, []float64{300, 300, 250}) {
+	if v := got(a, func(f classify.Figures) float64 { return f.PowerW }); !slices.Equal(v, []float64{300, 200, 250}) {
 		t.Errorf("node-a power %v", v)
 	}
 	if v := got(a, func(f classify.Figures) float64 { return f.TempC }); !slices.Equal(v, []float64{70, 65, 66}) {
@@ -505,15 +505,17 @@ func TestFigureFoldIsPromQLsOrThenAggregation(t *testing.T) {
 	same := func(a, b []float64) bool {
 		return slices.EqualFunc(a, b, func(x, y float64) bool { return x == y || math.IsNaN(x) && math.IsNaN(y) })
 	}
-	// B{same labels} is hidden where A has a value; B{other labels} is not: summed with A.
-	if got := fold(aggSum, model.Matrix{stream("A", "", 1, 2, noSample), stream("B", "", 5, 6, 7), stream("B", "other", 1, noSample, noSample)}); !same(got, []float64{1 + 1024, 2, 7 * 1024}) {
+	// B{same labels} is hidden where A has a value; B{other labels} is not: one GPU's series of
+	// other labels are one reading, the larger taken, even for an entry that sums (per host).
+	if got := fold(aggSum, model.Matrix{stream("A", "", 1, 2, noSample), stream("B", "", 5, 6, 7), stream("B", "other", 1, noSample, noSample)}); !same(got, []float64{1024, 2, 7 * 1024}) {
 		t.Errorf("sum %v", got)
 	}
 	// A series of the less preferred source alone is scaled.
 	if got := fold(aggAvg, model.Matrix{stream("B", "", 1, noSample, 3)}); !same(got, []float64{1024, math.NaN(), 3 * 1024}) {
 		t.Errorf("lone B %v", got)
 	}
-	if got := fold(aggAvg, model.Matrix{stream("A", "p1", 1, 4, math.NaN()), stream("A", "p2", 3, noSample, 1)}); !same(got, []float64{2, 4, math.NaN()}) {
+	// Copies per pod: max skips a NaN unless every copy is NaN, as PromQL's max does.
+	if got := fold(aggAvg, model.Matrix{stream("A", "p1", 1, 4, math.NaN()), stream("A", "p2", 3, noSample, 1)}); !same(got, []float64{3, 4, 1}) {
 		t.Errorf("avg %v", got)
 	}
 	if got := fold(aggMax, model.Matrix{stream("A", "p1", math.NaN(), 4, math.NaN()), stream("A", "p2", 3, 5, math.NaN())}); !same(got, []float64{3, 5, math.NaN()}) {

@@ -114,6 +114,12 @@ func (c *Client) prepareGPUQuery(inv *inventory, f models.GPUFilter, roles []str
 		q.roles[role] = names
 		q.plan.grouping = append(q.plan.grouping, names...)
 	}
+	// Without a gpu or UUID label the GPUs of a host cannot be told apart: no identity then.
+	if len(present(models.RoleGPU))+len(present(models.RoleUUID)) > 0 {
+		for _, role := range gpuIdentityRoles {
+			q.plan.identity = append(q.plan.identity, present(role)...)
+		}
+	}
 	filtered := map[string]bool{
 		models.RoleHost: len(f.Hosts) > 0, models.RoleModel: len(f.Models) > 0,
 		models.RolePod: len(f.Pods) > 0, models.RoleNamespace: len(f.Namespaces) > 0,

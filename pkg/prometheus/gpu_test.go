@@ -118,7 +118,7 @@ func TestGPUMetricFilterCoversEveryHostAlias(t *testing.T) {
 		t.Fatal(err)
 	}
 	q := f.requestsTo("/api/v1/query_range")[0].Query
-	want := `avg by (Hostname, hostname) (DCGM_FI_DEV_GPU_UTIL{Hostname="node-b",gpu="0"} or DCGM_FI_DEV_GPU_UTIL{gpu="0",hostname="node-b"}) and on (Hostname, hostname) topk(501, group by (Hostname, hostname) (last_over_time(DCGM_FI_DEV_GPU_UTIL{Hostname="node-b",gpu="0"}[7m] @ end()) or last_over_time(DCGM_FI_DEV_GPU_UTIL{gpu="0",hostname="node-b"}[7m] @ end())))`
+	want := `avg by (Hostname, hostname) (max by (Hostname, hostname, gpu, UUID, modelName) (DCGM_FI_DEV_GPU_UTIL{Hostname="node-b",gpu="0"} or DCGM_FI_DEV_GPU_UTIL{gpu="0",hostname="node-b"})) and on (Hostname, hostname) topk(501, group by (Hostname, hostname) (last_over_time(DCGM_FI_DEV_GPU_UTIL{Hostname="node-b",gpu="0"}[7m] @ end()) or last_over_time(DCGM_FI_DEV_GPU_UTIL{gpu="0",hostname="node-b"}[7m] @ end())))`
 	if q != want {
 		t.Errorf("got  %s\nwant %s", q, want)
 	}
@@ -137,7 +137,8 @@ func TestGPUMetricPrefersBytesAndConvertsDeprecatedKBs(t *testing.T) {
 	if !slices.Equal(res.Sources, []string{"DCGM_FI_PROF_PCIE_TX_BYTES", "DCGM_FI_DEV_PCIE_TX_THROUGHPUT"}) {
 		t.Errorf("sources %v", res.Sources)
 	}
-	if !strings.HasPrefix(res.Query, `sum(DCGM_FI_PROF_PCIE_TX_BYTES or (DCGM_FI_DEV_PCIE_TX_THROUGHPUT * 1024)) and on () topk(501,`) {
+	// Each GPU once (max by its identity), then summed: a shared GPU's copies per pod count once.
+	if !strings.HasPrefix(res.Query, `sum(max by (Hostname, gpu) (DCGM_FI_PROF_PCIE_TX_BYTES or (DCGM_FI_DEV_PCIE_TX_THROUGHPUT * 1024))) and on () topk(501,`) {
 		t.Errorf("query %s", res.Query)
 	}
 }
@@ -194,7 +195,7 @@ func TestGPUMetricUsesTheSettingsNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(res.Query, `avg by (node, gpu) (nvidia_gpu_util{node="n1"}) and on (node, gpu)`) {
+	if !strings.HasPrefix(res.Query, `avg by (node, gpu) (max by (node, gpu) (nvidia_gpu_util{node="n1"})) and on (node, gpu)`) {
 		t.Errorf("query %s", res.Query)
 	}
 	if m := f.requestsTo("/api/v1/labels")[0].Matches[0]; !strings.Contains(m, "nvidia_gpu_util") || strings.Contains(m, "|DCGM_FI_DEV_GPU_UTIL|") {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/prometheus/client_golang/api"
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/common/model"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/internal/testbed"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/classify"
@@ -139,4 +140,61 @@ func TestRealGPUFiguresReadAsStoredAgreeWithPromQL(t *testing.T) {
 
 func figureValues(f classify.Figures) []float64 {
 	return []float64{f.GPUUtil, f.MemCopyUtil, f.SMActive, f.GrEngine, f.DRAMActive, f.Tensor, f.PCIeTx, f.PCIeRx, f.TempC, f.SMClockMHz, f.PowerW, f.ClockEvents}
+}
+
+// A GPU time-sliced between two pods, as dcgm-exporter's --kubernetes-virtual-gpus exports it:
+// every series twice, once per pod, the same value. Read per GPU, per host or for the fleet, the
+// GPU counts once: its power is its own reading, not twice it, with both pods known.
+func TestRealSharedGPUCountsOnce(t *testing.T) {
+	if bed.FixtureStart.IsZero() {
+		t.Fatal("the test bed has no GPU fixtures (HSI_TESTBED_FIXTURE_START is empty)")
+	}
+	ac, err := api.NewClient(api.Config{Address: bed.PrometheusURL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prom := promv1.NewAPI(ac)
+	c := newClient(bed.PrometheusURL, prom)
+	at := bed.FixtureStart.Add(bed.FixtureEnd.Sub(bed.FixtureStart) / 2).Truncate(time.Minute)
+	host := models.GPUFilter{Hosts: []string{"fixture-node-c"}}
+
+	// What Prometheus holds at that time: two copies of one reading.
+	v, _, _, err := prom.Query(context.Background(), `DCGM_FI_DEV_POWER_USAGE{job="dcgm",Hostname="fixture-node-c"}`, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copies, ok := v.(model.Vector)
+	if !ok || len(copies) != 2 || copies[0].Value != copies[1].Value || copies[0].Metric["pod"] == copies[1].Metric["pod"] {
+		t.Fatalf("the shared fixture GPU's power series: %v", v)
+	}
+	power := float64(copies[0].Value)
+
+	series, _, err := c.GPUFigures(context.Background(), host, at, at, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(series) != 1 || len(series[0].Pods) != 2 || len(series[0].Samples) == 0 {
+		t.Fatalf("GPUFigures: %+v", series)
+	}
+	if got := series[0].Samples[len(series[0].Samples)-1].Figures.PowerW; got != power {
+		t.Errorf("GPUFigures power %v W, the GPU reads %v W", got, power)
+	}
+	for _, agg := range []string{models.AggregationGPU, models.AggregationHost, models.AggregationFleet} {
+		res, err := c.GPUMetric(context.Background(), "power", host, agg, at.Add(-time.Minute), at, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := 1
+		if agg == models.AggregationGPU {
+			want = 2 // per GPU and pod: each pod's view of the GPU is its own row
+		}
+		if len(res.Series) != want {
+			t.Fatalf("%s: %d series, want %d: %+v", agg, len(res.Series), want, res.Series)
+		}
+		for _, s := range res.Series {
+			if got := s.Values[len(s.Values)-1]; got != power {
+				t.Errorf("%s %v: power %v W, the GPU reads %v W (query %s)", agg, s.Labels, got, power, res.Query)
+			}
+		}
+	}
 }

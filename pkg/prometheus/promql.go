@@ -200,11 +200,32 @@ func aggregateBy(op string, e parser.Expr, grouping []string) *parser.AggregateE
 	return &parser.AggregateExpr{Op: item, Expr: e, Grouping: grouping}
 }
 
+// aggregate combines a per-GPU expression by the plan's grouping, each GPU counted once:
+// op by (grouping) (max by (identity, grouping) (e)). dcgm-exporter's --kubernetes-virtual-gpus
+// copies a shared GPU's series once per pod sharing it (pod, namespace, container and vgpu
+// labels differ, the value does not), so summing or averaging the copies would count the GPU
+// once per pod; a GPU's series of one source are one reading, and max takes it (its
+// per-process GPU_UTIL and FB_USED series of a shared GPU are below the device's).
+func (p gpuPlan) aggregate(op string, e parser.Expr) parser.Expr {
+	if len(p.identity) > 0 {
+		by := slices.Clone(p.identity)
+		for _, l := range p.grouping {
+			if !slices.Contains(by, l) {
+				by = append(by, l)
+			}
+		}
+		e = &parser.AggregateExpr{Op: parser.MAX, Expr: e, Grouping: by}
+	}
+	return aggregateBy(op, e, p.grouping)
+}
+
 // gpuPlan holds what one GPU query's PromQL depends on besides the metric.
 type gpuPlan struct {
 	sel gpuSelection
 	// grouping is the labels series are aggregated by (aliases of the roles shown).
 	grouping []string
+	// identity is the labels that name one GPU (aliases of gpuIdentityRoles in use).
+	identity []string
 	// counterRateWindow is the range of rate() for counters.
 	counterRateWindow time.Duration
 	// presenceWindow is how far back from the query's end a series counts as present for the
@@ -277,7 +298,7 @@ func (p gpuPlan) presence(metrics []string) parser.Expr {
 // choice, but the same expression over the same data keeps the same groups, so queries built
 // on one presence expression (GPUFigures over the limit) keep the same GPUs.
 func (p gpuPlan) limited(op string, e parser.Expr, presenceOf []string) parser.Expr {
-	agg := aggregateBy(op, e, p.grouping)
+	agg := p.aggregate(op, e)
 	top := &parser.AggregateExpr{Op: parser.TOPK, Param: numberLit(float64(p.limit + 1)), Expr: p.presence(presenceOf)}
 	b := binaryExpr(parser.LAND, agg, top)
 	b.VectorMatching.On = true
