@@ -129,7 +129,7 @@ func TestRealGPUMetricsNormaliseOldAndNewExporters(t *testing.T) {
 			}
 		}
 	}
-	// Hosts A and B: a GPU each series (the shared GPU of host C has a series per pod).
+	// Hosts A and B: one series per GPU (the shared GPU of host C has one per pod).
 	var want []string
 	for _, g := range unsharedFixtureGPUs() {
 		want = append(want, g.Host+"/"+strconv.Itoa(g.Index))

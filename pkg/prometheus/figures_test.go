@@ -465,9 +465,9 @@ func TestGPUFiguresKeepsEachMIGInstanceOfOneGPU(t *testing.T) {
 	}
 }
 
-// fold does in Go what PromQL's "A or B × scale" then aggregation does per step: a series of a
-// preferred source hides a less preferred source's series of the same labels only, at the
-// steps it has a value.
+// fold does in Go what PromQL's "A or B × scale" then max by the GPU does per step: a series of
+// a preferred source hides a less preferred source's series of the same labels only, at the
+// steps it has a value, and the GPU's remaining series are one reading.
 func TestFigureFoldIsPromQLsOrThenAggregation(t *testing.T) {
 	g := figureGrid{start: t0, step: 30 * time.Second, steps: 3}
 	stream := func(metric string, extra string, values ...float64) *model.SampleStream {
