@@ -69,13 +69,8 @@ func (s Span) ProfileID() (id string, malformed bool) {
 	if v == "" {
 		return "", false
 	}
-	if len(v) != 16 {
+	if !isHex(v, 16) {
 		return "", true
-	}
-	for _, r := range v {
-		if !('0' <= r && r <= '9' || 'a' <= r && r <= 'f' || 'A' <= r && r <= 'F') {
-			return "", true
-		}
 	}
 	return v, false
 }
