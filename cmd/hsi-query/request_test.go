@@ -10,6 +10,7 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/data"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/correlate"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/diagnose"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/flamegraph"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/frames"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
@@ -49,17 +50,17 @@ func slowRequestWith(t *testing.T, detectorUploaded bool, backendUploaded int64)
 		request.Children = append(request.Children, &flamegraph.Node{Name: "ai-detector", Total: 40e6,
 			Children: []*flamegraph.Node{{Name: "math.sin", Total: 40e6, Self: 40e6}}})
 	}
-	causes := []correlate.Cause{
-		{Kind: correlate.CauseCPU, Title: "CPU in nemotron-backend (db_query)", Service: "nemotron-backend", Explains: 300 * time.Millisecond,
+	causes := []diagnose.Cause{
+		{Kind: diagnose.CauseCPU, Title: "CPU in nemotron-backend (db_query)", Service: "nemotron-backend", Explains: 300 * time.Millisecond,
 			Share: 0.69, Evidence: []string{"span profiles saw 300ms of CPU in nemotron-backend on the critical path",
 				"hot function main.dbQuery: 250ms of CPU self time in span GET /api/detect"},
 			Action: "CPU work in the service: the hot function is where to start", HotFunction: "main.dbQuery"},
-		{Kind: correlate.CauseModel, Title: "the model in nemotron-llm (llm_request)", Service: "nemotron-llm", Explains: 70 * time.Millisecond, Share: 0.16},
+		{Kind: diagnose.CauseModel, Title: "the model in nemotron-llm (llm_request)", Service: "nemotron-llm", Explains: 70 * time.Millisecond, Share: 0.16},
 	}
 	lever := &correlate.Lever{Service: "nemotron-backend", Name: "host-side work", Action: "the GPU idles and requests do not queue: fix the host side"}
-	parts := []correlate.BreakdownPart{
-		{Kind: correlate.PartCPU, Service: "nemotron-backend", Duration: 300 * time.Millisecond, Source: "span profiles (CPU)"},
-		{Kind: correlate.PartDecode, Service: "nemotron-llm", Duration: 137 * time.Millisecond, Source: "span attribute gen_ai.latency.time_in_model_decode"},
+	parts := []diagnose.BreakdownPart{
+		{Kind: diagnose.PartCPU, Service: "nemotron-backend", Duration: 300 * time.Millisecond, Source: "span profiles (CPU)"},
+		{Kind: diagnose.PartDecode, Service: "nemotron-llm", Duration: 137 * time.Millisecond, Source: "span attribute gen_ai.latency.time_in_model_decode"},
 	}
 	return roundTrip(t,
 		frames.TraceSpans(slowTrace, rows, cpuType, "memory:alloc_space:bytes:space:bytes", frames.TraceLinks{}),

@@ -83,7 +83,7 @@ type LeverRequest struct {
 
 // leverRequest reads the lever's request from the trace.
 func leverRequest(t *models.Trace, join models.JoinSettings, engines []EngineSpan) (LeverRequest, bool) {
-	root := RequestRoot(t)
+	root := models.RequestRoot(t)
 	if root < 0 {
 		return LeverRequest{}, false
 	}

@@ -68,12 +68,6 @@ type TraceAnswer struct {
 	Profile *RequestProfile
 	// Notices go with the span table: what each store contributed and what is missing.
 	Notices []Notice
-	// Breakdown is the request's duration (Request, its root span's) split into parts along its
-	// critical path; empty when the trace could not be read.
-	Breakdown []BreakdownPart
-	Request   time.Duration
-	// Verdict ranks the causes of the request's latency (Verdict).
-	Verdict []Cause
 	// Engines are the spans serving engines recorded, with their metrics around each.
 	Engines []EngineSpan
 	// KernelTraces are the analysed kernel traces naming the request (their idle, launch and
@@ -123,8 +117,6 @@ func JoinRequest(ctx context.Context, src TraceSources, q TraceQuery) (*TraceAns
 	out.Notices = append(traceNotices(q, rows, a), kernelNotices...)
 	out.KernelTraces = kernelResults
 	out.Notices = append(out.Notices, engineNotices(trace, a.engines, a.moreEngines, a.enginesErr)...)
-	out.Breakdown, out.Request = Breakdown(trace, rows)
-	out.Verdict = Verdict(out)
 	out.Lever = a.lever
 	return out, nil
 }

@@ -298,7 +298,9 @@ func ProfileSpans(ctx context.Context, profiles Profiles, q *models.SpanQuery, f
 	start, end := sp.Merged[0].Start, sp.Merged[0].Start.Add(sp.Merged[0].Duration)
 	for i, s := range sp.Merged {
 		ids[i] = s.SpanID
-		start = minTime(start, s.Start)
+		if s.Start.Before(start) {
+			start = s.Start
+		}
 		if e := s.Start.Add(s.Duration); e.After(end) {
 			end = e
 		}

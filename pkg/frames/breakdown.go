@@ -6,7 +6,7 @@ import (
 
 	"github.com/grafana/grafana-plugin-sdk-go/data"
 
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/correlate"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/diagnose"
 )
 
 // BreakdownFrameName names the trace query's latency breakdown.
@@ -14,28 +14,28 @@ const BreakdownFrameName = "breakdown"
 
 // breakdownLabels say each kind of part in the user's words.
 var breakdownLabels = map[string]string{
-	correlate.PartQueue:       "queued in %s",
-	correlate.PartPrefill:     "prefill in %s",
-	correlate.PartDecode:      "decode in %s",
-	correlate.PartCompute:     "compute in %s",
-	correlate.PartGPUKernels:  "GPU kernels of %s",
-	correlate.PartGPUIdle:     "GPU idle in %s (launches, syncs, copies)",
-	correlate.PartCPU:         "CPU in %s",
-	correlate.PartOffCPU:      "off-CPU in %s (I/O, locks, untraced calls)",
-	correlate.PartUnexplained: "unexplained in %s",
+	diagnose.PartQueue:       "queued in %s",
+	diagnose.PartPrefill:     "prefill in %s",
+	diagnose.PartDecode:      "decode in %s",
+	diagnose.PartCompute:     "compute in %s",
+	diagnose.PartGPUKernels:  "GPU kernels of %s",
+	diagnose.PartGPUIdle:     "GPU idle in %s (launches, syncs, copies)",
+	diagnose.PartCPU:         "CPU in %s",
+	diagnose.PartOffCPU:      "off-CPU in %s (I/O, locks, untraced calls)",
+	diagnose.PartUnexplained: "unexplained in %s",
 }
 
 // TraceBreakdown is the request's duration split into parts (correlate.Breakdown), one row per
 // part, largest first, ready for a bar chart: the part in words, its duration in ms, its share of
 // the request, its kind and service, and where the figure comes from. The parts sum to the
 // request's duration.
-func TraceBreakdown(parts []correlate.BreakdownPart, request time.Duration) *data.Frame {
+func TraceBreakdown(parts []diagnose.BreakdownPart, request time.Duration) *data.Frame {
 	n := len(parts)
 	part, kind, service, source := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	ms, share := make([]float64, n), make([]float64, n)
 	for i, p := range parts {
 		part[i] = fmt.Sprintf(breakdownLabels[p.Kind], p.Service)
-		if p.Kind == correlate.PartDownstream {
+		if p.Kind == diagnose.PartDownstream {
 			part[i] = fmt.Sprintf("%s waiting on %s", p.Service, p.Peer)
 		}
 		kind[i], service[i], source[i] = p.Kind, p.Service, p.Source

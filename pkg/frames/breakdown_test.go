@@ -4,14 +4,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/correlate"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/diagnose"
 )
 
 func TestTraceBreakdownFrame(t *testing.T) {
-	parts := []correlate.BreakdownPart{
-		{Kind: correlate.PartQueue, Service: "vllm", Duration: 600 * time.Millisecond, Source: "span attribute gen_ai.latency.time_in_queue"},
-		{Kind: correlate.PartCPU, Service: "nemotron-backend", Duration: 250 * time.Millisecond, Source: "span profiles (CPU)"},
-		{Kind: correlate.PartUnexplained, Service: "api", Duration: 150 * time.Millisecond, Source: "critical path"},
+	parts := []diagnose.BreakdownPart{
+		{Kind: diagnose.PartQueue, Service: "vllm", Duration: 600 * time.Millisecond, Source: "span attribute gen_ai.latency.time_in_queue"},
+		{Kind: diagnose.PartCPU, Service: "nemotron-backend", Duration: 250 * time.Millisecond, Source: "span profiles (CPU)"},
+		{Kind: diagnose.PartUnexplained, Service: "api", Duration: 150 * time.Millisecond, Source: "critical path"},
 	}
 	f := TraceBreakdown(parts, time.Second)
 	checkGolden(t, "trace_breakdown", f)

@@ -11,6 +11,7 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/data"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/correlate"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/diagnose"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 )
 
@@ -29,7 +30,7 @@ const LeverKind = "lever"
 // Each row's cause links to what shows its evidence (the hidden link field): a CPU cause to its
 // span profile (this data source's profile query), a GPU cause to the GPU dashboard at the span's
 // time, the lever to the GPU dashboard over the range, any other to its span in the trace.
-func TraceVerdict(traceID string, causes []correlate.Cause, lever *correlate.Lever, profileTypeID string, links TraceLinks) *data.Frame {
+func TraceVerdict(traceID string, causes []diagnose.Cause, lever *correlate.Lever, profileTypeID string, links TraceLinks) *data.Frame {
 	n := len(causes)
 	if lever != nil {
 		n++
@@ -84,10 +85,10 @@ func TraceVerdict(traceID string, causes []correlate.Cause, lever *correlate.Lev
 const fieldLink = "link"
 
 // causeLink is the URL of what shows a cause's evidence; "" when no link is configured for it.
-func causeLink(traceID string, c correlate.Cause, profileTypeID string, l TraceLinks) string {
+func causeLink(traceID string, c diagnose.Cause, profileTypeID string, l TraceLinks) string {
 	from, to := c.Start.Add(-time.Second), c.End.Add(time.Second)
 	switch {
-	case c.Kind == correlate.CauseCPU && c.ProfileID != "" && l.DatasourceUID != "":
+	case c.Kind == diagnose.CauseCPU && c.ProfileID != "" && l.DatasourceUID != "":
 		return exploreURL(l.DatasourceUID, map[string]any{
 			"queryType":     models.QueryTypeProfile,
 			"labelSelector": "{service_name=" + strconv.Quote(c.Service) + "}",

@@ -8,13 +8,14 @@ import (
 	"time"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/correlate"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/diagnose"
 )
 
 func TestTraceVerdictFrame(t *testing.T) {
-	causes := []correlate.Cause{
-		{Kind: correlate.CauseQueue, Title: "queued in vllm (llm_request)", Service: "vllm", SpanID: "00f067aa0ba902b7", Explains: 600 * time.Millisecond, Share: 0.6,
+	causes := []diagnose.Cause{
+		{Kind: diagnose.CauseQueue, Title: "queued in vllm (llm_request)", Service: "vllm", SpanID: "00f067aa0ba902b7", Explains: 600 * time.Millisecond, Share: 0.6,
 			Evidence: []string{"vllm waited 600ms in the engine's queue (span attribute gen_ai.latency.time_in_queue)"}, Action: "add replicas"},
-		{Kind: correlate.CauseUnexplained, Title: "unexplained in api (POST /v1/completions)", Service: "api", SpanID: "b7ad6b7169203331", Explains: 150 * time.Millisecond, Share: 0.15,
+		{Kind: diagnose.CauseUnexplained, Title: "unexplained in api (POST /v1/completions)", Service: "api", SpanID: "b7ad6b7169203331", Explains: 150 * time.Millisecond, Share: 0.15,
 			Evidence: []string{"150ms of api's time", "on the critical path"}, Caveat: "add span profiles to api"},
 	}
 	lever := &correlate.Lever{Service: "api", Name: "host-side work", Action: "fix the host side",
@@ -44,10 +45,10 @@ func TestTraceVerdictFrame(t *testing.T) {
 func TestTraceVerdictLinksEachCauseToItsEvidence(t *testing.T) {
 	start := time.UnixMilli(1795476255000)
 	end := start.Add(300 * time.Millisecond)
-	causes := []correlate.Cause{
-		{Kind: correlate.CauseCPU, Service: `nemotron-"backend"`, SpanID: "b000000000000002", ProfileID: "b000000000000001", Start: start, End: end},
-		{Kind: correlate.CauseWaiting, Service: "ai-detector", SpanID: "d000000000000001", Host: "gpu-node-1", GPU: "0", Start: start, End: end},
-		{Kind: correlate.CauseQueue, Service: "nemotron-llm", SpanID: "c000000000000001", Start: start, End: end},
+	causes := []diagnose.Cause{
+		{Kind: diagnose.CauseCPU, Service: `nemotron-"backend"`, SpanID: "b000000000000002", ProfileID: "b000000000000001", Start: start, End: end},
+		{Kind: diagnose.CauseWaiting, Service: "ai-detector", SpanID: "d000000000000001", Host: "gpu-node-1", GPU: "0", Start: start, End: end},
+		{Kind: diagnose.CauseQueue, Service: "nemotron-llm", SpanID: "c000000000000001", Start: start, End: end},
 	}
 	lever := &correlate.Lever{Service: "nemotron-backend", Name: "headroom", Start: start.Add(-time.Hour), End: start}
 	links := TraceLinks{TraceDatasourceUID: "jaeger-uid", DatasourceUID: "hsi-uid", GPUDashboardUID: "hsi-gpu"}

@@ -98,3 +98,26 @@ type TraceSummary struct {
 	// caller is untraced); its duration and root cover only the spans stored so far.
 	RootMissing bool `json:"rootMissing,omitempty"`
 }
+
+// RequestRoot is the span that stands for the whole request: the longest of the spans without a
+// parent in the trace (a span whose parent is missing counts as one), ties to the earliest; -1
+// for no span.
+func RequestRoot(t *Trace) int {
+	if t == nil {
+		return -1
+	}
+	ids := map[string]bool{}
+	for _, s := range t.Spans {
+		ids[s.SpanID] = true
+	}
+	best := -1
+	for i, s := range t.Spans {
+		if s.ParentSpanID != "" && ids[s.ParentSpanID] && s.ParentSpanID != s.SpanID {
+			continue
+		}
+		if best < 0 || s.Duration > t.Spans[best].Duration || s.Duration == t.Spans[best].Duration && s.Start.Before(t.Spans[best].Start) {
+			best = i
+		}
+	}
+	return best
+}

@@ -8,6 +8,7 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/data"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/correlate"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/diagnose"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/frames"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 )
@@ -41,7 +42,8 @@ func (d *Datasource) queryTrace(ctx context.Context, q backend.DataQuery) backen
 	}
 	// The flame graph comes last: it is the frame that may be missing, so the others keep their
 	// places (panels pick a table's frame by index).
-	out := []*data.Frame{spans, frames.TraceBreakdown(ans.Breakdown, ans.Request), frames.TraceVerdict(traceID, ans.Verdict, ans.Lever, tq.ProfileTypeID, links)}
+	why := diagnose.Request(ans)
+	out := []*data.Frame{spans, frames.TraceBreakdown(why.Breakdown, why.Request), frames.TraceVerdict(traceID, why.Verdict, ans.Lever, tq.ProfileTypeID, links)}
 	if ans.Profile != nil {
 		out = append(out, flameGraphFrame(ans.Profile, tq.ProfileTypeID))
 	}

@@ -1,4 +1,4 @@
-package correlate
+package diagnose
 
 import (
 	"cmp"
@@ -74,29 +74,6 @@ func CriticalPath(t *models.Trace, root int) []PathSegment {
 	walk(root, r.Start, r.Start.Add(r.Duration))
 	slices.SortFunc(out, func(a, b PathSegment) int { return a.From.Compare(b.From) })
 	return out
-}
-
-// RequestRoot is the span that stands for the whole request: the longest of the spans without a
-// parent in the trace (a span whose parent is missing counts as one), ties to the earliest; -1
-// for no span.
-func RequestRoot(t *models.Trace) int {
-	if t == nil {
-		return -1
-	}
-	ids := map[string]bool{}
-	for _, s := range t.Spans {
-		ids[s.SpanID] = true
-	}
-	best := -1
-	for i, s := range t.Spans {
-		if s.ParentSpanID != "" && ids[s.ParentSpanID] && s.ParentSpanID != s.SpanID {
-			continue
-		}
-		if best < 0 || s.Duration > t.Spans[best].Duration || s.Duration == t.Spans[best].Duration && s.Start.Before(t.Spans[best].Start) {
-			best = i
-		}
-	}
-	return best
 }
 
 func maxTime(a, b time.Time) time.Time {

@@ -1,4 +1,4 @@
-package correlate
+package diagnose
 
 import (
 	"strings"
@@ -6,23 +6,15 @@ import (
 	"time"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/classify"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/correlate"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 )
 
-// answerOf joins tr with the CPU profiles and GPU series given, as JoinRequest does.
-func answerOf(tr *models.Trace, cpu SpanProfiles, gpus []classify.GPUSeries) *TraceAnswer {
-	rows := JoinTrace(TraceJoin{Trace: tr, CPU: cpu, GPUSeries: gpus, GPUStep: time.Second, GPUsKnown: gpus != nil,
-		Classify: classify.NewWindows(gpus, classify.DefaultThresholds()).Dominant, Join: models.DefaultJoinSettings()})
-	ans := &TraceAnswer{Trace: tr, Rows: rows}
-	ans.Breakdown, ans.Request = Breakdown(tr, rows)
-	return ans
-}
-
 func TestVerdictPutsTheEnginesQueueFirst(t *testing.T) {
 	engine := jspan("v1", "r", "vllm", "llm_request", 50, 900)
-	engine.Attributes = map[string]string{AttrTimeInQueue: "0.6", AttrTimeInPrefill: "0.1", AttrTimeInDecode: "0.15"}
+	engine.Attributes = map[string]string{correlate.AttrTimeInQueue: "0.6", correlate.AttrTimeInPrefill: "0.1", correlate.AttrTimeInDecode: "0.15"}
 	tr := &models.Trace{Spans: []models.Span{jspan("r", "", "api", "POST /v1/completions", 0, 1000), engine}}
-	v := Verdict(answerOf(tr, nil, nil))
+	v := verdictOf(answerOf(tr, nil, nil))
 	if len(v) != 4 {
 		t.Fatalf("%d causes: %+v", len(v), v)
 	}
@@ -50,7 +42,7 @@ func TestVerdictPutsTheEnginesQueueFirst(t *testing.T) {
 
 func TestVerdictNamesTheHotFunctionAndTheGPUsState(t *testing.T) {
 	tr := demoJoinTrace()
-	cpu := SpanProfiles{
+	cpu := correlate.SpanProfiles{
 		"b000000000000001": tree("main.handleDetect;main.dbQuery;crypto/sha256.block 250000000"),
 		"d000000000000001": tree("main.handleDetector;main.modelPredict 30000000"), // 3 samples
 		"e000000000000001": tree(),
@@ -59,7 +51,7 @@ func TestVerdictNamesTheHotFunctionAndTheGPUsState(t *testing.T) {
 	for i := range busy.Samples {
 		busy.Samples[i].Figures.SMActive, busy.Samples[i].Figures.DRAMActive = 0.95, 0.2
 	}
-	v := Verdict(answerOf(tr, cpu, []classify.GPUSeries{busy}))
+	v := verdictOf(answerOf(tr, cpu, []classify.GPUSeries{busy}))
 	first := v[0]
 	if first.Kind != CauseCPU || first.Service != "nemotron-backend" || first.Explains != 250*time.Millisecond ||
 		!strings.Contains(strings.Join(first.Evidence, "\n"), "hot function crypto/sha256.block: 250ms") || first.Caveat != "" ||
@@ -93,7 +85,7 @@ func TestVerdictNamesTheHotFunctionAndTheGPUsState(t *testing.T) {
 	// The same GPU time-sliced between two pods: the caveat names them, since DCGM's figures
 	// are the whole GPU's.
 	busy.Pods = []classify.Pod{{Namespace: "inference", Name: "triton-shared-0"}, {Namespace: "inference", Name: "embedder-shared-0"}}
-	v = Verdict(answerOf(tr, cpu, []classify.GPUSeries{busy}))
+	v = verdictOf(answerOf(tr, cpu, []classify.GPUSeries{busy}))
 	for _, c := range v {
 		if c.Service == "ai-detector" && c.Kind == CauseWaiting {
 			if !strings.Contains(c.Caveat, "other pods too over the range (inference/triton-shared-0, inference/embedder-shared-0: time-sliced, or handed over): its figures are the whole GPU's") {
@@ -106,12 +98,12 @@ func TestVerdictNamesTheHotFunctionAndTheGPUsState(t *testing.T) {
 func TestVerdictListsFailedSpans(t *testing.T) {
 	tr := demoJoinTrace()
 	tr.Spans[4].Attributes["otel.status_code"] = "ERROR"
-	v := Verdict(answerOf(tr, nil, nil))
+	v := verdictOf(answerOf(tr, nil, nil))
 	last := v[len(v)-1]
 	if last.Kind != CauseErrors || last.Title != "1 failed span(s)" || !strings.Contains(last.Evidence[0], "ai-enrichment GET /enrich") || last.Explains != 0 {
 		t.Errorf("errors cause %+v", last)
 	}
-	if Verdict(&TraceAnswer{}) != nil {
+	if Verdict(&correlate.TraceAnswer{}, nil, 0) != nil {
 		t.Error("a verdict without a trace")
 	}
 }
@@ -125,7 +117,7 @@ func TestFailedSpansAndTheirRetriesAreNamed(t *testing.T) {
 	lone.Attributes = map[string]string{"error": "true"}
 	tr := &models.Trace{Spans: []models.Span{root, first, retry, lone}}
 	parts, total := Breakdown(tr, nil)
-	causes := Verdict(&TraceAnswer{Trace: tr, Request: total, Breakdown: parts})
+	causes := Verdict(&correlate.TraceAnswer{Trace: tr}, parts, total)
 	last := causes[len(causes)-1]
 	if last.Kind != CauseErrors || last.Title != "2 failed span(s), 1 retried" || last.SpanID != "a1" {
 		t.Fatalf("error cause %+v", last)

@@ -1,4 +1,4 @@
-package correlate
+package diagnose
 
 import (
 	"fmt"
@@ -53,7 +53,7 @@ func TestCriticalPathFollowsWhatTheEndWaitedFor(t *testing.T) {
 	}
 	for _, c := range cases {
 		tr := &models.Trace{Spans: c.spans}
-		if got := pathText(tr, CriticalPath(tr, RequestRoot(tr))); got != c.want {
+		if got := pathText(tr, CriticalPath(tr, models.RequestRoot(tr))); got != c.want {
 			t.Errorf("%s:\n got %s\nwant %s", c.name, got, c.want)
 		}
 	}
@@ -67,7 +67,7 @@ func TestCriticalPathSurvivesCyclesAndPicksTheLongestRoot(t *testing.T) {
 		jspan("o", "missing", "api", "orphan", 0, 50), // its parent never arrived: a root
 	}
 	tr := &models.Trace{Spans: spans}
-	root := RequestRoot(tr)
+	root := models.RequestRoot(tr)
 	if root != 3 {
 		t.Fatalf("root %d, want the orphan (the longest root)", root)
 	}
@@ -78,7 +78,7 @@ func TestCriticalPathSurvivesCyclesAndPicksTheLongestRoot(t *testing.T) {
 	if got := pathText(tr, CriticalPath(tr, 0)); got != "x 0-2, y 2-7, x 7-10 (10 ms)" {
 		t.Errorf("cycle: %s", got)
 	}
-	if CriticalPath(tr, -1) != nil || RequestRoot(&models.Trace{}) != -1 {
+	if CriticalPath(tr, -1) != nil || models.RequestRoot(&models.Trace{}) != -1 {
 		t.Error("no root gave a path")
 	}
 }

@@ -1,4 +1,4 @@
-package correlate
+package diagnose
 
 import (
 	"cmp"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/classify"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/correlate"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 )
@@ -24,11 +25,6 @@ const (
 	CauseErrors      = "errors"      // failed spans on the request's path
 	CauseUnexplained = "unexplained" // time no signal explains
 )
-
-// ProfilerSampleInterval is how often the profilers the plugin reads sample the CPU (100 Hz, the
-// default of pyroscope-go, pyroscope-java and py-spy): the CPU a span profile shows is about
-// this many samples' worth.
-const ProfilerSampleInterval = 10 * time.Millisecond
 
 // minCause is the least time a cause must explain to be named.
 const minCause = time.Millisecond
@@ -63,11 +59,11 @@ type Cause struct {
 // answer's breakdown (its critical path split by signal) and its rows (profiles, hot functions,
 // GPU state, errors). Causes never overlap in time, so their shares add up to at most 1; parts
 // under a millisecond are left out.
-func Verdict(ans *TraceAnswer) []Cause {
-	if ans == nil || ans.Trace == nil || ans.Request <= 0 {
+func Verdict(ans *correlate.TraceAnswer, breakdown []BreakdownPart, request time.Duration) []Cause {
+	if ans == nil || ans.Trace == nil || request <= 0 {
 		return nil
 	}
-	rowOf := map[string]*SpanRow{}
+	rowOf := map[string]*correlate.SpanRow{}
 	for i := range ans.Rows {
 		rowOf[ans.Rows[i].Span.SpanID] = &ans.Rows[i]
 	}
@@ -87,7 +83,7 @@ func Verdict(ans *TraceAnswer) []Cause {
 		byKey[k] = len(out)
 		out = append(out, c)
 	}
-	for _, p := range ans.Breakdown {
+	for _, p := range breakdown {
 		if p.Duration < minCause {
 			continue // crumbs of the path's arithmetic, not a cause
 		}
@@ -168,7 +164,7 @@ func Verdict(ans *TraceAnswer) []Cause {
 		out = append(out, c)
 	}
 	for i := range out {
-		out[i].Share = float64(out[i].Explains) / float64(ans.Request)
+		out[i].Share = float64(out[i].Explains) / float64(request)
 	}
 	slices.SortStableFunc(out, func(a, b Cause) int { return cmp.Compare(b.Explains, a.Explains) })
 	return out
@@ -176,7 +172,7 @@ func Verdict(ans *TraceAnswer) []Cause {
 
 // addEngineEvidence puts what each engine's metrics said around its span on that span's queue
 // cause, or on its model cause when it did not queue.
-func addEngineEvidence(ans *TraceAnswer, causes []Cause) {
+func addEngineEvidence(ans *correlate.TraceAnswer, causes []Cause) {
 	for _, e := range ans.Engines {
 		id := ans.Trace.Spans[e.Span].SpanID
 		ev := engineEvidence(ans.Engines, ans.Trace, id)
@@ -235,7 +231,7 @@ func kernelIdleEvidence(results []*gputrace.Result) []string {
 }
 
 // calleeTraced says whether the trace holds spans of the service peer.
-func calleeTraced(ans *TraceAnswer, peer string) bool {
+func calleeTraced(ans *correlate.TraceAnswer, peer string) bool {
 	for _, s := range ans.Trace.Spans {
 		if s.Service == peer {
 			return true
@@ -246,9 +242,9 @@ func calleeTraced(ans *TraceAnswer, peer string) bool {
 
 // cpuEvidence names the service's hot function and says how many samples the CPU figure rests
 // on; profileID is the span profile holding the hot function (else the service's largest).
-func cpuEvidence(rows []SpanRow, p BreakdownPart) (ev []string, caveat, profileID, hotFunction string) {
+func cpuEvidence(rows []correlate.SpanRow, p BreakdownPart) (ev []string, caveat, profileID, hotFunction string) {
 	ev = []string{fmt.Sprintf("span profiles saw %s of CPU in %s on the critical path (%s)", p.Duration.Round(time.Millisecond), p.Service, p.Source)}
-	var hot *SpanRow
+	var hot *correlate.SpanRow
 	var cpu, most int64
 	for i, r := range rows {
 		if r.Span.Service != p.Service || r.CPU == nil {
@@ -266,7 +262,7 @@ func cpuEvidence(rows []SpanRow, p BreakdownPart) (ev []string, caveat, profileI
 		ev = append(ev, fmt.Sprintf("hot function %s: %s of CPU self time in span %s", hot.HotFunction, time.Duration(hot.HotSelf).Round(time.Millisecond), hot.Span.Operation))
 		profileID, hotFunction = hot.ProfileID, hot.HotFunction
 	}
-	samples := int(time.Duration(cpu) / ProfilerSampleInterval)
+	samples := int(time.Duration(cpu) / correlate.ProfilerSampleInterval)
 	if samples < minSamples {
 		caveat = fmt.Sprintf("about %d profile samples (%s of CPU at 100 Hz): too few to rank functions reliably", samples, time.Duration(cpu).Round(time.Millisecond))
 	}
@@ -274,7 +270,7 @@ func cpuEvidence(rows []SpanRow, p BreakdownPart) (ev []string, caveat, profileI
 }
 
 // gpuEvidence is the span's GPU state over its window.
-func gpuEvidence(r *SpanRow) []string {
+func gpuEvidence(r *correlate.SpanRow) []string {
 	g := r.GPU
 	ev := []string{fmt.Sprintf("GPU %s %.0f%% of %d reading(s) during %s", g.Class, 100*g.ClassShare, g.Samples, r.Span.Operation)}
 	if len(g.Evidence) > 0 {
@@ -293,7 +289,7 @@ func gpuAction(c classify.Class, otherwise string) string {
 
 // gpuCaveat says when DCGM's readings are much coarser than the span, and when the GPU served
 // other pods too.
-func gpuCaveat(r *SpanRow) string {
+func gpuCaveat(r *correlate.SpanRow) string {
 	g := r.GPU
 	var out []string
 	if g.Samples <= 1 || r.Span.Duration < time.Second {
@@ -313,7 +309,7 @@ func gpuCaveat(r *SpanRow) string {
 
 // errorCause is the time of failed spans, when the trace has any, and the retries they caused: a
 // later span of the same service, operation and parent is a retry of a failed one.
-func errorCause(ans *TraceAnswer) (Cause, bool) {
+func errorCause(ans *correlate.TraceAnswer) (Cause, bool) {
 	var failed, retried []string
 	var d, wasted time.Duration
 	var first string

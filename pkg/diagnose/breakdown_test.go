@@ -1,10 +1,11 @@
-package correlate
+package diagnose
 
 import (
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/correlate"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 )
@@ -19,9 +20,9 @@ func partsText(parts []BreakdownPart) string {
 
 func TestBreakdownOfARequestSlowedByTheEnginesQueue(t *testing.T) {
 	engine := jspan("v1", "r", "vllm", "llm_request", 50, 900)
-	engine.Attributes = map[string]string{AttrTimeInQueue: "0.6", AttrTimeInPrefill: "0.1", AttrTimeInDecode: "0.15", AttrE2E: "0.9"}
+	engine.Attributes = map[string]string{correlate.AttrTimeInQueue: "0.6", correlate.AttrTimeInPrefill: "0.1", correlate.AttrTimeInDecode: "0.15", correlate.AttrE2E: "0.9"}
 	tr := &models.Trace{Spans: []models.Span{jspan("r", "", "api", "POST /v1/completions", 0, 1000), engine}}
-	parts, total := Breakdown(tr, JoinTrace(TraceJoin{Trace: tr, Join: models.DefaultJoinSettings()}))
+	parts, total := Breakdown(tr, correlate.JoinTrace(correlate.TraceJoin{Trace: tr, Join: models.DefaultJoinSettings()}))
 	want := "queue in vllm: 600ms; decode in vllm: 150ms; prefill in vllm: 100ms; unexplained in api: 100ms; unexplained in vllm: 50ms"
 	if got := partsText(parts); got != want {
 		t.Errorf("parts:\n got %s\nwant %s", got, want)
@@ -36,12 +37,12 @@ func TestBreakdownOfARequestSlowedByTheEnginesQueue(t *testing.T) {
 
 func TestBreakdownSplitsProfiledTimeIntoCPUAndTheRest(t *testing.T) {
 	tr := demoJoinTrace()
-	cpu := SpanProfiles{
+	cpu := correlate.SpanProfiles{
 		"b000000000000001": tree("main.handleDetect;main.dbQuery 250000000"), // 250 ms of CPU
 		"d000000000000001": tree("main.handleDetector;main.modelPredict 30000000"),
 		"e000000000000001": tree(),
 	}
-	rows := JoinTrace(TraceJoin{Trace: tr, CPU: cpu, Join: models.DefaultJoinSettings()})
+	rows := correlate.JoinTrace(correlate.TraceJoin{Trace: tr, CPU: cpu, Join: models.DefaultJoinSettings()})
 	kernel := int64(20 * time.Millisecond)
 	for i := range rows {
 		if rows[i].Span.Operation == "model.predict" {
@@ -79,7 +80,7 @@ func TestBreakdownSplitsProfiledTimeIntoCPUAndTheRest(t *testing.T) {
 	kt := &gputrace.Result{Idle: []gputrace.StreamIdle{{Idle: 4_000_000, HostWait: 3_000_000, KernelWait: 500_000}},
 		Launch: gputrace.LaunchStats{Joined: 200, ShorterThanLaunch: 0.6}}
 	kt.Sync.Calls, kt.Sync.Time = 12, 2_500_000
-	causes := Verdict(&TraceAnswer{Trace: tr, Rows: rows, Request: total, Breakdown: parts, KernelTraces: []*gputrace.Result{kt}})
+	causes := Verdict(&correlate.TraceAnswer{Trace: tr, Rows: rows, KernelTraces: []*gputrace.Result{kt}}, parts, total)
 	var idle *Cause
 	for i := range causes {
 		if causes[i].Kind == CauseGPUIdle {
@@ -100,7 +101,7 @@ func TestBreakdownSplitsProfiledTimeIntoCPUAndTheRest(t *testing.T) {
 
 func TestBreakdownIgnoresEngineFiguresThatAreNotDurations(t *testing.T) {
 	engine := jspan("v1", "", "vllm", "llm_request", 0, 100)
-	engine.Attributes = map[string]string{AttrTimeInQueue: "NaN", AttrTimeInPrefill: "-1", AttrTimeInDecode: "5"}
+	engine.Attributes = map[string]string{correlate.AttrTimeInQueue: "NaN", correlate.AttrTimeInPrefill: "-1", correlate.AttrTimeInDecode: "5"}
 	tr := &models.Trace{Spans: []models.Span{engine}}
 	parts, total := Breakdown(tr, nil)
 	// A decode longer than the span is cut to it; the rest are not durations.
@@ -121,9 +122,9 @@ func tritonTrace(queueStart, computeStart, computeEnd int) *models.Trace {
 	root := jspan("t1", "", "triton-inference-server", "InferRequest", 0, 1000)
 	root.Kind = models.SpanKindServer
 	model := jspan("t2", "t1", "triton-inference-server", "simple", 10, 980)
-	model.Events = []models.SpanEvent{ev("REQUEST_START", 10), ev(EventQueueStart, queueStart), ev("REQUEST_END", 990)}
+	model.Events = []models.SpanEvent{ev("REQUEST_START", 10), ev(correlate.EventQueueStart, queueStart), ev("REQUEST_END", 990)}
 	compute := jspan("t3", "t2", "triton-inference-server", "compute", computeStart, computeEnd-computeStart)
-	compute.Events = []models.SpanEvent{ev(EventComputeStart, computeStart), ev("COMPUTE_INPUT_END", computeStart+5), ev("COMPUTE_OUTPUT_START", computeEnd-5), ev(EventComputeEnd, computeEnd)}
+	compute.Events = []models.SpanEvent{ev(correlate.EventComputeStart, computeStart), ev("COMPUTE_INPUT_END", computeStart+5), ev("COMPUTE_OUTPUT_START", computeEnd-5), ev(correlate.EventComputeEnd, computeEnd)}
 	return &models.Trace{Spans: []models.Span{root, model, compute}}
 }
 
@@ -142,7 +143,7 @@ func TestBreakdownReadsTritonsQueueAndComputeTimestamps(t *testing.T) {
 	if parts[1].SpanID != "t3" || parts[1].Source != "span events COMPUTE_START → COMPUTE_END (Triton)" {
 		t.Errorf("compute part %+v", parts[1])
 	}
-	causes := Verdict(&TraceAnswer{Trace: tr, Request: total, Breakdown: parts})
+	causes := Verdict(&correlate.TraceAnswer{Trace: tr}, parts, total)
 	if len(causes) < 2 || causes[0].Kind != CauseQueue || causes[1].Kind != CauseModel || causes[1].Title != "the model in triton-inference-server (compute)" {
 		t.Fatalf("causes %+v", causes)
 	}
@@ -169,7 +170,7 @@ func TestBreakdownCountsACallsOwnTimeAsWaitingOnTheCallee(t *testing.T) {
 	if got := partsText(parts); got != want || total != 500*time.Millisecond {
 		t.Errorf("parts:\n got %s (total %s)\nwant %s", got, total, want)
 	}
-	causes := Verdict(&TraceAnswer{Trace: tr, Request: total, Breakdown: parts})
+	causes := Verdict(&correlate.TraceAnswer{Trace: tr}, parts, total)
 	byTitle := map[string]Cause{}
 	for _, c := range causes {
 		byTitle[c.Title] = c

@@ -1,4 +1,9 @@
-package correlate
+// Package diagnose says why a request was slow from what the request-level join found
+// (correlate.TraceAnswer): its critical path, the breakdown of its duration along that path by
+// what explains each stretch (the serving engine's figures, GPU kernel traces, span profiles,
+// calls), and the verdict ranking the causes with their evidence and remedy. It is pure: it
+// asks no store, so it is tested on hand-built answers.
+package diagnose
 
 import (
 	"cmp"
@@ -8,26 +13,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/correlate"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
-)
-
-// Serving-engine span attributes, as vLLM's tracing names them (vllm/tracing.py, SpanAttributes),
-// each a duration in seconds on the engine's request span (llm_request).
-const (
-	AttrTimeInQueue    = "gen_ai.latency.time_in_queue"
-	AttrTimeToFirst    = "gen_ai.latency.time_to_first_token"
-	AttrTimeInPrefill  = "gen_ai.latency.time_in_model_prefill"
-	AttrTimeInDecode   = "gen_ai.latency.time_in_model_decode"
-	AttrTimeInSchedule = "gen_ai.latency.time_in_scheduler"
-	AttrE2E            = "gen_ai.latency.e2e"
-)
-
-// Triton's request timestamps, as its OpenTelemetry trace mode records them (span events of the
-// model's span and of its "compute" child; Triton's docs, trace.md, and qa/L0_trace).
-const (
-	EventQueueStart   = "QUEUE_START"
-	EventComputeStart = "COMPUTE_START"
-	EventComputeEnd   = "COMPUTE_END"
 )
 
 // Attributes naming the service a client span calls when that service sent no spans of its own
@@ -51,6 +38,27 @@ const (
 // partKinds are the kinds in the order the breakdown explains time with them.
 var partKinds = []string{PartQueue, PartPrefill, PartDecode, PartCompute, PartGPUKernels, PartDownstream, PartCPU, PartGPUIdle, PartOffCPU, PartUnexplained}
 
+// Diagnosis is why one request was slow.
+type Diagnosis struct {
+	// Breakdown is the request's duration (Request, its root span's) split into parts along its
+	// critical path; empty when the trace could not be read.
+	Breakdown []BreakdownPart
+	Request   time.Duration
+	// Verdict ranks the causes of the request's latency.
+	Verdict []Cause
+}
+
+// Request diagnoses the joined request: its breakdown, then the verdict drawn from it.
+func Request(ans *correlate.TraceAnswer) Diagnosis {
+	if ans == nil || ans.Trace == nil {
+		return Diagnosis{}
+	}
+	var d Diagnosis
+	d.Breakdown, d.Request = Breakdown(ans.Trace, ans.Rows)
+	d.Verdict = Verdict(ans, d.Breakdown, d.Request)
+	return d
+}
+
 // BreakdownPart is one part of the request's duration.
 type BreakdownPart struct {
 	Kind    string
@@ -72,9 +80,9 @@ type BreakdownPart struct {
 // decode, from vLLM's span attributes), the GPU kernel time of the request's kernel traces, the
 // CPU its service's span profiles saw, and, for a profiled service, the rest as off-CPU; time in
 // a service nothing explains is unexplained. The parts sum to the request's duration exactly;
-// parts of no time are left out. Rows are JoinTrace's (their CPU and kernel time are used).
-func Breakdown(t *models.Trace, rows []SpanRow) (parts []BreakdownPart, total time.Duration) {
-	root := RequestRoot(t)
+// parts of no time are left out. Rows are correlate.JoinTrace's (their CPU and kernel time are used).
+func Breakdown(t *models.Trace, rows []correlate.SpanRow) (parts []BreakdownPart, total time.Duration) {
+	root := models.RequestRoot(t)
 	if root < 0 {
 		return nil, 0
 	}
@@ -82,7 +90,7 @@ func Breakdown(t *models.Trace, rows []SpanRow) (parts []BreakdownPart, total ti
 	for _, seg := range CriticalPath(t, root) {
 		onPath[seg.Span] += seg.Duration()
 	}
-	bySpan := map[string]*SpanRow{}
+	bySpan := map[string]*correlate.SpanRow{}
 	for i := range rows {
 		bySpan[rows[i].Span.SpanID] = &rows[i]
 	}
@@ -185,21 +193,21 @@ type engineFigure struct {
 func engineFigures(t *models.Trace, i int, children []int) []engineFigure {
 	s := t.Spans[i]
 	out := []engineFigure{
-		{PartQueue, "span attribute " + AttrTimeInQueue, attrSeconds(s, AttrTimeInQueue)},
-		{PartPrefill, "span attribute " + AttrTimeInPrefill, attrSeconds(s, AttrTimeInPrefill)},
-		{PartDecode, "span attribute " + AttrTimeInDecode, attrSeconds(s, AttrTimeInDecode)},
+		{PartQueue, "span attribute " + correlate.AttrTimeInQueue, attrSeconds(s, correlate.AttrTimeInQueue)},
+		{PartPrefill, "span attribute " + correlate.AttrTimeInPrefill, attrSeconds(s, correlate.AttrTimeInPrefill)},
+		{PartDecode, "span attribute " + correlate.AttrTimeInDecode, attrSeconds(s, correlate.AttrTimeInDecode)},
 	}
-	if queued, ok := s.Event(EventQueueStart); ok {
+	if queued, ok := s.Event(correlate.EventQueueStart); ok {
 		for _, c := range children {
-			if started, ok := t.Spans[c].Event(EventComputeStart); ok {
-				out = append(out, engineFigure{PartQueue, "span events " + EventQueueStart + " → " + EventComputeStart + " (Triton)", started.Sub(queued)})
+			if started, ok := t.Spans[c].Event(correlate.EventComputeStart); ok {
+				out = append(out, engineFigure{PartQueue, "span events " + correlate.EventQueueStart + " → " + correlate.EventComputeStart + " (Triton)", started.Sub(queued)})
 				break
 			}
 		}
 	}
-	if started, ok := s.Event(EventComputeStart); ok {
-		if ended, ok := s.Event(EventComputeEnd); ok {
-			out = append(out, engineFigure{PartCompute, "span events " + EventComputeStart + " → " + EventComputeEnd + " (Triton)", ended.Sub(started)})
+	if started, ok := s.Event(correlate.EventComputeStart); ok {
+		if ended, ok := s.Event(correlate.EventComputeEnd); ok {
+			out = append(out, engineFigure{PartCompute, "span events " + correlate.EventComputeStart + " → " + correlate.EventComputeEnd + " (Triton)", ended.Sub(started)})
 		}
 	}
 	return out
