@@ -187,12 +187,16 @@ type Figures struct {
 	// ClockEvents is DCGM_FI_DEV_CLOCKS_EVENT_REASONS (alias DCGM_FI_DEV_CLOCK_THROTTLE_REASONS),
 	// the throttle bitmask; NaN when not exported.
 	ClockEvents float64
+	// FBUsed and FBFree are the framebuffer in use and free, MiB (DCGM_FI_DEV_FB_USED,
+	// DCGM_FI_DEV_FB_FREE): no class reads them; a request that failed with CUDA out-of-memory
+	// quotes them.
+	FBUsed, FBFree float64
 }
 
 // Missing returns Figures with every reading NaN.
 func Missing() Figures {
 	n := math.NaN()
-	return Figures{n, n, n, n, n, n, n, n, n, n, n, n}
+	return Figures{n, n, n, n, n, n, n, n, n, n, n, n, n, n}
 }
 
 // Sample is a GPU's figures at one step.

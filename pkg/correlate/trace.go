@@ -71,6 +71,9 @@ type GPUWindow struct {
 	// percent (DRAM_ACTIVE, else MEM_COPY_UTIL), PCIe the mean PCIe traffic in bytes per second
 	// (TX + RX). NaN when no GPU reported the figure.
 	Util, MemActivity, PCIe float64
+	// FBUsed is the most framebuffer any of the GPUs had in use over the window and FBFree the
+	// least it had free, MiB (NaN when DCGM sends neither): what a CUDA out-of-memory met.
+	FBUsed, FBFree float64
 	// Samples counts the readings used; From and To bound them.
 	Samples  int
 	From, To time.Time
@@ -345,6 +348,7 @@ func spanGPUWindow(s models.Span, host string, gpus []string, series []classify.
 		w.ByPod = slices.ContainsFunc(series, func(sr classify.GPUSeries) bool { return sr.GPU.Host == host && runsIn(sr.Pods, pod) })
 	}
 	var util, mem, pcie mean
+	fbUsed, fbFree := math.NaN(), math.NaN()
 	for _, sr := range series {
 		if sr.GPU.Host != host || gpus != nil && !slices.ContainsFunc(gpus, sr.GPU.Matches) || w.ByPod && !runsIn(sr.Pods, pod) {
 			continue
@@ -359,6 +363,12 @@ func spanGPUWindow(s models.Span, host string, gpus []string, series []classify.
 			util.add(first(f.GPUUtil, f.GrEngine*100, f.SMActive*100))
 			mem.add(first(f.DRAMActive*100, f.MemCopyUtil))
 			pcie.add(nanSum(f.PCIeTx, f.PCIeRx))
+			if !math.IsNaN(f.FBUsed) && (math.IsNaN(fbUsed) || f.FBUsed > fbUsed) {
+				fbUsed = f.FBUsed
+			}
+			if !math.IsNaN(f.FBFree) && (math.IsNaN(fbFree) || f.FBFree < fbFree) {
+				fbFree = f.FBFree
+			}
 			if w.From.IsZero() || smp.Time.Before(w.From) {
 				w.From = smp.Time
 			}
@@ -384,6 +394,7 @@ func spanGPUWindow(s models.Span, host string, gpus []string, series []classify.
 	}
 	slices.SortFunc(w.GPUs, classify.GPU.Compare)
 	w.Util, w.MemActivity, w.PCIe = util.value(), mem.value(), pcie.value()
+	w.FBUsed, w.FBFree = fbUsed, fbFree
 	w.Class, w.ClassShare = classify.NoData, 0
 	if classifyFn != nil {
 		w.Class, w.ClassShare, w.Evidence = classifyFn(cut)

@@ -33,10 +33,11 @@ const (
 	PartCPU         = "cpu"         // CPU the span profiles saw, up to the service's time on the path
 	PartOffCPU      = "off-cpu"     // the rest of a profiled service's time: I/O, locks, untraced calls
 	PartUnexplained = "unexplained" // a service's time on the path that no signal explains
+	PartFailed      = "failed attempt" // a failed attempt's time on the path (span status ERROR), one part per attempt
 )
 
 // partKinds are the kinds in the order the breakdown explains time with them.
-var partKinds = []string{PartQueue, PartPrefill, PartDecode, PartCompute, PartGPUKernels, PartDownstream, PartCPU, PartGPUIdle, PartOffCPU, PartUnexplained}
+var partKinds = []string{PartFailed, PartQueue, PartPrefill, PartDecode, PartCompute, PartGPUKernels, PartDownstream, PartCPU, PartGPUIdle, PartOffCPU, PartUnexplained}
 
 // Diagnosis is why one request was slow.
 type Diagnosis struct {
@@ -96,15 +97,26 @@ func Breakdown(t *models.Trace, rows []correlate.SpanRow) (parts []BreakdownPart
 	}
 	// CPU per service: its profiled spans' totals (a span profile covers the service's local
 	// subtree), spent against the service's time on the path.
+	children := childrenOf(t)
+	// A failed attempt's time is one part, whatever it did: its spans' CPU is not spent again on
+	// the service's other spans (its retry's, say).
+	attempts, attemptOf := failedAttempts(t, root, children)
+	index := map[string]int{}
+	for i, sp := range t.Spans {
+		index[sp.SpanID] = i
+	}
 	cpuLeft := map[string]time.Duration{}
 	profiled := map[string]bool{}
 	for _, r := range rows {
+		if i, ok := index[r.Span.SpanID]; ok && attemptOf[i] >= 0 {
+			continue
+		}
 		if r.CPU != nil {
 			cpuLeft[r.Span.Service] += time.Duration(*r.CPU)
 			profiled[r.Span.Service] = true
 		}
 	}
-	type key struct{ kind, service, peer string }
+	type key struct{ kind, service, peer, attempt string }
 	sums := map[key]time.Duration{}
 	sources := map[key]string{}
 	bySpanOf := map[key]map[int]time.Duration{}
@@ -114,7 +126,10 @@ func Breakdown(t *models.Trace, rows []correlate.SpanRow) (parts []BreakdownPart
 		if d <= 0 {
 			return
 		}
-		k := key{kind, service, peer}
+		k := key{kind, service, peer, ""}
+		if a := attemptOf[span]; a >= 0 {
+			k.attempt = t.Spans[attempts[a].span].SpanID
+		}
 		if _, ok := sums[k]; !ok {
 			order = append(order, k)
 			bySpanOf[k] = map[int]time.Duration{}
@@ -123,7 +138,6 @@ func Breakdown(t *models.Trace, rows []correlate.SpanRow) (parts []BreakdownPart
 		sums[k] += d
 		bySpanOf[k][span] += d
 	}
-	children := childrenOf(t)
 	for i, s := range t.Spans {
 		span = i
 		left := onPath[i]
@@ -134,6 +148,11 @@ func Breakdown(t *models.Trace, rows []correlate.SpanRow) (parts []BreakdownPart
 			d = min(max(d, 0), left)
 			left -= d
 			return d
+		}
+		if a := attemptOf[i]; a >= 0 {
+			f := t.Spans[attempts[a].span]
+			add(PartFailed, f.Service, "", take(left), partSource(PartFailed))
+			continue
 		}
 		for _, f := range engineFigures(t, i, children[i]) {
 			add(f.kind, s.Service, "", take(f.d), f.source)
@@ -170,13 +189,17 @@ func Breakdown(t *models.Trace, rows []correlate.SpanRow) (parts []BreakdownPart
 				top, topD = i, d
 			}
 		}
-		parts = append(parts, BreakdownPart{Kind: k.kind, Service: k.service, Peer: k.peer, Duration: sums[k], SpanID: t.Spans[top].SpanID, Source: sources[k]})
+		id := t.Spans[top].SpanID
+		if k.attempt != "" {
+			id = k.attempt // the attempt, not the span inside it that held most of its time
+		}
+		parts = append(parts, BreakdownPart{Kind: k.kind, Service: k.service, Peer: k.peer, Duration: sums[k], SpanID: id, Source: sources[k]})
 		total += sums[k]
 	}
 	// Largest first; ties in the order of partKinds, then by service.
 	slices.SortFunc(parts, func(a, b BreakdownPart) int {
 		return cmp.Or(cmp.Compare(b.Duration, a.Duration), cmp.Compare(slices.Index(partKinds, a.Kind), slices.Index(partKinds, b.Kind)),
-			cmp.Compare(a.Service, b.Service), cmp.Compare(a.Peer, b.Peer))
+			cmp.Compare(a.Service, b.Service), cmp.Compare(a.Peer, b.Peer), cmp.Compare(a.SpanID, b.SpanID))
 	})
 	return parts, total
 }
@@ -260,6 +283,8 @@ func partSource(kind string) string {
 		return "span profiles (CPU), up to the service's time on the critical path"
 	case PartOffCPU:
 		return "critical path less the span profiles' CPU"
+	case PartFailed:
+		return "critical path: the failed attempt's time (span status ERROR), whatever it did"
 	}
 	return "critical path (no profile, engine attribute or kernel trace for this time)"
 }

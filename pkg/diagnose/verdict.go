@@ -22,7 +22,8 @@ const (
 	CauseWaiting     = "waiting"     // a profiled service's time off the CPU
 	CauseGPUKernels  = "gpu kernels" // GPU kernels the request's kernel traces show
 	CauseGPUIdle     = "gpu idle"    // a span with kernels waiting on neither kernels nor CPU
-	CauseErrors      = "errors"      // failed spans on the request's path
+	CauseFailed      = "failed attempt" // a failed attempt's time on the path, with its failure and retry
+	CauseErrors      = "errors"         // failed spans off the request's path (no time of their own)
 	CauseUnexplained = "unexplained" // time no signal explains
 )
 
@@ -71,10 +72,19 @@ func Verdict(ans *correlate.TraceAnswer, breakdown []BreakdownPart, request time
 	for _, s := range ans.Trace.Spans {
 		spanOf[s.SpanID] = s
 	}
+	root := models.RequestRoot(ans.Trace)
+	attempts, _ := failedAttempts(ans.Trace, root, childrenOf(ans.Trace))
+	attemptAt := map[string]attempt{}
+	for _, a := range attempts {
+		attemptAt[ans.Trace.Spans[a.span].SpanID] = a
+	}
 	var out []Cause
 	byKey := map[[3]string]int{}
 	add := func(c Cause, peer string) {
 		k := [3]string{c.Kind, c.Service, peer}
+		if c.Kind == CauseFailed {
+			k[2] = c.SpanID // one cause per attempt
+		}
 		if i, ok := byKey[k]; ok { // prefill and decode make one model cause
 			out[i].Explains += c.Explains
 			out[i].Evidence = append(out[i].Evidence, c.Evidence...)
@@ -97,6 +107,8 @@ func Verdict(ans *correlate.TraceAnswer, breakdown []BreakdownPart, request time
 			c.Start, c.End = sp.Start, sp.Start.Add(sp.Duration)
 		}
 		switch p.Kind {
+		case PartFailed:
+			c = attemptCause(ans, attemptAt[p.SpanID], p)
 		case PartQueue:
 			c.Kind, c.Title = CauseQueue, "queued in "+p.Service+op
 			c.Evidence = []string{fmt.Sprintf("%s waited %s in the engine's queue (%s)", p.Service, p.Duration.Round(time.Millisecond), p.Source)}
@@ -160,7 +172,13 @@ func Verdict(ans *correlate.TraceAnswer, breakdown []BreakdownPart, request time
 		add(c, p.Peer)
 	}
 	addEngineEvidence(ans, out)
-	if c, ok := errorCause(ans); ok {
+	onPath := map[string]bool{}
+	for _, c := range out {
+		if c.Kind == CauseFailed {
+			onPath[c.SpanID] = true
+		}
+	}
+	if c, ok := errorCause(ans, onPath); ok {
 		out = append(out, c)
 	}
 	for i := range out {
@@ -307,45 +325,38 @@ func gpuCaveat(r *correlate.SpanRow) string {
 	return strings.Join(out, "; ")
 }
 
-// errorCause is the time of failed spans, when the trace has any, and the retries they caused: a
-// later span of the same service, operation and parent is a retry of a failed one.
-func errorCause(ans *correlate.TraceAnswer) (Cause, bool) {
-	var failed, retried []string
-	var d, wasted time.Duration
+// errorCause names the failed spans that are not a failed attempt with time on the critical path
+// (a failed call in a branch the request did not wait for, or the request's root itself): they
+// explain no time of their own and come last. onPath holds the attempts the verdict already
+// gave their time.
+func errorCause(ans *correlate.TraceAnswer, onPath map[string]bool) (Cause, bool) {
+	t := ans.Trace
+	attempts, attemptOf := failedAttempts(t, models.RequestRoot(t), childrenOf(t))
+	var failed []string
 	var first string
-	spans := ans.Trace.Spans
-	for _, f := range spans {
-		a := f.Attributes
-		if a["error"] != "true" && !strings.EqualFold(a["otel.status_code"], "ERROR") {
+	for i, f := range t.Spans {
+		if !f.Failed() || attemptOf[i] >= 0 && onPath[t.Spans[attempts[attemptOf[i]].span].SpanID] {
 			continue
 		}
-		failed = append(failed, f.Service+" "+f.Operation)
-		d += f.Duration
+		what := f.StatusMessage
+		if typ, msg, ok := f.Exception(); ok {
+			what = strings.Join(nonEmpty(typ, msg), ": ")
+		}
+		if what != "" {
+			what = ": " + what
+		}
+		failed = append(failed, fmt.Sprintf("%s %s after %s%s", f.Service, f.Operation, f.Duration.Round(time.Millisecond), what))
 		if first == "" {
 			first = f.SpanID
-		}
-		for _, s := range spans {
-			if s.SpanID != f.SpanID && s.ParentSpanID == f.ParentSpanID && f.ParentSpanID != "" && s.Service == f.Service &&
-				s.Operation == f.Operation && !s.Start.Before(f.Start.Add(f.Duration)) {
-				retried = append(retried, f.Service+" "+f.Operation)
-				wasted += f.Duration
-				break
-			}
 		}
 	}
 	if len(failed) == 0 {
 		return Cause{}, false
 	}
-	c := Cause{
-		Kind: CauseErrors, Title: fmt.Sprintf("%d failed span(s)", len(failed)), SpanID: first,
-		Evidence: []string{"failed: " + strings.Join(failed, ", ") + fmt.Sprintf(" (%s in all, span status)", d.Round(time.Millisecond))},
-		Action:   "a failure and its retries add their time: see the failed spans' events and logs",
-		Caveat:   "the failed spans' time is also counted in the causes above, where it was spent",
-	}
-	if len(retried) > 0 {
-		c.Title += fmt.Sprintf(", %d retried", len(retried))
-		c.Evidence = append(c.Evidence, fmt.Sprintf("retried after failing: %s (the failed attempts took %s before their retries started)", strings.Join(retried, ", "), wasted.Round(time.Millisecond)))
-		c.Action = "the failed attempts' time was lost to the retries: fix the failure first (its span events and logs say why), then bound retries with a deadline"
-	}
-	return c, true
+	return Cause{
+		Kind: CauseErrors, Title: fmt.Sprintf("%d failed span(s) off the critical path", len(failed)), SpanID: first,
+		Evidence: []string{"failed (span status ERROR): " + strings.Join(failed, "; ")},
+		Action:   "the request did not wait for these failures, or failed as a whole: their exceptions and events say why",
+		Caveat:   "their time is counted in the causes above, where the request spent it",
+	}, true
 }

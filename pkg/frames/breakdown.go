@@ -23,6 +23,7 @@ var breakdownLabels = map[string]string{
 	diagnose.PartCPU:         "CPU in %s",
 	diagnose.PartOffCPU:      "off-CPU in %s (I/O, locks, untraced calls)",
 	diagnose.PartUnexplained: "unexplained in %s",
+	diagnose.PartFailed:      "failed attempt in %s",
 }
 
 // TraceBreakdown is the request's duration split into parts (correlate.Breakdown), one row per

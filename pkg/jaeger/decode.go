@@ -66,6 +66,13 @@ func (r *v3Reply) spans(path string) ([]models.Span, error) {
 					Resource:   resource,
 					Kind:       v3Kind(s.Kind()),
 				}
+				switch s.Status().Code() {
+				case ptrace.StatusCodeError:
+					sp.Status = models.StatusError
+				case ptrace.StatusCodeOk:
+					sp.Status = models.StatusOK
+				}
+				sp.StatusMessage = s.Status().Message()
 				for _, e := range s.Events().All() {
 					sp.Events = append(sp.Events, models.SpanEvent{Name: e.Name(), Time: e.Timestamp().AsTime(), Attributes: attributes(e.Attributes())})
 				}
@@ -183,6 +190,7 @@ func (r *v1Reply) spans(path string) ([]models.Span, error) {
 				Resource:     tags(p.Tags),
 			}
 			sp.Kind = sp.Attributes[v1KindTag]
+			sp.Status, sp.StatusMessage = v1Status(sp.Attributes)
 			for _, l := range s.Logs {
 				fields := tags(l.Fields)
 				name := fields[v1EventField]
@@ -218,10 +226,30 @@ func v1Parent(s v1Span) string {
 	return parent
 }
 
+// v1Status reads a span's status from the tags Jaeger's v1 API turns OTLP's status into
+// (otel.status_code, otel.status_description) and from the older error=true tag.
+func v1Status(tags map[string]string) (status, message string) {
+	message = tags[v1StatusDescriptionTag]
+	switch strings.ToUpper(tags[v1StatusCodeTag]) {
+	case "ERROR":
+		return models.StatusError, message
+	case "OK":
+		return models.StatusOK, message
+	}
+	if strings.EqualFold(tags[v1ErrorTag], "true") {
+		return models.StatusError, message
+	}
+	return "", message
+}
+
 // Where v1 keeps what OTLP has as fields: the span kind is a tag, an event's name a log field.
 const (
 	v1KindTag    = "span.kind"
 	v1EventField = "event"
+	// The status: OTLP's code and message as tags, and OpenTracing's error tag.
+	v1StatusCodeTag        = "otel.status_code"
+	v1StatusDescriptionTag = "otel.status_description"
+	v1ErrorTag             = "error"
 )
 
 // v3Kind is the span kind as v1's span.kind tag spells it (lower case), "" when unspecified.

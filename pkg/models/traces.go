@@ -28,8 +28,42 @@ type Span struct {
 	// "producer", "consumer"; v1: the span.kind tag), "" when unset.
 	Kind string
 	// Events are the span's events in time order (v1: its logs, named by their "event" field):
-	// Triton's request timestamps (QUEUE_START, COMPUTE_START, ...) arrive this way.
+	// Triton's request timestamps (QUEUE_START, COMPUTE_START, ...) and recorded exceptions
+	// (ExceptionEvent) arrive this way.
 	Events []SpanEvent
+	// Status is the span's status code, StatusError or StatusOK ("" when unset), and
+	// StatusMessage its description (v3: OTLP's status; v1: the otel.status_code and
+	// otel.status_description tags, or the error=true tag).
+	Status        string
+	StatusMessage string
+}
+
+// Span status codes, as Status holds them.
+const (
+	StatusOK    = "ok"
+	StatusError = "error"
+)
+
+// Exception events, as OpenTelemetry's semantic conventions record them (span.RecordError,
+// Python's record_exception).
+const (
+	ExceptionEvent   = "exception"
+	ExceptionType    = "exception.type"
+	ExceptionMessage = "exception.message"
+)
+
+// Failed reports whether the span ended with an error status.
+func (s Span) Failed() bool { return s.Status == StatusError }
+
+// Exception is the type and message of the span's last recorded exception; ok is false when the
+// span recorded none.
+func (s Span) Exception() (typ, message string, ok bool) {
+	for i := len(s.Events) - 1; i >= 0; i-- {
+		if e := s.Events[i]; e.Name == ExceptionEvent {
+			return e.Attributes[ExceptionType], e.Attributes[ExceptionMessage], true
+		}
+	}
+	return "", "", false
 }
 
 // SpanEvent is one event of a span: a name at a time, with its attributes.

@@ -42,6 +42,8 @@ var gpuFigures = []gpuFigure{
 	{"sm_clock", func(f *classify.Figures, v float64) { f.SMClockMHz = v }},
 	{"power", func(f *classify.Figures, v float64) { f.PowerW = v }},
 	{"clock_events", func(f *classify.Figures, v float64) { f.ClockEvents = v }},
+	{"fb_used", func(f *classify.Figures, v float64) { f.FBUsed = v }},
+	{"fb_free", func(f *classify.Figures, v float64) { f.FBFree = v }},
 }
 
 // seriesPerGPUAndMetric bounds the series index GPUFigures reads to count GPUs: (limit+1) GPUs ×

@@ -1,0 +1,84 @@
+package jaeger
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
+)
+
+// v3 carries OTLP's status (code 2 is ERROR) and the exception as a span event.
+func TestV3ReadsSpanStatusAndExceptionEvents(t *testing.T) {
+	reply := `{"result": {"resourceSpans": [{"resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "embedder"}}]},
+	  "scopeSpans": [{"spans": [
+	    {"traceId": "4bf92f3577b34da6a3ce929d0e0e4736", "spanId": "00f067aa0ba902b7", "name": "embed_batch", "kind": 2,
+	     "startTimeUnixNano": "1700000000000000000", "endTimeUnixNano": "1700000000400000000",
+	     "events": [{"timeUnixNano": "1700000000399000000", "name": "exception", "attributes": [
+	        {"key": "exception.type", "value": {"stringValue": "torch.OutOfMemoryError"}},
+	        {"key": "exception.message", "value": {"stringValue": "CUDA out of memory. Tried to allocate 2.50 GiB"}}]}],
+	     "status": {"code": 2, "message": "CUDA out of memory"}},
+	    {"traceId": "4bf92f3577b34da6a3ce929d0e0e4736", "spanId": "00f067aa0ba902b8", "name": "ok", "kind": 2,
+	     "startTimeUnixNano": "1700000000000000000", "endTimeUnixNano": "1700000000400000000", "status": {"code": 1}},
+	    {"traceId": "4bf92f3577b34da6a3ce929d0e0e4736", "spanId": "00f067aa0ba902b9", "name": "unset", "kind": 2,
+	     "startTimeUnixNano": "1700000000000000000", "endTimeUnixNano": "1700000000400000000"}]}]}]}}`
+	var r v3Reply
+	if err := json.Unmarshal([]byte(reply), &r); err != nil {
+		t.Fatal(err)
+	}
+	spans, err := r.spans("/api/v3/traces/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(spans) != 3 {
+		t.Fatalf("%d spans", len(spans))
+	}
+	s := spans[0]
+	if !s.Failed() || s.StatusMessage != "CUDA out of memory" {
+		t.Errorf("status %q %q", s.Status, s.StatusMessage)
+	}
+	if typ, msg, ok := s.Exception(); !ok || typ != "torch.OutOfMemoryError" || msg != "CUDA out of memory. Tried to allocate 2.50 GiB" {
+		t.Errorf("exception %q %q %v", typ, msg, ok)
+	}
+	if spans[1].Status != models.StatusOK || spans[1].Failed() || spans[2].Status != "" || spans[2].Failed() {
+		t.Errorf("statuses %q %q", spans[1].Status, spans[2].Status)
+	}
+}
+
+// v1 turns OTLP's status into tags (otel.status_code, otel.status_description) and keeps
+// OpenTracing's error=true; the exception comes as a log whose "event" field names it.
+func TestV1ReadsSpanStatusFromItsTagsAndExceptionsFromLogs(t *testing.T) {
+	cases := []struct {
+		name         string
+		tags         string
+		status, desc string
+	}{
+		{"OTLP error", `[{"key":"otel.status_code","type":"string","value":"ERROR"},{"key":"otel.status_description","type":"string","value":"CUDA out of memory"},{"key":"error","type":"bool","value":true}]`, models.StatusError, "CUDA out of memory"},
+		{"OpenTracing error tag", `[{"key":"error","type":"bool","value":true}]`, models.StatusError, ""},
+		{"error tag as text", `[{"key":"error","type":"string","value":"true"}]`, models.StatusError, ""},
+		{"OK", `[{"key":"otel.status_code","type":"string","value":"OK"}]`, models.StatusOK, ""},
+		{"unset", `[{"key":"error","type":"bool","value":false}]`, "", ""},
+	}
+	for _, c := range cases {
+		reply := `{"data": [{"traceID": "4bf92f3577b34da6a3ce929d0e0e4736", "processes": {"p1": {"serviceName": "embedder", "tags": []}},
+		  "spans": [{"traceID": "4bf92f3577b34da6a3ce929d0e0e4736", "spanID": "00f067aa0ba902b7", "operationName": "embed_batch",
+		    "references": [], "startTime": 1700000000000000, "duration": 400000, "processID": "p1", "tags": ` + c.tags + `,
+		    "logs": [{"timestamp": 1700000000399000, "fields": [{"key": "event", "type": "string", "value": "exception"},
+		      {"key": "exception.type", "type": "string", "value": "torch.OutOfMemoryError"},
+		      {"key": "exception.message", "type": "string", "value": "CUDA out of memory"}]}]}]}]}`
+		var r v1Reply
+		if err := json.Unmarshal([]byte(reply), &r); err != nil {
+			t.Fatal(err)
+		}
+		spans, err := r.spans("/api/traces/x")
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		s := spans[0]
+		if s.Status != c.status || s.StatusMessage != c.desc {
+			t.Errorf("%s: status %q %q, want %q %q", c.name, s.Status, s.StatusMessage, c.status, c.desc)
+		}
+		if typ, _, ok := s.Exception(); !ok || typ != "torch.OutOfMemoryError" {
+			t.Errorf("%s: exception %q %v", c.name, typ, ok)
+		}
+	}
+}
