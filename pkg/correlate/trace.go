@@ -43,6 +43,10 @@ type SpanRow struct {
 	// HotFunction is the function with the largest self value in the span's CPU profile.
 	HotFunction string
 	HotSelf     int64
+	// OwnFunction is the deepest frame of the service's own code on the hot function's heaviest
+	// path (flamegraph.OwnFunction): where to change the code when the hot function is a runtime
+	// or library frame; the hot function itself when it is own code, "" when no frame is.
+	OwnFunction string
 	// Host is the span's host as DCGM labels it ("" when the span names none).
 	Host string
 	// GPUs are the GPUs the span's service names (attribute JoinSettings.GPUAttribute, matched by
@@ -177,6 +181,7 @@ func JoinTrace(in TraceJoin) []SpanRow {
 			if t, ok := in.CPU[row.ProfileID]; ok && cpuUsable {
 				row.CPU = total(t)
 				row.HotFunction, row.HotSelf = HotFunction(t)
+				row.OwnFunction, _ = flamegraph.OwnFunction(t, row.HotFunction)
 			}
 			if t, ok := in.Alloc[row.ProfileID]; ok && allocUsable {
 				row.Alloc = total(t)

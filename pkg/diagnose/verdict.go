@@ -278,6 +278,9 @@ func cpuEvidence(rows []correlate.SpanRow, p BreakdownPart) (ev []string, caveat
 	}
 	if hot != nil {
 		ev = append(ev, fmt.Sprintf("hot function %s: %s of CPU self time in span %s", hot.HotFunction, time.Duration(hot.HotSelf).Round(time.Millisecond), hot.Span.Operation))
+		if hot.OwnFunction != "" && hot.OwnFunction != hot.HotFunction {
+			ev = append(ev, fmt.Sprintf("in %s's own code: %s, the deepest of its frames on the hot function's heaviest path (the hot function is runtime or library code)", p.Service, hot.OwnFunction))
+		}
 		profileID, hotFunction = hot.ProfileID, hot.HotFunction
 	}
 	samples := int(time.Duration(cpu) / correlate.ProfilerSampleInterval)

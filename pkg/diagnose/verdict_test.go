@@ -54,7 +54,8 @@ func TestVerdictNamesTheHotFunctionAndTheGPUsState(t *testing.T) {
 	v := verdictOf(answerOf(tr, cpu, []classify.GPUSeries{busy}))
 	first := v[0]
 	if first.Kind != CauseCPU || first.Service != "nemotron-backend" || first.Explains != 250*time.Millisecond ||
-		!strings.Contains(strings.Join(first.Evidence, "\n"), "hot function crypto/sha256.block: 250ms") || first.Caveat != "" ||
+		!strings.Contains(strings.Join(first.Evidence, "\n"), "hot function crypto/sha256.block: 250ms") ||
+		!strings.Contains(strings.Join(first.Evidence, "\n"), "in nemotron-backend's own code: main.dbQuery") || first.Caveat != "" ||
 		first.HotFunction != "crypto/sha256.block" || first.ProfileID == "" {
 		t.Errorf("first cause %+v", first)
 	}

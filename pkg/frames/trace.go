@@ -53,7 +53,7 @@ func TraceSpans(traceID string, rows []correlate.SpanRow, profileTypeID, allocTy
 		starts                                  = make([]time.Time, n)
 		durations, selfs                        = make([]float64, n), make([]float64, n)
 		cpus, allocs, hotSelf                   = make([]*int64, n), make([]*int64, n), make([]*int64, n)
-		hot                                     = make([]*string, n)
+		hot, own                                = make([]*string, n), make([]*string, n)
 		profileIDs, hosts, gpus, gpuVars        = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 		migVars                                 = make([]string, n)
 		classes, evidence                       = make([]*string, n), make([]*string, n)
@@ -68,6 +68,9 @@ func TraceSpans(traceID string, rows []correlate.SpanRow, profileTypeID, allocTy
 		cpus[i], allocs[i] = r.CPU, r.Alloc
 		if r.HotFunction != "" {
 			hot[i], hotSelf[i] = &r.HotFunction, &r.HotSelf
+		}
+		if r.OwnFunction != "" {
+			own[i] = &r.OwnFunction
 		}
 		profileIDs[i], hosts[i] = r.ProfileID, r.Host
 		gpus[i], gpuVars[i], migVars[i] = gpuCell(r)
@@ -101,6 +104,8 @@ func TraceSpans(traceID string, rows []correlate.SpanRow, profileTypeID, allocTy
 		data.NewField("hotFunction", nil, hot).SetConfig(&data.FieldConfig{DisplayNameFromDS: "Hot function", Links: functionLinks(links, profileTypeID),
 			Description: "The function with the largest self value in the span's own profile (" + profileTypeID + ")."}),
 		data.NewField("hotFunctionSelf", nil, hotSelf).SetConfig(&data.FieldConfig{DisplayNameFromDS: "Hot function self", Unit: ProfileUnit(profileTypeID)}),
+		data.NewField("ownFunction", nil, own).SetConfig(&data.FieldConfig{DisplayNameFromDS: "In own code",
+			Description: "The deepest frame of the service's own code on the hot function's heaviest path (not runtime, standard library or third-party code): where to change the code when the hot function is a library's."}),
 		data.NewField(fieldProfileID, nil, profileIDs).SetConfig(&data.FieldConfig{DisplayNameFromDS: "Profile ID", Custom: hidden}),
 		data.NewField(fieldHost, nil, hosts).SetConfig(&data.FieldConfig{DisplayNameFromDS: "Host"}),
 		data.NewField("gpus", nil, gpus).SetConfig(&data.FieldConfig{DisplayNameFromDS: "GPUs", Links: gpuLinks(links),

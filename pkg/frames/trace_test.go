@@ -136,7 +136,7 @@ func TestTraceSpansLinksUseGrafanasInterpolation(t *testing.T) {
 
 func TestTraceSpansFrameOfNoSpansIsTyped(t *testing.T) {
 	f := TraceSpans("4bf92f3577b34da6a3ce929d0e0e4736", nil, "process_cpu:cpu:nanoseconds:cpu:nanoseconds", "memory:alloc_space:bytes:space:bytes", TraceLinks{})
-	if f.Rows() != 0 || len(f.Fields) != 24 {
+	if f.Rows() != 0 || len(f.Fields) != 25 {
 		t.Errorf("rows %d fields %d", f.Rows(), len(f.Fields))
 	}
 	checkGolden(t, "trace_spans_empty", f)
