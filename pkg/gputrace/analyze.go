@@ -65,6 +65,8 @@ type LaunchStats struct {
 	// ShorterThanLaunch is the share (0..1) of joined kernels that ran for less time than the
 	// call that launched them: the launch-overhead pattern.
 	ShorterThanLaunch float64
+	// CallMedian is the median duration of the joined kernels' launch calls.
+	CallMedian float64
 }
 
 // MemcpyVolume is copy traffic in one direction (HtoD, DtoH, DtoD, HtoH, PtoP, Memset, other).
@@ -103,7 +105,10 @@ type Result struct {
 	// launched in, and to the request trace IDs those annotations name.
 	Annotations []AnnotationKernels
 	ByTraceID   []TraceKernelTime
-	Notices     []string
+	// GPUIdle splits the GPUs' idle and copy-only time by what they waited for (the
+	// annotations' and requests' shares are on Annotations and ByTraceID).
+	GPUIdle IdleMechanisms
+	Notices []string
 }
 
 // DefaultKernelWaitThreshold is the kernel-wait threshold HTA applies in effect: its
@@ -131,9 +136,11 @@ func (c *Collector) Result(o AnalysisOptions) *Result {
 	r.Temporal, r.TemporalByDevice = temporalByDevice(c.ivals)
 	r.Launch = c.launchStats()
 	r.Idle = c.idle(o.KernelWaitThreshold)
-	r.Annotations, r.ByTraceID = c.attribute()
-	r.Memcpy = c.memcpyVolumes()
 	r.Sync.Calls, r.Sync.Time = c.syncs()
+	var inner, traced []int32
+	r.Annotations, r.ByTraceID, inner, traced = c.attribute()
+	r.GPUIdle = c.idleMechanisms(inner, traced, r.Annotations, r.ByTraceID)
+	r.Memcpy = c.memcpyVolumes()
 	r.TraceIDs = c.ids.list()
 	r.Notices = c.finishNotices()
 	var overlaps int64
@@ -246,7 +253,7 @@ func unionsByDevice(ivals []interval, keep func(KernelClass) bool) map[int32]int
 
 func (c *Collector) launchStats() LaunchStats {
 	var l LaunchStats
-	var delays []int64
+	var delays, calls []int64
 	var sum float64
 	var short int64
 	for i := range c.ivals {
@@ -262,6 +269,7 @@ func (c *Collector) launchStats() LaunchStats {
 		l.Joined++
 		d := iv.start - ln.end
 		delays = append(delays, d)
+		calls = append(calls, ln.end-ln.start)
 		sum += float64(d)
 		if l.Joined == 1 || d > l.DelayMax {
 			l.DelayMax = d
@@ -277,6 +285,7 @@ func (c *Collector) launchStats() LaunchStats {
 		l.DelayMedian = median(delays)
 		l.DelayP95 = float64(delays[int(math.Ceil(0.95*float64(len(delays))))-1])
 		l.ShorterThanLaunch = float64(short) / float64(l.Joined)
+		l.CallMedian = median(calls)
 	}
 	return l
 }
@@ -341,16 +350,28 @@ func (c *Collector) idle(threshold int64) []StreamIdle {
 }
 
 // syncs counts each blocking host call once: the calls, then the cuda_sync records whose call
-// is not in the trace.
+// is not in the trace. A record beside a call that does
+// not block (Kineto writes an "Event Sync" record beside each cudaEventQuery, which only polls)
+// is not counted: the call is in the trace (c.launch holds every runtime call with a
+// correlation) and is not a synchronising one.
 func (c *Collector) syncs() (calls, time int64) {
 	calls, time = c.syncCount, c.syncTime
 	for _, r := range c.syncRecords {
-		if _, seen := c.syncCalls[r.correlation]; !seen {
+		if c.standsForACall(r) {
 			calls++
-			time += r.dur
+			time += r.end - r.start
 		}
 	}
 	return calls, time
+}
+
+// standsForACall says whether a blocking cuda_sync record is the only trace of its call.
+func (c *Collector) standsForACall(r syncRecord) bool {
+	if _, seen := c.syncCalls[r.correlation]; seen {
+		return false
+	}
+	_, polls := c.launch[r.correlation]
+	return !polls || r.correlation == 0
 }
 
 func (c *Collector) memcpyVolumes() []MemcpyVolume {

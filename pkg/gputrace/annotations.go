@@ -26,6 +26,9 @@ type AnnotationKernels struct {
 	Start, End int64
 	Kernels    int64
 	KernelTime int64 // summed kernel durations, ns
+	// Idle is the GPU idle (and copy-only) time that began after work launched in the
+	// annotation, by mechanism.
+	Idle IdleMechanisms
 }
 
 // TraceKernelTime is the GPU kernel time launched inside annotations naming a request.
@@ -33,6 +36,7 @@ type TraceKernelTime struct {
 	TraceID    string
 	Kernels    int64
 	KernelTime int64
+	Idle       IdleMechanisms
 }
 
 func (c *Collector) addAnnotation(a Activity) {
@@ -55,66 +59,81 @@ func (c *Collector) addAnnotation(a Activity) {
 	c.annots = append(c.annots, annotation{name: a.Name, traceID: id, start: a.Start, end: a.End})
 }
 
-// attribute needs c.ivals; it sorts c.annots by start.
-func (c *Collector) attribute() ([]AnnotationKernels, []TraceKernelTime) {
+// attribute needs c.ivals; it sorts c.annots by start. Each GPU activity belongs to the innermost
+// annotation its launch call started in (inner) and to the nearest enclosing one that names a
+// request (traced); -1 when none. Kernels count there; idle time goes where its gap began
+// (idleMechanisms).
+func (c *Collector) attribute() (out []AnnotationKernels, traces []TraceKernelTime, inner, traced []int32) {
+	inner, traced = make([]int32, len(c.ivals)), make([]int32, len(c.ivals))
+	for i := range inner {
+		inner[i], traced[i] = -1, -1
+	}
 	if len(c.annots) == 0 {
-		return nil, nil
+		return nil, nil, inner, traced
 	}
 	sort.SliceStable(c.annots, func(i, j int) bool { return c.annots[i].start < c.annots[j].start })
-	out := make([]AnnotationKernels, len(c.annots))
+	out = make([]AnnotationKernels, len(c.annots))
 	for i, a := range c.annots {
 		out[i] = AnnotationKernels{Name: a.name, TraceID: a.traceID, Start: a.start, End: a.end}
 	}
-	byTrace := map[string]*TraceKernelTime{}
-	for _, iv := range c.ivals {
-		if iv.class == ClassMemory {
-			continue
-		}
+	for k, iv := range c.ivals {
 		ln, ok := c.launch[iv.correlation]
 		if iv.correlation == 0 || !ok {
 			continue
 		}
 		// The last annotation starting at or before the launch, then back to enclosing ones.
 		i := sort.Search(len(c.annots), func(i int) bool { return c.annots[i].start > ln.start }) - 1
-		innermost, traced := -1, false
-		for steps := 0; i >= 0 && steps < maxNestingWalk && !traced; i, steps = i-1, steps+1 {
+		for steps := 0; i >= 0 && steps < maxNestingWalk && traced[k] < 0; i, steps = i-1, steps+1 {
 			a := c.annots[i]
 			if a.end < ln.start {
 				continue
 			}
-			if innermost < 0 {
-				innermost = i
-				out[i].Kernels++
-				out[i].KernelTime += iv.end - iv.start
+			if inner[k] < 0 {
+				inner[k] = int32(i)
 			}
 			if a.traceID != "" {
-				traced = true
-				t := byTrace[a.traceID]
-				if t == nil {
-					t = &TraceKernelTime{TraceID: a.traceID}
-					byTrace[a.traceID] = t
-				}
-				t.Kernels++
-				t.KernelTime += iv.end - iv.start
+				traced[k] = int32(i)
 			}
 		}
 	}
-	traces := make([]TraceKernelTime, 0, len(byTrace))
+	byTrace := map[string]*TraceKernelTime{}
+	for k, iv := range c.ivals {
+		if iv.class == ClassMemory {
+			continue
+		}
+		if i := inner[k]; i >= 0 {
+			out[i].Kernels++
+			out[i].KernelTime += iv.end - iv.start
+		}
+		if i := traced[k]; i >= 0 {
+			id := c.annots[i].traceID
+			t := byTrace[id]
+			if t == nil {
+				t = &TraceKernelTime{TraceID: id}
+				byTrace[id] = t
+			}
+			t.Kernels++
+			t.KernelTime += iv.end - iv.start
+		}
+	}
+	traces = make([]TraceKernelTime, 0, len(byTrace))
 	for _, t := range byTrace {
 		traces = append(traces, *t)
 	}
 	sort.Slice(traces, func(i, j int) bool { return traces[i].TraceID < traces[j].TraceID })
-	return out, traces
+	return out, traces, inner, traced
 }
 
 // KernelTimeFor returns the kernels launched inside annotations naming traceID (any case,
-// 16-digit IDs matching the low half of 32-digit ones).
+// 16-digit IDs matching the low half of 32-digit ones), and the GPU idle time that began after
+// their work.
 func (r *Result) KernelTimeFor(traceID string) TraceKernelTime {
 	sum := TraceKernelTime{TraceID: traceID}
 	for _, t := range r.ByTraceID {
 		if sameTraceID(t.TraceID, traceID) {
 			sum.Kernels += t.Kernels
 			sum.KernelTime += t.KernelTime
+			sum.Idle.Add(t.Idle)
 		}
 	}
 	return sum

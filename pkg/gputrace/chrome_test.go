@@ -131,8 +131,12 @@ func TestFixtureHandChecked(t *testing.T) {
 			t.Errorf("old=%v: trace IDs %+v", old, r.TraceIDs)
 		}
 		// forward: nccl 40 + relu 2; request: the three gemms; the trace: all five.
+		// Its GPU idle: [30,40] before the second gemm and [105,110] before the third, both
+		// already launched (launch latency); the copy ran alone on the GPU 100–105 (the nccl
+		// kernel covers its first 5 µs), the memset inside the copy adds nothing.
 		wantA := []AnnotationKernels{
-			{Name: "request " + fixtureTraceID, TraceID: fixtureTraceID, Start: fixtureBase, End: fixtureBase + 140*µs, Kernels: 3, KernelTime: 60 * µs},
+			{Name: "request " + fixtureTraceID, TraceID: fixtureTraceID, Start: fixtureBase, End: fixtureBase + 140*µs, Kernels: 3, KernelTime: 60 * µs,
+				Idle: IdleMechanisms{Launch: 15 * µs, LaunchGaps: 2, Copies: 5 * µs}},
 			{Name: "forward", Start: fixtureBase + 45*µs, End: fixtureBase + 90*µs, Kernels: 2, KernelTime: 42 * µs},
 		}
 		if len(r.Annotations) != 2 || r.Annotations[0] != wantA[0] || r.Annotations[1] != wantA[1] {

@@ -63,7 +63,7 @@ type interval struct {
 
 type launch struct{ start, end int64 }
 
-type syncRecord struct{ correlation, dur int64 }
+type syncRecord struct{ correlation, start, end int64 }
 
 type memcpyStats struct {
 	count     int64
@@ -91,6 +91,9 @@ type Collector struct {
 	// no call of its correlation was seen (known once the whole trace is read).
 	syncCalls   map[int64]struct{}
 	syncRecords []syncRecord
+	// blocking are the intervals the host spent blocked in a synchronising call (syncs adds the
+	// cuda_sync records that stand for a call the trace lacks).
+	blocking []launch
 
 	dropped          struct{ intervals, launches, names, samples, annotations, syncs int64 }
 	annots           []annotation
@@ -139,6 +142,7 @@ func (c *Collector) Add(a Activity) {
 		if isSyncCall(a.Name) {
 			c.syncCount++
 			c.syncTime += a.End - a.Start
+			c.addBlocking(a)
 			switch {
 			case a.Correlation == 0:
 			case len(c.syncCalls) < c.limits.MaxLaunches:
@@ -159,12 +163,20 @@ func (c *Collector) Add(a Activity) {
 			return
 		}
 		if len(c.syncRecords) < c.limits.MaxLaunches {
-			c.syncRecords = append(c.syncRecords, syncRecord{a.Correlation, a.End - a.Start})
+			c.syncRecords = append(c.syncRecords, syncRecord{a.Correlation, a.Start, a.End})
 		} else {
 			c.dropped.syncs++
 		}
 	case KindAnnotation, KindGPUAnnotation:
 		c.addAnnotation(a)
+	}
+}
+
+func (c *Collector) addBlocking(a Activity) {
+	if len(c.blocking) < c.limits.MaxLaunches {
+		c.blocking = append(c.blocking, launch{a.Start, a.End})
+	} else {
+		c.dropped.syncs++
 	}
 }
 

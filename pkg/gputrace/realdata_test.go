@@ -377,3 +377,43 @@ func TestTritonNegativeLaunchDelay(t *testing.T) {
 		t.Errorf("launch %+v, want the one delay %d ns", l, delays[0])
 	}
 }
+
+// On real traces the idle split is checked against the temporal breakdown, which computes the
+// same quantities another way (HTA's): the gaps of every GPU, whatever their mechanism, are the
+// GPUs' idle time, and the copy-only time is their memory time. Sync gaps come from blocking
+// calls only: alexnet has them; in event_sync_multi_stream the cudaEventQuery polls (each with
+// an "Event Sync" record) block nothing, and its one cudaDeviceSynchronize starts after the
+// GPU's last gap began, so none of its gaps is a sync gap.
+func TestIdleMechanismsOfRealTracesAddUpToTheirIdleTime(t *testing.T) {
+	for _, c := range []struct {
+		file     string
+		syncGaps bool
+	}{
+		{"resnet50_worker0.pt.trace.json.gz", true},
+		{"alexnet_benchmark.json.gz", true},
+		{"event_sync_multi_stream.json.gz", false},
+		{"cloverleaf-nsys.sqlite", true},
+	} {
+		r := analyzeReal(t, c.file)
+		m := r.GPUIdle
+		if got := m.Sync + m.Launch + m.HostWork; got != r.Temporal.Idle {
+			t.Errorf("%s: gaps by mechanism %d ns (%+v), GPU idle %d ns", c.file, got, m, r.Temporal.Idle)
+		}
+		if m.Copies != r.Temporal.Memory {
+			t.Errorf("%s: copies %d ns, temporal memory %d ns", c.file, m.Copies, r.Temporal.Memory)
+		}
+		if (m.SyncGaps > 0) != c.syncGaps {
+			t.Errorf("%s: %d sync gaps", c.file, m.SyncGaps)
+		}
+	}
+}
+
+// The one call in event_sync_multi_stream that blocks the host is its cudaDeviceSynchronize
+// (about 20 µs): the "Event Sync" records Kineto writes beside each cudaEventQuery stand for a
+// call that only polls, and the "Stream Wait Event" record for one that makes a stream wait.
+func TestEventQueryPollsAreNotBlockingCalls(t *testing.T) {
+	r := analyzeReal(t, "event_sync_multi_stream.json.gz")
+	if r.Sync.Calls != 1 || r.Sync.Time != 20_000 {
+		t.Errorf("sync %+v, want the one cudaDeviceSynchronize of 20 µs", r.Sync)
+	}
+}

@@ -1,0 +1,190 @@
+package gputrace
+
+import "sort"
+
+// IdleMechanisms splits the time a GPU did no kernel work into what it waited for, so that a
+// request's GPU idle time comes with one remedy instead of all of them. Every stretch between
+// two busy stretches of a device (kernels, copies and memsets on any of its streams) goes to
+// exactly one mechanism, by what the host was doing when the GPU ran dry:
+//
+//   - Sync (host synchronisation): a blocking call (cudaStreamSynchronize,
+//     cudaDeviceSynchronize, cudaEventSynchronize, a blocking cudaMemcpy, their driver forms and
+//     CUPTI's blocking cuda_sync records; not cudaEventQuery, not cudaStreamWaitEvent) was in
+//     progress when the gap began, or had returned at most SyncSlack before: the host waited for
+//     the GPU to drain, so the GPU then waited for the host to launch again.
+//   - Launch (launch overhead): the next activity had already been launched when the gap began
+//     (the GPU's own launch latency between queued work), or the host spent at least half of
+//     the gap inside launch calls: launches are back to back and the kernels shorter than them.
+//   - HostWork: anything else: the host was neither synchronising nor launching (its own CPU
+//     work, I/O, a lock, Python), or the next activity's launch call is not in the trace.
+//
+// Copies is the time only copies or memsets ran on the device (no kernel at the same time),
+// counted once however many copies overlap: GPU time that is not kernel work.
+//
+// All figures are nanoseconds; the gaps are counted per mechanism.
+type IdleMechanisms struct {
+	Sync, Launch, HostWork, Copies     int64
+	SyncGaps, LaunchGaps, HostWorkGaps int64
+}
+
+// SyncSlack is how long before a gap's start a blocking call may have returned and still count
+// as the gap's cause: the call returns as the GPU finishes, and host and GPU timestamps come from
+// different clocks.
+const SyncSlack = 5_000
+
+// Total is all the time the mechanisms explain.
+func (m IdleMechanisms) Total() int64 { return m.Sync + m.Launch + m.HostWork + m.Copies }
+
+// Add adds o to m.
+func (m *IdleMechanisms) Add(o IdleMechanisms) {
+	m.Sync += o.Sync
+	m.Launch += o.Launch
+	m.HostWork += o.HostWork
+	m.Copies += o.Copies
+	m.SyncGaps += o.SyncGaps
+	m.LaunchGaps += o.LaunchGaps
+	m.HostWorkGaps += o.HostWorkGaps
+}
+
+// Sub takes o from m (an annotation's share from its request's), never below zero.
+func (m IdleMechanisms) Sub(o IdleMechanisms) IdleMechanisms {
+	sub := func(a, b int64) int64 { return max(a-b, 0) }
+	return IdleMechanisms{
+		Sync: sub(m.Sync, o.Sync), Launch: sub(m.Launch, o.Launch), HostWork: sub(m.HostWork, o.HostWork), Copies: sub(m.Copies, o.Copies),
+		SyncGaps: sub(m.SyncGaps, o.SyncGaps), LaunchGaps: sub(m.LaunchGaps, o.LaunchGaps), HostWorkGaps: sub(m.HostWorkGaps, o.HostWorkGaps),
+	}
+}
+
+// hostIntervals answers "was the host in one of these calls at t" and "how much of [a, b) did
+// these calls cover" over intervals sorted by start, with the running maximum of their ends.
+type hostIntervals struct {
+	iv     []launch // sorted by start
+	maxEnd []int64  // maxEnd[i] = max(iv[0..i].end)
+	union  []launch // merged, sorted
+}
+
+func newHostIntervals(iv []launch) hostIntervals {
+	sort.Slice(iv, func(i, j int) bool { return iv[i].start < iv[j].start })
+	h := hostIntervals{iv: iv, maxEnd: make([]int64, len(iv))}
+	for i, x := range iv {
+		h.maxEnd[i] = x.end
+		if i > 0 {
+			h.maxEnd[i] = max(h.maxEnd[i-1], x.end)
+		}
+		if n := len(h.union); n > 0 && x.start <= h.union[n-1].end {
+			h.union[n-1].end = max(h.union[n-1].end, x.end)
+		} else {
+			h.union = append(h.union, x)
+		}
+	}
+	return h
+}
+
+// runningAt says whether a call started at or before t and ended at or after t-slack.
+func (h hostIntervals) runningAt(t, slack int64) bool {
+	i := sort.Search(len(h.iv), func(i int) bool { return h.iv[i].start > t }) - 1
+	return i >= 0 && h.maxEnd[i] >= t-slack
+}
+
+// covered is how much of [a, b) the calls cover.
+func (h hostIntervals) covered(a, b int64) int64 {
+	i := sort.Search(len(h.union), func(i int) bool { return h.union[i].end > a })
+	var sum int64
+	for ; i < len(h.union) && h.union[i].start < b; i++ {
+		sum += min(h.union[i].end, b) - max(h.union[i].start, a)
+	}
+	return sum
+}
+
+// idleMechanisms walks each device's timeline (c.ivals sorted by start) and splits its gaps and
+// copy-only time by mechanism: for the file, and for the annotation (inner) and request (traced)
+// whose work a gap lies between (a copy's time goes to its own).
+func (c *Collector) idleMechanisms(inner, traced []int32, annots []AnnotationKernels, traces []TraceKernelTime) IdleMechanisms {
+	calls := append([]launch(nil), c.blocking...)
+	for _, r := range c.syncRecords {
+		if c.standsForACall(r) {
+			calls = append(calls, launch{r.start, r.end})
+		}
+	}
+	blocking := newHostIntervals(calls)
+	var launched []launch
+	for _, iv := range c.ivals {
+		if ln, ok := c.launch[iv.correlation]; ok && iv.correlation != 0 {
+			launched = append(launched, ln)
+		}
+	}
+	launches := newHostIntervals(launched)
+	traceIndex := map[string]int{}
+	for i, t := range traces {
+		traceIndex[t.TraceID] = i
+	}
+	var file IdleMechanisms
+	// add puts m on the file, and on the annotation and request of activity k when activity
+	// next belongs to them too (a gap between a request's work and other work is not the
+	// request's).
+	add := func(k, next int, m IdleMechanisms) {
+		file.Add(m)
+		if i := inner[k]; i >= 0 && int(i) < len(annots) && inner[next] == i {
+			annots[i].Idle.Add(m)
+		}
+		if i := traced[k]; i >= 0 && int(i) < len(annots) && traced[next] >= 0 && annots[traced[next]].TraceID == annots[i].TraceID {
+			if t, ok := traceIndex[annots[i].TraceID]; ok {
+				traces[t].Idle.Add(m)
+			}
+		}
+	}
+	type device struct {
+		last      int   // the activity ending last so far
+		end       int64 // the busy stretch's end
+		copyUntil int64 // copy-only time is counted up to here
+	}
+	devices := map[int32]*device{}
+	kernels := kernelUnions(c.ivals)
+	for k, iv := range c.ivals {
+		d := devices[iv.device]
+		if d == nil {
+			d = &device{last: k, end: iv.end}
+			devices[iv.device] = d
+		} else if iv.start > d.end {
+			a, b := d.end, iv.start
+			var m IdleMechanisms
+			ln, launchedAt := c.launch[iv.correlation]
+			launchedAt = launchedAt && iv.correlation != 0
+			switch {
+			case blocking.runningAt(a, SyncSlack):
+				m.Sync, m.SyncGaps = b-a, 1
+			case launchedAt && ln.end <= a, launchedAt && 2*launches.covered(a, b) >= b-a:
+				m.Launch, m.LaunchGaps = b-a, 1
+			default:
+				m.HostWork, m.HostWorkGaps = b-a, 1
+			}
+			add(d.last, k, m)
+		}
+		if iv.end > d.end {
+			d.end, d.last = iv.end, k
+		}
+		if iv.class == ClassMemory {
+			from := max(iv.start, d.copyUntil)
+			if only := iv.end - from - kernels[iv.device].covered(from, iv.end); iv.end > from && only > 0 {
+				add(k, k, IdleMechanisms{Copies: only})
+			}
+			d.copyUntil = max(d.copyUntil, iv.end)
+		}
+	}
+	return file
+}
+
+// kernelUnions are, per device, the intervals of compute and communication kernels.
+func kernelUnions(ivals []interval) map[int32]hostIntervals {
+	by := map[int32][]launch{}
+	for _, iv := range ivals {
+		if iv.class != ClassMemory {
+			by[iv.device] = append(by[iv.device], launch{iv.start, iv.end})
+		}
+	}
+	out := make(map[int32]hostIntervals, len(by))
+	for dev, iv := range by {
+		out[dev] = newHostIntervals(iv)
+	}
+	return out
+}
