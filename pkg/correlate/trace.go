@@ -9,6 +9,7 @@ import (
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/classify"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/flamegraph"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 )
 
@@ -58,6 +59,10 @@ type SpanRow struct {
 	// GPUKernelTime is the GPU kernel time (ns) the request's kernel traces attribute to the span
 	// (AttributeKernels); nil when no kernel trace names it.
 	GPUKernelTime *int64
+	// GPUIdle splits the GPU idle time of the request's kernel traces that belongs to the span
+	// (attributed as GPUKernelTime is) by what the GPU waited for; nil when no kernel trace
+	// names it.
+	GPUIdle *gputrace.IdleMechanisms
 }
 
 // GPUWindow is what the span's GPUs did over its window.

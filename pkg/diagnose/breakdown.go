@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/correlate"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 )
 
@@ -23,21 +24,27 @@ var peerAttributes = []string{"peer.service", "db.system.name", "db.system", "rp
 
 // Kinds of a breakdown part.
 const (
-	PartQueue       = "queue"       // waiting in the serving engine's queue (vLLM attribute, Triton events)
-	PartPrefill     = "prefill"     // the engine's prefill (vLLM attribute)
-	PartDecode      = "decode"      // the engine's decode (vLLM attribute)
-	PartCompute     = "compute"     // the engine's compute (Triton events)
-	PartGPUKernels  = "gpu kernels" // GPU kernel time the request's kernel traces give the span
-	PartGPUIdle     = "gpu idle"    // the rest of a span with kernels: launches, syncs, copies
-	PartDownstream  = "downstream"  // a call's time its callee's own spans do not cover
-	PartCPU         = "cpu"         // CPU the span profiles saw, up to the service's time on the path
-	PartOffCPU      = "off-cpu"     // the rest of a profiled service's time: I/O, locks, untraced calls
-	PartUnexplained = "unexplained" // a service's time on the path that no signal explains
+	PartQueue       = "queue"          // waiting in the serving engine's queue (vLLM attribute, Triton events)
+	PartPrefill     = "prefill"        // the engine's prefill (vLLM attribute)
+	PartDecode      = "decode"         // the engine's decode (vLLM attribute)
+	PartCompute     = "compute"        // the engine's compute (Triton events)
+	PartGPUKernels  = "gpu kernels"    // GPU kernel time the request's kernel traces give the span
+	PartGPUIdle     = "gpu idle"       // the rest of a span with kernels: launches, syncs, copies
+	PartDownstream  = "downstream"     // a call's time its callee's own spans do not cover
+	PartCPU         = "cpu"            // CPU the span profiles saw, up to the service's time on the path
+	PartOffCPU      = "off-cpu"        // the rest of a profiled service's time: I/O, locks, untraced calls
+	PartUnexplained = "unexplained"    // a service's time on the path that no signal explains
 	PartFailed      = "failed attempt" // a failed attempt's time on the path (span status ERROR), one part per attempt
+	// The GPU idle time of a span with kernel traces, by what the GPU waited for
+	// (gputrace.IdleMechanisms).
+	PartHostSync = "host sync"       // gaps that began while the host was blocked in a synchronising call
+	PartLaunch   = "launch overhead" // gaps while the host was launching, or the GPU's launch latency
+	PartCopies   = "copies"          // copies holding the GPU with no kernel running
+	PartHostWork = "host work"       // gaps while the host neither launched nor synchronised
 )
 
 // partKinds are the kinds in the order the breakdown explains time with them.
-var partKinds = []string{PartFailed, PartQueue, PartPrefill, PartDecode, PartCompute, PartGPUKernels, PartDownstream, PartCPU, PartGPUIdle, PartOffCPU, PartUnexplained}
+var partKinds = []string{PartFailed, PartQueue, PartPrefill, PartDecode, PartCompute, PartGPUKernels, PartHostSync, PartLaunch, PartCopies, PartHostWork, PartDownstream, PartCPU, PartGPUIdle, PartOffCPU, PartUnexplained}
 
 // Diagnosis is why one request was slow.
 type Diagnosis struct {
@@ -167,6 +174,18 @@ func Breakdown(t *models.Trace, rows []correlate.SpanRow) (parts []BreakdownPart
 		if peer := peerOf(t, i, children[i]); peer != "" {
 			add(PartDownstream, s.Service, peer, take(left), partSource(PartDownstream))
 		}
+		// What the kernel traces say the GPU waited for comes before the profiles: launch calls
+		// and host work between kernels are CPU the profile also saw (spent here, not again on
+		// the service's other spans), and a spinning synchronisation burns CPU too.
+		if r := bySpan[s.SpanID]; withKernels && r.GPUIdle != nil {
+			for _, m := range idleParts(*r.GPUIdle, left) {
+				got := take(m.d)
+				add(m.kind, s.Service, "", got, partSource(m.kind))
+				if m.kind == PartLaunch || m.kind == PartHostWork {
+					cpuLeft[s.Service] -= min(cpuLeft[s.Service], got)
+				}
+			}
+		}
 		if profiled[s.Service] {
 			cpu := take(cpuLeft[s.Service])
 			cpuLeft[s.Service] -= cpu
@@ -202,6 +221,37 @@ func Breakdown(t *models.Trace, rows []correlate.SpanRow) (parts []BreakdownPart
 			cmp.Compare(a.Service, b.Service), cmp.Compare(a.Peer, b.Peer), cmp.Compare(a.SpanID, b.SpanID))
 	})
 	return parts, total
+}
+
+// idlePart is one mechanism's share of a span's GPU idle time.
+type idlePart struct {
+	kind string
+	d    time.Duration
+}
+
+// idleParts are the kernel traces' idle mechanisms of a span, scaled down to the span's time left
+// when they hold more (the traces' clock and the span's differ, and the span's time on the path
+// may be less than its GPU work), in proportion, summing to at most left.
+func idleParts(m gputrace.IdleMechanisms, left time.Duration) []idlePart {
+	parts := []idlePart{{PartHostSync, time.Duration(m.Sync)}, {PartLaunch, time.Duration(m.Launch)},
+		{PartCopies, time.Duration(m.Copies)}, {PartHostWork, time.Duration(m.HostWork)}}
+	sum := time.Duration(m.Total())
+	if sum <= left || sum <= 0 {
+		return parts
+	}
+	var given time.Duration
+	last := -1
+	for i := range parts {
+		if parts[i].d > 0 {
+			parts[i].d = time.Duration(float64(left) * float64(parts[i].d) / float64(sum))
+			given += parts[i].d
+			last = i
+		}
+	}
+	if last >= 0 {
+		parts[last].d += left - given // the rounding, so the parts fill left exactly
+	}
+	return parts
 }
 
 // engineFigure is one of a serving engine's own figures for a span.
@@ -285,6 +335,14 @@ func partSource(kind string) string {
 		return "critical path less the span profiles' CPU"
 	case PartFailed:
 		return "critical path: the failed attempt's time (span status ERROR), whatever it did"
+	case PartHostSync:
+		return "kernel trace: GPU idle gaps that began while the host was blocked in a synchronising call"
+	case PartLaunch:
+		return "kernel trace: GPU idle gaps while the host was launching (or the GPU's launch latency between queued work)"
+	case PartCopies:
+		return "kernel trace: copies holding the GPU with no kernel running"
+	case PartHostWork:
+		return "kernel trace: GPU idle gaps while the host neither launched nor synchronised"
 	}
 	return "critical path (no profile, engine attribute or kernel trace for this time)"
 }

@@ -15,16 +15,21 @@ import (
 
 // Kinds of cause a verdict names.
 const (
-	CauseQueue       = "queue"       // waiting in the serving engine's queue
-	CauseModel       = "model"       // the engine's prefill and decode (vLLM) or compute (Triton)
-	CauseDownstream  = "downstream"  // a call's time its callee's spans do not cover
-	CauseCPU         = "cpu"         // CPU work in a service
-	CauseWaiting     = "waiting"     // a profiled service's time off the CPU
-	CauseGPUKernels  = "gpu kernels" // GPU kernels the request's kernel traces show
-	CauseGPUIdle     = "gpu idle"    // a span with kernels waiting on neither kernels nor CPU
+	CauseQueue       = "queue"          // waiting in the serving engine's queue
+	CauseModel       = "model"          // the engine's prefill and decode (vLLM) or compute (Triton)
+	CauseDownstream  = "downstream"     // a call's time its callee's spans do not cover
+	CauseCPU         = "cpu"            // CPU work in a service
+	CauseWaiting     = "waiting"        // a profiled service's time off the CPU
+	CauseGPUKernels  = "gpu kernels"    // GPU kernels the request's kernel traces show
+	CauseGPUIdle     = "gpu idle"       // a span with kernels waiting on neither kernels nor CPU
 	CauseFailed      = "failed attempt" // a failed attempt's time on the path, with its failure and retry
 	CauseErrors      = "errors"         // failed spans off the request's path (no time of their own)
-	CauseUnexplained = "unexplained" // time no signal explains
+	CauseUnexplained = "unexplained"    // time no signal explains
+	// What the GPU waited for in a span with kernel traces (the parts PartHostSync, ...).
+	CauseHostSync = PartHostSync
+	CauseLaunch   = PartLaunch
+	CauseCopies   = PartCopies
+	CauseHostWork = PartHostWork
 )
 
 // minCause is the least time a cause must explain to be named.
@@ -136,13 +141,15 @@ func Verdict(ans *correlate.TraceAnswer, breakdown []BreakdownPart, request time
 			c.Kind, c.Title = CauseGPUKernels, "GPU kernels of "+p.Service+op
 			c.Evidence = []string{fmt.Sprintf("kernels ran %s for this span (%s)", p.Duration.Round(time.Millisecond), p.Source)}
 			c.Action = "the kernels themselves: see the kernels query for the longest ones"
+		case PartHostSync, PartLaunch, PartCopies, PartHostWork:
+			c = gpuWaitCause(ans, p, row, op)
 		case PartGPUIdle:
 			c.Kind, c.Title = CauseGPUIdle, "GPU idle in "+p.Service+op
-			c.Evidence = append([]string{fmt.Sprintf("%s of the span had none of its kernels running and was not on the CPU (%s)", p.Duration.Round(time.Millisecond), p.Source)},
+			c.Evidence = append([]string{fmt.Sprintf("%s of the span had none of its kernels running and was not on the CPU, outside the gaps its kernel traces show (%s)", p.Duration.Round(time.Millisecond), p.Source)},
 				kernelIdleEvidence(ans.KernelTraces)...)
-			c.Action = "the GPU waited on the host: fuse or graph small kernels (CUDA graphs, torch.compile) against launch overhead, drop synchronising calls (.item(), .cpu(), blocking copies) from the hot path, overlap copies with compute (pinned memory, non_blocking)"
+			c.Action = "the span's time before its first or after its last GPU work, with the host not on the CPU the profiles saw: what the host waited for then (I/O, a lock, a call no span shows)"
 			if row != nil && row.CPU == nil {
-				c.Caveat = "no span profile of " + p.Service + ": part of this may be CPU work between kernels"
+				c.Caveat = "no span profile of " + p.Service + ": part of this may be CPU work before or after the GPU's"
 			}
 		case PartCPU:
 			c.Kind, c.Title = CauseCPU, "CPU in "+p.Service+op

@@ -1,0 +1,155 @@
+package diagnose
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/correlate"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
+)
+
+// gpuWork writes one request's GPU work into a collector, as a profiler on the GPU service would
+// record it, under an annotation naming the trace and the span, from span start s for about
+// window ns. It returns the GPU idle time it injected for the mechanism asked (ns).
+type gpuWork struct {
+	c    *gputrace.Collector
+	rng  *rand.Rand
+	corr int64
+}
+
+func (g *gpuWork) launch(s, e, ks, ke int64) {
+	g.corr++
+	g.c.Add(gputrace.Activity{Kind: gputrace.KindRuntime, Name: "cudaLaunchKernel", Start: s, End: e, Correlation: g.corr})
+	g.c.Add(gputrace.Activity{Kind: gputrace.KindKernel, Name: fmt.Sprintf("kernel_%d", g.rng.IntN(5)), Start: ks, End: ke, Stream: 7, Correlation: g.corr})
+}
+
+func (g *gpuWork) copy(s, e, cs, ce int64) {
+	g.corr++
+	g.c.Add(gputrace.Activity{Kind: gputrace.KindRuntime, Name: "cudaMemcpyAsync", Start: s, End: e, Correlation: g.corr})
+	g.c.Add(gputrace.Activity{Kind: gputrace.KindMemcpy, Name: "Memcpy HtoD (Pageable -> Device)", Start: cs, End: ce, Stream: 7, Correlation: g.corr, Bytes: (ce - cs) * 10})
+}
+
+func (g *gpuWork) call(name string, s, e int64) {
+	g.corr++
+	g.c.Add(gputrace.Activity{Kind: gputrace.KindRuntime, Name: name, Start: s, End: e, Correlation: g.corr})
+}
+
+// write fills [0, window) with the mechanism's pattern and returns the idle time it holds.
+func (g *gpuWork) write(kind string, window int64) (injected int64) {
+	const us = 1000
+	r := func(lo, hi int64) int64 { return lo + g.rng.Int64N(hi-lo+1) }
+	at := int64(0)
+	for at < window {
+		switch kind {
+		case PartHostSync: // kernel, blocking sync, then host work before the next launch
+			k := r(50, 400) * us
+			g.launch(at, at+5*us, at+6*us, at+6*us+k)
+			g.call("cudaStreamSynchronize", at+5*us, at+9*us+k)
+			host := r(300, 2000) * us
+			next := at + 9*us + k + host
+			if next+6*us < window {
+				injected += next + 6*us - (at + 6*us + k)
+			}
+			at = next
+		case PartLaunch: // tiny kernels, back-to-back launches
+			l := r(5, 12) * us
+			g.launch(at, at+l, at+l+us, at+l+us+r(1, 3)*us)
+			at += l
+		case PartCopies: // pageable copies, short kernels between
+			c := r(200, 900) * us
+			g.copy(at, at+c+20*us, at+10*us, at+10*us+c)
+			injected += c
+			g.launch(at+c+20*us, at+c+25*us, at+c+26*us, at+c+30*us)
+			at += c + 30*us
+		case PartHostWork: // an asynchronous launch, then host work with no CUDA call
+			k := r(50, 300) * us
+			g.launch(at, at+5*us, at+6*us, at+6*us+k)
+			host := k + r(300, 2000)*us
+			if at+host+6*us < window {
+				injected += host - k
+			}
+			at += host
+		}
+	}
+	if kind == PartLaunch {
+		injected = -1 // computed from the collector: nearly all the gaps
+	}
+	return injected
+}
+
+func randomName(rng *rand.Rand) string {
+	const letters = "abcdefghijklmnopqrstuvwxyz"
+	b := make([]byte, 3+rng.IntN(10))
+	for i := range b {
+		b[i] = letters[rng.IntN(len(letters))]
+	}
+	return string(b)
+}
+
+// Randomised requests nobody here built: a caller, a GPU service whose span's GPU work shows one
+// mechanism (names, durations and kernel counts drawn at random), its kernel trace naming the
+// trace and the span as a profiler annotation would. The first cause is that mechanism, in that
+// service, with its one remedy, explaining the injected idle time within 10 %.
+func TestRandomGPUWaitsAreNamedByTheirMechanism(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 22))
+	remedies := map[string]string{
+		PartHostSync: ".item()", PartLaunch: "CUDA graph", PartCopies: "pin_memory=True", PartHostWork: "off the critical path",
+	}
+	for n := range 80 {
+		kind := []string{PartHostSync, PartLaunch, PartCopies, PartHostWork}[n%4]
+		caller, gpuSvc := randomName(rng)+"-api", randomName(rng)+"-gpu"
+		window := (20 + rng.Int64N(800)) * int64(time.Millisecond)
+		spanMs := int(window/int64(time.Millisecond)) + 2
+		root := jspan(fmt.Sprintf("a%015x", n), "", caller, "POST /"+randomName(rng), 0, spanMs+10)
+		gpuSpan := jspan(fmt.Sprintf("b%015x", n), root.SpanID, gpuSvc, randomName(rng), 5, spanMs)
+		tr := &models.Trace{TraceID: root.TraceID, Spans: []models.Span{root, gpuSpan}}
+
+		g := &gpuWork{c: gputrace.NewCollector(gputrace.Limits{}), rng: rand.New(rand.NewPCG(uint64(n), 9))}
+		g.c.Add(gputrace.Activity{Kind: gputrace.KindAnnotation, Name: "request " + tr.TraceID + " span " + gpuSpan.SpanID, Start: 0, End: window + int64(time.Millisecond)})
+		injected := g.write(kind, window)
+		result := g.c.Result(gputrace.AnalysisOptions{})
+		if injected < 0 {
+			injected = result.GPUIdle.Launch
+		}
+		ans := answerOf(tr, nil, nil)
+		correlate.AttributeKernels(ans.Rows, tr.TraceID, []*gputrace.Result{result})
+		ans.KernelTraces = []*gputrace.Result{result}
+		d := Request(ans)
+		first := d.Verdict[0]
+		if first.Kind != kind || first.Service != gpuSvc || first.SpanID != gpuSpan.SpanID {
+			t.Fatalf("request %d (%s, %s): first cause %s %q\nbreakdown %s", n, kind, time.Duration(window), first.Kind, first.Title, partsText(d.Breakdown))
+		}
+		if got := float64(first.Explains); got < 0.9*float64(injected) || got > 1.1*float64(injected) {
+			t.Errorf("request %d (%s): explains %s, injected %s", n, kind, first.Explains, time.Duration(injected))
+		}
+		if !strings.Contains(first.Action, remedies[kind]) {
+			t.Errorf("request %d (%s): action %q", n, kind, first.Action)
+		}
+		for k, r := range remedies {
+			if k != kind && strings.Contains(first.Action, r) {
+				t.Errorf("request %d (%s): the action also gives %s's remedy: %q", n, kind, k, first.Action)
+			}
+		}
+	}
+}
+
+// A span's kernel traces hold more idle time than the span has left on the path: the mechanisms
+// are scaled down in proportion and the parts still add up to the request.
+func TestIdlePartsScaleToTheSpansTime(t *testing.T) {
+	m := gputrace.IdleMechanisms{Sync: 600, Launch: 300, Copies: 100}
+	parts := idleParts(m, 500)
+	var sum time.Duration
+	for _, p := range parts {
+		sum += p.d
+	}
+	if sum != 500 || parts[0].d != 300 || parts[1].d != 150 || parts[2].d != 50 || parts[3].d != 0 {
+		t.Errorf("parts %+v", parts)
+	}
+	if parts := idleParts(m, 5000); parts[0].d != 600 || parts[1].d != 300 {
+		t.Errorf("unscaled parts %+v", parts)
+	}
+}
