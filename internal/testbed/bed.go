@@ -27,6 +27,11 @@ type Endpoints struct {
 	EngineURL     string // the demo's simulated LLM engine (POST /v1/completions), "" without the demo
 	// GPUSimulatorURL is the simulated dcgm-exporter (GET /metrics), "" without the demo.
 	GPUSimulatorURL string
+	// ScenarioGPUsURL is the second simulated dcgm-exporter, GPUScenarioCount GPUs on
+	// GPUScenarioHost for the scenarios (every class on one of them at any time); DemoBinary the
+	// demo's binary (hsi-demo scenario runs them). Both "" without the demo.
+	ScenarioGPUsURL string
+	DemoBinary      string
 	// FixtureStart and FixtureEnd are the window of the GPU fixtures backfilled into Prometheus
 	// (gpusim.FixtureClass takes them); zero without the demo.
 	FixtureStart, FixtureEnd time.Time
@@ -42,6 +47,8 @@ func (e Endpoints) Env() []string {
 		"HSI_TESTBED_DEMO_URL=" + e.DemoURL,
 		"HSI_TESTBED_ENGINE_URL=" + e.EngineURL,
 		"HSI_TESTBED_GPU_SIMULATOR_URL=" + e.GPUSimulatorURL,
+		"HSI_TESTBED_SCENARIO_GPUS_URL=" + e.ScenarioGPUsURL,
+		"HSI_TESTBED_DEMO_BINARY=" + e.DemoBinary,
 		"HSI_TESTBED_FIXTURE_START=" + unixOrEmpty(e.FixtureStart),
 		"HSI_TESTBED_FIXTURE_END=" + unixOrEmpty(e.FixtureEnd),
 	}
@@ -75,6 +82,8 @@ func FromEnv() (Endpoints, bool) {
 		EngineURL:     os.Getenv("HSI_TESTBED_ENGINE_URL"),
 
 		GPUSimulatorURL: os.Getenv("HSI_TESTBED_GPU_SIMULATOR_URL"),
+		ScenarioGPUsURL: os.Getenv("HSI_TESTBED_SCENARIO_GPUS_URL"),
+		DemoBinary:      os.Getenv("HSI_TESTBED_DEMO_BINARY"),
 		FixtureStart:    unixFromEnv("HSI_TESTBED_FIXTURE_START"),
 		FixtureEnd:      unixFromEnv("HSI_TESTBED_FIXTURE_END"),
 	}
@@ -129,14 +138,14 @@ func Start(ctx context.Context, opts Options) (b *Bed, err error) {
 	ctx, cancel := context.WithTimeout(ctx, ReadyTimeout)
 	defer cancel()
 
-	ports, err := freePorts(14)
+	ports, err := freePorts(15)
 	if err != nil {
 		return nil, err
 	}
 	promPort, pyroHTTP, pyroGRPC, pyroMember := ports[0], ports[1], ports[2], ports[3]
 	jOTLPgrpc, jOTLPhttp, jQueryHTTP, jQueryGRPC, jHealth := ports[4], ports[5], ports[6], ports[7], ports[8]
 	demoPorts := map[string]int{"backend": ports[9], "detector": ports[10], "enrichment": ports[11], "engine": ports[12]}
-	gpuSimPort := ports[13]
+	gpuSimPort, scenarioGPUPort := ports[13], ports[14]
 
 	b.PrometheusURL = "http://" + addr(promPort)
 	b.PyroscopeURL = "http://" + addr(pyroHTTP)
@@ -149,8 +158,9 @@ func Start(ctx context.Context, opts Options) (b *Bed, err error) {
 		for _, s := range DemoServices {
 			jobs[DemoJob] = append(jobs[DemoJob], addr(demoPorts[s]))
 		}
-		jobs[GPUJob] = []string{addr(gpuSimPort)}
+		jobs[GPUJob] = []string{addr(gpuSimPort), addr(scenarioGPUPort)}
 		b.GPUSimulatorURL = "http://" + addr(gpuSimPort)
+		b.ScenarioGPUsURL = "http://" + addr(scenarioGPUPort)
 		// Before Prometheus opens its data folder, so it loads the blocks.
 		if err := b.loadGPUFixtures(ctx, promData); err != nil {
 			return nil, err
@@ -185,7 +195,7 @@ func Start(ctx context.Context, opts Options) (b *Bed, err error) {
 		if err := checkGPUFixtures(ctx, b.Endpoints); err != nil {
 			return nil, err
 		}
-		if err := b.startDemo(ctx, root, demoPorts, gpuSimPort); err != nil {
+		if err := b.startDemo(ctx, root, demoPorts, gpuSimPort, scenarioGPUPort); err != nil {
 			return nil, err
 		}
 	}

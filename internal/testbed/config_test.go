@@ -38,13 +38,14 @@ func TestPrometheusConfig(t *testing.T) {
 
 func TestFixtureWindowTravelsThroughTheEnvironment(t *testing.T) {
 	e := Endpoints{PrometheusURL: "http://p", PyroscopeURL: "http://y", JaegerURL: "http://j",
-		GPUSimulatorURL: "http://g", FixtureStart: time.Unix(1_780_000_000, 0), FixtureEnd: time.Unix(1_780_007_200, 0)}
+		GPUSimulatorURL: "http://g", ScenarioGPUsURL: "http://s", DemoBinary: "/tmp/bed/hsi-demo", FixtureStart: time.Unix(1_780_000_000, 0), FixtureEnd: time.Unix(1_780_007_200, 0)}
 	for _, kv := range e.Env() {
 		k, v, _ := strings.Cut(kv, "=")
 		t.Setenv(k, v)
 	}
 	got, ok := FromEnv()
-	if !ok || !got.FixtureStart.Equal(e.FixtureStart) || !got.FixtureEnd.Equal(e.FixtureEnd) || got.GPUSimulatorURL != e.GPUSimulatorURL {
+	if !ok || !got.FixtureStart.Equal(e.FixtureStart) || !got.FixtureEnd.Equal(e.FixtureEnd) || got.GPUSimulatorURL != e.GPUSimulatorURL ||
+		got.ScenarioGPUsURL != e.ScenarioGPUsURL || got.DemoBinary != e.DemoBinary {
 		t.Errorf("FromEnv = %+v, %v; want %+v", got, ok, e)
 	}
 	t.Setenv("HSI_TESTBED_FIXTURE_START", "")

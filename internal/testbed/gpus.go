@@ -24,6 +24,11 @@ import (
 const (
 	GPUSimHost  = "gpu-node-1"
 	GPUSimCount = 2
+	// GPUScenarioHost is a second simulated host for the scenarios (internal/scenario): its
+	// GPUScenarioCount GPUs run gpusim.Live three classes apart, so with seven of them every class
+	// is on some GPU at every moment.
+	GPUScenarioHost  = "gpu-node-2"
+	GPUScenarioCount = 7
 	// GPUJob is the job label of the simulated and the recorded GPU series.
 	GPUJob = "dcgm"
 )
@@ -117,6 +122,20 @@ func (b *Bed) startGPUSimulator(ctx context.Context, bin string, port int) error
 	return nil
 }
 
+// startScenarioGPUs runs the scenarios' simulated dcgm-exporter (no pods) on port.
+func (b *Bed) startScenarioGPUs(ctx context.Context, bin string, port int) error {
+	p, err := b.start("scenario-gpus", nil, bin, "gpus",
+		"--listen="+addr(port), "--host="+GPUScenarioHost, "--gpus="+strconv.Itoa(GPUScenarioCount))
+	if err != nil {
+		return err
+	}
+	if err := p.waitReady(ctx, b.ScenarioGPUsURL+"/metrics", statusOK); err != nil {
+		return err
+	}
+	b.opts.Log("simulated dcgm-exporter for the scenarios: %d GPUs on %s at %s", GPUScenarioCount, GPUScenarioHost, b.ScenarioGPUsURL)
+	return nil
+}
+
 // gpuSimHistory is how long Prometheus must have scraped the simulator before tests start: GPU
 // queries align their range to steps of up to 30 s, so a minute-old bed would have its only
 // samples after the last aligned step and answer "no data".
@@ -132,6 +151,13 @@ func gpuSimDataReady(ctx context.Context, e Endpoints) error {
 	}
 	if n != GPUSimCount {
 		return fmt.Errorf("prometheus has %d simulated GPUs on %s scraped for %s, want %d", n, GPUSimHost, gpuSimHistory, GPUSimCount)
+	}
+	sel = `DCGM_FI_DEV_GPU_UTIL{job="` + GPUJob + `",Hostname="` + GPUScenarioHost + `",simulated="true"} offset ` + gpuSimHistory.String()
+	if n, err = countSeries(ctx, e.PrometheusURL, sel, time.Time{}); err != nil {
+		return fmt.Errorf("prometheus: %w", err)
+	}
+	if n != GPUScenarioCount {
+		return fmt.Errorf("prometheus has %d simulated GPUs on %s scraped for %s, want %d", n, GPUScenarioHost, gpuSimHistory, GPUScenarioCount)
 	}
 	return nil
 }
