@@ -9,6 +9,7 @@
 //	hsi-demo traffic --backend URL [--requests N] [--every D] [--slow-every K]
 //	hsi-demo gpus    --listen ADDR --host gpu-node-1 --gpus 2      (simulated dcgm-exporter)
 //	hsi-demo gpus    --history 2h --step 15s --end UNIX --out FILE  (GPU test fixtures)
+//	hsi-demo scenario --kind KIND --otlp ADDR --pyroscope URL ...   (one slow request of a known cause)
 package main
 
 import (
@@ -28,6 +29,8 @@ func main() {
 		err = traffic(os.Args[2:])
 	case "gpus":
 		err = gpus(os.Args[2:])
+	case "scenario":
+		err = scenarioCmd(os.Args[2:])
 	default:
 		usage()
 	}
@@ -38,6 +41,6 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: hsi-demo serve|traffic|gpus [flags] (see -h of each)")
+	fmt.Fprintln(os.Stderr, "usage: hsi-demo serve|traffic|gpus|scenario [flags] (see -h of each)")
 	os.Exit(2)
 }

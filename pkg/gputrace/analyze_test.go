@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/internal/kinetogen"
 )
 
 type truthEvent struct {
@@ -25,12 +27,12 @@ type truthEvent struct {
 func randomTrace(t testing.TB, seed uint64) ([]byte, []truthEvent) {
 	rng := rand.New(rand.NewPCG(seed, seed))
 	var buf bytes.Buffer
-	k := newKinetoWriter(&buf, epochBase, nil)
+	k := kinetogen.NewWriter(&buf, kinetogen.EpochBase, nil)
 	names := []string{"gemm", "relu", "softmax", "ncclKernel_AllGather", "layernorm"}
 	var truth []truthEvent
 	corr := 0
 	for s := 0; s < 3; s++ {
-		k.dev = s / 2
+		k.Device = s / 2
 		at := int64(rng.IntN(5000))
 		prevEnd := at
 		for i := 0; i < 150; i++ {
@@ -42,14 +44,14 @@ func randomTrace(t testing.TB, seed uint64) ([]byte, []truthEvent) {
 			if rng.IntN(4) == 0 && at > prevEnd {
 				launch = prevEnd + 1 + rng.Int64N(at-prevEnd)
 			}
-			k.runtime("cudaLaunchKernel", launch, launch+int64(1+rng.IntN(2000)), corr)
-			ev := truthEvent{device: k.dev, stream: s + 7, start: at, end: at + d, launch: launch}
+			k.Runtime("cudaLaunchKernel", launch, launch+int64(1+rng.IntN(2000)), corr)
+			ev := truthEvent{device: k.Device, stream: s + 7, start: at, end: at + d, launch: launch}
 			if rng.IntN(6) == 0 {
 				ev.memory, ev.name = true, "Memcpy DtoH (Device -> Pinned)"
-				k.memcpy(ev.name, ev.stream, ev.start, ev.end, corr, int64(rng.IntN(1<<20)))
+				k.Memcpy(ev.name, ev.stream, ev.start, ev.end, corr, int64(rng.IntN(1<<20)))
 			} else {
 				ev.name = names[rng.IntN(len(names))]
-				k.kernel(ev.name, ev.stream, ev.start, ev.end, corr)
+				k.Kernel(ev.name, ev.stream, ev.start, ev.end, corr)
 			}
 			truth = append(truth, ev)
 			prevEnd = ev.end
@@ -59,7 +61,7 @@ func randomTrace(t testing.TB, seed uint64) ([]byte, []truthEvent) {
 			}
 		}
 	}
-	if err := k.close("random", 0); err != nil {
+	if err := k.Close("random", 0); err != nil {
 		t.Fatal(err)
 	}
 	return buf.Bytes(), truth
@@ -136,7 +138,7 @@ func TestFiguresMatchIndependentComputation(t *testing.T) {
 					bits[x-lo] |= b
 				}
 			}
-			want := TemporalBreakdown{Device: int32(dev), Start: epochBase + lo, End: epochBase + hi, Span: hi - lo}
+			want := TemporalBreakdown{Device: int32(dev), Start: kinetogen.EpochBase + lo, End: kinetogen.EpochBase + hi, Span: hi - lo}
 			for _, b := range bits {
 				switch {
 				case b&comp != 0:

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/internal/kinetogen"
 )
 
 type countingWriter struct {
@@ -33,7 +35,7 @@ func writeBigTrace(tb testing.TB, path string, size int64) {
 	}
 	defer f.Close()
 	cw := &countingWriter{w: f}
-	k := newKinetoWriter(cw, epochBase, map[string]string{"rank": "0"})
+	k := kinetogen.NewWriter(cw, kinetogen.EpochBase, map[string]string{"rank": "0"})
 	rng := rand.New(rand.NewPCG(7, 7))
 	names := make([]string, 300)
 	for i := range names {
@@ -42,7 +44,7 @@ func writeBigTrace(tb testing.TB, path string, size int64) {
 	var at [4]int64
 	for corr := 1; ; corr++ {
 		if corr%1000 == 0 {
-			k.w.Flush()
+			k.Flush()
 			if cw.n >= size {
 				break
 			}
@@ -50,15 +52,15 @@ func writeBigTrace(tb testing.TB, path string, size int64) {
 		s := corr % 4
 		start := at[s] + int64(rng.IntN(3000))
 		end := start + 1 + int64(rng.IntN(50_000))
-		k.runtime("cudaLaunchKernel", start-4000, start-1000, corr)
+		k.Runtime("cudaLaunchKernel", start-4000, start-1000, corr)
 		if corr%20 == 0 {
-			k.memcpy("Memcpy DtoH (Device -> Pinned)", s+7, start, end, corr, 1<<20)
+			k.Memcpy("Memcpy DtoH (Device -> Pinned)", s+7, start, end, corr, 1<<20)
 		} else {
-			k.kernel(names[rng.IntN(len(names))], s+7, start, end, corr)
+			k.Kernel(names[rng.IntN(len(names))], s+7, start, end, corr)
 		}
 		at[s] = end
 	}
-	if err := k.close("big", at[0]); err != nil {
+	if err := k.Close("big", at[0]); err != nil {
 		tb.Fatal(err)
 	}
 }

@@ -3,14 +3,17 @@ package gputrace
 import (
 	"bytes"
 	"compress/gzip"
+	"encoding/json"
 	"errors"
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/internal/kinetogen"
 )
 
 const (
-	fixtureBase    = epochBase // ts "1623143089861234.567": 16 digits, as CUDA traces write them
+	fixtureBase    = kinetogen.EpochBase // ts "1623143089861234.567": 16 digits, as CUDA traces write them
 	fixtureTraceID = "4bf92f3577b34da6a3ce929d0e0e4736"
 	µs             = 1000
 )
@@ -28,28 +31,28 @@ const (
 func writeFixture(t testing.TB, old bool) []byte {
 	t.Helper()
 	var buf bytes.Buffer
-	k := newKinetoWriter(&buf, fixtureBase, map[string]string{"backend": "nccl", "rank": "0", "world_size": "1"})
-	k.old = old
-	k.span("user_annotation", "request "+fixtureTraceID, 0, 140*µs)
-	k.span("cpu_op", "aten::mm", 0, 12*µs)
-	k.span("user_annotation", "forward", 45*µs, 90*µs)
-	k.runtime("cudaLaunchKernel", 0, 5*µs, 1)
-	k.runtime("cudaLaunchKernel", 6*µs, 10*µs, 2)
-	k.kernel("gemm", 7, 10*µs, 30*µs, 1)
-	k.kernel("gemm", 7, 40*µs, 70*µs, 2)
-	k.runtime("cudaLaunchKernel", 50*µs, 52*µs, 5)
-	k.kernel("ncclKernel_AllReduce", 8, 60*µs, 100*µs, 5)
-	k.runtime("cudaLaunchKernel", 80*µs, 85*µs, 3)
-	k.kernel("relu", 7, 90*µs, 92*µs, 3)
-	k.runtime("cudaMemcpyAsync", 92*µs, 95*µs, 4)
-	k.memcpy("Memcpy HtoD (Pageable -> Device)", 7, 95*µs, 105*µs, 4, 1_000_000)
-	k.memset(8, 100*µs+20, 101*µs, 0, 4096)
-	k.runtime("cudaLaunchKernel", 95*µs, 97*µs, 7)
-	k.kernel("gemm", 8, 110*µs, 120*µs, 7)
-	k.sync("cudaStreamWaitEvent", "Stream Wait Event", 8, 100*µs, 101*µs, 8)
-	k.sync("cudaDeviceSynchronize", "Context Sync", 7, 120*µs, 140*µs, 9)
-	k.span("mystery_category", "who knows", 1, 2)
-	if err := k.close("yolo26_detect", 140*µs); err != nil {
+	k := kinetogen.NewWriter(&buf, fixtureBase, map[string]string{"backend": "nccl", "rank": "0", "world_size": "1"})
+	k.Old = old
+	k.Span("user_annotation", "request "+fixtureTraceID, 0, 140*µs)
+	k.Span("cpu_op", "aten::mm", 0, 12*µs)
+	k.Span("user_annotation", "forward", 45*µs, 90*µs)
+	k.Runtime("cudaLaunchKernel", 0, 5*µs, 1)
+	k.Runtime("cudaLaunchKernel", 6*µs, 10*µs, 2)
+	k.Kernel("gemm", 7, 10*µs, 30*µs, 1)
+	k.Kernel("gemm", 7, 40*µs, 70*µs, 2)
+	k.Runtime("cudaLaunchKernel", 50*µs, 52*µs, 5)
+	k.Kernel("ncclKernel_AllReduce", 8, 60*µs, 100*µs, 5)
+	k.Runtime("cudaLaunchKernel", 80*µs, 85*µs, 3)
+	k.Kernel("relu", 7, 90*µs, 92*µs, 3)
+	k.Runtime("cudaMemcpyAsync", 92*µs, 95*µs, 4)
+	k.Memcpy("Memcpy HtoD (Pageable -> Device)", 7, 95*µs, 105*µs, 4, 1_000_000)
+	k.Memset(8, 100*µs+20, 101*µs, 0, 4096)
+	k.Runtime("cudaLaunchKernel", 95*µs, 97*µs, 7)
+	k.Kernel("gemm", 8, 110*µs, 120*µs, 7)
+	k.Sync("cudaStreamWaitEvent", "Stream Wait Event", 8, 100*µs, 101*µs, 8)
+	k.Sync("cudaDeviceSynchronize", "Context Sync", 7, 120*µs, 140*µs, 9)
+	k.Span("mystery_category", "who knows", 1, 2)
+	if err := k.Close("yolo26_detect", 140*µs); err != nil {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
@@ -241,7 +244,7 @@ func TestUsToNs(t *testing.T) {
 		"0.000000000000000000000000000000000000001": 0, "000000000000000000000000000000000000001": 1000,
 		"0e99999999999999999999": 0, "1e-99999999999999999999": 0, "4611686018427387.903": 4_611_686_018_427_387_903,
 	} {
-		if got, err := usToNs(jsonNumber(in)); err != nil || got != want {
+		if got, err := usToNs(json.Number(in)); err != nil || got != want {
 			t.Errorf("usToNs(%s) = %d, %v; want %d", in, got, err, want)
 		}
 	}
@@ -251,7 +254,7 @@ func TestUsToNs(t *testing.T) {
 		"1e400": "out of range", "4611686018427387.904": "out of range", "-4611686018427387.904": "out of range",
 		"99999999999999999999999": "out of range",
 	} {
-		if _, err := usToNs(jsonNumber(in)); err == nil || !strings.Contains(err.Error(), want) {
+		if _, err := usToNs(json.Number(in)); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("usToNs(%q): error %v, want %q", in, err, want)
 		}
 	}
@@ -260,16 +263,16 @@ func TestUsToNs(t *testing.T) {
 // Two kernels 1 ns apart at 16-digit timestamps: through float64 they overlapped or moved.
 func TestSixteenDigitTimestampsAreExact(t *testing.T) {
 	var buf bytes.Buffer
-	k := newKinetoWriter(&buf, epochBase, nil)
-	k.runtime("cudaLaunchKernel", 0, 1*µs, 1)
-	k.kernel("a", 7, 2*µs, 2*µs+333, 1)
-	k.runtime("cudaLaunchKernel", 1*µs, 2*µs, 2)
-	k.kernel("b", 7, 2*µs+334, 3*µs+1, 2)
-	if err := k.close("exact", 4*µs); err != nil {
+	k := kinetogen.NewWriter(&buf, kinetogen.EpochBase, nil)
+	k.Runtime("cudaLaunchKernel", 0, 1*µs, 1)
+	k.Kernel("a", 7, 2*µs, 2*µs+333, 1)
+	k.Runtime("cudaLaunchKernel", 1*µs, 2*µs, 2)
+	k.Kernel("b", 7, 2*µs+334, 3*µs+1, 2)
+	if err := k.Close("exact", 4*µs); err != nil {
 		t.Fatal(err)
 	}
 	r := readFixture(t, buf.Bytes())
-	want := TemporalBreakdown{Start: epochBase + 2*µs, End: epochBase + 3*µs + 1, Span: µs + 1, Compute: µs, Idle: 1}
+	want := TemporalBreakdown{Start: kinetogen.EpochBase + 2*µs, End: kinetogen.EpochBase + 3*µs + 1, Span: µs + 1, Compute: µs, Idle: 1}
 	if r.Temporal != want || len(r.Idle) != 1 || r.Idle[0].Overlaps != 0 || r.Idle[0].KernelWait != 1 || hasNotice(r, "overlap") {
 		t.Errorf("temporal %+v idle %+v notices %q; want %+v, a 1 ns gap and no overlap", r.Temporal, r.Idle, r.Notices, want)
 	}

@@ -1,0 +1,455 @@
+package kinetogen
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"math"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+const (
+	testTrace = "4bf92f3577b34da6a3ce929d0e0e4736"
+	testSpan  = "00f067aa0ba902b7"
+)
+
+func scenario(m Mechanism, seed uint64) Scenario {
+	return Scenario{Mechanism: m, TraceID: testTrace, SpanID: testSpan, Seed: seed}
+}
+
+func write(t testing.TB, s Scenario) ([]byte, Truth) {
+	t.Helper()
+	var buf bytes.Buffer
+	truth, err := Write(&buf, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes(), truth
+}
+
+// event is a trace event as the file has it; times stay decimal text.
+type event struct {
+	Ph, Cat, Name string
+	Pid, Tid      any
+	Ts, Dur       json.Number
+	Args          map[string]any
+}
+
+func events(t testing.TB, data []byte) (map[string]json.RawMessage, []event) {
+	t.Helper()
+	var top map[string]json.RawMessage
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if err := dec.Decode(&top); err != nil {
+		t.Fatalf("not JSON: %v", err)
+	}
+	var evs []event
+	dec = json.NewDecoder(bytes.NewReader(top["traceEvents"]))
+	dec.UseNumber()
+	if err := dec.Decode(&evs); err != nil {
+		t.Fatalf("traceEvents: %v", err)
+	}
+	return top, evs
+}
+
+// ns reads Kineto's "µs with three decimals" exactly.
+func ns(t testing.TB, n json.Number) int64 {
+	t.Helper()
+	s := string(n)
+	i := strings.IndexByte(s, '.')
+	if i < 0 || len(s)-i != 4 {
+		t.Fatalf("time %q has not three decimals", s)
+	}
+	v, err := strconv.ParseInt(s[:i]+s[i+1:], 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+var (
+	epochTS = regexp.MustCompile(`^[0-9]{16}\.[0-9]{3}$`)
+	dur     = regexp.MustCompile(`^[0-9]+\.[0-9]{3}$`)
+	// Kineto's field order for complete events.
+	xOrder = regexp.MustCompile(`^  \{"ph": "X", "cat": "[^"]*", "name": ".*", "pid": [^,]+, "tid": [^,]+, "ts": [0-9.]+, "dur": [0-9.]+, "args": \{.*\}\},?$`)
+)
+
+func TestScenarioKinetoLayout(t *testing.T) {
+	start := time.Date(2025, 3, 14, 15, 9, 26, 535_897_000, time.UTC)
+	for _, m := range Mechanisms {
+		t.Run(string(m), func(t *testing.T) {
+			s := scenario(m, 7)
+			s.Start, s.Device = start, 1
+			data, truth := write(t, s)
+			top, evs := events(t, data)
+			for _, key := range []string{"schemaVersion", "deviceProperties", "traceEvents", "traceName"} {
+				if _, ok := top[key]; !ok {
+					t.Errorf("no %q", key)
+				}
+			}
+			if !bytes.HasPrefix(data, []byte("{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [\n")) {
+				t.Errorf("the trace does not open as Kineto's: %.80q", data)
+			}
+			var props []struct{ ID int }
+			json.Unmarshal(top["deviceProperties"], &props)
+			if len(props) != 2 || props[1].ID != 1 {
+				t.Errorf("deviceProperties %+v, want GPUs 0 and 1", props)
+			}
+			for _, line := range strings.Split(string(data), "\n") {
+				if strings.HasPrefix(line, `  {"ph": "X"`) && !xOrder.MatchString(line) {
+					t.Fatalf("fields out of Kineto's order: %s", line)
+				}
+			}
+
+			cats := map[string]int{}
+			calls := map[int64]event{}
+			gpu := map[int64]event{}
+			flows := map[string]int{}
+			var annots []event
+			for _, e := range evs {
+				if e.Ts != "" && !epochTS.MatchString(string(e.Ts)) {
+					t.Fatalf("%s %q: ts %q is not 16 digits and 3 decimals", e.Cat, e.Name, e.Ts)
+				}
+				if e.Dur != "" && !dur.MatchString(string(e.Dur)) {
+					t.Fatalf("%s %q: dur %q is not 3 decimals", e.Cat, e.Name, e.Dur)
+				}
+				if e.Ph != "X" {
+					if e.Cat == "ac2g" {
+						flows[e.Ph]++
+					}
+					continue
+				}
+				cats[e.Cat]++
+				c, _ := e.Args["correlation"].(json.Number)
+				corr, _ := c.Int64()
+				switch e.Cat {
+				case "cuda_runtime":
+					calls[corr] = e
+				case "kernel", "gpu_memcpy":
+					gpu[corr] = e
+					if e.Pid != json.Number("1") || e.Args["device"] != json.Number("1") || e.Tid != json.Number("7") {
+						t.Fatalf("GPU event off device 1 stream 7: %+v", e)
+					}
+				case "user_annotation":
+					annots = append(annots, e)
+				}
+			}
+			for _, c := range []string{"cpu_op", "cuda_runtime", "kernel", "user_annotation", "gpu_user_annotation", "cuda_sync", "Trace"} {
+				if cats[c] == 0 {
+					t.Errorf("no %s events", c)
+				}
+			}
+			if flows["s"] != len(gpu) || flows["f"] != len(gpu) {
+				t.Errorf("flows s %d, f %d, want one pair per GPU activity (%d)", flows["s"], flows["f"], len(gpu))
+			}
+			if len(annots) != 1 || annots[0].Name != "request "+testTrace+" span "+testSpan {
+				t.Fatalf("annotations %+v, want one naming the trace and span", annots)
+			}
+			a0 := ns(t, annots[0].Ts)
+			a1 := a0 + ns(t, annots[0].Dur)
+			if a0 != start.UnixNano() || a1 != start.Add(DefaultDuration).UnixNano() {
+				t.Errorf("annotation [%d, %d], want [Start, Start+Duration]", a0, a1)
+			}
+			for corr, g := range gpu {
+				c, ok := calls[corr]
+				if !ok {
+					t.Fatalf("GPU activity %q has no launch call (correlation %d)", g.Name, corr)
+				}
+				if cs := ns(t, c.Ts); cs < a0 || cs > a1 {
+					t.Fatalf("launch call at %d outside the annotation", cs)
+				}
+				if c.Args["External id"] != g.Args["External id"] {
+					t.Fatalf("call and work differ in External id: %v, %v", c.Args, g.Args)
+				}
+			}
+			if int64(cats["kernel"]) != truth.Kernels || int64(cats["gpu_memcpy"]) != truth.Transfers {
+				t.Errorf("kernels %d, copies %d; truth %d, %d", cats["kernel"], cats["gpu_memcpy"], truth.Kernels, truth.Transfers)
+			}
+		})
+	}
+}
+
+func TestScenarioDeterministic(t *testing.T) {
+	for _, m := range Mechanisms {
+		a, ta := write(t, scenario(m, 3))
+		b, tb := write(t, scenario(m, 3))
+		if !bytes.Equal(a, b) || ta != tb {
+			t.Errorf("%s: the same scenario wrote different traces", m)
+		}
+	}
+}
+
+// kernelCounts is how many times each kernel name runs in the trace.
+func kernelCounts(t testing.TB, data []byte) map[string]int {
+	_, evs := events(t, data)
+	n := map[string]int{}
+	for _, e := range evs {
+		if e.Cat == "kernel" {
+			n[e.Name]++
+		}
+	}
+	return n
+}
+
+func TestScenarioSeedsDiffer(t *testing.T) {
+	for _, m := range Mechanisms {
+		var seen []map[string]int
+		nameSets := map[string]bool{}
+		for seed := uint64(1); seed <= 6; seed++ {
+			data, _ := write(t, scenario(m, seed))
+			counts := kernelCounts(t, data)
+			for _, prev := range seen {
+				if maps.Equal(prev, counts) {
+					t.Errorf("%s: seed %d runs the same kernels as an earlier seed: %v", m, seed, counts)
+				}
+			}
+			seen = append(seen, counts)
+			names := slices.Sorted(maps.Keys(counts))
+			nameSets[strings.Join(names, "\n")] = true
+		}
+		if len(nameSets) < 2 {
+			t.Errorf("%s: every seed uses the same kernel names", m)
+		}
+	}
+}
+
+func TestScenarioMechanismDominates(t *testing.T) {
+	for _, m := range Mechanisms {
+		for seed := uint64(0); seed < 16; seed++ {
+			for _, d := range []time.Duration{3 * time.Millisecond, DefaultDuration, 60 * time.Millisecond} {
+				s := scenario(m, seed)
+				s.Duration = d
+				_, tr := write(t, s)
+				if m == MechKernels {
+					if share := float64(tr.KernelTime) / float64(tr.Window); share < 0.9 {
+						t.Errorf("kernels seed %d %v: kernel time %.3f of the window", seed, d, share)
+					}
+					continue
+				}
+				if share := float64(tr.Of(m)) / float64(tr.NoKernel()); share < 0.7 {
+					t.Errorf("%s seed %d %v: %.3f of the no-kernel time (%+v)", m, seed, d, share, tr)
+				}
+			}
+		}
+	}
+}
+
+func TestScenarioTruthFitsWindow(t *testing.T) {
+	for _, m := range Mechanisms {
+		for seed := uint64(0); seed < 10; seed++ {
+			s := scenario(m, seed)
+			_, tr := write(t, s)
+			if sum := tr.KernelTime + tr.Copies + tr.Sync + tr.Launch + tr.HostWork; sum != tr.Window {
+				t.Errorf("%s seed %d: parts sum to %d, window %d", m, seed, sum, tr.Window)
+			}
+			for _, v := range []int64{tr.KernelTime, tr.Copies, tr.Sync, tr.Launch, tr.HostWork} {
+				if v < 0 {
+					t.Errorf("%s seed %d: negative part in %+v", m, seed, tr)
+				}
+			}
+			start := time.Unix(0, EpochBase)
+			if tr.WindowStart <= start.UnixNano() || tr.WindowEnd > start.Add(DefaultDuration).UnixNano() || tr.Window <= 0 {
+				t.Errorf("%s seed %d: window [%d, %d] outside the annotation", m, seed, tr.WindowStart, tr.WindowEnd)
+			}
+			if tr.Kernels == 0 || tr.Launches != tr.Kernels+tr.Transfers || tr.SyncCalls == 0 {
+				t.Errorf("%s seed %d: counts %+v", m, seed, tr)
+			}
+		}
+	}
+}
+
+// TestScenarioTruthFromFile derives the truth again from the file alone, by brute force over the
+// elementary segments between event edges, so that Truth is what the written events hold.
+func TestScenarioTruthFromFile(t *testing.T) {
+	blocking := map[string]bool{"cudaStreamSynchronize": true, "cudaDeviceSynchronize": true, "cudaEventSynchronize": true, "cudaMemcpy": true}
+	for _, m := range Mechanisms {
+		for seed := uint64(0); seed < 4; seed++ {
+			data, want := write(t, scenario(m, seed))
+			_, evs := events(t, data)
+			var work, calls, syncs []span
+			for _, e := range evs {
+				if e.Ph != "X" || e.Cat == "Trace" {
+					continue
+				}
+				s := ns(t, e.Ts)
+				x := span{start: s, end: s + ns(t, e.Dur)}
+				if c, ok := e.Args["correlation"].(json.Number); ok {
+					x.corr, _ = c.Int64()
+				}
+				switch e.Cat {
+				case "kernel", "gpu_memcpy", "gpu_memset":
+					x.kernel = e.Cat == "kernel"
+					work = append(work, x)
+				case "cuda_runtime":
+					calls = append(calls, x)
+					if blocking[e.Name] {
+						syncs = append(syncs, x)
+					}
+				}
+			}
+			var got Truth
+			launchOf := map[int64]span{}
+			for _, c := range calls {
+				for _, w := range work {
+					if w.corr == c.corr {
+						launchOf[c.corr] = c
+					}
+				}
+			}
+			var launches []span
+			for _, c := range calls {
+				if _, ok := launchOf[c.corr]; ok {
+					launches = append(launches, c)
+				}
+			}
+			got.Launches, got.SyncCalls = int64(len(launches)), int64(len(syncs))
+			for _, w := range work {
+				if w.kernel {
+					got.Kernels++
+				} else {
+					got.Transfers++
+				}
+			}
+			pts := edges(work, math.MinInt64, math.MaxInt64)
+			got.WindowStart, got.WindowEnd = pts[0], pts[len(pts)-1]
+			got.Window = got.WindowEnd - got.WindowStart
+			gapStart, gapEnd := int64(-1), int64(-1)
+			for i := 0; i+1 < len(pts); i++ {
+				a, b := pts[i], pts[i+1]
+				kernel, busy := false, false
+				for _, w := range work {
+					if w.start <= a && b <= w.end {
+						busy, kernel = true, kernel || w.kernel
+					}
+				}
+				switch {
+				case kernel:
+					got.KernelTime += b - a
+				case busy:
+					got.Copies += b - a
+				default:
+					if gapStart < 0 {
+						gapStart = a
+					}
+					gapEnd = b
+					continue
+				}
+				if gapStart < 0 {
+					continue
+				}
+				// A gap [ga, gb) just ended: the activity starting at gb follows it.
+				ga, gb := gapStart, gapEnd
+				gapStart = -1
+				var next span
+				for _, w := range work {
+					if w.start == gb {
+						next = w
+						break
+					}
+				}
+				var cover int64
+				cuts := edges(launches, ga, gb)
+				for j := 0; j+1 < len(cuts); j++ {
+					for _, c := range launches {
+						if c.start <= cuts[j] && cuts[j+1] <= c.end {
+							cover += cuts[j+1] - cuts[j]
+							break
+						}
+					}
+				}
+				sync := false
+				for _, c := range syncs {
+					sync = sync || c.start <= ga && ga <= c.end+SyncSlack
+				}
+				ln, ok := launchOf[next.corr]
+				switch {
+				case sync:
+					got.Sync += gb - ga
+					got.SyncGaps++
+				case ok && ln.end <= ga, 2*cover >= gb-ga:
+					got.Launch += gb - ga
+					got.LaunchGaps++
+				default:
+					got.HostWork += gb - ga
+					got.HostWorkGaps++
+				}
+			}
+			if got != want {
+				t.Errorf("%s seed %d:\nfrom the file %+v\nWrite's truth %+v", m, seed, got, want)
+			}
+		}
+	}
+}
+
+type span struct {
+	start, end, corr int64
+	kernel           bool
+}
+
+// edges are the distinct starts and ends of the spans, clipped to [lo, hi] (both included), sorted.
+func edges(spans []span, lo, hi int64) []int64 {
+	set := map[int64]bool{}
+	if lo != math.MinInt64 {
+		set[lo], set[hi] = true, true
+	}
+	for _, s := range spans {
+		for _, p := range []int64{s.start, s.end} {
+			if lo <= p && p <= hi {
+				set[p] = true
+			}
+		}
+	}
+	out := make([]int64, 0, len(set))
+	for p := range set {
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+func TestScenarioErrors(t *testing.T) {
+	for _, c := range []struct {
+		s    Scenario
+		want string
+	}{
+		{Scenario{Mechanism: "warp", TraceID: testTrace}, "unknown mechanism"},
+		{Scenario{Mechanism: MechSync, TraceID: "xyz"}, "not 32"},
+		{Scenario{Mechanism: MechSync, TraceID: "12345678901234567890123456789012"}, "no letter"},
+		{Scenario{Mechanism: MechSync, TraceID: testTrace, SpanID: "abc"}, "span ID"},
+		{Scenario{Mechanism: MechSync, TraceID: testTrace, Duration: 100 * time.Microsecond}, "too short for two"},
+		{Scenario{Mechanism: MechSync, TraceID: testTrace, Start: time.Unix(1, 0)}, "16 integer digits"},
+		{Scenario{Mechanism: MechSync, TraceID: testTrace, Start: time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC)}, "2096"},
+		{Scenario{Mechanism: MechSync, TraceID: testTrace, Duration: time.Hour}, "duration"},
+		{Scenario{Mechanism: MechSync, TraceID: testTrace, Device: -1}, "device"},
+	} {
+		if _, err := Write(io.Discard, c.s); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: error %v, want %q", c.s, err, c.want)
+		}
+	}
+}
+
+func TestWriterMicros(t *testing.T) {
+	for in, want := range map[int64]string{EpochBase: "1623143089861234.567", 0: "0.000", 1: "0.001", -1500: "-1.500"} {
+		if got := Micros(in); got != want {
+			t.Errorf("Micros(%d) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func ExampleWrite() {
+	var buf bytes.Buffer
+	truth, err := Write(&buf, Scenario{Mechanism: MechSync, TraceID: testTrace, SpanID: testSpan, Seed: 1})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(truth.Sync*10 >= truth.NoKernel()*7, truth.Window == truth.KernelTime+truth.Copies+truth.Idle())
+	// Output: true true
+}

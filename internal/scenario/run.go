@@ -1,0 +1,383 @@
+package scenario
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"sync"
+	"time"
+
+	otelpyroscope "github.com/grafana/otel-profiling-go"
+	"github.com/grafana/pyroscope-go"
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.26.0"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/internal/gpusim"
+	"github.com/hsi-profiling/hsi-profiling-datasource/internal/kinetogen"
+)
+
+// Config says where a scenario's services send what they record.
+type Config struct {
+	OTLP      string // Jaeger's OTLP gRPC endpoint (host:port)
+	Pyroscope string // Pyroscope's URL; "" sends no profiles
+	// TraceDir is the folder kernel traces are written to (the plugin's traceDirectories).
+	TraceDir string
+	// Host is the services' host.name; GPUHost the simulated dcgm-exporter host whose GPUCount
+	// GPUs run gpusim.Live's classes (the GPU kinds run their culprit there).
+	Host, GPUHost string
+	GPUCount      int
+	Log           func(format string, args ...any)
+}
+
+// causeKinds are the verdict's kinds of cause each scenario must come first with.
+var causeKinds = map[Kind]string{
+	Queue: "queue", CPU: "cpu", DownstreamOpaque: "downstream", DownstreamQueued: "downstream",
+	GPUMemoryBound: "waiting", GPUThrottled: "waiting",
+	HostSync: "host sync", LaunchBound: "launch overhead", Copies: "copies", HostWork: "host work",
+	FailedRetry: "failed attempt",
+}
+
+// mechanisms are the kernel-trace patterns of the GPU-idle kinds.
+var mechanisms = map[Kind]kinetogen.Mechanism{
+	HostSync: kinetogen.MechSync, LaunchBound: kinetogen.MechLaunch, Copies: kinetogen.MechCopies, HostWork: kinetogen.MechHostWork,
+}
+
+// gpuMargin is how long the chosen GPU's class must hold on both sides of the request: DCGM's
+// readings around a short span are a few seconds either side of it.
+const gpuMargin = 20 * time.Second
+
+// Run makes the scenario's request, waits until its spans and profiles are sent, and says what
+// the verdict should find.
+func Run(ctx context.Context, cfg Config, s Spec) (*Result, error) {
+	if cfg.Log == nil {
+		cfg.Log = func(string, ...any) {}
+	}
+	res := &Result{Kind: s.Kind, Service: s.Culprit, CauseKind: causeKinds[s.Kind], InjectedMs: ms(s.Injected)}
+	if res.CauseKind == "" {
+		return nil, fmt.Errorf("unknown scenario %q", s.Kind)
+	}
+	if s.Kind == DownstreamOpaque || s.Kind == DownstreamQueued {
+		res.Service, res.Peer = s.Caller, s.Culprit // the caller waits on the culprit
+	}
+	culpritHost := cfg.Host
+	gpu := -1
+	switch s.Kind {
+	case GPUMemoryBound, GPUThrottled, FailedRetry:
+		want := []string{gpusim.MemoryBound}
+		if s.Kind == GPUThrottled {
+			want = []string{gpusim.ThermalThrottled, gpusim.PowerThrottled}
+		}
+		if s.Kind == FailedRetry {
+			want = gpusim.Classes // any: the framebuffer is what the OOM quotes
+		}
+		var wait time.Duration
+		gpu, wait, res.Class = gpuWith(want, cfg.GPUCount, time.Now(), gpuMargin)
+		if res.Class == "" {
+			return nil, fmt.Errorf("no GPU of %s shows %v for %s on both sides of any moment", cfg.GPUHost, want, gpuMargin)
+		}
+		if s.Kind == FailedRetry {
+			res.Class = ""
+		}
+		cfg.Log("GPU %d of %s shows %s in %s", gpu, cfg.GPUHost, res.Class, wait)
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		culpritHost, res.GPU = cfg.GPUHost, strconv.Itoa(gpu)
+	}
+	profiled := s.Kind != Queue && s.Kind != DownstreamOpaque && s.Kind != DownstreamQueued
+
+	callerTP, err := tracerProvider(ctx, cfg.OTLP, s.Caller, cfg.Host)
+	if err != nil {
+		return nil, err
+	}
+	defer shutdown(callerTP)
+	culpritTP, err := tracerProvider(ctx, cfg.OTLP, s.Culprit, culpritHost)
+	if err != nil {
+		return nil, err
+	}
+	defer shutdown(culpritTP)
+	var culpritTracing trace.TracerProvider = culpritTP
+	var profiler *pyroscope.Profiler
+	if profiled && cfg.Pyroscope != "" {
+		// otel-profiling-go labels the culprit's local root span's samples with its span ID and
+		// sets pyroscope.profile.id on it, as the demo's services do.
+		culpritTracing = otelpyroscope.NewTracerProvider(culpritTP)
+		profiler, err = pyroscope.Start(pyroscope.Config{
+			ApplicationName: s.Culprit, ServerAddress: cfg.Pyroscope, UploadRate: time.Second,
+			Tags:         map[string]string{"host_name": culpritHost},
+			ProfileTypes: []pyroscope.ProfileType{pyroscope.ProfileCPU},
+		})
+		if err != nil {
+			return nil, fmt.Errorf("starting the profiler: %w", err)
+		}
+	}
+	prop := propagation.TraceContext{}
+	c := &culprit{spec: s, cfg: cfg, tracer: culpritTracing.Tracer("hsi-scenario"), gpu: gpu, res: res}
+	var handler http.Handler = http.HandlerFunc(c.serve)
+	switch s.Kind {
+	case DownstreamOpaque: // sends no spans: a plain server
+	case DownstreamQueued:
+		// The callee's own span starts once its handler runs: the time before is the call's.
+		traced := otelhttp.NewHandler(handler, s.Operation, otelhttp.WithTracerProvider(culpritTracing), otelhttp.WithPropagators(prop))
+		handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			time.Sleep(s.Injected)
+			traced.ServeHTTP(w, r)
+		})
+	default:
+		handler = otelhttp.NewHandler(handler, "POST /"+s.Operation, otelhttp.WithTracerProvider(culpritTracing), otelhttp.WithPropagators(prop))
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Close()
+
+	// The caller: its server span is the request's root; it calls the culprit (twice when the
+	// first call fails).
+	transportOpts := []otelhttp.Option{otelhttp.WithTracerProvider(callerTP), otelhttp.WithPropagators(prop)}
+	if s.Kind == DownstreamOpaque {
+		transportOpts = append(transportOpts, otelhttp.WithSpanOptions(trace.WithAttributes(attribute.String("peer.service", s.Culprit))))
+	}
+	client := &http.Client{Transport: otelhttp.NewTransport(http.DefaultTransport, transportOpts...), Timeout: 30 * time.Second}
+	rctx, root := callerTP.Tracer("hsi-scenario").Start(ctx, "POST "+s.Endpoint, trace.WithSpanKind(trace.SpanKindServer))
+	res.TraceID = root.SpanContext().TraceID().String()
+	url := "http://" + ln.Addr().String() + "/" + s.Operation
+	status, err := post(rctx, client, url)
+	if err == nil && status == http.StatusInternalServerError && s.Kind == FailedRetry {
+		status, err = post(rctx, client, url)
+	}
+	root.End()
+	if err == nil && status != http.StatusOK {
+		err = fmt.Errorf("%s answered %d", s.Culprit, status)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if c.err != nil {
+		return nil, c.err
+	}
+	for _, tp := range []*sdktrace.TracerProvider{callerTP, culpritTP} {
+		if err := tp.ForceFlush(ctx); err != nil {
+			return nil, fmt.Errorf("exporting the spans to %s: %w", cfg.OTLP, err)
+		}
+	}
+	if profiler != nil {
+		// Stop uploads what was sampled since the last upload.
+		if err := profiler.Stop(); err != nil {
+			return nil, fmt.Errorf("uploading the last profile: %w", err)
+		}
+		res.ProfiledSpan = c.serverSpan
+	}
+	res.Services = []string{s.Caller}
+	if s.Kind != DownstreamOpaque {
+		res.Services = append(res.Services, s.Culprit)
+	}
+	return res, nil
+}
+
+func post(ctx context.Context, client *http.Client, url string) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, http.NoBody)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	resp.Body.Close()
+	return resp.StatusCode, nil
+}
+
+// culprit is the service where the time goes; serve does what its scenario says.
+type culprit struct {
+	spec   Spec
+	cfg    Config
+	tracer trace.Tracer
+	gpu    int
+	res    *Result
+
+	mu         sync.Mutex
+	calls      int
+	serverSpan string
+	err        error
+}
+
+func (c *culprit) serve(w http.ResponseWriter, r *http.Request) {
+	c.mu.Lock()
+	c.calls++
+	first := c.calls == 1
+	if sc := trace.SpanContextFromContext(r.Context()); first && sc.IsValid() {
+		c.serverSpan = sc.SpanID().String()
+	}
+	c.mu.Unlock()
+	s := c.spec
+	var attrs []attribute.KeyValue
+	if c.gpu >= 0 {
+		attrs = append(attrs, attribute.String("gpu.index", strconv.Itoa(c.gpu)))
+	}
+	ctx, span := c.tracer.Start(r.Context(), s.Operation, trace.WithAttributes(attrs...))
+	defer span.End()
+	switch s.Kind {
+	case Queue:
+		c.queue(ctx, span)
+	case CPU:
+		burnCPU(s.Injected)
+	case GPUMemoryBound, GPUThrottled, DownstreamOpaque:
+		time.Sleep(s.Injected) // waiting: on the GPU, or as a service we cannot see into
+	case DownstreamQueued:
+		time.Sleep(20 * time.Millisecond)
+	case HostSync, LaunchBound, Copies, HostWork:
+		if err := c.gpuWork(span); err != nil {
+			c.fail(err)
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+	case FailedRetry:
+		if first {
+			// A PyTorch service's allocation failing after the attempt ran: the exception as
+			// OpenTelemetry's Python SDK records it (record_exception), then an error status.
+			time.Sleep(s.Injected)
+			span.AddEvent("exception", trace.WithAttributes(
+				attribute.String("exception.type", "torch.OutOfMemoryError"),
+				attribute.String("exception.message", "CUDA out of memory. Tried to allocate 3.20 GiB. GPU 0 has a total capacity of 79.15 GiB of which 1.07 GiB is free."),
+			))
+			span.SetStatus(codes.Error, "torch.OutOfMemoryError: CUDA out of memory")
+			http.Error(w, "CUDA out of memory", http.StatusInternalServerError)
+			return
+		}
+		time.Sleep(s.Injected / 4) // the retry with a smaller batch
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+func (c *culprit) fail(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err == nil {
+		c.err = err
+	}
+}
+
+// queue is a vLLM-style engine with one slot, held by another workload for the injected time
+// when the request arrives: the request waits for it, then prefills and decodes, and the engine
+// records vLLM's attributes on its llm_request span.
+func (c *culprit) queue(ctx context.Context, span trace.Span) {
+	slot := make(chan struct{}, 1)
+	slot <- struct{}{} // the other workload's request
+	go func() {
+		time.Sleep(c.spec.Injected)
+		<-slot
+	}()
+	_, req := c.tracer.Start(ctx, "llm_request")
+	defer req.End()
+	queued := time.Now()
+	slot <- struct{}{}
+	waited := time.Since(queued)
+	prefill, decode := 15*time.Millisecond, 40*time.Millisecond
+	time.Sleep(prefill + decode)
+	<-slot
+	req.SetAttributes(
+		attribute.Float64("gen_ai.latency.time_in_queue", waited.Seconds()),
+		attribute.Float64("gen_ai.latency.time_in_model_prefill", prefill.Seconds()),
+		attribute.Float64("gen_ai.latency.time_in_model_decode", decode.Seconds()),
+		attribute.Float64("gen_ai.latency.e2e", time.Since(queued).Seconds()),
+		attribute.String("gen_ai.response.model", c.spec.Operation),
+	)
+	_ = span
+}
+
+// gpuWork writes the kernel trace of the span's GPU work, as PyTorch's profiler would for a
+// request (named after the request's trace ID, its annotation naming the trace and the span),
+// and lasts as long as that work: the host sleeps through it, except for host work, which
+// burns the CPU the trace's gaps hold.
+func (c *culprit) gpuWork(span trace.Span) error {
+	s := c.spec
+	start := time.Now()
+	sc := span.SpanContext()
+	name := fmt.Sprintf("%s_%s.pt.trace.json", s.Culprit, sc.TraceID())
+	tmp, err := os.CreateTemp(c.cfg.TraceDir, ".writing-*")
+	if err != nil {
+		return err
+	}
+	truth, err := kinetogen.Write(tmp, kinetogen.Scenario{
+		Mechanism: mechanisms[s.Kind], TraceID: sc.TraceID().String(), SpanID: sc.SpanID().String(),
+		Start: start, Duration: s.Injected, Seed: s.Seed,
+	})
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		// Renamed when whole: the plugin never reads half a file.
+		err = os.Rename(tmp.Name(), filepath.Join(c.cfg.TraceDir, name))
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("writing the kernel trace: %w", err)
+	}
+	c.res.KernelTrace = name
+	c.res.InjectedMs = ms(time.Duration(truth.Of(mechanisms[s.Kind])))
+	if s.Kind == HostWork {
+		burnCPU(time.Duration(truth.HostWork))
+	}
+	time.Sleep(time.Until(start.Add(s.Injected)))
+	return nil
+}
+
+// burnCPU spends d of this thread's CPU time (not wall time: on a loaded machine the loop waits
+// for a core, which must not shorten the CPU the scenario injects).
+//
+//go:noinline
+func burnCPU(d time.Duration) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	until := threadCPU() + int64(d)
+	x := uint64(88172645463325252)
+	for threadCPU() < until {
+		for range 20000 {
+			x ^= x << 13
+			x ^= x >> 7
+			x ^= x << 17
+		}
+	}
+	sink = x
+}
+
+var sink uint64
+
+func tracerProvider(ctx context.Context, otlp, service, host string) (*sdktrace.TracerProvider, error) {
+	if otlp == "" {
+		return nil, errors.New("no OTLP endpoint")
+	}
+	exp, err := otlptracegrpc.New(ctx, otlptracegrpc.WithEndpoint(otlp), otlptracegrpc.WithInsecure())
+	if err != nil {
+		return nil, err
+	}
+	res := resource.NewSchemaless(semconv.ServiceName(service), semconv.HostName(host), attribute.Bool("simulated", true))
+	return sdktrace.NewTracerProvider(sdktrace.WithResource(res), sdktrace.WithSampler(sdktrace.AlwaysSample()),
+		sdktrace.WithBatcher(exp, sdktrace.WithBatchTimeout(200*time.Millisecond))), nil
+}
+
+func shutdown(tp *sdktrace.TracerProvider) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = tp.Shutdown(ctx)
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
