@@ -96,8 +96,8 @@ type Result struct {
 	Service   string `json:"service"`
 	CauseKind string `json:"causeKind"`
 	// Peer is what a downstream cause must name as waited on.
-	Peer string `json:"peer,omitempty"`
-	Class     string `json:"class,omitempty"`
+	Peer  string `json:"peer,omitempty"`
+	Class string `json:"class,omitempty"`
 	// InjectedMs is the time the first cause must explain, within 10 %.
 	InjectedMs float64 `json:"injectedMs"`
 	// Services are those whose spans the trace must hold before it is asked.
