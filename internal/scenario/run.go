@@ -55,6 +55,10 @@ var mechanisms = map[Kind]kinetogen.Mechanism{
 	HostSync: kinetogen.MechSync, LaunchBound: kinetogen.MechLaunch, Copies: kinetogen.MechCopies, HostWork: kinetogen.MechHostWork,
 }
 
+// prepCPU is the CPU a handler spends before it waits on the GPU: enough for a few samples at
+// the profilers' 100 Hz.
+const prepCPU = 50 * time.Millisecond
+
 // gpuMargin is how long the chosen GPU's class must hold on both sides of the request: DCGM's
 // readings around a short span are a few seconds either side of it.
 const gpuMargin = 20 * time.Second
@@ -88,10 +92,10 @@ func Run(ctx context.Context, cfg Config, s Spec) (*Result, error) {
 		if res.Class == "" {
 			return nil, fmt.Errorf("no GPU of %s shows %v for %s on both sides of any moment", cfg.GPUHost, want, gpuMargin)
 		}
-		if s.Kind == FailedRetry {
-			res.Class = ""
-		}
 		cfg.Log("GPU %d of %s shows %s in %s", gpu, cfg.GPUHost, res.Class, wait)
+		if s.Kind == FailedRetry {
+			res.Class = "" // the verdict quotes its framebuffer, not its class
+		}
 		select {
 		case <-time.After(wait):
 		case <-ctx.Done():
@@ -239,8 +243,13 @@ func (c *culprit) serve(w http.ResponseWriter, r *http.Request) {
 		c.queue(ctx, span)
 	case CPU:
 		burnCPU(s.Injected)
-	case GPUMemoryBound, GPUThrottled, DownstreamOpaque:
-		time.Sleep(s.Injected) // waiting: on the GPU, or as a service we cannot see into
+	case GPUMemoryBound, GPUThrottled:
+		// Preparing the input takes a little CPU (as any handler does: a profiled service always
+		// shows some samples), then the service waits on the GPU.
+		burnCPU(prepCPU)
+		time.Sleep(s.Injected)
+	case DownstreamOpaque:
+		time.Sleep(s.Injected) // a service we cannot see into
 	case DownstreamQueued:
 		time.Sleep(20 * time.Millisecond)
 	case HostSync, LaunchBound, Copies, HostWork:
@@ -250,10 +259,11 @@ func (c *culprit) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	case FailedRetry:
+		burnCPU(prepCPU)
 		if first {
 			// A PyTorch service's allocation failing after the attempt ran: the exception as
 			// OpenTelemetry's Python SDK records it (record_exception), then an error status.
-			time.Sleep(s.Injected)
+			time.Sleep(s.Injected - prepCPU)
 			span.AddEvent("exception", trace.WithAttributes(
 				attribute.String("exception.type", "torch.OutOfMemoryError"),
 				attribute.String("exception.message", "CUDA out of memory. Tried to allocate 3.20 GiB. GPU 0 has a total capacity of 79.15 GiB of which 1.07 GiB is free."),
