@@ -319,6 +319,7 @@ func (c *culprit) queue(ctx context.Context, span trace.Span) {
 // burns the CPU the trace's gaps hold.
 func (c *culprit) gpuWork(span trace.Span) error {
 	s := c.spec
+	burnCPU(prepCPU) // preparing the batch, before the GPU work
 	start := time.Now()
 	sc := span.SpanContext()
 	name := fmt.Sprintf("%s_%s.pt.trace.json", s.Culprit, sc.TraceID())
