@@ -30,6 +30,10 @@ const LeverKind = "lever"
 // Each row's cause links to what shows its evidence (the hidden link field): a CPU cause to its
 // span profile (this data source's profile query), a GPU cause to the GPU dashboard at the span's
 // time, the lever to the GPU dashboard over the range, any other to its span in the trace.
+//
+// The first cause's row also holds the answer in one line (the hidden answer field, null on the
+// other rows) for a stat panel: the request's duration, the cause with the time and share it
+// explains, and what to do (Answer).
 func TraceVerdict(traceID string, causes []diagnose.Cause, lever *correlate.Lever, profileTypeID string, links TraceLinks) *data.Frame {
 	n := len(causes)
 	if lever != nil {
@@ -39,6 +43,10 @@ func TraceVerdict(traceID string, causes []diagnose.Cause, lever *correlate.Leve
 	title, kind, service, evidence, action, caveat, spanIDs, traceIDs := make([]string, n), make([]string, n), make([]string, n),
 		make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	ms, share, link, hot := make([]*float64, n), make([]*float64, n), make([]string, n), make([]string, n)
+	answer := make([]*string, n)
+	if line := Answer(causes); line != "" {
+		answer[0] = &line
+	}
 	for i, c := range causes {
 		link[i], hot[i] = causeLink(traceID, c, profileTypeID, links), c.HotFunction
 		rank[i] = int64(i + 1)
@@ -76,6 +84,8 @@ func TraceVerdict(traceID string, causes []diagnose.Cause, lever *correlate.Leve
 		data.NewField(fieldLink, nil, link).SetConfig(&data.FieldConfig{Custom: map[string]any{"hidden": true}}),
 		// For programs reading the answer (the evidence says it in words).
 		data.NewField("hotFunction", nil, hot).SetConfig(&data.FieldConfig{Custom: map[string]any{"hidden": true}}),
+		// For a stat panel (the table shows the same in its columns).
+		data.NewField(fieldAnswer, nil, answer).SetConfig(&data.FieldConfig{DisplayNameFromDS: "Answer", Custom: map[string]any{"hidden": true}}),
 	)
 	f.Meta = &data.FrameMeta{PreferredVisualization: data.VisTypeTable}
 	return f
@@ -83,6 +93,56 @@ func TraceVerdict(traceID string, causes []diagnose.Cause, lever *correlate.Leve
 
 // fieldLink holds each verdict row's evidence link (a Grafana URL, relative to its root).
 const fieldLink = "link"
+
+// fieldAnswer holds the answer in one line, on the first cause's row.
+const fieldAnswer = "answer"
+
+// Answer is the verdict in one line, as a person reads it first: the request's duration, its
+// first cause with the time and share it explains (and its hot function), and what to do:
+//
+//	1.1 s request: CPU in nemotron-backend (db_query), 850 ms (77.3%), hot function main.query — CPU work in the service: …
+//
+// The request's duration is the first cause's time over its share. "" without a cause.
+func Answer(causes []diagnose.Cause) string {
+	if len(causes) == 0 {
+		return ""
+	}
+	c := causes[0]
+	var b strings.Builder
+	if c.Share > 0 {
+		b.WriteString(formatDuration(time.Duration(float64(c.Explains)/c.Share)) + " request: ")
+	}
+	b.WriteString(c.Title + ", " + formatDuration(c.Explains))
+	if c.Share > 0 {
+		b.WriteString(" (" + strconv.FormatFloat(100*c.Share, 'g', 3, 64) + "%)")
+	}
+	if c.HotFunction != "" {
+		b.WriteString(", hot function " + c.HotFunction)
+	}
+	switch {
+	case c.Action != "":
+		b.WriteString(" — " + c.Action)
+	case c.Caveat != "":
+		b.WriteString(" — " + c.Caveat)
+	}
+	return b.String()
+}
+
+// formatDuration prints a duration to three significant digits in the unit Grafana's ms unit
+// picks: "539 ms", "1.1 s", "12.5 µs".
+func formatDuration(d time.Duration) string {
+	// Rounded first, so that 999.6 ms reads "1 s", not "1e+03 ms".
+	v, _ := strconv.ParseFloat(strconv.FormatFloat(float64(d), 'g', 3, 64), 64)
+	for _, u := range []struct {
+		ns   float64
+		name string
+	}{{float64(time.Hour), "h"}, {float64(time.Minute), "min"}, {float64(time.Second), "s"}, {float64(time.Millisecond), "ms"}, {float64(time.Microsecond), "µs"}} {
+		if v >= u.ns {
+			return strconv.FormatFloat(v/u.ns, 'g', 3, 64) + " " + u.name
+		}
+	}
+	return strconv.FormatFloat(v, 'g', 3, 64) + " ns"
+}
 
 // causeLink is the URL of what shows a cause's evidence; "" when no link is configured for it.
 func causeLink(traceID string, c diagnose.Cause, profileTypeID string, l TraceLinks) string {

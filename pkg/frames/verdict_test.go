@@ -34,6 +34,22 @@ func TestTraceVerdictFrame(t *testing.T) {
 	if f := TraceVerdict("4bf92f3577b34da6a3ce929d0e0e4736", causes, nil, "", TraceLinks{}); f.Rows() != 2 {
 		t.Errorf("without a lever: %d rows", f.Rows())
 	}
+	// The answer in one line, on the first cause's row only, hidden in the table.
+	answer, _ := f.FieldByName("answer")
+	want := "1 s request: queued in vllm (llm_request), 600 ms (60%) — add replicas"
+	if v, ok := answer.ConcreteAt(0); !ok || v != want || answer.Config.Custom["hidden"] != true {
+		t.Errorf("answer %q, want %q (config %+v)", v, want, answer.Config)
+	}
+	for i := 1; i < f.Rows(); i++ {
+		if v, ok := answer.ConcreteAt(i); ok {
+			t.Errorf("row %d has an answer: %q", i, v)
+		}
+	}
+	if f := TraceVerdict("4bf92f3577b34da6a3ce929d0e0e4736", nil, lever, "", TraceLinks{}); f.Rows() != 1 {
+		t.Errorf("lever alone: %d rows", f.Rows())
+	} else if a, _ := f.FieldByName("answer"); a.At(0).(*string) != nil {
+		t.Errorf("lever alone: answer %q", *a.At(0).(*string))
+	}
 	span, _ := f.FieldByName("spanID")
 	raw, _ := json.Marshal(span.Config.Links)
 	if !strings.Contains(string(raw), `"datasourceUid":"jaeger-uid"`) || !strings.Contains(string(raw), "${__data.fields.traceID}") {
@@ -90,5 +106,27 @@ func TestTraceVerdictLinksEachCauseToItsEvidence(t *testing.T) {
 	// The lever: the GPU dashboard over the panel's range.
 	if got := link.At(3); got != "/d/hsi-gpu?from=1795472655000&to=1795476255000" {
 		t.Errorf("lever link %q", got)
+	}
+}
+
+// The one-line answer reads as the verdict's headline: duration, cause, time and share, hot
+// function, what to do (the caveat when there is no action).
+func TestAnswerInOneLine(t *testing.T) {
+	cpu := diagnose.Cause{Kind: diagnose.CauseCPU, Title: "CPU in nemotron-backend (db_query)", Explains: 850 * time.Millisecond,
+		Share: 850.0 / 1103, HotFunction: "main.query", Action: "CPU work in the service: the hot function is where to start"}
+	unexplained := diagnose.Cause{Kind: diagnose.CauseUnexplained, Title: "unexplained in api (POST /v1/completions)",
+		Explains: 1500 * time.Microsecond, Share: 1.5 / 2e5, Caveat: "add span profiles to api"}
+	for _, tc := range []struct {
+		causes []diagnose.Cause
+		want   string
+	}{
+		{[]diagnose.Cause{cpu, unexplained}, "1.1 s request: CPU in nemotron-backend (db_query), 850 ms (77.1%), hot function main.query — CPU work in the service: the hot function is where to start"},
+		{[]diagnose.Cause{unexplained}, "3.33 min request: unexplained in api (POST /v1/completions), 1.5 ms (0.00075%) — add span profiles to api"},
+		{[]diagnose.Cause{{Title: "x", Explains: 999600 * time.Microsecond}}, "x, 1 s"},
+		{nil, ""},
+	} {
+		if got := Answer(tc.causes); got != tc.want {
+			t.Errorf("Answer:\n got %q\nwant %q", got, tc.want)
+		}
 	}
 }

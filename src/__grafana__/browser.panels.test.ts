@@ -1,9 +1,12 @@
-// Chromium renders Grafana's flame graph and table panels on the frames the plugin returned from
-// the test bed (see harness.ts).
+// Chromium renders Grafana's flame graph and table panels, and the Request-Level dashboard's own
+// panels, on the frames the plugin returned from the test bed (see harness.ts).
+import { readFileSync } from 'fs';
+import { join } from 'path';
 import type { Page } from 'puppeteer-core';
 
 import { AnswerName, Fixture } from './answers';
 import { fixtures, look, text, startBrowser } from './harness';
+import type { DashboardPanel } from './page/dashboard';
 
 startBrowser();
 
@@ -168,36 +171,177 @@ describe("Grafana's table on the span heatmap's exemplars", () => {
   });
 });
 
-describe("Grafana's table on the trace query's verdict and breakdown", () => {
-  it('verdict: the causes, ranked, with their evidence', async () => {
+/** The Request-Level dashboard as shipped, and its panels that show the trace query's answer. */
+const requestDashboard: { panels: DashboardPanel[] } = JSON.parse(
+  readFileSync(join(__dirname, '..', '..', 'dashboards', 'hsi-request-level-profiling.json'), 'utf8')
+);
+
+function dashboardPanel(title: string): DashboardPanel {
+  const p = requestDashboard.panels.find((q) => q.title === title);
+  if (!p) {
+    throw new Error(`hsi-request-level-profiling.json has no panel "${title}"`);
+  }
+  return p;
+}
+
+function frameNamed(fixture: Fixture, name: string): FrameJSON {
+  const f = (fixture.response.results.A.frames as unknown as FrameJSON[]).find((x) => x.schema.name === name);
+  if (!f) {
+    throw new Error(`the answer has no frame ${name}`);
+  }
+  return f;
+}
+
+/** What the page shows of the answer's panels, measured in the browser. */
+interface AnswerLayout {
+  statText: string;
+  /** The stat's text box against the box the stat panel draws in; its font size in px. */
+  statOverflow: { top: number; right: number; bottom: number; left: number };
+  statFontSize: number;
+  headers: string[];
+  tableText: string;
+  /** Cells of the columns that must show their text whole whose text needs more room than they have. */
+  clipped: string[];
+  /** How many px the columns need beyond the table's width (the vertical scroll bar's included): 0 when all are in view. */
+  sideways: { overflow: number; grid: number[]; columns: number[] };
+  firstCauseCell: boolean;
+  breakdownText: string;
+}
+
+function measure(
+  statId: number,
+  tableId: number,
+  breakdownId: number,
+  answer: string,
+  firstCause: string,
+  whole: string[]
+): AnswerLayout {
+  const panel = (id: number) => document.querySelector<HTMLElement>(`[data-panel-id="${id}"]`)!;
+  const stat = panel(statId);
+  const span = [...stat.querySelectorAll<HTMLElement>('span')].find((s) => s.textContent === answer);
+  let drawn: HTMLElement | null = span ?? null;
+  while (drawn && drawn !== stat && !/px$/.test(drawn.style.height)) {
+    drawn = drawn.parentElement;
+  }
+  const a = span?.getBoundingClientRect();
+  const b = (drawn ?? stat).getBoundingClientRect();
+  const table = panel(tableId);
+  const headers = [...table.querySelectorAll<HTMLElement>('[role="columnheader"]')];
+  const clipped: string[] = [];
+  let firstCauseCell = false;
+  for (const cell of table.querySelectorAll<HTMLElement>('[role="gridcell"]')) {
+    const text = cell.innerText.trim();
+    const column = headers[Number(cell.getAttribute('aria-colindex')) - 1]?.innerText.trim();
+    firstCauseCell ||= text === firstCause;
+    // A cell's content may overrun its box by a rounding pixel.
+    if (
+      whole.includes(column) &&
+      (cell.scrollWidth > cell.clientWidth + 1 || cell.scrollHeight > cell.clientHeight + 1)
+    ) {
+      clipped.push(`${column}: ${text}`);
+    }
+  }
+  const grid = table.querySelector<HTMLElement>('[role="grid"], [role="treegrid"]')!;
+  return {
+    statText: stat.innerText,
+    statOverflow: a
+      ? { top: b.top - a.top, right: a.right - b.right, bottom: a.bottom - b.bottom, left: b.left - a.left }
+      : { top: NaN, right: NaN, bottom: NaN, left: NaN },
+    statFontSize: span ? parseFloat(getComputedStyle(span).fontSize) : 0,
+    headers: headers.map((h) => h.innerText.trim()),
+    tableText: table.innerText,
+    clipped,
+    // TableNG sizes its columns to the grid less the vertical scroll bar it measured when it drew the
+    // first rows: a bar that comes with later rows lies over the last column's padding.
+    sideways: {
+      overflow: Math.max(0, grid.scrollWidth - grid.offsetWidth),
+      grid: [grid.scrollWidth, grid.clientWidth, grid.offsetWidth],
+      columns: headers.map((h) => h.offsetWidth),
+    },
+    firstCauseCell,
+    breakdownText: panel(breakdownId).innerText,
+  };
+}
+
+describe("The Request-Level dashboard's own panels on the trace query's answer", () => {
+  // Top of the dashboard as shipped: the answer in one line, how to use it, the ranked causes and
+  // where the time went; each panel with its own options, field config and overrides.
+  const titles = ['The answer', 'How to use this dashboard', 'Why was this request slow?', 'Where the time went'];
+
+  it.each([1400, 960])('at %i px: the answer in one line, the causes ranked below it', async (width) => {
+    const [stat, , table, breakdown] = titles.map(dashboardPanel);
+    const verdict = frameNamed(fixtures.trace, 'verdict');
+    const answer = (column(verdict, 'answer') as unknown as Array<string | null>)[0];
+    const firstCause = (column(verdict, 'cause') as unknown as string[])[0];
+    const action = (column(verdict, 'action') as unknown as string[])[0];
+    expect(answer).toContain(firstCause);
     await look(
-      'table-verdict',
-      { kind: 'table', title: 'Why was this request slow?', fixture: fixtures.trace, frameName: 'verdict' },
-      '[data-testid="scene"] [role="table"]',
+      `dashboard-request-answer-${width}`,
+      { kind: 'dashboard', panels: titles.map(dashboardPanel), fixture: fixtures.trace },
+      `[data-panel-id="${table.id}"] [role="gridcell"]`,
       async (page) => {
-        const shown = await text(page);
+        // The columns the dashboard wraps (Cause, What to do) and the short ones show their text
+        // whole; Evidence and How sure show a line, and the whole text on hover.
+        const whole = ['#', 'Cause', 'Explains', 'Share', 'What to do'];
+        const shown = await page.evaluate(measure, stat.id, table.id, breakdown.id, answer!, firstCause, whole);
+        // The stat: the whole line, readable, inside its panel (not cut, not shrunk).
+        expect(shown.statText).toContain(answer);
+        expect(shown.statText).toMatch(/^\d+(\.\d+)? (ms|s|min) request: /m);
+        expect(shown.statText).toContain(action);
+        expect(shown.statFontSize).toBeGreaterThanOrEqual(16);
+        for (const side of Object.values(shown.statOverflow)) {
+          expect(side).toBeLessThanOrEqual(1);
+        }
+        // The table: the columns the dashboard shows, none it hides, every column in view.
+        expect(shown.headers).toEqual(['#', 'Cause', 'Explains', 'Share', 'Evidence', 'What to do', 'How sure']);
+        expect(shown.sideways).toEqual(expect.objectContaining({ overflow: 0 }));
+        expect(shown.tableText).not.toContain('/explore?schemaVersion');
+        expect(shown.tableText).not.toContain(answer);
+        // The first cause whole in its cell, and no cause or action cut.
+        expect(shown.firstCauseCell).toBe(true);
+        expect(shown.clipped).toEqual([]);
         // The demo's slow request spends most of its time in the backend's db_query (CPU).
-        expect(shown).toContain('CPU in nemotron-backend');
-        expect(shown).toMatch(/span profiles saw \d+ms of CPU/);
+        expect(shown.tableText).toContain('CPU in nemotron-backend');
+        expect(shown.tableText).toMatch(/span profiles saw \d+ms of CPU/);
         // Shares show as percentages (the field's unit), not as raw fractions.
-        expect(shown).toMatch(/\d+(\.\d+)?%/);
-        // Runbook 002's lever closes the table; the link field stays hidden.
-        expect(shown).toContain('Runbook 002 lever for nemotron-backend');
-        expect(shown).not.toContain('/explore?schemaVersion');
-      }
+        expect(shown.tableText).toMatch(/\d+(\.\d+)?%/);
+        // Runbook 002's lever closes the table (scrolled to: the grid draws the rows in view).
+        const lever = await page.waitForFunction(
+          (id) => {
+            const grid = document.querySelector<HTMLElement>(
+              `[data-panel-id="${id}"] [role="grid"], [data-panel-id="${id}"] [role="treegrid"]`
+            )!;
+            grid.scrollTop = grid.scrollHeight;
+            return [...grid.querySelectorAll<HTMLElement>('[role="gridcell"]')]
+              .map((c) => c.innerText.trim())
+              .find((t) => t.startsWith('Runbook 002 lever'));
+          },
+          { timeout: 10000 },
+          table.id
+        );
+        expect(await lever.jsonValue()).toContain('Runbook 002 lever for nemotron-backend');
+        // Where the time went: parts in words and milliseconds.
+        expect(shown.breakdownText).toContain('CPU in nemotron-backend');
+        expect(shown.breakdownText).toMatch(/\d+(\.\d+)? ms/);
+      },
+      width
     );
   });
 
-  it('breakdown: parts in words and milliseconds', async () => {
+  it('without a trace ID: the answer says what to do', async () => {
+    // The trace query without a trace ID is an error: the panels that reuse it get no frames.
+    const stat = dashboardPanel('The answer');
+    const none: Fixture = { ...fixtures.trace, response: { results: { A: { frames: [] } } } };
     await look(
-      'table-breakdown',
-      { kind: 'table', title: 'Where the time went', fixture: fixtures.trace, frameName: 'breakdown' },
-      '[data-testid="scene"] [role="table"]',
+      'dashboard-request-answer-no-trace-960',
+      { kind: 'dashboard', panels: [stat], fixture: none },
+      `[data-panel-id="${stat.id}"] span`,
       async (page) => {
-        const shown = await text(page);
-        expect(shown).toContain('CPU in nemotron-backend');
-        expect(shown).toMatch(/\d+(\.\d+)? ms/);
-      }
+        const shown = await page.$eval(`[data-panel-id="${stat.id}"]`, (e) => (e as HTMLElement).innerText);
+        expect(shown).toContain(String(stat.fieldConfig!.defaults.noValue));
+        expect(shown).toMatch(/trace ID/);
+      },
+      960
     );
   });
 });

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -160,6 +161,12 @@ func TestWriteTheFlameGraphsGrafanaReads(t *testing.T) {
 	res = query(t, ctx, h, traceQuery, from, to)
 	if names := frameNames(t, res); !slices.Equal(names, []string{"spans", "breakdown", "verdict", "response"}) {
 		t.Fatalf("trace frames %v", names)
+	}
+	// The dashboard's stat panel reads the answer in one line on the verdict's first row.
+	if answer, _ := res.Responses["A"].Frames[2].FieldByName("answer"); answer == nil || answer.Len() == 0 {
+		t.Fatal("the verdict has no answer field")
+	} else if line, ok := answer.ConcreteAt(0); !ok || !strings.Contains(line.(string), " request: ") {
+		t.Fatalf("the verdict's answer %v", line)
 	}
 	write("trace", fixture{Query: traceQuery, From: from.UnixMilli(), To: to.UnixMilli(), TraceID: traceID}, res)
 

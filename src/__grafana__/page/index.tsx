@@ -25,13 +25,16 @@ import { GPU_CATALOGUE } from '../../generated/vocabulary';
 import { HsiOptions, HsiQuery, HsiSecureJsonData } from '../../types';
 import { Fixture } from '../answers';
 import { toFrames } from '../frames';
+import { DashboardPanel, DashboardPanels, PAGE_PADDING } from './dashboard';
 
 export type Scene =
   /** click: what to open once the editor is drawn (the Options row, a picker's menu), in order. */
   | { kind: 'editor'; query: HsiQuery; click?: string[] }
   | { kind: 'config'; jsonData: HsiOptions; secureJsonFields?: Record<string, boolean> }
   | { kind: 'flamegraph'; title: string; fixture: Fixture; frame: number }
-  | { kind: 'table'; title: string; fixture: Fixture; frameName: string };
+  | { kind: 'table'; title: string; fixture: Fixture; frameName: string }
+  /** A shipped dashboard's panels, each with its own options and field config, on one answer. */
+  | { kind: 'dashboard'; panels: DashboardPanel[]; fixture: Fixture };
 
 declare global {
   interface Window {
@@ -268,15 +271,22 @@ function SceneView({ scene }: { scene: Scene }) {
     }
     case 'table':
       return <TablePanel title={scene.title} fixture={scene.fixture} frameName={scene.frameName} />;
+    case 'dashboard':
+      return (
+        <DashboardPanels panels={scene.panels} series={toFrames(scene.fixture)} gridWidth={gridWidth()} theme={theme} />
+      );
   }
 }
+
+/** The dashboard grid's width: the window's, less the page's padding (and any scroll bar). */
+const gridWidth = () => document.documentElement.clientWidth - 2 * PAGE_PADDING;
 
 window.hsiRender = (scene: Scene) => {
   const root = document.getElementById('root')!;
   createRoot(root).render(
     <ThemeContext.Provider value={theme}>
       <GlobalStyles />
-      <div style={{ padding: 16, width: 1360 }} data-testid="scene">
+      <div style={{ padding: PAGE_PADDING, width: scene.kind === 'dashboard' ? undefined : 1360 }} data-testid="scene">
         <SceneView scene={scene} />
       </div>
     </ThemeContext.Provider>
