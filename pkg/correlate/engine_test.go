@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hsi-profiling/hsi-profiling-datasource/internal/tracetest"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 )
 
@@ -40,17 +41,6 @@ func engineTrace() *models.Trace {
 	tr.Spans[0].ParentSpanID = "r"
 	tr.Spans[1].Attributes = map[string]string{AttrTritonModel: "densenet_onnx"}
 	return &models.Trace{TraceID: "e1", Spans: append([]models.Span{root, llm}, tr.Spans...)}
-}
-
-func waitingFigures() models.EngineFigures {
-	w := time.Now()
-	return models.EngineFigures{
-		Figures: []models.EngineFigure{
-			{Name: "requests waiting", Metric: "vllm:num_requests_waiting", Unit: "short", Max: 3, Mean: 1.5, Samples: 30, Series: 1, Start: w, End: w.Add(30 * time.Second)},
-			{Name: "KV cache usage", Metric: "vllm:kv_cache_usage_perc", Unit: "percentunit", Max: 0.93, Mean: 0.5, Samples: 30, Series: 1, Start: w, End: w.Add(30 * time.Second)},
-		},
-		Missing: []string{"vllm:request_queue_time_seconds"},
-	}
 }
 
 func TestTheQueueCauseCarriesTheEnginesMetricsAroundTheRequest(t *testing.T) {
@@ -121,16 +111,11 @@ func TestEngineSpansAreBoundedLongestFirst(t *testing.T) {
 	}
 }
 
-// tritonTrace is Triton's OpenTelemetry trace of one request: InferRequest, the model's span
-// with QUEUE_START, and its compute span with COMPUTE_START and COMPUTE_END (ms from t0).
-func tritonTrace(queueStart, computeStart, computeEnd int) *models.Trace {
-	at := func(ms int) time.Time { return jspan("x", "", "", "", ms, 0).Start }
-	ev := func(name string, ms int) models.SpanEvent { return models.SpanEvent{Name: name, Time: at(ms)} }
-	root := jspan("t1", "", "triton-inference-server", "InferRequest", 0, 1000)
-	root.Kind = models.SpanKindServer
-	model := jspan("t2", "t1", "triton-inference-server", "simple", 10, 980)
-	model.Events = []models.SpanEvent{ev("REQUEST_START", 10), ev(EventQueueStart, queueStart), ev("REQUEST_END", 990)}
-	compute := jspan("t3", "t2", "triton-inference-server", "compute", computeStart, computeEnd-computeStart)
-	compute.Events = []models.SpanEvent{ev(EventComputeStart, computeStart), ev("COMPUTE_INPUT_END", computeStart+5), ev("COMPUTE_OUTPUT_START", computeEnd-5), ev(EventComputeEnd, computeEnd)}
-	return &models.Trace{Spans: []models.Span{root, model, compute}}
+var tritonTrace = tracetest.TritonTrace
+
+// waitingFigures are a queued request's engine metrics, without the per-request queue time.
+func waitingFigures() models.EngineFigures {
+	f := tracetest.WaitingFigures()
+	f.Missing = []string{"vllm:request_queue_time_seconds"}
+	return f
 }

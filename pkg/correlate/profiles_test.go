@@ -8,13 +8,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hsi-profiling/hsi-profiling-datasource/internal/tracetest"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
-
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 )
 
-var t0 = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+var t0 = tracetest.T0
 
 func span(id, service string, startMs, durMs int, profiled bool) models.Span {
 	s := models.Span{SpanID: id, Service: service, Start: t0.Add(time.Duration(startMs) * time.Millisecond),

@@ -113,21 +113,6 @@ func TestBreakdownIgnoresEngineFiguresThatAreNotDurations(t *testing.T) {
 	}
 }
 
-// tritonTrace is a request to Triton as its OpenTelemetry trace mode records it: the top-level
-// InferRequest span, the model's span with REQUEST_START/QUEUE_START/REQUEST_END, and its
-// compute span with the COMPUTE_* timestamps (ms from the trace's start).
-func tritonTrace(queueStart, computeStart, computeEnd int) *models.Trace {
-	at := func(ms int) time.Time { return jspan("x", "", "", "", ms, 0).Start }
-	ev := func(name string, ms int) models.SpanEvent { return models.SpanEvent{Name: name, Time: at(ms)} }
-	root := jspan("t1", "", "triton-inference-server", "InferRequest", 0, 1000)
-	root.Kind = models.SpanKindServer
-	model := jspan("t2", "t1", "triton-inference-server", "simple", 10, 980)
-	model.Events = []models.SpanEvent{ev("REQUEST_START", 10), ev(correlate.EventQueueStart, queueStart), ev("REQUEST_END", 990)}
-	compute := jspan("t3", "t2", "triton-inference-server", "compute", computeStart, computeEnd-computeStart)
-	compute.Events = []models.SpanEvent{ev(correlate.EventComputeStart, computeStart), ev("COMPUTE_INPUT_END", computeStart+5), ev("COMPUTE_OUTPUT_START", computeEnd-5), ev(correlate.EventComputeEnd, computeEnd)}
-	return &models.Trace{Spans: []models.Span{root, model, compute}}
-}
-
 func TestBreakdownReadsTritonsQueueAndComputeTimestamps(t *testing.T) {
 	tr := tritonTrace(12, 700, 950)
 	parts, total := Breakdown(tr, nil)

@@ -4,8 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/hsi-profiling/hsi-profiling-datasource/internal/tracetest"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/correlate"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 )
@@ -24,18 +24,8 @@ func engineAnswer(vllm models.EngineFigures, err error) *correlate.TraceAnswer {
 	return ans
 }
 
-func waitingFigures() models.EngineFigures {
-	w := time.Now()
-	return models.EngineFigures{
-		Figures: []models.EngineFigure{
-			{Name: "requests waiting", Metric: "vllm:num_requests_waiting", Unit: "short", Max: 3, Mean: 1.5, Samples: 30, Series: 1, Start: w, End: w.Add(30 * time.Second)},
-			{Name: "KV cache usage", Metric: "vllm:kv_cache_usage_perc", Unit: "percentunit", Max: 0.93, Mean: 0.5, Samples: 30, Series: 1, Start: w, End: w.Add(30 * time.Second)},
-		},
-	}
-}
-
 func TestTheQueueCauseCarriesTheEnginesMetricsAroundTheRequest(t *testing.T) {
-	v := verdictOf(engineAnswer(waitingFigures(), nil))
+	v := verdictOf(engineAnswer(tracetest.WaitingFigures(), nil))
 	var queue *Cause
 	for i, c := range v {
 		if c.Kind == CauseQueue && c.Service == "vllm" {
@@ -65,7 +55,7 @@ func TestTheQueueCauseCarriesTheEnginesMetricsAroundTheRequest(t *testing.T) {
 		t.Errorf("caveat %q: the gauge saw the queue", queue.Caveat)
 	}
 	// A gauge that saw nothing says the wait fell between its scrapes.
-	quiet := waitingFigures()
+	quiet := tracetest.WaitingFigures()
 	quiet.Figures[0].Max, quiet.Figures[0].Mean = 0, 0
 	for _, c := range verdictOf(engineAnswer(quiet, nil)) {
 		if c.Kind == CauseQueue && c.Service == "vllm" && c.Caveat != "vllm:num_requests_waiting showed no waiting request in its 30 sample(s) (one about every 1s): this 600ms wait fell between its scrapes" {
