@@ -28,7 +28,8 @@ const LeverKind = "lever"
 // (when there is one) is the last row, kind "lever", explaining no time of its own (null).
 //
 // Each row's cause links to what shows its evidence (the hidden link field): a CPU cause to its
-// span profile (this data source's profile query), a GPU cause to the GPU dashboard at the span's
+// span profile (this data source's profile query; so does host work between kernels, whose CPU it
+// shows), a GPU cause to the GPU dashboard at the span's
 // time, the lever to the GPU dashboard over the range, any other to its span in the trace.
 //
 // The first cause's row also holds the answer in one line (the hidden answer field, null on the
@@ -148,7 +149,7 @@ func formatDuration(d time.Duration) string {
 func causeLink(traceID string, c diagnose.Cause, profileTypeID string, l TraceLinks) string {
 	from, to := c.Start.Add(-time.Second), c.End.Add(time.Second)
 	switch {
-	case c.Kind == diagnose.CauseCPU && c.ProfileID != "" && l.DatasourceUID != "":
+	case (c.Kind == diagnose.CauseCPU || c.Kind == diagnose.CauseHostWork) && c.ProfileID != "" && l.DatasourceUID != "":
 		return exploreURL(l.DatasourceUID, map[string]any{
 			"queryType":     models.QueryTypeProfile,
 			"labelSelector": "{service_name=" + strconv.Quote(c.Service) + "}",

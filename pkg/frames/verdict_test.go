@@ -65,6 +65,7 @@ func TestTraceVerdictLinksEachCauseToItsEvidence(t *testing.T) {
 		{Kind: diagnose.CauseCPU, Service: `nemotron-"backend"`, SpanID: "b000000000000002", ProfileID: "b000000000000001", Start: start, End: end},
 		{Kind: diagnose.CauseWaiting, Service: "ai-detector", SpanID: "d000000000000001", Host: "gpu-node-1", GPU: "0", Start: start, End: end},
 		{Kind: diagnose.CauseQueue, Service: "nemotron-llm", SpanID: "c000000000000001", Start: start, End: end},
+		{Kind: diagnose.CauseHostWork, Service: "embedder", SpanID: "e000000000000002", ProfileID: "e000000000000001", Start: start, End: end},
 	}
 	lever := &correlate.Lever{Service: "nemotron-backend", Name: "headroom", Start: start.Add(-time.Hour), End: start}
 	links := TraceLinks{TraceDatasourceUID: "jaeger-uid", DatasourceUID: "hsi-uid", GPUDashboardUID: "hsi-gpu"}
@@ -103,8 +104,13 @@ func TestTraceVerdictLinksEachCauseToItsEvidence(t *testing.T) {
 		q3["panelsState"].(map[string]any)["trace"].(map[string]any)["spanId"] != "c000000000000001" {
 		t.Errorf("queue pane %v", q3)
 	}
+	// Host work between kernels: the span profile showing that host's CPU.
+	hw := pane(3)
+	if q := hw["queries"].([]any)[0].(map[string]any); q["queryType"] != "profile" || q["spanSelector"].([]any)[0] != "e000000000000001" {
+		t.Errorf("host work pane %v", hw)
+	}
 	// The lever: the GPU dashboard over the panel's range.
-	if got := link.At(3); got != "/d/hsi-gpu?from=1795472655000&to=1795476255000" {
+	if got := link.At(4); got != "/d/hsi-gpu?from=1795472655000&to=1795476255000" {
 		t.Errorf("lever link %q", got)
 	}
 }
