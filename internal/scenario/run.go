@@ -245,9 +245,11 @@ func (c *culprit) serve(w http.ResponseWriter, r *http.Request) {
 		burnCPU(s.Injected)
 	case GPUMemoryBound, GPUThrottled:
 		// Preparing the input takes a little CPU (as any handler does: a profiled service always
-		// shows some samples), then the service waits on the GPU.
+		// shows some samples), then the service waits on the GPU. Timed from the start, so a
+		// loaded machine that stretches the preparation does not stretch the time off the CPU.
+		start := time.Now()
 		burnCPU(prepCPU)
-		time.Sleep(s.Injected)
+		time.Sleep(time.Until(start.Add(prepCPU + s.Injected)))
 	case DownstreamOpaque:
 		time.Sleep(s.Injected) // a service we cannot see into
 	case DownstreamQueued:
@@ -259,11 +261,12 @@ func (c *culprit) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	case FailedRetry:
+		start := time.Now()
 		burnCPU(prepCPU)
 		if first {
 			// A PyTorch service's allocation failing after the attempt ran: the exception as
 			// OpenTelemetry's Python SDK records it (record_exception), then an error status.
-			time.Sleep(s.Injected - prepCPU)
+			time.Sleep(time.Until(start.Add(s.Injected)))
 			span.AddEvent("exception", trace.WithAttributes(
 				attribute.String("exception.type", "torch.OutOfMemoryError"),
 				attribute.String("exception.message", "CUDA out of memory. Tried to allocate 3.20 GiB. GPU 0 has a total capacity of 79.15 GiB of which 1.07 GiB is free."),
