@@ -51,7 +51,6 @@ type TraceProfilePlan struct {
 func PlanTraceProfile(t *models.Trace, matchers []*labels.Matcher) TraceProfilePlan {
 	var plan TraceProfilePlan
 	profiled := map[string][]models.Span{}
-	all := map[string][]models.Span{}
 	for _, s := range t.Spans {
 		if plan.Start.IsZero() || s.Start.Before(plan.Start) {
 			plan.Start = s.Start
@@ -62,7 +61,6 @@ func PlanTraceProfile(t *models.Trace, matchers []*labels.Matcher) TraceProfileP
 		if !serviceMatches(s.Service, matchers) {
 			continue
 		}
-		all[s.Service] = append(all[s.Service], s)
 		// otel-profiling-go sets the attribute to the span ID; Grafana's link sends the attribute's
 		// value, so we do too.
 		id, bad := s.ProfileID()
@@ -77,7 +75,14 @@ func PlanTraceProfile(t *models.Trace, matchers []*labels.Matcher) TraceProfileP
 	}
 	bySpan := profiled
 	if plan.ProfiledSpans == 0 {
-		bySpan = all
+		// No span says it is profiled: every span of the matching services (gathered only now: a
+		// large trace usually has profiled spans, and copying all its spans costs).
+		bySpan = map[string][]models.Span{}
+		for _, s := range t.Spans {
+			if serviceMatches(s.Service, matchers) {
+				bySpan[s.Service] = append(bySpan[s.Service], s)
+			}
+		}
 	}
 	for svc := range bySpan {
 		plan.Services = append(plan.Services, svc)

@@ -62,9 +62,25 @@ func Request(ans *correlate.TraceAnswer) Diagnosis {
 		return Diagnosis{}
 	}
 	var d Diagnosis
-	d.Breakdown, d.Request = Breakdown(ans.Trace, ans.Rows)
-	d.Verdict = Verdict(ans, d.Breakdown, d.Request)
+	sh := shapeOf(ans.Trace)
+	d.Breakdown, d.Request = breakdown(ans.Trace, ans.Rows, sh)
+	d.Verdict = verdict(ans, d.Breakdown, d.Request, sh)
 	return d
+}
+
+// shape is what the breakdown and the verdict both read of the trace's tree, worked out once: a
+// request of thousands of spans must not pay for it twice.
+type shape struct {
+	root      int     // models.RequestRoot
+	children  [][]int // childrenOf
+	attempts  []attempt
+	attemptOf []int // failedAttempts
+}
+
+func shapeOf(t *models.Trace) shape {
+	sh := shape{root: models.RequestRoot(t), children: childrenOf(t)}
+	sh.attempts, sh.attemptOf = failedAttempts(t, sh.root, sh.children)
+	return sh
 }
 
 // BreakdownPart is one part of the request's duration.
@@ -90,7 +106,11 @@ type BreakdownPart struct {
 // a service nothing explains is unexplained. The parts sum to the request's duration exactly;
 // parts of no time are left out. Rows are correlate.JoinTrace's (their CPU and kernel time are used).
 func Breakdown(t *models.Trace, rows []correlate.SpanRow) (parts []BreakdownPart, total time.Duration) {
-	root := models.RequestRoot(t)
+	return breakdown(t, rows, shapeOf(t))
+}
+
+func breakdown(t *models.Trace, rows []correlate.SpanRow, sh shape) (parts []BreakdownPart, total time.Duration) {
+	root := sh.root
 	if root < 0 {
 		return nil, 0
 	}
@@ -104,10 +124,10 @@ func Breakdown(t *models.Trace, rows []correlate.SpanRow) (parts []BreakdownPart
 	}
 	// CPU per service: its profiled spans' totals (a span profile covers the service's local
 	// subtree), spent against the service's time on the path.
-	children := childrenOf(t)
+	children := sh.children
 	// A failed attempt's time is one part, whatever it did: its spans' CPU is not spent again on
 	// the service's other spans (its retry's, say).
-	attempts, attemptOf := failedAttempts(t, root, children)
+	attempts, attemptOf := sh.attempts, sh.attemptOf
 	index := map[string]int{}
 	for i, sp := range t.Spans {
 		index[sp.SpanID] = i

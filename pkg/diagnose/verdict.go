@@ -69,18 +69,24 @@ func Verdict(ans *correlate.TraceAnswer, breakdown []BreakdownPart, request time
 	if ans == nil || ans.Trace == nil || request <= 0 {
 		return nil
 	}
-	rowOf := map[string]*correlate.SpanRow{}
+	return verdict(ans, breakdown, request, shapeOf(ans.Trace))
+}
+
+func verdict(ans *correlate.TraceAnswer, breakdown []BreakdownPart, request time.Duration, sh shape) []Cause {
+	if ans == nil || ans.Trace == nil || request <= 0 {
+		return nil
+	}
+	var rowOf map[string]*correlate.SpanRow
+	spanOf := make(map[string]*models.Span, len(ans.Trace.Spans))
+	for i := range ans.Trace.Spans {
+		spanOf[ans.Trace.Spans[i].SpanID] = &ans.Trace.Spans[i]
+	}
+	rowOf = make(map[string]*correlate.SpanRow, len(ans.Rows))
 	for i := range ans.Rows {
 		rowOf[ans.Rows[i].Span.SpanID] = &ans.Rows[i]
 	}
-	spanOf := map[string]models.Span{}
-	for _, s := range ans.Trace.Spans {
-		spanOf[s.SpanID] = s
-	}
-	root := models.RequestRoot(ans.Trace)
-	attempts, _ := failedAttempts(ans.Trace, root, childrenOf(ans.Trace))
 	attemptAt := map[string]attempt{}
-	for _, a := range attempts {
+	for _, a := range sh.attempts {
 		attemptAt[ans.Trace.Spans[a.span].SpanID] = a
 	}
 	var out []Cause
@@ -185,7 +191,7 @@ func Verdict(ans *correlate.TraceAnswer, breakdown []BreakdownPart, request time
 			onPath[c.SpanID] = true
 		}
 	}
-	if c, ok := errorCause(ans, onPath); ok {
+	if c, ok := errorCause(ans, sh, onPath); ok {
 		out = append(out, c)
 	}
 	for i := range out {
@@ -339,9 +345,9 @@ func gpuCaveat(r *correlate.SpanRow) string {
 // (a failed call in a branch the request did not wait for, or the request's root itself): they
 // explain no time of their own and come last. onPath holds the attempts the verdict already
 // gave their time.
-func errorCause(ans *correlate.TraceAnswer, onPath map[string]bool) (Cause, bool) {
+func errorCause(ans *correlate.TraceAnswer, sh shape, onPath map[string]bool) (Cause, bool) {
 	t := ans.Trace
-	attempts, attemptOf := failedAttempts(t, models.RequestRoot(t), childrenOf(t))
+	attempts, attemptOf := sh.attempts, sh.attemptOf
 	var failed []string
 	var first string
 	for i, f := range t.Spans {

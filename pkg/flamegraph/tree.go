@@ -88,20 +88,36 @@ func (n *Node) Empty() bool { return n == nil || n.Total == 0 && n.TotalRight ==
 
 // child returns the child named name, creating it (last) when absent.
 func (n *Node) child(name string) *Node {
-	if n.index == nil {
-		n.index = make(map[string]int, len(n.Children))
-		for i, c := range n.Children {
-			n.index[c.Name] = i
+	// Most nodes have a handful of children: a scan finds them without a map per node, which was
+	// most of what merging a large request's profiles allocated. Past indexFrom children a map
+	// keeps a wide node's lookups constant.
+	if n.index == nil && len(n.Children) < indexFrom {
+		// From the end: of repeated names (a tree read from levels can hold them) the last one,
+		// as the map below keeps it.
+		for i := len(n.Children) - 1; i >= 0; i-- {
+			if c := n.Children[i]; c.Name == name {
+				return c
+			}
 		}
-	}
-	if i, ok := n.index[name]; ok {
-		return n.Children[i]
+	} else {
+		if n.index == nil {
+			n.index = make(map[string]int, len(n.Children))
+			for i, c := range n.Children {
+				n.index[c.Name] = i
+			}
+		}
+		if i, ok := n.index[name]; ok {
+			return n.Children[i]
+		}
+		n.index[name] = len(n.Children)
 	}
 	c := &Node{Name: name}
-	n.index[name] = len(n.Children)
 	n.Children = append(n.Children, c)
 	return c
 }
+
+// indexFrom is how many children a node has before child looks them up in a map.
+const indexFrom = 16
 
 // Merge adds src's samples into n, node by node along equal call paths. The roots are merged
 // whatever their names.

@@ -3,6 +3,7 @@
 package jaeger
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -152,7 +153,21 @@ func (c *Client) getJSON(ctx context.Context, path string, query url.Values, dst
 	if strings.HasPrefix(res.Header.Get("Content-Type"), "text/html") {
 		return &htmlReplyError{path: path}
 	}
-	if err := json.NewDecoder(res.Body).Decode(dst); err != nil {
+	var body io.Reader = res.Body
+	if raw, ok := dst.(rawEnvelope); ok {
+		// Sized from Content-Length when Jaeger gives it (bounded: the header is the server's
+		// word), so a megabyte reply is read without growing its buffer ten times.
+		buf := bytes.NewBuffer(make([]byte, 0, min(max(res.ContentLength, 0), 64<<20)+bytes.MinRead))
+		if _, err := buf.ReadFrom(res.Body); err != nil {
+			return fmt.Errorf("reading the reply to %s: %w", path, err)
+		}
+		b := buf.Bytes()
+		if raw.takeRaw(b) {
+			return nil
+		}
+		body = bytes.NewReader(b)
+	}
+	if err := json.NewDecoder(body).Decode(dst); err != nil {
 		if errors.Is(err, io.ErrUnexpectedEOF) {
 			// A proxy's timeout or a size limit cut the reply short.
 			return fmt.Errorf("reply to %s is truncated (the JSON ends early): %w", path, err)
@@ -160,6 +175,13 @@ func (c *Client) getJSON(ctx context.Context, path string, query url.Values, dst
 		return fmt.Errorf("reply to %s is not the JSON Jaeger sends: %w", path, err)
 	}
 	return nil
+}
+
+// rawEnvelope is a reply whose payload another decoder reads: takeRaw keeps the payload's bytes
+// without decoding them twice, or says no (the reply is not in the expected form) and the reply is
+// decoded as JSON, which then says what is wrong with it.
+type rawEnvelope interface {
+	takeRaw(body []byte) bool
 }
 
 // htmlReplyError is a 2xx HTML page where JSON was expected. Jaeger v2 answers any unknown path,

@@ -1,6 +1,7 @@
 package jaeger
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -28,6 +29,28 @@ type v3Reply struct {
 		HTTPCode int    `json:"httpCode"`
 		Message  string `json:"message"`
 	} `json:"error"`
+}
+
+// v3ResultPrefix is how Jaeger's v3 API (grpc-gateway's marshaller) opens a reply that holds a
+// result.
+const v3ResultPrefix = `{"result":`
+
+// takeRaw keeps the OTLP JSON of a {"result": …} reply as it is: the OpenTelemetry decoder reads
+// (and validates) it once, instead of encoding/json scanning and copying a reply of a thousand
+// spans (about a megabyte) first. Any other form (an error, other fields, spaces) is decoded as
+// JSON.
+func (r *v3Reply) takeRaw(body []byte) bool {
+	t := bytes.TrimSpace(body)
+	if !bytes.HasPrefix(t, []byte(v3ResultPrefix)) || !bytes.HasSuffix(t, []byte("}")) {
+		return false
+	}
+	payload := bytes.TrimSpace(t[len(v3ResultPrefix) : len(t)-1])
+	// The payload must be one object: a trailing field would end in "…}, "error": {…}".
+	if len(payload) < 2 || payload[0] != '{' || payload[len(payload)-1] != '}' || bytes.Contains(payload, []byte(`"error":`)) {
+		return false
+	}
+	r.Result = payload
+	return true
 }
 
 func (r *v3Reply) spans(path string) ([]models.Span, error) {

@@ -82,3 +82,24 @@ func TestV1ReadsSpanStatusFromItsTagsAndExceptionsFromLogs(t *testing.T) {
 		}
 	}
 }
+
+// A v3 reply is read without decoding it twice when it is {"result": …}; any other form goes
+// through encoding/json, which says what is wrong.
+func TestV3ReplyPayloadIsTakenAsItIs(t *testing.T) {
+	var r v3Reply
+	if !r.takeRaw([]byte(" {\"result\":{\"resourceSpans\":[]}}\n")) || string(r.Result) != `{"resourceSpans":[]}` {
+		t.Errorf("payload %q", r.Result)
+	}
+	for _, body := range []string{
+		`{"error":{"httpCode":404,"message":"trace not found"}}`,
+		`{"result":{"resourceSpans":[]},"error":{"httpCode":500,"message":"partial"}}`,
+		`{"result":null}`,
+		`{"result":{"resourceSpans":[]}`,
+		`[]`,
+	} {
+		var r v3Reply
+		if r.takeRaw([]byte(body)) {
+			t.Errorf("%s taken as a result: %q", body, r.Result)
+		}
+	}
+}

@@ -223,9 +223,19 @@ func summarise(spans []models.Span) []models.TraceSummary {
 
 // sortSpans orders spans by start, then ID, so that both APIs give the same order.
 func sortSpans(spans []models.Span) {
-	slices.SortStableFunc(spans, func(a, b models.Span) int {
-		return cmp.Or(a.Start.Compare(b.Start), cmp.Compare(a.SpanID, b.SpanID))
+	// Sorted by index, then moved once: a span is a large value, and a sort moves each many times.
+	order := make([]int, len(spans))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		return cmp.Or(spans[a].Start.Compare(spans[b].Start), cmp.Compare(spans[a].SpanID, spans[b].SpanID))
 	})
+	sorted := make([]models.Span, len(spans))
+	for i, j := range order {
+		sorted[i] = spans[j]
+	}
+	copy(spans, sorted)
 }
 
 func isHexID(id string) bool {

@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
@@ -11,6 +12,7 @@ import (
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/diagnose"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/frames"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/safe"
 )
 
 // queryTrace answers the request-level join for one trace (correlate.JoinRequest): a table with
@@ -35,17 +37,35 @@ func (d *Datasource) queryTrace(ctx context.Context, q backend.DataQuery) backen
 		traceID = ans.Trace.TraceID
 	}
 	links := d.traceLinks(ctx)
-	spans := frames.TraceSpans(traceID, ans.Rows, tq.ProfileTypeID, tq.AllocTypeID, links)
+	// The span table, the diagnosis with its two frames, and the flame graph read the answer and
+	// write nothing to it: built side by side, a request of thousands of spans answers sooner.
+	var spans, breakdown, verdict, flame *data.Frame
+	errs := safe.ForEach("trace frames", 3, 0, func(i int) error {
+		switch i {
+		case 0:
+			spans = frames.TraceSpans(traceID, ans.Rows, tq.ProfileTypeID, tq.AllocTypeID, links)
+		case 1:
+			why := diagnose.Request(ans)
+			breakdown, verdict = frames.TraceBreakdown(why.Breakdown, why.Request), frames.TraceVerdict(traceID, why.Verdict, ans.Lever, tq.ProfileTypeID, links)
+		case 2:
+			if ans.Profile != nil {
+				flame = flameGraphFrame(ans.Profile, tq.ProfileTypeID)
+			}
+		}
+		return nil
+	})
+	if err := errors.Join(errs...); err != nil {
+		return errorResponse(err)
+	}
 	spans.Meta.Notices = frames.JoinNotices(ans.Notices)
 	if err := d.settings.GPUSettingsErr; err != nil && ans.Trace != nil {
 		spans.AppendNotices(frames.Warning(fmt.Sprintf("Some GPU or join settings are invalid and use their defaults: %v", err)))
 	}
 	// The flame graph comes last: it is the frame that may be missing, so the others keep their
 	// places (panels pick a table's frame by index).
-	why := diagnose.Request(ans)
-	out := []*data.Frame{spans, frames.TraceBreakdown(why.Breakdown, why.Request), frames.TraceVerdict(traceID, why.Verdict, ans.Lever, tq.ProfileTypeID, links)}
-	if ans.Profile != nil {
-		out = append(out, flameGraphFrame(ans.Profile, tq.ProfileTypeID))
+	out := []*data.Frame{spans, breakdown, verdict}
+	if flame != nil {
+		out = append(out, flame)
 	}
 	return withFrames(out...)
 }
