@@ -163,3 +163,25 @@ func TestByFunctionSumsEveryPathAndCountsRecursionOnce(t *testing.T) {
 		t.Errorf("recursive walk = %+v", rec["walk"])
 	}
 }
+
+// Children are found by a scan while few and by a map once many; merging the same names keeps
+// one child each way, and of repeated names (a tree read from levels can hold them) the last one.
+func TestChildLookupSmallAndWide(t *testing.T) {
+	n := New()
+	for i := range 40 {
+		n.child(fmt.Sprintf("f%d", i)).Total += 1
+		n.child(fmt.Sprintf("f%d", i)).Total += 1 // found again, whether scanned or indexed
+	}
+	if len(n.Children) != 40 {
+		t.Fatalf("%d children, want 40", len(n.Children))
+	}
+	for _, c := range n.Children {
+		if c.Total != 2 {
+			t.Errorf("%s total %d, want 2", c.Name, c.Total)
+		}
+	}
+	dup := &Node{Children: []*Node{{Name: "a", Total: 1}, {Name: "a", Total: 2}}}
+	if got := dup.child("a"); got.Total != 2 {
+		t.Errorf("repeated name: got the child of total %d, want the last", got.Total)
+	}
+}
