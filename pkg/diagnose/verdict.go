@@ -76,12 +76,11 @@ func verdict(ans *correlate.TraceAnswer, breakdown []BreakdownPart, request time
 	if ans == nil || ans.Trace == nil || request <= 0 {
 		return nil
 	}
-	var rowOf map[string]*correlate.SpanRow
 	spanOf := make(map[string]*models.Span, len(ans.Trace.Spans))
 	for i := range ans.Trace.Spans {
 		spanOf[ans.Trace.Spans[i].SpanID] = &ans.Trace.Spans[i]
 	}
-	rowOf = make(map[string]*correlate.SpanRow, len(ans.Rows))
+	rowOf := make(map[string]*correlate.SpanRow, len(ans.Rows))
 	for i := range ans.Rows {
 		rowOf[ans.Rows[i].Span.SpanID] = &ans.Rows[i]
 	}
@@ -119,7 +118,12 @@ func verdict(ans *correlate.TraceAnswer, breakdown []BreakdownPart, request time
 		}
 		switch p.Kind {
 		case PartFailed:
-			c = attemptCause(ans, attemptAt[p.SpanID], p)
+			if a, ok := attemptAt[p.SpanID]; ok { // always: the breakdown names the attempt's span
+				c = attemptCause(ans, a, p)
+			} else {
+				c.Kind, c.Title = CauseFailed, "failed attempt in "+p.Service+op
+				c.Evidence = []string{fmt.Sprintf("%s of failed work on the path (%s)", p.Duration.Round(time.Millisecond), p.Source)}
+			}
 		case PartQueue:
 			c.Kind, c.Title = CauseQueue, "queued in "+p.Service+op
 			c.Evidence = []string{fmt.Sprintf("%s waited %s in the engine's queue (%s)", p.Service, p.Duration.Round(time.Millisecond), p.Source)}
