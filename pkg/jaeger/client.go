@@ -159,6 +159,9 @@ func (c *Client) getJSON(ctx context.Context, path string, query url.Values, dst
 		// word), so a megabyte reply is read without growing its buffer ten times.
 		buf := bytes.NewBuffer(make([]byte, 0, min(max(res.ContentLength, 0), 64<<20)+bytes.MinRead))
 		if _, err := buf.ReadFrom(res.Body); err != nil {
+			if errors.Is(err, io.ErrUnexpectedEOF) {
+				return truncatedError(path, err)
+			}
 			return fmt.Errorf("reading the reply to %s: %w", path, err)
 		}
 		b := buf.Bytes()
@@ -169,12 +172,17 @@ func (c *Client) getJSON(ctx context.Context, path string, query url.Values, dst
 	}
 	if err := json.NewDecoder(body).Decode(dst); err != nil {
 		if errors.Is(err, io.ErrUnexpectedEOF) {
-			// A proxy's timeout or a size limit cut the reply short.
-			return fmt.Errorf("reply to %s is truncated (the JSON ends early): %w", path, err)
+			return truncatedError(path, err)
 		}
 		return fmt.Errorf("reply to %s is not the JSON Jaeger sends: %w", path, err)
 	}
 	return nil
+}
+
+// truncatedError says a reply was cut short: a proxy's timeout or a size limit, or the connection
+// ending before Content-Length.
+func truncatedError(path string, err error) error {
+	return fmt.Errorf("reply to %s is truncated (the JSON ends early): %w", path, err)
 }
 
 // rawEnvelope is a reply whose payload another decoder reads: takeRaw keeps the payload's bytes

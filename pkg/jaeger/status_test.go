@@ -1,7 +1,10 @@
 package jaeger
 
 import (
+	"context"
 	"encoding/json"
+	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
@@ -101,5 +104,23 @@ func TestV3ReplyPayloadIsTakenAsItIs(t *testing.T) {
 		if r.takeRaw([]byte(body)) {
 			t.Errorf("%s taken as a result: %q", body, r.Result)
 		}
+	}
+}
+
+// A reply whose connection ends before its Content-Length (a proxy's timeout, a size limit) says
+// it is truncated, whether the v3 reply's body or its JSON ends early.
+func TestV3ReplyCutBeforeItsLengthIsTruncated(t *testing.T) {
+	c, _ := client(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/api/v3/services" {
+			w.Write([]byte(`{"services":["a"]}`))
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", "5000")
+		w.Write([]byte(`{"result":{"resourceSpans":[`)) // the server closes the connection short
+	}))
+	_, err := c.Trace(context.Background(), "4bf92f3577b34da6a3ce929d0e0e4736")
+	if err == nil || !strings.Contains(err.Error(), "is truncated") {
+		t.Errorf("error %v, want it to say the reply is truncated", err)
 	}
 }
