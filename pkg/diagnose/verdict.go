@@ -57,8 +57,10 @@ type Cause struct {
 	ProfileID  string
 	Host, GPU  string
 	Start, End time.Time
-	// HotFunction is a CPU cause's hottest function (its evidence says it in words).
-	HotFunction string
+	// HotFunction is a CPU cause's hottest function (its evidence says it in words), and
+	// OwnFunction the deepest frame of the service's own code on its heaviest path ("" when none,
+	// or when it is the hot function itself).
+	HotFunction, OwnFunction string
 }
 
 // Verdict ranks the causes of the request's latency by the time each explains, from the
@@ -163,7 +165,7 @@ func verdict(ans *correlate.TraceAnswer, breakdown []BreakdownPart, request time
 			}
 		case PartCPU:
 			c.Kind, c.Title = CauseCPU, "CPU in "+p.Service+op
-			c.Evidence, c.Caveat, c.ProfileID, c.HotFunction = cpuEvidence(ans.Rows, p)
+			c.Evidence, c.Caveat, c.ProfileID, c.HotFunction, c.OwnFunction = cpuEvidence(ans.Rows, p)
 			c.Action = "CPU work in the service: the hot function is where to start (its link opens the span's profile)"
 		case PartOffCPU:
 			c.Kind, c.Title = CauseWaiting, "waiting in "+p.Service+op
@@ -277,7 +279,7 @@ func calleeTraced(ans *correlate.TraceAnswer, peer string) bool {
 
 // cpuEvidence names the service's hot function and says how many samples the CPU figure rests
 // on; profileID is the span profile holding the hot function (else the service's largest).
-func cpuEvidence(rows []correlate.SpanRow, p BreakdownPart) (ev []string, caveat, profileID, hotFunction string) {
+func cpuEvidence(rows []correlate.SpanRow, p BreakdownPart) (ev []string, caveat, profileID, hotFunction, ownFunction string) {
 	ev = []string{fmt.Sprintf("span profiles saw %s of CPU in %s on the critical path (%s)", p.Duration.Round(time.Millisecond), p.Service, p.Source)}
 	var hot *correlate.SpanRow
 	var cpu, most int64
@@ -296,6 +298,7 @@ func cpuEvidence(rows []correlate.SpanRow, p BreakdownPart) (ev []string, caveat
 	if hot != nil {
 		ev = append(ev, fmt.Sprintf("hot function %s: %s of CPU self time in span %s", hot.HotFunction, time.Duration(hot.HotSelf).Round(time.Millisecond), hot.Span.Operation))
 		if hot.OwnFunction != "" && hot.OwnFunction != hot.HotFunction {
+			ownFunction = hot.OwnFunction
 			ev = append(ev, fmt.Sprintf("in %s's own code: %s, the deepest of its frames on the hot function's heaviest path (the hot function is runtime or library code)", p.Service, hot.OwnFunction))
 		}
 		profileID, hotFunction = hot.ProfileID, hot.HotFunction
@@ -304,7 +307,7 @@ func cpuEvidence(rows []correlate.SpanRow, p BreakdownPart) (ev []string, caveat
 	if samples < minSamples {
 		caveat = fmt.Sprintf("about %d profile samples (%s of CPU at 100 Hz): too few to rank functions reliably", samples, time.Duration(cpu).Round(time.Millisecond))
 	}
-	return ev, caveat, profileID, hotFunction
+	return ev, caveat, profileID, hotFunction, ownFunction
 }
 
 // gpuEvidence is the span's GPU state over its window.

@@ -56,7 +56,7 @@ func TestVerdictNamesTheHotFunctionAndTheGPUsState(t *testing.T) {
 	if first.Kind != CauseCPU || first.Service != "nemotron-backend" || first.Explains != 250*time.Millisecond ||
 		!strings.Contains(strings.Join(first.Evidence, "\n"), "hot function crypto/sha256.block: 250ms") ||
 		!strings.Contains(strings.Join(first.Evidence, "\n"), "in nemotron-backend's own code: main.dbQuery") || first.Caveat != "" ||
-		first.HotFunction != "crypto/sha256.block" || first.ProfileID == "" {
+		first.HotFunction != "crypto/sha256.block" || first.OwnFunction != "main.dbQuery" || first.ProfileID == "" {
 		t.Errorf("first cause %+v", first)
 	}
 	var detectorCPU, detectorWait *Cause

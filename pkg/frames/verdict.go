@@ -117,7 +117,11 @@ func Answer(causes []diagnose.Cause) string {
 	if c.Share > 0 {
 		b.WriteString(" (" + strconv.FormatFloat(100*c.Share, 'g', 3, 64) + "%)")
 	}
-	if c.HotFunction != "" {
+	switch {
+	case c.OwnFunction != "" && c.HotFunction != "":
+		// Where to change the code first; the library frame it spends its time in after.
+		b.WriteString(", in " + c.OwnFunction + " (hot function " + c.HotFunction + ")")
+	case c.HotFunction != "":
 		b.WriteString(", hot function " + c.HotFunction)
 	}
 	switch {

@@ -120,6 +120,8 @@ func TestTraceVerdictLinksEachCauseToItsEvidence(t *testing.T) {
 func TestAnswerInOneLine(t *testing.T) {
 	cpu := diagnose.Cause{Kind: diagnose.CauseCPU, Title: "CPU in nemotron-backend (db_query)", Explains: 850 * time.Millisecond,
 		Share: 850.0 / 1103, HotFunction: "main.query", Action: "CPU work in the service: the hot function is where to start"}
+	library := cpu
+	library.HotFunction, library.OwnFunction = "crypto/internal/fips140/sha256.blockSHANI", "main.dbQuery"
 	unexplained := diagnose.Cause{Kind: diagnose.CauseUnexplained, Title: "unexplained in api (POST /v1/completions)",
 		Explains: 1500 * time.Microsecond, Share: 1.5 / 2e5, Caveat: "add span profiles to api"}
 	for _, tc := range []struct {
@@ -127,6 +129,7 @@ func TestAnswerInOneLine(t *testing.T) {
 		want   string
 	}{
 		{[]diagnose.Cause{cpu, unexplained}, "1.1 s request: CPU in nemotron-backend (db_query), 850 ms (77.1%), hot function main.query — CPU work in the service: the hot function is where to start"},
+		{[]diagnose.Cause{library}, "1.1 s request: CPU in nemotron-backend (db_query), 850 ms (77.1%), in main.dbQuery (hot function crypto/internal/fips140/sha256.blockSHANI) — CPU work in the service: the hot function is where to start"},
 		{[]diagnose.Cause{unexplained}, "3.33 min request: unexplained in api (POST /v1/completions), 1.5 ms (0.00075%) — add span profiles to api"},
 		{[]diagnose.Cause{{Title: "x", Explains: 999600 * time.Microsecond}}, "x, 1 s"},
 		{nil, ""},
