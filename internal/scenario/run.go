@@ -240,7 +240,7 @@ func (c *culprit) serve(w http.ResponseWriter, r *http.Request) {
 	defer span.End()
 	switch s.Kind {
 	case Queue:
-		c.queue(ctx, span)
+		c.queue(ctx)
 	case CPU:
 		burnCPU(s.Injected)
 	case GPUMemoryBound, GPUThrottled:
@@ -291,7 +291,7 @@ func (c *culprit) fail(err error) {
 // queue is a vLLM-style engine with one slot, held by another workload for the injected time
 // when the request arrives: the request waits for it, then prefills and decodes, and the engine
 // records vLLM's attributes on its llm_request span.
-func (c *culprit) queue(ctx context.Context, span trace.Span) {
+func (c *culprit) queue(ctx context.Context) {
 	slot := make(chan struct{}, 1)
 	slot <- struct{}{} // the other workload's request
 	go func() {
@@ -313,7 +313,6 @@ func (c *culprit) queue(ctx context.Context, span trace.Span) {
 		attribute.Float64("gen_ai.latency.e2e", time.Since(queued).Seconds()),
 		attribute.String("gen_ai.response.model", c.spec.Operation),
 	)
-	_ = span
 }
 
 // gpuWork writes the kernel trace of the span's GPU work, as PyTorch's profiler would for a

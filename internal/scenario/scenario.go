@@ -36,7 +36,8 @@ const (
 // Kinds are every scenario, in the order the test runs them.
 var Kinds = []Kind{Queue, CPU, DownstreamOpaque, DownstreamQueued, GPUMemoryBound, GPUThrottled, HostSync, LaunchBound, Copies, HostWork, FailedRetry}
 
-// GPU kinds read a kernel trace; the plugin must be given the folder the scenario writes to.
+// WritesKernelTrace says whether the kind's GPU work comes as a kernel trace (the GPU-idle
+// kinds): the plugin must be given the folder the scenario writes to.
 func (k Kind) WritesKernelTrace() bool {
 	switch k {
 	case HostSync, LaunchBound, Copies, HostWork:

@@ -104,7 +104,7 @@ func describeAttempt(t *models.Trace, a int, children [][]int) attempt {
 	visit(a, 0)
 	s := t.Spans[out.origin]
 	typ, msg, _ := s.Exception()
-	out.what = strings.TrimPrefix(strings.Join(nonEmpty(typ, msg), ": "), ": ")
+	out.what = strings.Join(nonEmpty(typ, msg), ": ")
 	if out.what == "" {
 		out.what = s.StatusMessage
 	}

@@ -2,7 +2,6 @@ package diagnose
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/correlate"
@@ -125,5 +124,5 @@ func bytesText(b int64) string {
 	case b >= 1<<10:
 		return fmt.Sprintf("%.1f KiB", float64(b)/(1<<10))
 	}
-	return strings.TrimSpace(fmt.Sprintf("%d B", b))
+	return fmt.Sprintf("%d B", b)
 }

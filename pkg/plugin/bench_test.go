@@ -3,7 +3,6 @@ package plugin
 import (
 	"fmt"
 	"net/http"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -43,12 +42,11 @@ func (u *upstreamCalls) callTimes(b *testing.B) (inFlight, sum, slowest time.Dur
 	ended := u.rec.Ended()
 	spans := ended[u.seen:]
 	u.seen = len(ended)
-	type interval struct{ from, to time.Time }
-	var iv []interval
+	var iv []upstreamCall
 	for _, s := range spans {
 		for _, a := range s.Attributes() {
 			if string(a.Key) == upstream.SpanAttribute && strings.HasPrefix(s.Name(), a.Value.AsString()+" ") {
-				iv = append(iv, interval{s.StartTime(), s.EndTime()})
+				iv = append(iv, upstreamCall{s.StartTime(), s.EndTime()})
 				d := s.EndTime().Sub(s.StartTime())
 				sum += d
 				slowest = max(slowest, d)
@@ -58,18 +56,7 @@ func (u *upstreamCalls) callTimes(b *testing.B) (inFlight, sum, slowest time.Dur
 	if len(iv) == 0 {
 		b.Fatalf("the query made no upstream call that was recorded (%d spans ended)", len(spans))
 	}
-	slices.SortFunc(iv, func(x, y interval) int { return x.from.Compare(y.from) })
-	cur := iv[0]
-	for _, i := range iv[1:] {
-		if i.from.After(cur.to) {
-			inFlight += cur.to.Sub(cur.from)
-			cur = i
-		} else if i.to.After(cur.to) {
-			cur.to = i.to
-		}
-	}
-	inFlight += cur.to.Sub(cur.from)
-	return inFlight, sum, slowest, len(iv)
+	return busy(iv), sum, slowest, len(iv)
 }
 
 // reportAgainstCalls reports a query's wall time beside the upstream calls it made, all per query
