@@ -7,6 +7,7 @@ import (
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/flamegraph"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/notices"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/safe"
 )
 
@@ -30,7 +31,7 @@ type DiffQuery struct {
 type DiffSide struct {
 	Tree     *flamegraph.Node
 	Describe string
-	Notices  []Notice
+	Notices  notices.List
 }
 
 // DiffSides asks both sides in parallel. A whole request's side has no service level, so its

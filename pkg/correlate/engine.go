@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/notices"
 )
 
 // Serving-engine span attributes, as vLLM's tracing names them (vllm/tracing.py, SpanAttributes),
@@ -89,26 +90,26 @@ func askEngines(ctx context.Context, engines Engines, spans []EngineSpan) {
 }
 
 // engineNotices say what the engines' metrics could not tell.
-func engineNotices(t *models.Trace, spans []EngineSpan, more int, err error) []Notice {
+func engineNotices(t *models.Trace, spans []EngineSpan, more int, err error) notices.List {
 	if len(spans) == 0 {
 		return nil
 	}
 	if err != nil {
-		return []Notice{{Warning, fmt.Sprintf("No serving-engine metrics for the %d engine span(s): %v", len(spans), err)}}
+		return notices.List{{Severity: notices.Warning, Text: fmt.Sprintf("No serving-engine metrics for the %d engine span(s): %v", len(spans), err)}}
 	}
-	var out []Notice
+	var out notices.List
 	for _, e := range spans {
 		s := t.Spans[e.Span]
 		switch {
 		case e.Err != nil:
-			out = append(out, Notice{Warning, fmt.Sprintf("No serving-engine metrics around %s %s: %v", s.Service, s.Operation, e.Err)})
+			out = append(out, notices.Notice{Severity: notices.Warning, Text: fmt.Sprintf("No serving-engine metrics around %s %s: %v", s.Service, s.Operation, e.Err)})
 		case len(e.Figures.Missing) > 0:
-			out = append(out, Notice{Info, fmt.Sprintf("Prometheus holds no %s for model %q around %s %s: the engine's figures there are incomplete (are its /metrics scraped?).",
+			out = append(out, notices.Notice{Severity: notices.Info, Text: fmt.Sprintf("Prometheus holds no %s for model %q around %s %s: the engine's figures there are incomplete (are its /metrics scraped?).",
 				strings.Join(e.Figures.Missing, ", "), e.Query.Model, s.Service, s.Operation)})
 		}
 	}
 	if more > 0 {
-		out = append(out, Notice{Info, fmt.Sprintf("Serving-engine metrics were read around the %d longest engine spans; %d more were left out.", MaxEngineSpans, more)})
+		out = append(out, notices.Notice{Severity: notices.Info, Text: fmt.Sprintf("Serving-engine metrics were read around the %d longest engine spans; %d more were left out.", MaxEngineSpans, more)})
 	}
 	return out
 }

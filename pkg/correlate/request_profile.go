@@ -14,6 +14,7 @@ import (
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/flamegraph"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/notices"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/safe"
 )
 
@@ -34,20 +35,6 @@ type TracesFunc func(ctx context.Context, traceID string) (*models.Trace, error)
 // Trace calls f.
 func (f TracesFunc) Trace(ctx context.Context, traceID string) (*models.Trace, error) {
 	return f(ctx, traceID)
-}
-
-// Severity is how a notice is shown: Warning where the answer lacks something or may mislead.
-type Severity int
-
-const (
-	Info Severity = iota
-	Warning
-)
-
-// Notice is one line the user reads beside the whole request's profile.
-type Notice struct {
-	Severity Severity
-	Text     string
 }
 
 // NoMatchingServiceError: none of the trace's services matches the user's selector, so the user
@@ -108,7 +95,7 @@ type RequestProfile struct {
 	// samples were matched by span (one query per span); empty otherwise. A span asked without
 	// error is present, with an empty tree when it had no samples.
 	Spans      SpanProfiles
-	Notices    []Notice
+	Notices    notices.List
 	Start, End time.Time // the window asked of Pyroscope
 	// noTraceSamples says, after "no sample", how the trace ID was looked for (profileByTraceID).
 	noTraceSamples string
@@ -441,11 +428,11 @@ func (rp *RequestProfile) add(service string, tree *flamegraph.Node) {
 }
 
 func (rp *RequestProfile) info(text string) {
-	rp.Notices = append(rp.Notices, Notice{Severity: Info, Text: text})
+	rp.Notices = append(rp.Notices, notices.Notice{Severity: notices.Info, Text: text})
 }
 
 func (rp *RequestProfile) warn(text string) {
-	rp.Notices = append(rp.Notices, Notice{Severity: Warning, Text: text})
+	rp.Notices = append(rp.Notices, notices.Notice{Severity: notices.Warning, Text: text})
 }
 
 // fanOut runs fn(0..n-1) in parallel, at most MaxParallelProfileQueries at once, and waits. A

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/flamegraph"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/notices"
 )
 
 // fakeProfiles is a profile store in memory, answering as pyroscope.Client does once it has
@@ -127,11 +128,11 @@ func treeRows(n *flamegraph.Node) []string {
 	return out
 }
 
-func noticeText(ns []Notice) string {
+func noticeText(ns notices.List) string {
 	var b strings.Builder
 	for _, n := range ns {
 		sev := "info"
-		if n.Severity == Warning {
+		if n.Severity == notices.Warning {
 			sev = "warning"
 		}
 		fmt.Fprintf(&b, "[%s] %s\n", sev, n.Text)

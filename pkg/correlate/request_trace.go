@@ -9,6 +9,7 @@ import (
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/classify"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/notices"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/safe"
 )
 
@@ -67,7 +68,7 @@ type TraceAnswer struct {
 	// Profile is the whole request's profile; nil when Pyroscope could not say (a notice says why).
 	Profile *RequestProfile
 	// Notices go with the span table: what each store contributed and what is missing.
-	Notices []Notice
+	Notices notices.List
 	// Engines are the spans serving engines recorded, with their metrics around each.
 	Engines []EngineSpan
 	// KernelTraces are the analysed kernel traces naming the request (their idle, launch and
@@ -102,7 +103,7 @@ func JoinRequest(ctx context.Context, src TraceSources, q TraceQuery) (*TraceAns
 		if err != nil {
 			return nil, err
 		}
-		return &TraceAnswer{Profile: rp, Notices: []Notice{{Warning, fmt.Sprintf("No span table: could not read trace %s (%v).", q.TraceID, traceErr)}}}, nil
+		return &TraceAnswer{Profile: rp, Notices: notices.List{{Severity: notices.Warning, Text: fmt.Sprintf("No span table: could not read trace %s (%v).", q.TraceID, traceErr)}}}, nil
 	}
 
 	a := askTraceStores(ctx, src, q, rq, trace)
@@ -246,26 +247,30 @@ func seriesStep(series []classify.GPUSeries, asked time.Duration) time.Duration 
 
 // kernelTimes fills the rows' GPU kernel time from the request's kernel traces (AttributeKernels)
 // and returns those traces.
-func kernelTimes(ctx context.Context, kernels KernelTraces, traceID string, rows []SpanRow) ([]Notice, []*gputrace.Result) {
+func kernelTimes(ctx context.Context, kernels KernelTraces, traceID string, rows []SpanRow) (notices.List, []*gputrace.Result) {
 	if kernels == nil || len(rows) == 0 {
 		return nil, nil
 	}
 	results, warnings := kernels.KernelTracesOf(ctx, traceID)
-	var out []Notice
+	var out notices.List
 	if n := AttributeKernels(rows, traceID, results); n != "" {
-		out = append(out, Notice{Info, n})
+		out = append(out, notices.Notice{Severity: notices.Info, Text: n})
 	}
 	for _, w := range warnings {
-		out = append(out, Notice{Warning, w})
+		out = append(out, notices.Notice{Severity: notices.Warning, Text: w})
 	}
 	return out, results
 }
 
 // traceNotices say what each store contributed to the span table and what is missing.
-func traceNotices(q TraceQuery, rows []SpanRow, a *traceStores) []Notice {
-	var out []Notice
-	info := func(format string, args ...any) { out = append(out, Notice{Info, fmt.Sprintf(format, args...)}) }
-	warn := func(format string, args ...any) { out = append(out, Notice{Warning, fmt.Sprintf(format, args...)}) }
+func traceNotices(q TraceQuery, rows []SpanRow, a *traceStores) notices.List {
+	var out notices.List
+	info := func(format string, args ...any) {
+		out = append(out, notices.Notice{Severity: notices.Info, Text: fmt.Sprintf(format, args...)})
+	}
+	warn := func(format string, args ...any) {
+		out = append(out, notices.Notice{Severity: notices.Warning, Text: fmt.Sprintf(format, args...)})
+	}
 	profiled := 0
 	for _, r := range rows {
 		if r.ProfileID != "" {
@@ -308,7 +313,7 @@ func traceNotices(q TraceQuery, rows []SpanRow, a *traceStores) []Notice {
 }
 
 // gpuJoinNotice says how spans met GPUs: which hosts had series, at which resolution.
-func gpuJoinNotice(rows []SpanRow, a *traceStores, join models.JoinSettings) Notice {
+func gpuJoinNotice(rows []SpanRow, a *traceStores, join models.JoinSettings) notices.Notice {
 	withSeries := map[string]bool{}
 	for _, s := range a.gpu {
 		withSeries[s.GPU.Host] = true
@@ -349,7 +354,7 @@ func gpuJoinNotice(rows []SpanRow, a *traceStores, join models.JoinSettings) Not
 		fmt.Fprintf(&b, " %d span(s) name no host (%q).", noHost, join.HostAttribute)
 	}
 	if joined == 0 {
-		return Notice{Warning, b.String()}
+		return notices.Notice{Severity: notices.Warning, Text: b.String()}
 	}
-	return Notice{Info, b.String()}
+	return notices.Notice{Severity: notices.Info, Text: b.String()}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/flamegraph"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/notices"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/safe"
 )
 
@@ -239,7 +240,7 @@ type SpanProfile struct {
 	Matching int
 	// Threshold is the duration a span had to reach (from minDuration or the percentile).
 	Threshold time.Duration
-	Notices   []Notice
+	Notices   notices.List
 }
 
 // Percentile is the nearest-rank p-th percentile of the spans' durations (0 for none).
@@ -319,7 +320,7 @@ func ProfileSpans(ctx context.Context, profiles Profiles, q *models.SpanQuery, f
 	sp.Tree = tree
 	sp.Notices = sp.describe(q, found, unprofiled)
 	if len(malformed) > 0 {
-		sp.Notices = append(sp.Notices, Notice{Severity: Warning, Text: MalformedProfileIDs(malformed)})
+		sp.Notices = append(sp.Notices, notices.Notice{Severity: notices.Warning, Text: MalformedProfileIDs(malformed)})
 	}
 	return sp, nil
 }
@@ -354,7 +355,7 @@ func joinQuoted(names []string) string {
 }
 
 // describe says what was merged and how much evidence it holds.
-func (sp *SpanProfile) describe(q *models.SpanQuery, found *OperationSpans, unprofiled int) []Notice {
+func (sp *SpanProfile) describe(q *models.SpanQuery, found *OperationSpans, unprofiled int) notices.List {
 	var wall time.Duration
 	for _, s := range sp.Merged {
 		wall += s.Duration
@@ -373,9 +374,9 @@ func (sp *SpanProfile) describe(q *models.SpanQuery, found *OperationSpans, unpr
 	if unprofiled > 0 {
 		text += fmt.Sprintf("; %d span(s) without %s left out", unprofiled, models.ProfileIDAttribute)
 	}
-	out := []Notice{{Severity: Info, Text: text + "."}}
+	out := notices.List{{Severity: notices.Info, Text: text + "."}}
 	if note := found.LimitNote(); note != "" {
-		out = append(out, Notice{Severity: Warning, Text: note})
+		out = append(out, notices.Notice{Severity: notices.Warning, Text: note})
 	}
 	total := int64(0)
 	if sp.Tree != nil {
@@ -383,15 +384,15 @@ func (sp *SpanProfile) describe(q *models.SpanQuery, found *OperationSpans, unpr
 	}
 	switch {
 	case total == 0:
-		out = append(out, Notice{Severity: Warning, Text: fmt.Sprintf("Pyroscope holds no samples for these %d span(s): spans shorter than the profiler's 10 ms period often get none, the profiles may not be uploaded yet (wait for the next upload, 10–60 s), or the service sends no span profiles.", len(sp.Merged))})
+		out = append(out, notices.Notice{Severity: notices.Warning, Text: fmt.Sprintf("Pyroscope holds no samples for these %d span(s): spans shorter than the profiler's 10 ms period often get none, the profiles may not be uploaded yet (wait for the next upload, 10–60 s), or the service sends no span profiles.", len(sp.Merged))})
 	case isCPUProfile(q.ProfileTypeID):
 		samples := time.Duration(total) / ProfilerSampleInterval
 		share := float64(total) / float64(wall)
 		text := fmt.Sprintf("They hold about %d CPU sample(s) (%s of CPU at 100 Hz, %.0f%% of their wall time).", samples, time.Duration(total).Round(time.Millisecond), 100*share)
 		if samples < minAggregateSamples {
-			out = append(out, Notice{Severity: Warning, Text: text + fmt.Sprintf(" Under %d samples a function's share moves by several points from one set of spans to the next: widen the range or lower the threshold for more.", minAggregateSamples)})
+			out = append(out, notices.Notice{Severity: notices.Warning, Text: text + fmt.Sprintf(" Under %d samples a function's share moves by several points from one set of spans to the next: widen the range or lower the threshold for more.", minAggregateSamples)})
 		} else {
-			out = append(out, Notice{Severity: Info, Text: text})
+			out = append(out, notices.Notice{Severity: notices.Info, Text: text})
 		}
 	}
 	return out

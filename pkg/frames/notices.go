@@ -3,7 +3,7 @@ package frames
 import (
 	"github.com/grafana/grafana-plugin-sdk-go/data"
 
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/correlate"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/notices"
 )
 
 // Info is a notice that says how an answer was made (how samples were matched, which step was
@@ -18,14 +18,15 @@ func Warning(text string) data.Notice {
 	return data.Notice{Severity: data.NoticeSeverityWarning, Text: text}
 }
 
-// JoinNotices are the joins' typed notices (correlate.Notice) as Grafana shows them.
-func JoinNotices(ns []correlate.Notice) []data.Notice {
-	if len(ns) == 0 {
+// Notices are the producers' typed notices as Grafana shows them: the one place a
+// notices.Severity becomes a frame notice's.
+func Notices(l notices.List) []data.Notice {
+	if len(l) == 0 {
 		return nil
 	}
-	out := make([]data.Notice, len(ns))
-	for i, n := range ns {
-		if n.Severity == correlate.Warning {
+	out := make([]data.Notice, len(l))
+	for i, n := range l {
+		if n.Severity == notices.Warning {
 			out[i] = Warning(n.Text)
 		} else {
 			out[i] = Info(n.Text)

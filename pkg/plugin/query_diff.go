@@ -53,7 +53,7 @@ func (d *Datasource) queryDiff(ctx context.Context, q backend.DataQuery) backend
 	}
 	tree := flamegraph.Diff(base.Tree, comp.Tree)
 	summary := frames.DiffSummary(tree, DiffSummaryRows) // shares: before scaling, same after
-	notices := frames.JoinNotices(append(base.Notices, comp.Notices...))
+	notices := frames.Notices(append(base.Notices, comp.Notices...))
 	if few := frames.DiffFewSamples(tree, pq.ProfileTypeID); few != "" { // before scaling: real totals
 		notices = append(notices, frames.Warning(few))
 	}

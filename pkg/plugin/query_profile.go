@@ -87,7 +87,7 @@ func (d *Datasource) queryRequestProfile(ctx context.Context, q backend.DataQuer
 		return errorResponse(err)
 	}
 	main := frames.FlameGraphTree(frames.FlameGraphFrameName, rp.Tree, pq.ProfileTypeID)
-	main.Meta.Notices = frames.JoinNotices(rp.Notices)
+	main.Meta.Notices = frames.Notices(rp.Notices)
 	if len(pq.StackTraceSelector) > 0 {
 		main.AppendNotices(frames.Info(fmt.Sprintf("each service's graph cut to the call site %s (stackTraceSelector): only the stacks under it are shown", callSiteText(pq.StackTraceSelector))))
 	}

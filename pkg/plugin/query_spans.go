@@ -76,7 +76,7 @@ func (d *Datasource) querySpanProfile(ctx context.Context, q backend.DataQuery) 
 		return errorResponse(err)
 	}
 	f := frames.FlameGraph(sp.Tree, sq.ProfileTypeID)
-	f.Meta.Notices = append(f.Meta.Notices, frames.JoinNotices(sp.Notices)...)
+	f.Meta.Notices = append(f.Meta.Notices, frames.Notices(sp.Notices)...)
 	return withFrames(f)
 }
 

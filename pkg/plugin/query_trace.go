@@ -57,7 +57,7 @@ func (d *Datasource) queryTrace(ctx context.Context, q backend.DataQuery) backen
 	if err := errors.Join(errs...); err != nil {
 		return errorResponse(err)
 	}
-	spans.Meta.Notices = frames.JoinNotices(ans.Notices)
+	spans.Meta.Notices = frames.Notices(ans.Notices)
 	if err := d.settings.GPUSettingsErr; err != nil && ans.Trace != nil {
 		spans.AppendNotices(frames.Warning(fmt.Sprintf("Some GPU or join settings are invalid and use their defaults: %v", err)))
 	}
@@ -99,7 +99,7 @@ func (d *Datasource) traceSources() correlate.TraceSources {
 
 func flameGraphFrame(rp *correlate.RequestProfile, profileTypeID string) *data.Frame {
 	f := frames.FlameGraphTree(frames.FlameGraphFrameName, rp.Tree, profileTypeID)
-	f.Meta.Notices = frames.JoinNotices(rp.Notices)
+	f.Meta.Notices = frames.Notices(rp.Notices)
 	return f
 }
 
