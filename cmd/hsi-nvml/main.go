@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/classify"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/notices"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/nvml"
 )
 
@@ -32,9 +33,9 @@ func f(v *float64, format string) string {
 	return fmt.Sprintf(format, *v)
 }
 
-func notices(ns []string) {
+func printNotices(ns notices.List) {
 	for _, n := range ns {
-		fmt.Println("  notice:", n)
+		fmt.Printf("  %s: %s\n", n.Severity, n.Text)
 	}
 }
 
@@ -70,7 +71,7 @@ func run(src nvml.Source) int {
 		fmt.Printf("  temp %s °C power %s/%s W | throttle %s (%s) | ECC corrected %s uncorrected %s\n", f(d.TemperatureC, "%.0f"), f(d.PowerW, "%.1f"), f(d.PowerLimitW, "%.0f"),
 			mask, d.Throttle(), f(d.ECCCorrected, "%.0f"), f(d.ECCUncorrected, "%.0f"))
 	}
-	notices(ns)
+	printNotices(ns)
 
 	procs, ns, err := src.Processes()
 	fmt.Println("\n== processes")
@@ -91,7 +92,7 @@ func run(src nvml.Source) int {
 		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\n", p.GPU, p.PID, p.Type, used, p.Name, cmd)
 	}
 	tw.Flush()
-	notices(ns)
+	printNotices(ns)
 
 	time.Sleep(2 * time.Second)
 	xids, ns, _ := src.XIDs()
@@ -102,7 +103,7 @@ func run(src nvml.Source) int {
 	if len(xids) == 0 {
 		fmt.Println("  none")
 	}
-	notices(ns)
+	printNotices(ns)
 
 	time.Sleep(5 * time.Second)
 	series, ns, _ := src.Series()
@@ -125,6 +126,6 @@ func run(src nvml.Source) int {
 			fmt.Printf("  latest: %s — %s\n", ex.Class, strings.Join(ex.Evidence, "; "))
 		}
 	}
-	notices(ns)
+	printNotices(ns)
 	return 0
 }

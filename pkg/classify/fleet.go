@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/notices"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/safe"
 )
 
@@ -132,8 +133,9 @@ func dominantOf(classes []Class) Class {
 // Coverage says what the classes of a non-empty fleet could not see: GPUs without any class,
 // and the fallbacks in use (no bitmask: thermal by temperature and clock, power undetectable).
 // results and series are in the same order, as ClassifyFleet returns them.
-func Coverage(results []GPUResult, series []GPUSeries, th Thresholds) []string {
-	var notices, unclassified, noBitmask []string
+func Coverage(results []GPUResult, series []GPUSeries, th Thresholds) notices.List {
+	var found notices.List
+	var unclassified, noBitmask []string
 	for i, r := range results {
 		name := r.GPU.Name()
 		if !slices.ContainsFunc(r.Classes, func(c Class) bool { return c != NoData }) {
@@ -144,14 +146,14 @@ func Coverage(results []GPUResult, series []GPUSeries, th Thresholds) []string {
 		}
 	}
 	if len(unclassified) > 0 {
-		notices = append(notices, fmt.Sprintf("no class for %s: a compute figure (%s, %s or %s) and a memory figure (%s or %s) are both needed at a step",
-			nameList(unclassified), MetricSMActive, MetricGrEngine, MetricGPUUtil, MetricDRAMActive, MetricMemCopyUtil))
+		found.Warnf("no class for %s: a compute figure (%s, %s or %s) and a memory figure (%s or %s) are both needed at a step",
+			nameList(unclassified), MetricSMActive, MetricGrEngine, MetricGPUUtil, MetricDRAMActive, MetricMemCopyUtil)
 	}
 	if len(noBitmask) > 0 {
-		notices = append(notices, fmt.Sprintf("no clock-event bitmask (%s) for %s at some steps: there thermal throttling is judged by temperature > %g °C with the SM clock below %g × its %s maximum, and power throttling cannot be seen",
-			MetricClockEvents, nameList(noBitmask), th.ThermalTempC, th.ThermalClockRatio, PromDuration(th.ClockMaxWindow)))
+		found.Warnf("no clock-event bitmask (%s) for %s at some steps: there thermal throttling is judged by temperature > %g °C with the SM clock below %g × its %s maximum, and power throttling cannot be seen",
+			MetricClockEvents, nameList(noBitmask), th.ThermalTempC, th.ThermalClockRatio, PromDuration(th.ClockMaxWindow))
 	}
-	return notices
+	return found
 }
 
 // nameList lists up to 8 names, then how many more.

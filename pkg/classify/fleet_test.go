@@ -77,7 +77,7 @@ func TestCoverageNamesGPUsWithoutClassOrBitmask(t *testing.T) {
 	noMem := steady(GPU{Host: "a", Index: "1"}, 5, time.Minute, 0.9, math.NaN(), true)
 	old := steady(GPU{Host: "b", Index: "0"}, 5, time.Minute, 0.9, 0.2, false)
 	series := []GPUSeries{ok, noMem, old}
-	notices := strings.Join(Coverage(ClassifyFleet(series, nil, th, fleetT0), series, th), "\n")
+	notices := strings.Join(Coverage(ClassifyFleet(series, nil, th, fleetT0), series, th).Texts(), "\n")
 	for _, part := range []string{
 		"no class for a/1: a compute figure",
 		"no clock-event bitmask (DCGM_FI_DEV_CLOCKS_EVENT_REASONS) for b/0 at some steps",

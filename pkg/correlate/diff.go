@@ -1,6 +1,7 @@
 package correlate
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -88,4 +89,27 @@ func diffSide(ctx context.Context, traces Traces, profiles Profiles, q DiffQuery
 		return nil, err
 	}
 	return &DiffSide{Tree: tree, Describe: describe}, nil
+}
+
+// DiffQueryOf is the diff of a profile query's baseline and comparison, each side's range
+// resolved against the panel's (from, to) and now; the query's own label selector stands in
+// for a side's that is empty.
+func DiffQueryOf(pq *models.ProfileQuery, from, to, now time.Time) (DiffQuery, error) {
+	dq := DiffQuery{ProfileTypeID: pq.ProfileTypeID, MaxNodes: pq.MaxNodes}
+	if pq.Baseline == nil || pq.Comparison == nil {
+		return dq, models.InvalidQueryf(`fields "baseline" and "comparison" are both needed, each with a time range (from, to), a labelSelector, a spanSelector or a traceId`)
+	}
+	for _, side := range []struct {
+		name string
+		spec *models.DiffSide
+		out  *DiffSideQuery
+	}{{"baseline", pq.Baseline, &dq.Baseline}, {"comparison", pq.Comparison, &dq.Comparison}} {
+		sideFrom, sideTo, err := side.spec.Range(from, to, now, side.name)
+		if err != nil {
+			return dq, models.InvalidQuery(err)
+		}
+		*side.out = DiffSideQuery{LabelSelector: cmp.Or(side.spec.LabelSelector, pq.LabelSelector),
+			SpanSelector: side.spec.SpanSelector, TraceID: side.spec.TraceID, From: sideFrom, To: sideTo}
+	}
+	return dq, nil
 }

@@ -31,12 +31,6 @@ const (
 	EventComputeEnd   = "COMPUTE_END"
 )
 
-// Engines is what the trace join asks of a serving engine's metrics (prometheus.Client answers
-// it): the engine's queue and KV cache around a span's time.
-type Engines interface {
-	EngineFigures(ctx context.Context, q models.EngineQuery) (models.EngineFigures, error)
-}
-
 // Attributes naming the model a serving engine ran: vLLM's request span (vllm/tracing.py) and
 // Triton's model span (trace.md: model_name, model_version, request_id).
 const (

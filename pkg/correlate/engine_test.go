@@ -46,7 +46,7 @@ func engineTrace() *models.Trace {
 func TestTheQueueCauseCarriesTheEnginesMetricsAroundTheRequest(t *testing.T) {
 	tr := engineTrace()
 	engines := &fakeEngines{byModel: map[string]models.EngineFigures{"llama-3": waitingFigures()}}
-	ans, err := JoinRequest(context.Background(), TraceSources{Traces: fakeTraces{trace: tr}, ProfilesErr: errors.New("no Pyroscope"), GPUsErr: errors.New("no GPUs"), Engines: engines},
+	ans, err := JoinRequest(context.Background(), TraceSources{Traces: Ready[Traces](fakeTraces{trace: tr}), Profiles: Unavailable[Profiles](errors.New("no Pyroscope")), GPUs: Unavailable[GPUFigures](errors.New("no GPUs")), Engines: Ready[Engines](engines)},
 		TraceQuery{TraceID: "e1", Join: models.DefaultJoinSettings()})
 	if err != nil {
 		t.Fatal(err)
@@ -78,10 +78,10 @@ func TestTheQueueCauseCarriesTheEnginesMetricsAroundTheRequest(t *testing.T) {
 
 func TestEngineMetricsThatFailLeaveTheVerdictStanding(t *testing.T) {
 	for name, src := range map[string]TraceSources{
-		"not configured": {EnginesErr: errors.New("Prometheus is not configured")},
-		"failing":        {Engines: &fakeEngines{err: errors.New("Prometheus (http://p): 503")}},
+		"not configured": {Engines: Unavailable[Engines](errors.New("Prometheus is not configured"))},
+		"failing":        {Engines: Ready[Engines](&fakeEngines{err: errors.New("Prometheus (http://p): 503")})},
 	} {
-		src.Traces, src.ProfilesErr, src.GPUsErr = fakeTraces{trace: engineTrace()}, errors.New("no Pyroscope"), errors.New("no GPUs")
+		src.Traces, src.Profiles, src.GPUs = Ready[Traces](fakeTraces{trace: engineTrace()}), Unavailable[Profiles](errors.New("no Pyroscope")), Unavailable[GPUFigures](errors.New("no GPUs"))
 		ans, err := JoinRequest(context.Background(), src, TraceQuery{TraceID: "e1", Join: models.DefaultJoinSettings()})
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)

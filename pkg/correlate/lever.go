@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/classify"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/prometheus"
 )
 
 // Runbook 002 (seeds: "GPU Profiling, OOM, and Utilization Runbook") asks four questions of a
@@ -23,31 +25,12 @@ import (
 // Lever answers them for the request's service over the panel's range, from the GPUs the
 // request met, its serving engine's queue and the service's latency histogram.
 
-// ServiceLatency gives the p99 of a service's requests over a range (the plugin reads it from
-// the latency histograms slowRequests uses).
-type ServiceLatency interface {
-	ServiceP99(ctx context.Context, service string, start, end time.Time) (LatencyFigure, error)
-}
-
 // LatencyFigure is a service's p99 over a range and where it comes from.
 type LatencyFigure struct {
 	Endpoint string // the endpoint with the highest p99
 	P99      time.Duration
 	Requests float64 // requests the histogram counted in the range
 	Source   string  // the histogram's metric
-}
-
-// GPUMemory reads one catalogue metric of the GPUs (prometheus.Client.GPUMetric answers it).
-type GPUMemory interface {
-	GPUMetric(ctx context.Context, name string, filter models.GPUFilter, aggregation string, start, end time.Time, step time.Duration) (*models.GPUMetricResult, error)
-}
-
-// LeverSources are the stores Lever reads; a nil one leaves its question unanswered.
-type LeverSources struct {
-	GPUs    GPUFigures
-	Memory  GPUMemory
-	Engines Engines
-	Latency ServiceLatency
 }
 
 // Thresholds of the runbook's questions.
@@ -100,7 +83,7 @@ func leverRequest(t *models.Trace, join models.JoinSettings, engines []EngineSpa
 // once). A store that fails or is missing leaves its question unknown, and the lever is
 // "unknown" when the questions it needs are; nil without a GPU store or a range.
 func LeverOf(ctx context.Context, src LeverSources, req LeverRequest, th classify.Thresholds, slo time.Duration, start, end time.Time) *Lever {
-	if !end.After(start) || src.GPUs == nil || req.Service == "" {
+	if !end.After(start) || !src.GPUs.Ready() || req.Service == "" {
 		return nil // the runbook's first question is the GPU's; without a GPU store, no lever
 	}
 	l := &Lever{Service: req.Service, Start: start, End: end}
@@ -118,24 +101,28 @@ func LeverOf(ctx context.Context, src LeverSources, req LeverRequest, th classif
 	)
 	fanOut(4, func(i int) {
 		switch {
-		case i == 0 && src.GPUs != nil && len(filter.Hosts) > 0:
+		case i == 0 && len(filter.Hosts) > 0:
+			gpus, _ := src.GPUs.Get()
 			var series []classify.GPUSeries
-			series, _, gpuErr = src.GPUs.GPUFigures(ctx, filter, start, end, step)
+			series, _, gpuErr = gpus.GPUFigures(ctx, filter, start, end, step)
 			compute, computeFrom, gpuText = meanCompute(series)
-		case i == 1 && src.Memory != nil && len(filter.Hosts) > 0:
+		case i == 1 && src.Memory.Ready() && len(filter.Hosts) > 0:
+			memory, _ := src.Memory.Get()
 			var res *models.GPUMetricResult
-			res, memErr = src.Memory.GPUMetric(ctx, "fb_used_percent", filter, models.AggregationGPU, start, end, step)
+			res, memErr = memory.GPUMetric(ctx, "fb_used_percent", filter, models.AggregationGPU, start, end, step)
 			if res != nil {
 				fbMax = maxValue(res.Series)
 			}
-		case i == 2 && src.Engines != nil && req.Engine != nil:
+		case i == 2 && src.Engines.Ready() && req.Engine != nil:
+			engines, _ := src.Engines.Get()
 			q := *req.Engine
 			q.Start, q.End = start, end
 			var f models.EngineFigures
-			f, engineErr = src.Engines.EngineFigures(ctx, q)
+			f, engineErr = engines.EngineFigures(ctx, q)
 			engine = &f
-		case i == 3 && src.Latency != nil:
-			lat, latErr = src.Latency.ServiceP99(ctx, l.Service, start, end)
+		case i == 3 && src.Latency.Ready():
+			latency, _ := src.Latency.Get()
+			lat, latErr = latency.ServiceP99(ctx, l.Service, start, end)
 		}
 	})
 
@@ -281,4 +268,36 @@ func maxValue(series []models.GPUMetricSeries) float64 {
 		}
 	}
 	return m
+}
+
+// ServiceLatencies answers a service's p99 from the latency histograms slowRequests reads: the
+// highest p99 among the service's endpoints over the range.
+type ServiceLatencies struct {
+	Store      Latencies
+	Histograms []models.LatencyHistogram
+}
+
+// ServiceP99 is the highest p99 among the service's endpoints over the range.
+func (s ServiceLatencies) ServiceP99(ctx context.Context, service string, start, end time.Time) (LatencyFigure, error) {
+	res, err := s.Store.EndpointLatencies(ctx, prometheus.LatencyQuery{
+		Histograms: s.Histograms, Service: service, End: end, Range: end.Sub(start),
+	})
+	if err != nil {
+		return LatencyFigure{}, err
+	}
+	p99 := slices.Index(prometheus.LatencyQuantiles, 0.99)
+	var best LatencyFigure
+	for _, r := range res.Rows {
+		v := r.Quantiles[p99]
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			continue
+		}
+		if d := time.Duration(v * float64(time.Second)); d > best.P99 {
+			best = LatencyFigure{Endpoint: r.Endpoint, P99: d, Requests: r.Requests, Source: r.Metric}
+		}
+	}
+	if best.P99 == 0 {
+		return best, fmt.Errorf("no latency histogram of %s has requests in the range", service)
+	}
+	return best, nil
 }

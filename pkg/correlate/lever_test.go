@@ -10,6 +10,7 @@ import (
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/classify"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/notices"
 )
 
 // leverGPUs answers every GPU asked with one compute reading (SM active) per minute.
@@ -19,7 +20,7 @@ type leverGPUs struct {
 	asked    models.GPUFilter
 }
 
-func (g *leverGPUs) GPUFigures(_ context.Context, f models.GPUFilter, start, end time.Time, step time.Duration) ([]classify.GPUSeries, []string, error) {
+func (g *leverGPUs) GPUFigures(_ context.Context, f models.GPUFilter, start, end time.Time, step time.Duration) ([]classify.GPUSeries, notices.List, error) {
 	g.asked = f
 	if g.err != nil {
 		return nil, nil, g.err
@@ -83,21 +84,21 @@ func TestLeverFollowsRunbook002(t *testing.T) {
 		want    string
 		answers []string
 	}{
-		{"idle, queue low", LeverSources{GPUs: &leverGPUs{smActive: 0.12}, Engines: engineWaiting(0.2, 0.3), Latency: leverLatency{p99: time.Second}},
+		{"idle, queue low", LeverSources{GPUs: Ready[GPUFigures](&leverGPUs{smActive: 0.12}), Engines: Ready[Engines](engineWaiting(0.2, 0.3)), Latency: Ready[ServiceLatency](leverLatency{p99: time.Second})},
 			"host-side work", []string{"GPU idle: compute 12.0% (DCGM_FI_PROF_SM_ACTIVE) on average over gpu-node-1 GPU 0, GPU 1, under idleBelowPct 50", "queue low: requests waiting 0.2 on average (vllm:num_requests_waiting)", "p99 1s over the 500ms threshold (http_request_duration_seconds, /answer, 1200 requests)"}},
-		{"idle, queue high", LeverSources{GPUs: &leverGPUs{smActive: 0.12}, Engines: engineWaiting(2.5, 0.3)},
+		{"idle, queue high", LeverSources{GPUs: Ready[GPUFigures](&leverGPUs{smActive: 0.12}), Engines: Ready[Engines](engineWaiting(2.5, 0.3))},
 			"batching and queue delay", []string{"queue high: requests waiting 2.5 on average (vllm:num_requests_waiting)"}},
-		{"busy, p99 within", LeverSources{GPUs: &leverGPUs{smActive: 0.85}, Engines: engineWaiting(0.2, 0.3), Latency: leverLatency{p99: 400 * time.Millisecond}},
+		{"busy, p99 within", LeverSources{GPUs: Ready[GPUFigures](&leverGPUs{smActive: 0.85}), Engines: Ready[Engines](engineWaiting(0.2, 0.3)), Latency: Ready[ServiceLatency](leverLatency{p99: 400 * time.Millisecond})},
 			"headroom", []string{"GPU busy: compute 85.0%", "p99 400ms within the 500ms threshold"}},
-		{"busy, p99 over", LeverSources{GPUs: &leverGPUs{smActive: 0.85}, Latency: leverLatency{p99: 2 * time.Second}},
+		{"busy, p99 over", LeverSources{GPUs: Ready[GPUFigures](&leverGPUs{smActive: 0.85}), Latency: Ready[ServiceLatency](leverLatency{p99: 2 * time.Second})},
 			"isolating workload classes", []string{"p99 2s over the 500ms threshold"}},
-		{"memory high", LeverSources{GPUs: &leverGPUs{smActive: 0.85}, Memory: leverMemory{usedPct: 96}},
+		{"memory high", LeverSources{GPUs: Ready[GPUFigures](&leverGPUs{smActive: 0.85}), Memory: Ready[GPUMetrics](leverMemory{usedPct: 96})},
 			"the memory envelope", []string{"GPU memory up to 96% used"}},
-		{"KV cache full", LeverSources{GPUs: &leverGPUs{smActive: 0.12}, Engines: engineWaiting(0.2, 0.95)},
+		{"KV cache full", LeverSources{GPUs: Ready[GPUFigures](&leverGPUs{smActive: 0.12}), Engines: Ready[Engines](engineWaiting(0.2, 0.95))},
 			"the memory envelope", []string{"KV cache up to 95% (vllm:kv_cache_usage_perc)"}},
-		{"busy, p99 unknown", LeverSources{GPUs: &leverGPUs{smActive: 0.85}, Latency: leverLatency{err: errors.New("no histogram")}},
+		{"busy, p99 unknown", LeverSources{GPUs: Ready[GPUFigures](&leverGPUs{smActive: 0.85}), Latency: Ready[ServiceLatency](leverLatency{err: errors.New("no histogram")})},
 			"unknown", nil},
-		{"GPU unknown", LeverSources{GPUs: &leverGPUs{err: errors.New("Prometheus (http://p): 503")}, Latency: leverLatency{p99: time.Second}},
+		{"GPU unknown", LeverSources{GPUs: Ready[GPUFigures](&leverGPUs{err: errors.New("Prometheus (http://p): 503")}), Latency: Ready[ServiceLatency](leverLatency{p99: time.Second})},
 			"unknown", nil},
 	} {
 		l := LeverOf(context.Background(), c.src, leverRequestOf(t), classify.DefaultThresholds(), slo, start, end)
@@ -117,12 +118,12 @@ func TestLeverFollowsRunbook002(t *testing.T) {
 	}
 	// The GPUs asked are the request's hosts', over the panel's range.
 	g := &leverGPUs{smActive: 0.5}
-	LeverOf(context.Background(), LeverSources{GPUs: g}, leverRequestOf(t), classify.DefaultThresholds(), slo, start, end)
+	LeverOf(context.Background(), LeverSources{GPUs: Ready[GPUFigures](g)}, leverRequestOf(t), classify.DefaultThresholds(), slo, start, end)
 	if strings.Join(g.asked.Hosts, ",") != "gpu-node-1" || len(g.asked.GPUs) != 0 {
 		t.Errorf("asked %+v", g.asked)
 	}
 	// Without a range there is no lever.
-	if l := LeverOf(context.Background(), LeverSources{GPUs: g}, leverRequestOf(t), classify.DefaultThresholds(), slo, end, start); l != nil {
+	if l := LeverOf(context.Background(), LeverSources{GPUs: Ready[GPUFigures](g)}, leverRequestOf(t), classify.DefaultThresholds(), slo, end, start); l != nil {
 		t.Errorf("lever without a range: %+v", l)
 	}
 }

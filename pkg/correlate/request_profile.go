@@ -18,31 +18,17 @@ import (
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/safe"
 )
 
-// Profiles is what the whole-request join asks of a profile store: one merged flame graph per
-// query (pyroscope.Client answers it, detecting whether the server filters by trace_id_selector).
-type Profiles interface {
-	MergedFlameGraph(ctx context.Context, q models.FlameGraphQuery) (*flamegraph.Node, error)
-}
-
-// Traces is what the whole-request join asks of a trace store (jaeger.Client answers it).
-type Traces interface {
-	Trace(ctx context.Context, traceID string) (*models.Trace, error)
-}
-
-// TracesFunc lets a function be a Traces, as the plugin's, which first checks that Jaeger is set up.
-type TracesFunc func(ctx context.Context, traceID string) (*models.Trace, error)
-
-// Trace calls f.
-func (f TracesFunc) Trace(ctx context.Context, traceID string) (*models.Trace, error) {
-	return f(ctx, traceID)
-}
-
 // NoMatchingServiceError: none of the trace's services matches the user's selector, so the user
 // must change the query.
 type NoMatchingServiceError struct {
 	TraceID, LabelSelector string
 	Services               []string // the trace's, sorted
 }
+
+// ErrNoMatchingService is what a NoMatchingServiceError is (errors.Is): the user's to fix.
+var ErrNoMatchingService = errors.New("no service of the trace matches the selector")
+
+func (e *NoMatchingServiceError) Is(target error) bool { return target == ErrNoMatchingService }
 
 func (e *NoMatchingServiceError) Error() string {
 	return fmt.Sprintf("trace %s has no spans of a service matching %s (its services: %s)",

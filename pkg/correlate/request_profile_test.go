@@ -176,7 +176,7 @@ func wantParts(t *testing.T, text string, parts ...string) {
 
 func TestRequestProfileIsTheWholeRequestWithAServiceLevel(t *testing.T) {
 	p := &fakeProfiles{bySpan: demoSpanSamples()}
-	traces := TracesFunc(func(_ context.Context, id string) (*models.Trace, error) {
+	traces := tracesFunc(func(_ context.Context, id string) (*models.Trace, error) {
 		if id != demoTraceID {
 			t.Errorf("asked trace %s", id)
 		}
@@ -369,7 +369,7 @@ var errJaeger = errors.New("Jaeger (http://jaeger:16686): HTTP 503")
 
 func TestRequestProfileWhenTheTraceCannotBeReadUsesTheTraceIDLabelAndSaysWhy(t *testing.T) {
 	p := &fakeProfiles{byLabel: map[string][]string{`trace_id="4bf92f3577b34da6a3ce929d0e0e4736"`: {"legacy;work 9"}}}
-	traces := TracesFunc(func(context.Context, string) (*models.Trace, error) { return nil, errJaeger })
+	traces := tracesFunc(func(context.Context, string) (*models.Trace, error) { return nil, errJaeger })
 	q := requestQuery(t, "{}")
 	rp, err := ProfileOfRequest(context.Background(), traces, p, q)
 	if err != nil {
@@ -540,4 +540,11 @@ type profilesFunc func(ctx context.Context, q models.FlameGraphQuery) (*flamegra
 
 func (f profilesFunc) MergedFlameGraph(ctx context.Context, q models.FlameGraphQuery) (*flamegraph.Node, error) {
 	return f(ctx, q)
+}
+
+// tracesFunc lets a function be a Traces.
+type tracesFunc func(ctx context.Context, traceID string) (*models.Trace, error)
+
+func (f tracesFunc) Trace(ctx context.Context, traceID string) (*models.Trace, error) {
+	return f(ctx, traceID)
 }

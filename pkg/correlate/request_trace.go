@@ -13,40 +13,6 @@ import (
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/safe"
 )
 
-// GPUFigures is what the trace join asks of a GPU metrics store: every classify.Figures of the
-// GPUs matching the filter, per GPU on one step grid, with notices (prometheus.Client answers it).
-type GPUFigures interface {
-	GPUFigures(ctx context.Context, filter models.GPUFilter, start, end time.Time, step time.Duration) ([]classify.GPUSeries, []string, error)
-}
-
-// KernelTraces is what the trace join asks of the kernel-trace store: the analysed kernel traces
-// that name the request, and warnings about those that could not be found or read
-// (gputrace.Store answers it).
-type KernelTraces interface {
-	KernelTracesOf(ctx context.Context, traceID string) ([]*gputrace.Result, []string)
-}
-
-// TraceSources are the stores the trace join reads, each with the reason it cannot be asked.
-type TraceSources struct {
-	// Traces reads the trace (its error says why when the trace store is not set up).
-	Traces Traces
-	// Profiles is nil when ProfilesErr says why Pyroscope cannot be asked; GPUs likewise.
-	Profiles    Profiles
-	ProfilesErr error
-	GPUs        GPUFigures
-	GPUsErr     error
-	// Kernels is nil when no kernel-trace directory is configured: the column stays empty,
-	// silently, as the feature is not in use.
-	Kernels KernelTraces
-	// Engines reads serving engines' metrics (the application Prometheus); nil when EnginesErr
-	// says why it cannot be asked.
-	Engines    Engines
-	EnginesErr error
-	// Lever's stores: runbook 002's questions over the panel's range (a nil one leaves its
-	// question unanswered).
-	Lever LeverSources
-}
-
 // TraceQuery asks for the join of one request.
 type TraceQuery struct {
 	TraceID                    string
@@ -57,6 +23,8 @@ type TraceQuery struct {
 	From, To   time.Time
 	Join       models.JoinSettings
 	Thresholds classify.Thresholds
+	// SettingsErr says which GPU or join settings are invalid and use their defaults.
+	SettingsErr error
 }
 
 // TraceAnswer is the join of one request: one row per span, the whole request's profile, and
@@ -93,13 +61,14 @@ const GPUJoinStep = time.Second
 // and no profile can be shown instead.
 func JoinRequest(ctx context.Context, src TraceSources, q TraceQuery) (*TraceAnswer, error) {
 	rq := RequestProfileQuery{TraceID: q.TraceID, LabelSelector: "{}", ProfileTypeID: q.ProfileTypeID, MaxNodes: q.MaxNodes, From: q.From, To: q.To}
-	trace, traceErr := src.Traces.Trace(ctx, q.TraceID)
+	trace, traceErr := get(src.Traces, func(t Traces) (*models.Trace, error) { return t.Trace(ctx, q.TraceID) })
 	if traceErr != nil {
 		// Without spans there are no rows; the flame graph may still come from the trace ID.
-		if src.ProfilesErr != nil {
+		profiles, err := src.Profiles.Get()
+		if err != nil {
 			return nil, traceErr
 		}
-		rp, err := ProfileOfTrace(ctx, src.Profiles, rq, nil, traceErr)
+		rp, err := ProfileOfTrace(ctx, profiles, rq, nil, traceErr)
 		if err != nil {
 			return nil, err
 		}
@@ -115,10 +84,14 @@ func JoinRequest(ctx context.Context, src TraceSources, q TraceQuery) (*TraceAns
 	})
 	out := &TraceAnswer{Trace: trace, Rows: rows, Profile: a.cpu, Engines: a.engines}
 	kernelNotices, kernelResults := kernelTimes(ctx, src.Kernels, trace.TraceID, rows)
-	out.Notices = append(traceNotices(q, rows, a), kernelNotices...)
+	out.Notices = traceNotices(q, rows, a)
+	out.Notices.Merge(kernelNotices)
 	out.KernelTraces = kernelResults
-	out.Notices = append(out.Notices, engineNotices(trace, a.engines, a.moreEngines, a.enginesErr)...)
+	out.Notices.Merge(engineNotices(trace, a.engines, a.moreEngines, a.enginesErr))
 	out.Lever = a.lever
+	if q.SettingsErr != nil {
+		out.Notices.Warnf("Some GPU or join settings are invalid and use their defaults: %v", q.SettingsErr)
+	}
 	return out, nil
 }
 
@@ -128,12 +101,12 @@ type traceStores struct {
 	cpuErr error
 
 	alloc      SpanProfiles
-	allocNotes []string
+	allocNotes notices.List
 	allocErr   error
 
 	gpu        []classify.GPUSeries
 	gpuStep    time.Duration
-	gpuNotices []string
+	gpuNotices notices.List
 	gpuErr     error
 	gpuHosts   []string
 
@@ -168,21 +141,28 @@ func askTraceStores(ctx context.Context, src TraceSources, q TraceQuery, rq Requ
 			if len(a.engines) == 0 {
 				return
 			}
-			if src.EnginesErr != nil {
-				a.enginesErr = src.EnginesErr
+			engines, err := src.Engines.Get()
+			if err != nil {
+				a.enginesErr = err
 				return
 			}
-			askEngines(ctx, src.Engines, a.engines)
-		case i < 2 && src.ProfilesErr != nil:
-			a.cpuErr, a.allocErr = src.ProfilesErr, src.ProfilesErr
+			askEngines(ctx, engines, a.engines)
+		case i < 2 && !src.Profiles.Ready():
+			_, err := src.Profiles.Get()
+			a.cpuErr, a.allocErr = err, err
 		case i == 0:
-			a.cpu, a.cpuErr = ProfileOfTrace(ctx, src.Profiles, rq, trace, nil)
+			profiles, _ := src.Profiles.Get()
+			a.cpu, a.cpuErr = ProfileOfTrace(ctx, profiles, rq, trace, nil)
 		case i == 1:
-			a.alloc, a.allocNotes, a.allocErr = spanAllocations(ctx, src.Profiles, q, trace)
-		case src.GPUsErr != nil:
-			a.gpuErr = src.GPUsErr
+			profiles, _ := src.Profiles.Get()
+			a.alloc, a.allocNotes, a.allocErr = spanAllocations(ctx, profiles, q, trace)
 		default:
-			a.gpu, a.gpuStep, a.gpuHosts, a.gpuNotices, a.gpuErr = traceGPUs(ctx, src.GPUs, q.Join, trace)
+			gpus, err := src.GPUs.Get()
+			if err != nil {
+				a.gpuErr = err
+				return
+			}
+			a.gpu, a.gpuStep, a.gpuHosts, a.gpuNotices, a.gpuErr = traceGPUs(ctx, gpus, q.Join, trace)
 		}
 	})
 	return a
@@ -190,13 +170,13 @@ func askTraceStores(ctx context.Context, src TraceSources, q TraceQuery, rq Requ
 
 // spanAllocations asks each profiled span's allocation profile. Only per-span plans can say which
 // span allocated what; otherwise the column stays empty with a note.
-func spanAllocations(ctx context.Context, profiles Profiles, q TraceQuery, trace *models.Trace) (SpanProfiles, []string, error) {
+func spanAllocations(ctx context.Context, profiles Profiles, q TraceQuery, trace *models.Trace) (SpanProfiles, notices.List, error) {
 	plan := PlanTraceProfile(trace, nil)
 	switch {
 	case plan.ProfiledSpans == 0:
-		return nil, []string{"No span carries pyroscope.profile.id, so no span has a profile of its own: the allocation column is empty."}, nil
+		return nil, notices.List{{Severity: notices.Info, Text: "No span carries pyroscope.profile.id, so no span has a profile of its own: the allocation column is empty."}}, nil
 	case !plan.PerSpan:
-		return nil, []string{fmt.Sprintf("The trace has %d profiled spans, more than the %d asked one by one: per-span allocations are not shown.", plan.ProfiledSpans, MaxSpanQueries)}, nil
+		return nil, notices.List{{Severity: notices.Info, Text: fmt.Sprintf("The trace has %d profiled spans, more than the %d asked one by one: per-span allocations are not shown.", plan.ProfiledSpans, MaxSpanQueries)}}, nil
 	}
 	results := AskSpanProfiles(ctx, profiles, q.AllocTypeID, q.MaxNodes, nil, plan)
 	out := SpanProfiles{}
@@ -211,25 +191,25 @@ func spanAllocations(ctx context.Context, profiles Profiles, q TraceQuery, trace
 	if len(failed) == len(results) {
 		return nil, nil, failed[0]
 	}
-	var notes []string
+	var notes notices.List
 	if len(failed) > 0 {
-		notes = append(notes, fmt.Sprintf("%d of %d span allocation queries failed, so those spans' allocations are empty: %v", len(failed), len(results), failed[0]))
+		notes.Warnf("%d of %d span allocation queries failed, so those spans' allocations are empty: %v", len(failed), len(results), failed[0])
 	}
 	return out, notes, nil
 }
 
 // traceGPUs reads the figures of the trace's hosts' GPUs from a step before it to a few steps after.
-func traceGPUs(ctx context.Context, gpus GPUFigures, join models.JoinSettings, trace *models.Trace) (series []classify.GPUSeries, step time.Duration, hosts, notices []string, err error) {
+func traceGPUs(ctx context.Context, gpus GPUFigures, join models.JoinSettings, trace *models.Trace) (series []classify.GPUSeries, step time.Duration, hosts []string, found notices.List, err error) {
 	hosts = TraceHosts(trace, join)
 	if len(hosts) == 0 {
 		return nil, 0, nil, nil, fmt.Errorf("no span of the trace names its host in the resource attribute %q (jsonData.joinHostAttribute)", join.HostAttribute)
 	}
 	start, end := TraceWindow(trace)
-	series, notices, err = gpus.GPUFigures(ctx, models.GPUFilter{Hosts: hosts}, start.Add(-GPUJoinStep), end.Add(3*GPUJoinStep), GPUJoinStep)
+	series, found, err = gpus.GPUFigures(ctx, models.GPUFilter{Hosts: hosts}, start.Add(-GPUJoinStep), end.Add(3*GPUJoinStep), GPUJoinStep)
 	if err != nil {
-		return nil, 0, hosts, notices, err
+		return nil, 0, hosts, found, err
 	}
-	return series, seriesStep(series, GPUJoinStep), hosts, notices, nil
+	return series, seriesStep(series, GPUJoinStep), hosts, found, nil
 }
 
 // seriesStep is the step the series came at: the store may raise the one asked for.
@@ -247,30 +227,24 @@ func seriesStep(series []classify.GPUSeries, asked time.Duration) time.Duration 
 
 // kernelTimes fills the rows' GPU kernel time from the request's kernel traces (AttributeKernels)
 // and returns those traces.
-func kernelTimes(ctx context.Context, kernels KernelTraces, traceID string, rows []SpanRow) (notices.List, []*gputrace.Result) {
-	if kernels == nil || len(rows) == 0 {
-		return nil, nil
+func kernelTimes(ctx context.Context, src Source[KernelTraces], traceID string, rows []SpanRow) (notices.List, []*gputrace.Result) {
+	kernels, err := src.Get()
+	if err != nil || len(rows) == 0 {
+		return nil, nil // no trace directory: the feature is not in use, the column stays empty silently
 	}
 	results, warnings := kernels.KernelTracesOf(ctx, traceID)
 	var out notices.List
 	if n := AttributeKernels(rows, traceID, results); n != "" {
-		out = append(out, notices.Notice{Severity: notices.Info, Text: n})
+		out.Info(n)
 	}
-	for _, w := range warnings {
-		out = append(out, notices.Notice{Severity: notices.Warning, Text: w})
-	}
+	out.Merge(warnings)
 	return out, results
 }
 
 // traceNotices say what each store contributed to the span table and what is missing.
 func traceNotices(q TraceQuery, rows []SpanRow, a *traceStores) notices.List {
 	var out notices.List
-	info := func(format string, args ...any) {
-		out = append(out, notices.Notice{Severity: notices.Info, Text: fmt.Sprintf(format, args...)})
-	}
-	warn := func(format string, args ...any) {
-		out = append(out, notices.Notice{Severity: notices.Warning, Text: fmt.Sprintf(format, args...)})
-	}
+	info, warn := out.Infof, out.Warnf
 	profiled := 0
 	for _, r := range rows {
 		if r.ProfileID != "" {
@@ -297,17 +271,15 @@ func traceNotices(q TraceQuery, rows []SpanRow, a *traceStores) notices.List {
 		info("The %s column is empty: no %s sample carries a span ID. Go's heap profiles (and most other profilers') are taken outside span labels; the request's allocations are in the profile query with traceId and profileTypeId %s, which shows its services' samples around it.",
 			allocType, q.AllocTypeID, q.AllocTypeID)
 	}
-	for _, n := range a.allocNotes {
-		info("%s", n)
-	}
+	out.Merge(a.allocNotes)
 	// GPU columns.
 	if a.gpuErr != nil {
 		warn("No GPU columns: %v", a.gpuErr)
 	} else {
-		out = append(out, gpuJoinNotice(rows, a, q.Join))
+		out.Add(gpuJoinNotice(rows, a, q.Join))
 	}
 	for _, n := range a.gpuNotices {
-		info("GPU series: %s", n)
+		out.Add(notices.Notice{Severity: n.Severity, Text: "GPU series: " + n.Text})
 	}
 	return out
 }

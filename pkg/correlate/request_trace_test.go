@@ -14,6 +14,7 @@ import (
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/flamegraph"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/notices"
 )
 
 // The trace join against in-memory stores: what it asks of each, in which order, and how it
@@ -67,7 +68,7 @@ type fakeGPUs struct {
 	asked []string // "hosts start end step"
 }
 
-func (f *fakeGPUs) GPUFigures(_ context.Context, filter models.GPUFilter, start, end time.Time, step time.Duration) ([]classify.GPUSeries, []string, error) {
+func (f *fakeGPUs) GPUFigures(_ context.Context, filter models.GPUFilter, start, end time.Time, step time.Duration) ([]classify.GPUSeries, notices.List, error) {
 	f.mu.Lock()
 	f.asked = append(f.asked, fmt.Sprintf("%s %s %s %s", strings.Join(filter.Hosts, ","), start.Sub(t0), end.Sub(t0), step))
 	f.mu.Unlock()
@@ -85,7 +86,7 @@ func (f *fakeGPUs) GPUFigures(_ context.Context, filter models.GPUFilter, start,
 			out = append(out, s)
 		}
 	}
-	return out, []string{"step raised from 1s to 1s (a notice of the store)"}, nil
+	return out, notices.List{{Severity: notices.Info, Text: "step raised from 1s to 1s (a notice of the store)"}}, nil
 }
 
 // fakeKernels is a kernel-trace store in memory.
@@ -94,8 +95,8 @@ type fakeKernels struct {
 	warnings []string
 }
 
-func (f fakeKernels) KernelTracesOf(context.Context, string) ([]*gputrace.Result, []string) {
-	return f.results, f.warnings
+func (f fakeKernels) KernelTracesOf(context.Context, string) ([]*gputrace.Result, notices.List) {
+	return f.results, notices.Warnings(f.warnings...)
 }
 
 // steadyGPU reads the same figures every second from t0-2s to t0+5s.
@@ -135,7 +136,7 @@ func joinStores() (*typedProfiles, *fakeGPUs, TraceSources) {
 		steadyGPU(classify.GPU{Host: "gpu-node-1", Index: "1", UUID: "GPU-1"}, 0.01, 0.01),
 		steadyGPU(classify.GPU{Host: "gpu-node-2", Index: "0", UUID: "GPU-2"}, 0.5, 0.5),
 	}}
-	return profiles, gpus, TraceSources{Traces: fakeTraces{trace: demoJoinTrace()}, Profiles: profiles, GPUs: gpus}
+	return profiles, gpus, TraceSources{Traces: Ready[Traces](fakeTraces{trace: demoJoinTrace()}), Profiles: Ready[Profiles](profiles), GPUs: Ready[GPUFigures](gpus)}
 }
 
 func joinQuery() TraceQuery {
@@ -171,10 +172,10 @@ func cmpOr(s, def string) string {
 
 func TestJoinRequestJoinsEveryStorePerSpan(t *testing.T) {
 	profiles, gpus, src := joinStores()
-	src.Kernels = fakeKernels{results: []*gputrace.Result{{
+	src.Kernels = Ready[KernelTraces](fakeKernels{results: []*gputrace.Result{{
 		Annotations: []gputrace.AnnotationKernels{{Name: "forward span=d000000000000002 trace=" + demoTraceID, TraceID: demoTraceID, Kernels: 2, KernelTime: 4000}},
 		ByTraceID:   []gputrace.TraceKernelTime{{TraceID: demoTraceID, Kernels: 2, KernelTime: 4000}},
-	}}}
+	}}})
 	ans, err := JoinRequest(context.Background(), src, joinQuery())
 	if err != nil {
 		t.Fatal(err)
@@ -245,7 +246,7 @@ func TestJoinRequestKeepsTheOtherColumnsWhenAStoreFails(t *testing.T) {
 	})
 	t.Run("GPU store unavailable", func(t *testing.T) {
 		_, gpus, src := joinStores()
-		src.GPUs, src.GPUsErr = nil, errProm
+		src.GPUs = Unavailable[GPUFigures](errProm)
 		ans, err := JoinRequest(context.Background(), src, joinQuery())
 		if err != nil {
 			t.Fatal(err)
@@ -257,7 +258,7 @@ func TestJoinRequestKeepsTheOtherColumnsWhenAStoreFails(t *testing.T) {
 	})
 	t.Run("profile store unavailable", func(t *testing.T) {
 		_, _, src := joinStores()
-		src.Profiles, src.ProfilesErr = nil, errPyro
+		src.Profiles = Unavailable[Profiles](errPyro)
 		ans, err := JoinRequest(context.Background(), src, joinQuery())
 		if err != nil {
 			t.Fatal(err)
@@ -272,7 +273,7 @@ func TestJoinRequestKeepsTheOtherColumnsWhenAStoreFails(t *testing.T) {
 	})
 	t.Run("trace unreadable", func(t *testing.T) {
 		_, gpus, src := joinStores()
-		src.Traces = fakeTraces{err: errJaeger}
+		src.Traces = Ready[Traces](fakeTraces{err: errJaeger})
 		ans, err := JoinRequest(context.Background(), src, joinQuery())
 		if err != nil {
 			t.Fatal(err)
@@ -288,8 +289,8 @@ func TestJoinRequestKeepsTheOtherColumnsWhenAStoreFails(t *testing.T) {
 	})
 	t.Run("trace unreadable and no profile store", func(t *testing.T) {
 		_, _, src := joinStores()
-		src.Traces = fakeTraces{err: errJaeger}
-		src.Profiles, src.ProfilesErr = nil, errPyro
+		src.Traces = Ready[Traces](fakeTraces{err: errJaeger})
+		src.Profiles = Unavailable[Profiles](errPyro)
 		if _, err := JoinRequest(context.Background(), src, joinQuery()); !errors.Is(err, errJaeger) {
 			t.Errorf("error %v, want the trace store's", err)
 		}
@@ -353,7 +354,7 @@ func TestJoinRequestSaysWhichHostsHaveNoGPUSeries(t *testing.T) {
 		for i := range tr.Spans {
 			tr.Spans[i].Resource = map[string]string{"k8s.node.name": host}
 		}
-		src.Traces = fakeTraces{trace: &tr}
+		src.Traces = Ready[Traces](fakeTraces{trace: &tr})
 		return src
 	}
 	// Mapped to the exporter's host label, the spans meet their GPUs.
@@ -393,7 +394,7 @@ func TestJoinRequestWithoutProfiledSpansSaysWhyTheColumnsAreEmpty(t *testing.T) 
 	for i := range tr.Spans {
 		tr.Spans[i].Attributes = map[string]string{}
 	}
-	src.Traces = fakeTraces{trace: &tr}
+	src.Traces = Ready[Traces](fakeTraces{trace: &tr})
 	ans, err := JoinRequest(context.Background(), src, joinQuery())
 	if err != nil {
 		t.Fatal(err)
@@ -414,13 +415,13 @@ func TestJoinRequestWithoutProfiledSpansSaysWhyTheColumnsAreEmpty(t *testing.T) 
 
 func TestJoinRequestPassesKernelTraceWarningsOn(t *testing.T) {
 	_, _, src := joinStores()
-	src.Kernels = fakeKernels{
+	src.Kernels = Ready[KernelTraces](fakeKernels{
 		results: []*gputrace.Result{{
 			Annotations: []gputrace.AnnotationKernels{{Name: "request " + demoTraceID, TraceID: demoTraceID, Kernels: 1, KernelTime: 1500}},
 			ByTraceID:   []gputrace.TraceKernelTime{{TraceID: demoTraceID, Kernels: 1, KernelTime: 1500}},
 		}},
 		warnings: []string{"GPU kernel trace run/x.pt.trace.json: truncated"},
-	}
+	})
 	ans, err := JoinRequest(context.Background(), src, joinQuery())
 	if err != nil {
 		t.Fatal(err)
@@ -443,7 +444,7 @@ func TestJoinRequestSaysWhichSpansMetTheirPodsGPUs(t *testing.T) {
 			tr.Spans[i].Resource = map[string]string{"host.name": "gpu-node-1", PodAttribute: "backend-0", NamespaceAttribute: "inference"}
 		}
 	}
-	src.Traces = fakeTraces{trace: &tr}
+	src.Traces = Ready[Traces](fakeTraces{trace: &tr})
 	ans, err := JoinRequest(context.Background(), src, joinQuery())
 	if err != nil {
 		t.Fatal(err)

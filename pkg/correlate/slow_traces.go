@@ -3,20 +3,14 @@ package correlate
 import (
 	"cmp"
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/notices"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/safe"
 )
-
-// TraceSearch is what the slow-request list asks of a trace store (jaeger.Client answers it).
-type TraceSearch interface {
-	Services(ctx context.Context) (services []string, api string, err error)
-	FindTraces(ctx context.Context, q models.TraceSearchQuery) ([]models.TraceSummary, error)
-}
 
 // MaxSearchedServices bounds the searches of a slow-request list without a service: Jaeger
 // searches one service at a time.
@@ -36,8 +30,8 @@ type SlowTracesQuery struct {
 // SlowestTraces searches the query's service (or every service, one search each, in parallel)
 // for each span name the endpoint may carry, keeps each trace once and returns the slowest
 // first, at most Limit. Notes say what the list may miss; it fails only when every search does.
-func SlowestTraces(ctx context.Context, search TraceSearch, q SlowTracesQuery) ([]models.TraceSummary, []string, error) {
-	var notes []string
+func SlowestTraces(ctx context.Context, search TraceSearch, q SlowTracesQuery) ([]models.TraceSummary, notices.List, error) {
+	var notes notices.List
 	services := []string{q.Service}
 	if q.Service == "" {
 		all, _, err := search.Services(ctx)
@@ -46,11 +40,11 @@ func SlowestTraces(ctx context.Context, search TraceSearch, q SlowTracesQuery) (
 		}
 		services = searchableServices(all)
 		if len(services) > MaxSearchedServices {
-			notes = append(notes, fmt.Sprintf("Searched the first %d of %d services (alphabetically); set the query's service to search another.", MaxSearchedServices, len(services)))
+			notes.Infof("Searched the first %d of %d services (alphabetically); set the query's service to search another.", MaxSearchedServices, len(services))
 			services = services[:MaxSearchedServices]
 		}
 		if len(services) == 0 {
-			return nil, []string{"Jaeger knows no service yet."}, nil
+			return nil, notices.List{{Severity: notices.Info, Text: "Jaeger knows no service yet."}}, nil
 		}
 	}
 	var searches []models.TraceSearchQuery
@@ -91,7 +85,7 @@ func SlowestTraces(ctx context.Context, search TraceSearch, q SlowTracesQuery) (
 		return nil, notes, firstErr
 	}
 	if failed > 0 {
-		notes = append(notes, fmt.Sprintf("%d of %d trace searches failed, so the list may miss traces: %v", failed, len(searches), firstErr))
+		notes.Warnf("%d of %d trace searches failed, so the list may miss traces: %v", failed, len(searches), firstErr)
 	}
 	out := make([]models.TraceSummary, 0, len(byID))
 	for _, t := range byID {
@@ -114,7 +108,7 @@ func SlowestTraces(ctx context.Context, search TraceSearch, q SlowTracesQuery) (
 		if arriving > 1 {
 			have = "have"
 		}
-		notes = append(notes, fmt.Sprintf("%d of the %d traces listed %s no root span in Jaeger yet (still arriving, or the caller is not traced): duration and root service cover only the spans stored so far; ask again in a few seconds.", arriving, len(out), have))
+		notes.Infof("%d of the %d traces listed %s no root span in Jaeger yet (still arriving, or the caller is not traced): duration and root service cover only the spans stored so far; ask again in a few seconds.", arriving, len(out), have)
 	}
 	return out, notes, nil
 }

@@ -3,6 +3,7 @@ package correlate
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -11,19 +12,11 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/flamegraph"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/notices"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/safe"
 )
-
-// SpanSearch is what the span queries ask of a trace store (jaeger.Client answers it): every span
-// of the traces a search finds.
-type SpanSearch interface {
-	SearchSpans(ctx context.Context, q models.TraceSearchQuery) ([]models.Span, error)
-}
 
 // OperationSpans are the spans of one service (and operation, when given) that a trace search
 // found in a range.
@@ -94,24 +87,18 @@ func FindOperationSpans(ctx context.Context, search SpanSearch, q *models.SpanQu
 	answers := make([][]models.Span, windows)
 	// The first failure cancels the searches not yet answered: the store is down or slow for all
 	// of them, and the query must fail within one upstream timeout, not one per round of searches.
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(parallelSpanSearches)
-	for i := range windows {
+	err := safe.FailFast(ctx, "span search", windows, parallelSpanSearches, func(ctx context.Context, i int) (err error) {
 		start, end := from.Add(time.Duration(i)*width), from.Add(time.Duration(i+1)*width)
 		if i == windows-1 {
 			end = to
 		}
-		g.Go(func() error {
-			return safe.Do("span search", func() (err error) {
-				answers[i], err = search.SearchSpans(gctx, models.TraceSearchQuery{
-					Service: q.Service, Operation: q.Operation, MinDuration: time.Duration(q.MinDuration),
-					Start: start, End: end, Limit: per,
-				})
-				return err
-			})
+		answers[i], err = search.SearchSpans(ctx, models.TraceSearchQuery{
+			Service: q.Service, Operation: q.Operation, MinDuration: time.Duration(q.MinDuration),
+			Start: start, End: end, Limit: per,
 		})
-	}
-	if err := g.Wait(); err != nil {
+		return err
+	})
+	if err != nil {
 		return nil, err
 	}
 	out := &OperationSpans{Service: q.Service, Operation: q.Operation, Limit: per * windows, Windows: windows}
@@ -338,6 +325,12 @@ type UnprofiledSpansError struct {
 	Found *OperationSpans
 }
 
+// ErrUnprofiledSpans is what an UnprofiledSpansError is (errors.Is): the user picked an
+// operation without span profiles.
+var ErrUnprofiledSpans = errors.New("the spans carry no span profile")
+
+func (e *UnprofiledSpansError) Is(target error) bool { return target == ErrUnprofiledSpans }
+
 func (e *UnprofiledSpansError) Error() string {
 	msg := fmt.Sprintf("none of the %s carries the %s attribute, so none has a span profile: otel-profiling-go profiles the spans that start a service's work (its root spans), and their samples include their child spans'", e.Found.Describe(), models.ProfileIDAttribute)
 	if ops := e.Found.ProfiledOperations; len(ops) > 0 {
@@ -407,4 +400,54 @@ const minAggregateSamples = 100
 func isCPUProfile(profileTypeID string) bool {
 	parts := strings.Split(profileTypeID, ":")
 	return len(parts) == 5 && parts[1] == "cpu" && parts[2] == "nanoseconds"
+}
+
+// SpanHeatmapAnswer is an operation's spans as heatmap cells, and what to say about them.
+type SpanHeatmapAnswer struct {
+	Found   *OperationSpans
+	Heatmap SpanHeatmap
+	Step    time.Duration
+	Notices notices.List
+}
+
+// SpanHeatmapOf finds an operation's spans over [from, to] with the trace store's own search and
+// buckets their durations per step (the panel's interval, within the heatmap's bounds).
+func SpanHeatmapOf(ctx context.Context, search SpanSearch, q *models.SpanQuery, from, to time.Time, interval time.Duration) (*SpanHeatmapAnswer, error) {
+	found, err := FindOperationSpans(ctx, search, q, from, to)
+	if err != nil {
+		return nil, err
+	}
+	ans := &SpanHeatmapAnswer{Found: found, Step: HeatmapStep(from, to, interval)}
+	ans.Heatmap = BuildSpanHeatmap(found.Spans, ans.Step)
+	if len(found.Spans) == 0 {
+		ans.Notices.Warn(NoSpans(found))
+		return ans, nil
+	}
+	ans.Notices.Infof("%s, from Jaeger's search, in %s steps; exemplars: the slowest span of each step.", found.Describe(), ans.Step)
+	if note := found.LimitNote(); note != "" {
+		ans.Notices.Warn(note)
+	}
+	return ans, nil
+}
+
+// SpanProfileOf merges the profiles of an operation's spans slower than a duration or a
+// percentile: one profile call with their span IDs, answering what a single short span has too
+// few samples to show. No span found is an empty profile that says so.
+func SpanProfileOf(ctx context.Context, search SpanSearch, profiles Profiles, q *models.SpanQuery, from, to time.Time) (*SpanProfile, error) {
+	found, err := FindOperationSpans(ctx, search, q, from, to)
+	if err != nil {
+		return nil, err
+	}
+	if len(found.Spans) == 0 {
+		sp := &SpanProfile{}
+		sp.Notices.Warn(NoSpans(found))
+		return sp, nil
+	}
+	return ProfileSpans(ctx, profiles, q, found)
+}
+
+// NoSpans says why a span query found nothing.
+func NoSpans(found *OperationSpans) string {
+	return fmt.Sprintf("The trace search found no span of %s in the range (%d trace(s) read): check the service and operation (the editor lists those Jaeger knows) or widen the range.",
+		found.Subject(), found.Traces)
 }

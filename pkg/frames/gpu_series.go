@@ -46,9 +46,7 @@ func GPUMetricFrames(res *models.GPUMetricResult) []*data.Frame {
 		f.Meta = gpuFrameMeta(res)
 		out = append(out, f)
 	}
-	for _, n := range res.Notices {
-		out[0].AppendNotices(Warning(n))
-	}
+	out[0].AppendNotices(Notices(res.Notices)...)
 	return out
 }
 

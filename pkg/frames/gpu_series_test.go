@@ -7,6 +7,7 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/data"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/notices"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/prometheus"
 )
 
@@ -33,7 +34,7 @@ func TestGPUMetricFramesPerGPU(t *testing.T) {
 			{Labels: map[string]string{"host": "gpu-node-1", "gpu": "1", "uuid": "GPU-a1", "model": "NVIDIA A100-SXM4-80GB"},
 				Times: []time.Time{gpuT0}, Values: []float64{2}},
 		},
-		Notices: []string{"more than 2 series match; showing 2. Narrow the filter or raise jsonData.gpuMaxSeries"},
+		Notices: notices.Warnings("more than 2 series match; showing 2. Narrow the filter or raise jsonData.gpuMaxSeries"),
 	}
 	fs := GPUMetricFrames(res)
 	if len(fs) != 2 {
@@ -66,7 +67,7 @@ func TestGPUMetricFramesPerHostInTheCatalogueUnit(t *testing.T) {
 func TestGPUMetricFramesWithoutSeriesCarryTheNotice(t *testing.T) {
 	res := &models.GPUMetricResult{
 		Metric: gpuMetric(t, "sm_active"), Aggregation: models.AggregationFleet, Step: time.Minute,
-		Notices: []string{"SM active (sm_active): Prometheus has no series of DCGM_FI_PROF_SM_ACTIVE or DCGM_FI_PROF_SM_UTIL_RATIO in this range; enable the field in the exporter's counters file, or name your metric in jsonData.dcgmMetricNames"},
+		Notices: notices.Warnings("SM active (sm_active): Prometheus has no series of DCGM_FI_PROF_SM_ACTIVE or DCGM_FI_PROF_SM_UTIL_RATIO in this range; enable the field in the exporter's counters file, or name your metric in jsonData.dcgmMetricNames"),
 	}
 	fs := GPUMetricFrames(res)
 	if len(fs) != 1 || fs[0].Rows() != 0 || len(fs[0].Meta.Notices) != 1 || fs[0].Meta.Notices[0].Severity != data.NoticeSeverityWarning {

@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/notices"
 )
 
 // MaxContentScan bounds how many of the most recent files are opened to look for a trace ID
@@ -97,16 +99,16 @@ func (s *Store) statInside(root, path string) (string, fs.FileInfo, error) {
 
 // List walks the directories for trace files, most recent first, with notices for what was
 // skipped. The walk stops after maxFiles files.
-func (s *Store) List(ctx context.Context) ([]TraceFile, []string) {
+func (s *Store) List(ctx context.Context) ([]TraceFile, notices.List) {
 	var (
 		out     []TraceFile
-		notices []string
+		skipped notices.List
 		seen    int
 	)
 	for _, dir := range s.dirs {
 		root, err := resolveRoot(dir)
 		if err != nil {
-			notices = append(notices, err.Error())
+			skipped.Warn(err.Error())
 			continue
 		}
 		err = filepath.WalkDir(root, func(p string, e fs.DirEntry, err error) error {
@@ -123,7 +125,7 @@ func (s *Store) List(ctx context.Context) ([]TraceFile, []string) {
 				return nil
 			}
 			if seen >= s.maxFiles {
-				notices = append(notices, fmt.Sprintf("more than %d trace files: the rest were not looked at (jsonData.traceMaxFiles)", s.maxFiles))
+				skipped.Warnf("more than %d trace files: the rest were not looked at (jsonData.traceMaxFiles)", s.maxFiles)
 				return filepath.SkipAll
 			}
 			seen++
@@ -131,7 +133,7 @@ func (s *Store) List(ctx context.Context) ([]TraceFile, []string) {
 			if err != nil {
 				// A link leading out is left out silently: naming it would tell what lies outside.
 				if e.Type()&fs.ModeSymlink == 0 && !strings.Contains(err.Error(), "outside") {
-					notices = append(notices, fmt.Sprintf("%s skipped: %v", filepath.Base(p), err))
+					skipped.Warnf("%s skipped: %v", filepath.Base(p), err)
 				}
 				return nil
 			}
@@ -140,14 +142,14 @@ func (s *Store) List(ctx context.Context) ([]TraceFile, []string) {
 			return nil
 		})
 		if err != nil && !errors.Is(err, filepath.SkipAll) {
-			notices = append(notices, fmt.Sprintf("trace directory %s: %v", dir, err))
+			skipped.Warnf("trace directory %s: %v", dir, err)
 		}
 		if seen >= s.maxFiles {
 			break
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Modified.After(out[j].Modified) })
-	return out, notices
+	return out, skipped
 }
 
 // Resolve finds a file given relative to one of the directories (the first that has it); it
@@ -203,8 +205,8 @@ func nameMatches(f TraceFile, traceID string) bool {
 // FindByTraceID finds the traces of a request: by the trace ID in the file name first, else by
 // the trace IDs inside the most recent MaxContentScan files that name no request. Files found
 // by content come back analysed.
-func (s *Store) FindByTraceID(ctx context.Context, traceID string) ([]Found, []string) {
-	files, notices := s.List(ctx)
+func (s *Store) FindByTraceID(ctx context.Context, traceID string) ([]Found, notices.List) {
+	files, missed := s.List(ctx)
 	var out []Found
 	for _, f := range files {
 		if nameMatches(f, traceID) {
@@ -212,7 +214,7 @@ func (s *Store) FindByTraceID(ctx context.Context, traceID string) ([]Found, []s
 		}
 	}
 	if len(out) > 0 {
-		return out, notices
+		return out, missed
 	}
 	scanned := 0
 	for _, f := range files {
@@ -229,9 +231,9 @@ func (s *Store) FindByTraceID(ctx context.Context, traceID string) ([]Found, []s
 		}
 	}
 	if len(out) == 0 && len(files) > scanned {
-		notices = append(notices, fmt.Sprintf("no file name names trace %s and only the %d most recent unnamed files were opened to look inside", traceID, scanned))
+		missed.Warnf("no file name names trace %s and only the %d most recent unnamed files were opened to look inside", traceID, scanned)
 	}
-	return out, notices
+	return out, missed
 }
 
 // AnalyzeAll fills in the analysis of each file not yet analysed.
@@ -245,7 +247,7 @@ func (s *Store) AnalyzeAll(ctx context.Context, files []Found) {
 
 // KernelTracesOf is the analysed kernel traces of a request (FindByTraceID, then AnalyzeAll),
 // with warnings about files that could not be searched or read: the trace join's view.
-func (s *Store) KernelTracesOf(ctx context.Context, traceID string) ([]*Result, []string) {
+func (s *Store) KernelTracesOf(ctx context.Context, traceID string) ([]*Result, notices.List) {
 	files, warnings := s.FindByTraceID(ctx, traceID)
 	if len(files) == 0 {
 		// Most requests have no kernel trace: the span table says nothing about it.
@@ -255,7 +257,7 @@ func (s *Store) KernelTracesOf(ctx context.Context, traceID string) ([]*Result, 
 	results := make([]*Result, 0, len(files))
 	for _, f := range files {
 		if f.Err != nil {
-			warnings = append(warnings, fmt.Sprintf("GPU kernel trace %s: %v", f.File.Rel, f.Err))
+			warnings.Warnf("GPU kernel trace %s: %v", f.File.Rel, f.Err)
 		}
 		results = append(results, f.Result)
 	}
@@ -304,3 +306,47 @@ func (s *Store) Analyze(ctx context.Context, f TraceFile) (*Result, error) {
 	defer file.Close()
 	return AnalyzeOpened(ctx, file, f.Abs, Limits{}, AnalysisOptions{})
 }
+
+// TracesOf answers the kernels query: one chosen file (file, relative to a trace directory), or
+// else the traces of a request (FindByTraceID), each analysed. A file that fails to read keeps
+// what was read before the failure and says so in a warning; a request without any trace file
+// says so too. An error is the user's: a file outside the directories or that does not exist.
+func (s *Store) TracesOf(ctx context.Context, file, traceID string) ([]Found, notices.List, error) {
+	var (
+		files  []Found
+		missed notices.List
+	)
+	if file != "" {
+		f, err := s.Resolve(file)
+		if err != nil {
+			return nil, nil, chosenFileError{err}
+		}
+		files = []Found{{File: f}}
+	} else {
+		files, missed = s.FindByTraceID(ctx, traceID)
+	}
+	s.AnalyzeAll(ctx, files)
+	read := 0
+	for _, f := range files {
+		if f.Err != nil {
+			missed.Warnf("%s: %v (figures cover what was read before it)", f.File.Rel, f.Err)
+		}
+		if f.Result != nil {
+			read++
+		}
+	}
+	if read == 0 && traceID != "" {
+		missed.Warnf("no GPU kernel trace found for trace %s in the trace directories", traceID)
+	}
+	return files, missed, nil
+}
+
+// ErrChosenFile is what every error about the file a query names is (errors.Is): not a trace
+// file, not found, or outside the trace directories; the user's to fix.
+var ErrChosenFile = errors.New("the chosen trace file cannot be read")
+
+// chosenFileError keeps the error's own message and marks it as ErrChosenFile.
+type chosenFileError struct{ error }
+
+func (e chosenFileError) Is(target error) bool { return target == ErrChosenFile }
+func (e chosenFileError) Unwrap() error        { return e.error }

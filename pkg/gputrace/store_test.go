@@ -90,7 +90,8 @@ func storeDirs(t *testing.T) (dir, outside string) {
 func TestStoreListsTraceFilesInsideMostRecentFirst(t *testing.T) {
 	dir, _ := storeDirs(t)
 	s := NewStore([]string{dir}, 100, 1<<20)
-	files, notices := s.List(context.Background())
+	files, noticeList := s.List(context.Background())
+	notices := noticeList.Texts()
 	// alias.json and unnamed.json are the same file: same time, walk order between them.
 	want := []string{"alias.json", "unnamed.json", "infer/infer_" + storeTraceID + ".pt.trace.json"}
 	if got := rels(files); !slices.Equal(got, want) {
@@ -113,7 +114,8 @@ func TestStoreListCapsAndSkips(t *testing.T) {
 	dir, _ := storeDirs(t)
 	writeStoreFile(t, filepath.Join(dir, "big.json"), strings.Repeat(" ", 2000), time.Time{})
 	s := NewStore([]string{dir, filepath.Join(dir, "missing")}, 100, 1000)
-	_, notices := s.List(context.Background())
+	_, noticeList := s.List(context.Background())
+	notices := noticeList.Texts()
 	all := strings.Join(notices, "\n")
 	if !strings.Contains(all, "big.json skipped: 2000 bytes, over jsonData.traceMaxFileBytes (1000)") {
 		t.Errorf("notices %q: want the file over the size bound named", notices)
@@ -121,7 +123,8 @@ func TestStoreListCapsAndSkips(t *testing.T) {
 	if !strings.Contains(all, "trace directory "+filepath.Join(dir, "missing")) {
 		t.Errorf("notices %q: want the missing directory named", notices)
 	}
-	files, notices := NewStore([]string{dir}, 2, 1<<20).List(context.Background())
+	files, noticeList2 := NewStore([]string{dir}, 2, 1<<20).List(context.Background())
+	notices = noticeList2.Texts()
 	if len(files) > 2 || !slices.Contains(notices, "more than 2 trace files: the rest were not looked at (jsonData.traceMaxFiles)") {
 		t.Errorf("cap 2: %d files, notices %q", len(files), notices)
 	}
@@ -185,7 +188,7 @@ func TestStoreFindByTraceID(t *testing.T) {
 	}
 	// Nowhere: a notice says how far the search inside files went.
 	found, notices := s.FindByTraceID(ctx, strings.Repeat("b", 32))
-	if len(found) != 0 || !slices.Contains(notices, fmt.Sprintf("no file name names trace %s and only the 2 most recent unnamed files were opened to look inside", strings.Repeat("b", 32))) {
+	if len(found) != 0 || !notices.Has(fmt.Sprintf("no file name names trace %s and only the 2 most recent unnamed files were opened to look inside", strings.Repeat("b", 32))) {
 		t.Errorf("not found: %+v %q", found, notices)
 	}
 }
@@ -201,7 +204,7 @@ func TestStoreKernelTracesOfARequest(t *testing.T) {
 		t.Errorf("by name: %v %q", results, warnings)
 	}
 	results, warnings = s.KernelTracesOf(ctx, strings.Repeat("c", 32))
-	if len(warnings) != 1 || !strings.HasPrefix(warnings[0], "GPU kernel trace broken_"+strings.Repeat("c", 32)+".json: ") {
+	if len(warnings) != 1 || !strings.HasPrefix(warnings[0].Text, "GPU kernel trace broken_"+strings.Repeat("c", 32)+".json: ") {
 		t.Errorf("unreadable: %v %q", results, warnings)
 	}
 	// Most requests have no kernel trace: nothing to say.
@@ -219,7 +222,7 @@ func TestStoreContentScanIsBounded(t *testing.T) {
 		writeStoreFile(t, filepath.Join(dir, fmt.Sprintf("new%02d.json", i)), storeTrace("other", "k"), t0.Add(time.Duration(i+1)*time.Minute))
 	}
 	found, notices := NewStore([]string{dir}, 100, 1<<20).FindByTraceID(context.Background(), storeTraceID)
-	if len(found) != 0 || !slices.Contains(notices, fmt.Sprintf("no file name names trace %s and only the %d most recent unnamed files were opened to look inside", storeTraceID, MaxContentScan)) {
+	if len(found) != 0 || !notices.Has(fmt.Sprintf("no file name names trace %s and only the %d most recent unnamed files were opened to look inside", storeTraceID, MaxContentScan)) {
 		t.Errorf("found %+v, notices %q", found, notices)
 	}
 }

@@ -152,7 +152,7 @@ func FuzzLoadSettings(f *testing.F) {
 		for _, u := range s.Upstreams() {
 			errs = append(errs, u.Err)
 		}
-		errs = append(errs, s.MinStepErr, s.GPUSettingsErr, s.NVMLErr, s.Traces.Err, s.Join.Err)
+		errs = append(errs, s.MinStepErr, s.GPUSettingsErr, s.NVMLErr, s.Kernels.Err, s.Join.Err)
 		for _, e := range errs {
 			if e == nil {
 				continue

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/classify"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/notices"
 )
 
 // QueryTypeGPUMetrics answers DCGM series from Prometheus by catalogue name (gpu_query.go).
@@ -268,5 +269,5 @@ type GPUMetricResult struct {
 	Series  []GPUMetricSeries
 	// Notices explain gaps: the metric not exported (and which names were tried), a role's
 	// label not found, the series limit reached, Prometheus' warnings.
-	Notices []string
+	Notices notices.List
 }

@@ -91,7 +91,7 @@ type Settings struct {
 	// Join says how spans map to hosts and GPUs, and where links point (settings_join.go).
 	Join JoinSettings
 	// Traces say where GPU kernel traces are read from (settings_traces.go).
-	Traces TraceSettings
+	Kernels KernelTraceSettings
 	// NVMLEnabled turns on the gpuLocal query type (jsonData.nvmlEnabled, default false): the
 	// Grafana host's GPUs through NVML. NVMLErr is set when the value is not a boolean.
 	NVMLEnabled bool
@@ -127,7 +127,7 @@ func LoadSettings(s backend.DataSourceInstanceSettings) (*Settings, error) {
 	}
 	out.MinStep, out.MinStepErr = loadMinStep(j)
 	out.GPUSettingsErr = errors.Join(loadDCGM(j, &out.DCGM), loadClassify(j, &out.Classify), loadJoin(j, &out.Join))
-	loadTraces(j, &out.Traces) // out.Traces.Err: the kernels query reports it
+	loadKernelTraces(j, &out.Kernels) // out.Kernels.Err: the kernels query reports it
 	if out.NVMLEnabled, out.NVMLErr = j.boolean("nvmlEnabled"); out.NVMLErr != nil {
 		out.NVMLErr = fmt.Errorf("%v: set it to true or false in the data source settings", out.NVMLErr)
 	}

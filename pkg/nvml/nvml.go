@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/classify"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/notices"
 )
 
 // NotBuiltMessage is the answer of builds without NVML (not linux, or CGO_ENABLED=0).
@@ -60,13 +61,13 @@ type Source interface {
 	// Status is NVML's driver version and device count, or why NVML is unavailable.
 	Status() (Status, error)
 	// Devices is the latest sample of each GPU, with notices for what could not be read.
-	Devices() ([]Device, []string, error)
+	Devices() ([]Device, notices.List, error)
 	// Processes lists the processes using each GPU, read now.
-	Processes() ([]Process, []string, error)
+	Processes() ([]Process, notices.List, error)
 	// XIDs lists the XID events seen since the sampler started (the most recent ones).
-	XIDs() ([]XIDEvent, []string, error)
+	XIDs() ([]XIDEvent, notices.List, error)
 	// Series is each GPU's samples still in the ring buffer, oldest first.
-	Series() ([]DeviceSeries, []string, error)
+	Series() ([]DeviceSeries, notices.List, error)
 	// Interval is the sampling interval.
 	Interval() time.Duration
 	// Close stops the sampler and shuts NVML down; later calls answer ErrClosed.

@@ -16,6 +16,7 @@ import (
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
 
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/notices"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/safe"
 )
 
@@ -499,7 +500,7 @@ func (s *Sampler) Status() (Status, error) {
 }
 
 // notices lists what could not be read, grouped by what and why, GPUs named.
-func (s *Sampler) notices(withSamples bool) []string {
+func (s *Sampler) unread(withSamples bool) []string {
 	out := append([]string(nil), s.startNotices...)
 	type key struct{ what, why string }
 	gpus := map[key][]string{}
@@ -543,7 +544,7 @@ func (s *Sampler) notices(withSamples bool) []string {
 }
 
 // Devices is the latest reading of each GPU.
-func (s *Sampler) Devices() ([]Device, []string, error) {
+func (s *Sampler) Devices() ([]Device, notices.List, error) {
 	if err := s.start(); err != nil {
 		return nil, nil, err
 	}
@@ -557,11 +558,11 @@ func (s *Sampler) Devices() ([]Device, []string, error) {
 		}
 	}
 	s.dataMu.Unlock()
-	return out, s.notices(true), nil
+	return out, notices.Warnings(s.unread(true)...), nil
 }
 
 // Series is each GPU's readings in the ring buffer, oldest first.
-func (s *Sampler) Series() ([]DeviceSeries, []string, error) {
+func (s *Sampler) Series() ([]DeviceSeries, notices.List, error) {
 	if err := s.start(); err != nil {
 		return nil, nil, err
 	}
@@ -571,32 +572,32 @@ func (s *Sampler) Series() ([]DeviceSeries, []string, error) {
 		out = append(out, DeviceSeries{Index: d.index, Name: d.name, UUID: d.uuid, Samples: d.samples.all()})
 	}
 	s.dataMu.Unlock()
-	return out, s.notices(true), nil
+	return out, notices.Warnings(s.unread(true)...), nil
 }
 
 // XIDs is the XID events recorded since the sampler started, oldest first.
-func (s *Sampler) XIDs() ([]XIDEvent, []string, error) {
+func (s *Sampler) XIDs() ([]XIDEvent, notices.List, error) {
 	if err := s.start(); err != nil {
 		return nil, nil, err
 	}
 	s.dataMu.Lock()
 	out := s.xids.all()
 	s.dataMu.Unlock()
-	var notices []string
+	var found notices.List
 	for _, n := range s.startNotices {
 		if strings.HasPrefix(n, "XID") || strings.HasPrefix(n, "NVML found no GPU") {
-			notices = append(notices, n)
+			found.Warn(n)
 		}
 	}
 	if s.xidRegistered {
-		notices = append(notices, "XID events are recorded from when the sampler started; earlier ones are in the kernel log (dmesg | grep NVRM)")
+		found.Info("XID events are recorded from when the sampler started; earlier ones are in the kernel log (dmesg | grep NVRM)")
 	}
-	return out, notices, nil
+	return out, found, nil
 }
 
 // Processes lists the compute and graphics processes of each GPU, read now, with their name
 // and command line from /proc where readable.
-func (s *Sampler) Processes() ([]Process, []string, error) {
+func (s *Sampler) Processes() ([]Process, notices.List, error) {
 	if err := s.start(); err != nil {
 		return nil, nil, err
 	}
@@ -653,10 +654,10 @@ func (s *Sampler) Processes() ([]Process, []string, error) {
 			}
 		}
 	}
-	var notices []string
+	var found notices.List
 	for _, n := range s.startNotices {
 		if strings.HasPrefix(n, "NVML found no GPU") || strings.HasPrefix(n, "GPU ") {
-			notices = append(notices, n)
+			found.Warn(n)
 		}
 	}
 	whys := make([]string, 0, len(failures))
@@ -665,15 +666,15 @@ func (s *Sampler) Processes() ([]Process, []string, error) {
 	}
 	sort.Strings(whys)
 	for _, why := range whys {
-		notices = append(notices, fmt.Sprintf("GPU %s: %s", strings.Join(failures[why], ", "), why))
+		found.Warnf("GPU %s: %s", strings.Join(failures[why], ", "), why)
 	}
 	if unreadable > 0 {
-		notices = append(notices, fmt.Sprintf("%d process(es) without a name: /proc/PID is not readable (another PID namespace, as in a container, or hidepid)", unreadable))
+		found.Warnf("%d process(es) without a name: /proc/PID is not readable (another PID namespace, as in a container, or hidepid)", unreadable)
 	}
 	if noMemory > 0 {
-		notices = append(notices, fmt.Sprintf("%d process(es) without used memory: the driver does not attribute it (VALUE_NOT_AVAILABLE)", noMemory))
+		found.Warnf("%d process(es) without used memory: the driver does not attribute it (VALUE_NOT_AVAILABLE)", noMemory)
 	}
-	return out, notices, nil
+	return out, found, nil
 }
 
 // procInfo reads a process's name and command line; "" where unreadable.

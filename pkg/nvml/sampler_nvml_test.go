@@ -16,6 +16,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxa100"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/classify"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/notices"
 )
 
 // fakeHost is 8 mock A100s with every reading the sampler takes wired, an XID queue and
@@ -144,7 +145,7 @@ func TestProcessesView(t *testing.T) {
 	if procs[1].Name != "" || procs[1].UsedBytes != nil {
 		t.Errorf("unreadable process = %+v", procs[1])
 	}
-	joined := strings.Join(notices, "\n")
+	joined := strings.Join(notices.Texts(), "\n")
 	if !strings.Contains(joined, "1 process(es) without a name: /proc/PID is not readable") || !strings.Contains(joined, "VALUE_NOT_AVAILABLE") {
 		t.Errorf("notices = %q", notices)
 	}
@@ -246,10 +247,10 @@ func TestNoDevice(t *testing.T) {
 	h.srv.Devices = nil
 	s := h.sampler(t)
 	devs, notices, err := s.Devices()
-	if err != nil || len(devs) != 0 || len(notices) != 1 || notices[0] != "NVML found no GPU on this host" {
+	if err != nil || len(devs) != 0 || len(notices) != 1 || notices[0].Text != "NVML found no GPU on this host" {
 		t.Errorf("devices = %v, %q, %v", devs, notices, err)
 	}
-	if _, notices, _ := s.Processes(); len(notices) != 1 || notices[0] != "NVML found no GPU on this host" {
+	if _, notices, _ := s.Processes(); len(notices) != 1 || notices[0].Text != "NVML found no GPU on this host" {
 		t.Errorf("processes notices = %q", notices)
 	}
 }
@@ -272,7 +273,7 @@ func TestNotSupportedGivesAnEmptyColumnAndANotice(t *testing.T) {
 	if devs[0].ECCCorrected != nil || devs[0].PowerLimitW != nil || devs[1].ECCCorrected == nil || devs[0].PowerW == nil {
 		t.Errorf("columns = %+v", devs[0])
 	}
-	joined := strings.Join(notices, "\n")
+	joined := strings.Join(notices.Texts(), "\n")
 	for _, want := range []string{
 		"ECC counts of GPUs 0, 5: not supported on this GPU (ERROR_NOT_SUPPORTED); the column is empty",
 		"power limit of GPUs 0, 5: no permission (ERROR_NO_PERMISSION); the column is empty",
@@ -282,7 +283,7 @@ func TestNotSupportedGivesAnEmptyColumnAndANotice(t *testing.T) {
 			t.Errorf("notices %q lack %q", notices, want)
 		}
 	}
-	if _, xn, _ := s.XIDs(); len(xn) != 1 || !strings.HasPrefix(xn[0], "XID events cannot be watched") {
+	if _, xn, _ := s.XIDs(); len(xn) != 1 || !strings.HasPrefix(xn[0].Text, "XID events cannot be watched") {
 		t.Errorf("xid notices = %q", xn)
 	}
 }
@@ -295,7 +296,7 @@ func TestLostGPUIsNoticedAndNoLongerRead(t *testing.T) {
 	}
 	h.lost.Store(true)
 	var devs []Device
-	var notices []string
+	var notices notices.List
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		devs, notices, _ = s.Devices()
 		if devs[1].Lost {
@@ -305,7 +306,7 @@ func TestLostGPUIsNoticedAndNoLongerRead(t *testing.T) {
 	if !devs[1].Lost || devs[1].MemoryTotalBytes != nil || devs[0].Lost || devs[0].MemoryTotalBytes == nil {
 		t.Fatalf("devices 0 and 1 = %+v / %+v", devs[0], devs[1])
 	}
-	if !strings.Contains(strings.Join(notices, "\n"), "GPU of GPU 1: the GPU is lost (ERROR_GPU_IS_LOST)") {
+	if !strings.Contains(strings.Join(notices.Texts(), "\n"), "GPU of GPU 1: the GPU is lost (ERROR_GPU_IS_LOST)") {
 		t.Errorf("notices = %q", notices)
 	}
 	d1 := h.srv.Devices[1].(*dgxa100.Device)
@@ -314,7 +315,7 @@ func TestLostGPUIsNoticedAndNoLongerRead(t *testing.T) {
 	if len(d1.GetMemoryInfoCalls()) != calls {
 		t.Error("a lost GPU is still read")
 	}
-	if _, notices, err := s.Processes(); err != nil || !strings.Contains(strings.Join(notices, "\n"), "GPU 1: the GPU is lost") {
+	if _, notices, err := s.Processes(); err != nil || !strings.Contains(strings.Join(notices.Texts(), "\n"), "GPU 1: the GPU is lost") {
 		t.Errorf("processes: %q, %v", notices, err)
 	}
 }

@@ -2,7 +2,11 @@
 
 package nvml
 
-import "time"
+import (
+	"time"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/notices"
+)
 
 // Available says whether this build can read GPUs through NVML.
 const Available = false
@@ -12,10 +16,10 @@ func New(opts Options) Source { return stub{interval: opts.withDefaults().Interv
 
 type stub struct{ interval time.Duration }
 
-func (stub) Status() (Status, error)                   { return Status{}, ErrNotBuilt }
-func (stub) Devices() ([]Device, []string, error)      { return nil, nil, ErrNotBuilt }
-func (stub) Processes() ([]Process, []string, error)   { return nil, nil, ErrNotBuilt }
-func (stub) XIDs() ([]XIDEvent, []string, error)       { return nil, nil, ErrNotBuilt }
-func (stub) Series() ([]DeviceSeries, []string, error) { return nil, nil, ErrNotBuilt }
-func (s stub) Interval() time.Duration                 { return s.interval }
-func (stub) Close()                                    {}
+func (stub) Status() (Status, error)                       { return Status{}, ErrNotBuilt }
+func (stub) Devices() ([]Device, notices.List, error)      { return nil, nil, ErrNotBuilt }
+func (stub) Processes() ([]Process, notices.List, error)   { return nil, nil, ErrNotBuilt }
+func (stub) XIDs() ([]XIDEvent, notices.List, error)       { return nil, nil, ErrNotBuilt }
+func (stub) Series() ([]DeviceSeries, notices.List, error) { return nil, nil, ErrNotBuilt }
+func (s stub) Interval() time.Duration                     { return s.interval }
+func (stub) Close()                                        {}

@@ -596,9 +596,9 @@ func checkLargeAnswer(b *testing.B, r backend.DataResponse, tr models.Trace) {
 	}
 	spans, verdict := r.Frames[0], r.Frames[2]
 	if spans.Rows() != len(tr.Spans) || verdict.Rows() == 0 {
-		b.Fatalf("%d span rows for %d spans, %d verdict rows; notices:\n%s", spans.Rows(), len(tr.Spans), verdict.Rows(), notices(spans))
+		b.Fatalf("%d span rows for %d spans, %d verdict rows; notices:\n%s", spans.Rows(), len(tr.Spans), verdict.Rows(), frameNotices(spans))
 	}
-	n := notices(spans)
+	n := frameNotices(spans)
 	for _, want := range []string{"[info] GPU figures for ", "samples are known per service only"} {
 		if !strings.Contains(n, want) {
 			b.Fatalf("notices lack %q:\n%s", want, n)
@@ -609,7 +609,7 @@ func checkLargeAnswer(b *testing.B, r backend.DataResponse, tr models.Trace) {
 			b.Fatalf("notices warn:\n%s", n)
 		}
 	}
-	if fg := notices(r.Frames[3]); !strings.Contains(fg, "29 of 29 service(s)") {
+	if fg := frameNotices(r.Frames[3]); !strings.Contains(fg, "29 of 29 service(s)") {
 		b.Fatalf("flame graph notices:\n%s", fg)
 	}
 	if f, _ := spans.FieldByName("gpus"); f == nil || countNonEmpty(f) == 0 {

@@ -85,12 +85,13 @@ func (d *Datasource) nvmlHealth() (upstreamHealth, bool) {
 	switch {
 	case d.settings.NVMLErr != nil:
 		h.Message = d.settings.NVMLErr.Error()
-	case !d.settings.NVMLEnabled || d.nvml == nil:
+	case !d.src.LocalGPUs.Ready():
 		return h, false
 	default:
+		gpus, _ := d.src.LocalGPUs.Get()
 		var st nvml.Status
 		err := safe.Do("health check of NVML", func() (err error) {
-			st, err = d.nvml.Status()
+			st, err = gpus.Status()
 			return err
 		})
 		if err != nil {
@@ -107,7 +108,7 @@ func (d *Datasource) nvmlHealth() (upstreamHealth, bool) {
 func (d *Datasource) checkUpstream(ctx context.Context, name string) (string, error) {
 	switch name {
 	case models.Pyroscope:
-		pyro, err := d.pyroscopeClient()
+		pyro, err := d.src.Profiles.Get()
 		if err != nil {
 			return "", err
 		}
@@ -118,7 +119,7 @@ func (d *Datasource) checkUpstream(ctx context.Context, name string) (string, er
 		}
 		return fmt.Sprintf(" (%d profile types)", len(types)), nil
 	case models.Prometheus:
-		prom, err := d.prometheusClient()
+		prom, err := d.src.Metrics.Get()
 		if err != nil {
 			return "", err
 		}
@@ -128,7 +129,7 @@ func (d *Datasource) checkUpstream(ctx context.Context, name string) (string, er
 		}
 		return " (version " + version + ")", nil
 	case models.Jaeger:
-		jae, err := d.jaegerClient()
+		jae, err := d.src.Traces.Get()
 		if err != nil {
 			return "", err
 		}

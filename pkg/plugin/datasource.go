@@ -10,12 +10,8 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/backend/instancemgmt"
 	"github.com/grafana/grafana-plugin-sdk-go/backend/resource/httpadapter"
 
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace"
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/jaeger"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/correlate"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/nvml"
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/prometheus"
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/pyroscope"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/selfprofile"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/upstream"
 )
@@ -30,22 +26,18 @@ var (
 	_ instancemgmt.InstanceDisposer = (*Datasource)(nil)
 )
 
-// Datasource is one instance per data source settings: one HTTP client per configured upstream.
+// Datasource is one instance per data source settings: its stores, each available or with the
+// reason it is not (correlate.Sources), built once.
 type Datasource struct {
 	settings *models.Settings
-
-	// nil when the upstream is not configured or its settings are invalid (see unavailable).
-	pyroscope  *pyroscope.Client
-	prometheus *prometheus.Client
-	jaeger     *jaeger.Client
-	// nvml is the host's GPUs (gpuLocal), nil unless jsonData.nvmlEnabled; it starts on first use.
-	nvml nvml.Source
-	// kernels is the GPU kernel trace files of jsonData.traceDirectories, nil when none is set.
-	kernels *gputrace.Store
+	src      correlate.Sources
 
 	httpClients []*upstream.HTTPClient
 	queries     *datasource.QueryTypeMux
 	resources   backend.CallResourceHandler
+	// maxConcurrentQueries bounds the queries of one QueryData call answered at once: Grafana's
+	// concurrent_query_limit, as Grafana sends it to every data source.
+	maxConcurrentQueries int
 }
 
 // NewDatasource is the instance factory datasource.Manage calls for each settings version.
@@ -55,31 +47,7 @@ func NewDatasource(_ context.Context, s backend.DataSourceInstanceSettings) (ins
 		return nil, err
 	}
 	ds := &Datasource{settings: settings}
-	for _, u := range settings.Upstreams() {
-		if !u.Configured() || u.Err != nil {
-			continue
-		}
-		hc, err := upstream.NewHTTPClient(*u)
-		if err != nil {
-			u.Err = err
-			continue
-		}
-		ds.httpClients = append(ds.httpClients, hc)
-		switch u.Name {
-		case models.Pyroscope:
-			ds.pyroscope = pyroscope.New(*u, hc.Client)
-		case models.Prometheus:
-			if ds.prometheus, err = prometheus.New(*u, hc.Client); err != nil {
-				u.Err = err
-			}
-		case models.Jaeger:
-			ds.jaeger = jaeger.New(*u, hc.Client)
-		}
-	}
-	ds.kernels = newKernelStore(settings.Traces)
-	if settings.NVMLEnabled && settings.NVMLErr == nil {
-		ds.nvml = nvml.New(nvml.Options{})
-	}
+	ds.src, ds.httpClients = newSources(settings)
 	if settings.SelfProfilingURL != "" {
 		selfprofile.Start(settings.SelfProfilingURL)
 	}
@@ -94,8 +62,8 @@ func (d *Datasource) Dispose() {
 	for _, hc := range d.httpClients {
 		hc.Close()
 	}
-	if d.nvml != nil {
-		d.nvml.Close()
+	if gpus, err := d.src.LocalGPUs.Get(); err == nil {
+		gpus.Close()
 	}
 }
 

@@ -68,10 +68,10 @@ func benchProfiledRequest(b *testing.B, ds *Datasource) backend.DataQuery {
 				continue
 			}
 			f := r.Responses["A"].Frames[0]
-			if s := serviceNodes(f); slices.Equal(s, demoServices) && strings.Contains(notices(f), "matched by span ID") {
+			if s := serviceNodes(f); slices.Equal(s, demoServices) && strings.Contains(frameNotices(f), "matched by span ID") {
 				return q
 			}
-			last = fmt.Sprintf("services with samples: %v; notices: %s", serviceNodes(f), notices(f))
+			last = fmt.Sprintf("services with samples: %v; notices: %s", serviceNodes(f), frameNotices(f))
 		}
 	}
 	b.Fatalf("no slow request got samples in all three services: %s", last)

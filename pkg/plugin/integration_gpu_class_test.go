@@ -29,8 +29,10 @@ import (
 	"github.com/hsi-profiling/hsi-profiling-datasource/internal/gpusim"
 	"github.com/hsi-profiling/hsi-profiling-datasource/internal/testbed"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/classify"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/correlate"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/frames"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/notices"
 )
 
 // The gpuClass query and the recording rules against the test bed's real Prometheus: the
@@ -642,7 +644,7 @@ func gcBenchPrometheus(b *testing.B, start, currentStart, end time.Time) string 
 // decoding), so the benchmark can report the plugin's own time apart from it, and records the
 // step grid of each answer, so the reference reads the same ranges at the same steps.
 type timedFigures struct {
-	src   gpuFigureSource
+	src   correlate.GPUFigures
 	mu    sync.Mutex
 	d     time.Duration
 	grids []gcGrid
@@ -654,7 +656,7 @@ type gcGrid struct {
 	step       time.Duration
 }
 
-func (t *timedFigures) GPUFigures(ctx context.Context, f models.GPUFilter, start, end time.Time, step time.Duration) ([]classify.GPUSeries, []string, error) {
+func (t *timedFigures) GPUFigures(ctx context.Context, f models.GPUFilter, start, end time.Time, step time.Duration) ([]classify.GPUSeries, notices.List, error) {
 	began := time.Now()
 	s, n, err := t.src.GPUFigures(ctx, f, start, end, step)
 	t.mu.Lock()
@@ -711,7 +713,7 @@ func BenchmarkRealGPUClass64GPUs24h(b *testing.B) {
 	// The share window before the range, and the old T4s' clock history before that.
 	url := gcBenchPrometheus(b, from.Add(-24*time.Hour), from.Add(-time.Hour), end)
 	ds := newTestDatasource(b, map[string]any{"prometheusUrl": url, "gpuMaxSeries": 64}, nil)
-	prom, err := ds.gpuPrometheus()
+	prom, err := ds.src.GPUs.Get()
 	if err != nil {
 		b.Fatal(err)
 	}

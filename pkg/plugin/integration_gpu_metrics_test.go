@@ -445,7 +445,7 @@ func TestRealGPULabelValuesResource(t *testing.T) {
 
 func TestRealGPUFiguresForClassification(t *testing.T) {
 	ds := gpuBedDatasource(t, nil)
-	prom, err := ds.gpuPrometheus()
+	prom, err := ds.src.GPUs.Get()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -67,10 +67,10 @@ func profiledRequest(t *testing.T, ds *Datasource, slow, profileType string) (st
 			if strings.HasPrefix(profileType, "memory:") {
 				wantMatch = "heap profiles cannot record them"
 			}
-			if services := serviceNodes(f); slices.Equal(services, demoServices) && strings.Contains(notices(f), wantMatch) {
+			if services := serviceNodes(f); slices.Equal(services, demoServices) && strings.Contains(frameNotices(f), wantMatch) {
 				return id, f
 			} else {
-				last = fmt.Sprintf("services with samples: %v; notices: %s", services, notices(f))
+				last = fmt.Sprintf("services with samples: %v; notices: %s", services, frameNotices(f))
 			}
 		}
 	}
@@ -139,8 +139,8 @@ func functionTotal(rows []node, fn string) int64 {
 func TestRealWholeRequestProfileShowsEachServicesHotFunction(t *testing.T) {
 	ds := bedDatasource(t)
 	_, f := profiledRequest(t, ds, "db", cpuType)
-	if f.Name != "response" || !strings.Contains(notices(f), "matched by span ID") {
-		t.Errorf("frame %q, notices %s", f.Name, notices(f))
+	if f.Name != "response" || !strings.Contains(frameNotices(f), "matched by span ID") {
+		t.Errorf("frame %q, notices %s", f.Name, frameNotices(f))
 	}
 	// Each service's own handler: the backend's 300 ms slow query, the detector's 60 ms model call;
 	// the enrichment service splits its 60 ms between two functions, so at the profiler's 100 Hz
@@ -174,7 +174,7 @@ func TestRealWholeRequestAllocationsRender(t *testing.T) {
 	if f.Fields[1].Config.Unit != "short" {
 		t.Errorf("unit %q", f.Fields[1].Config.Unit)
 	}
-	if n := notices(f); !strings.Contains(n, "[warning] No memory:alloc_objects:count:space:bytes sample carries the span or trace IDs") {
+	if n := frameNotices(f); !strings.Contains(n, "[warning] No memory:alloc_objects:count:space:bytes sample carries the span or trace IDs") {
 		t.Errorf("notices: %s", n)
 	}
 	if rows := subtree(f, "ai-enrichment"); functionTotal(rows, "main.extractFeatures") <= 0 {
@@ -235,7 +235,11 @@ type spanInfo struct {
 
 func backendRootSpan(t *testing.T, ds *Datasource, traceID string) spanInfo {
 	t.Helper()
-	tr, err := ds.jaeger.Trace(t.Context(), traceID)
+	jae, err := ds.src.Traces.Get()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := jae.Trace(t.Context(), traceID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +275,7 @@ func TestRealDiffShowsTheSlowFunctionOnTheComparisonSide(t *testing.T) {
 	if ratio := float64(left) / float64(right); ratio < 0.99 || ratio > 1.01 {
 		t.Errorf("sides not normalised: %d against %d", left, right)
 	}
-	if n := notices(diff); !strings.Contains(n, "Baseline: {service_name=\"nemotron-backend\"} over") || !strings.Contains(n, "Comparison: trace "+id) || !strings.Contains(n, "scaled") {
+	if n := frameNotices(diff); !strings.Contains(n, "Baseline: {service_name=\"nemotron-backend\"} over") || !strings.Contains(n, "Comparison: trace "+id) || !strings.Contains(n, "scaled") {
 		t.Errorf("notices: %s", n)
 	}
 	// main.dbQuery's self share grows in the slow request: it is the comparison's biggest gain.
@@ -322,7 +326,7 @@ func TestRealTraceIDLabelFallbackForOlderSDKs(t *testing.T) {
 	if total := f.Fields[1].At(0).(int64); total != 5e8 {
 		t.Errorf("total %d ns, want the 50 labelled samples (5e8 ns)", total)
 	}
-	if n := notices(f); !strings.Contains(n, "not found") || !strings.Contains(n, "matched the samples labelled trace_id") {
+	if n := frameNotices(f); !strings.Contains(n, "not found") || !strings.Contains(n, "matched the samples labelled trace_id") {
 		t.Errorf("notices: %s", n)
 	}
 }
@@ -336,20 +340,25 @@ func TestRealPyroscope112IgnoresTraceIDSelectorAndThePluginNeverReliesOnIt(t *te
 	// A trace ID nothing carries: a server that filtered would answer nothing; 1.12 answers the
 	// backend's whole profile, and the client finds that out and returns none of it.
 	now := time.Now()
-	fg, err := ds.pyroscope.MergedFlameGraph(t.Context(), models.FlameGraphQuery{
+	store, err := ds.src.Profiles.Get()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pyro := store.(*pyroscope.Client)
+	fg, err := pyro.MergedFlameGraph(t.Context(), models.FlameGraphQuery{
 		ProfileTypeID: cpuType, LabelSelector: `{service_name="nemotron-backend"}`,
 		TraceID: fmt.Sprintf("%032x", now.UnixNano()), Start: now.Add(-5 * time.Minute), End: now, MaxNodes: 100,
 	})
 	if !errors.Is(err, models.ErrTraceSelectorIgnored) || fg != nil {
 		t.Fatalf("random trace ID on 1.12: %v, %v; want ErrTraceSelectorIgnored", fg, err)
 	}
-	if got := ds.pyroscope.TraceSelectorSupport(); got != pyroscope.SelectorIgnored {
+	if got := pyro.TraceSelectorSupport(); got != pyroscope.SelectorIgnored {
 		t.Errorf("support %v", got)
 	}
 
 	// The real request is still matched by span ID, as before.
 	r := run(t, ds, query("A", fmt.Sprintf(`{"queryType":"profile","traceId":%q,"profileTypeId":%q}`, id, cpuType))).Responses["A"]
-	if r.Error != nil || !strings.Contains(notices(r.Frames[0]), "matched by span ID") {
+	if r.Error != nil || !strings.Contains(frameNotices(r.Frames[0]), "matched by span ID") {
 		t.Errorf("real request: %v, notices %v", r.Error, r.Frames)
 	}
 
@@ -360,7 +369,7 @@ func TestRealPyroscope112IgnoresTraceIDSelectorAndThePluginNeverReliesOnIt(t *te
 	r = run(t, fresh, query("A", fmt.Sprintf(`{"queryType":"profile","traceId":%q,"profileTypeId":%q}`, unknown, cpuType))).Responses["A"]
 	wantError(t, r, backend.ErrorSourceDownstream, "Jaeger ("+bed.JaegerURL,
 		fmt.Sprintf(`carries the label trace_id=%q (this Pyroscope ignores trace_id_selector, as 1.x does`, unknown))
-	if got := fresh.pyroscope.TraceSelectorSupport(); got != pyroscope.SelectorIgnored {
+	if got := fresh.profileClient(t).TraceSelectorSupport(); got != pyroscope.SelectorIgnored {
 		t.Errorf("fresh data source: support %v", got)
 	}
 }

@@ -34,10 +34,11 @@ func spanQueryOver(t *testing.T, ds *Datasource, from, to time.Time, model strin
 // operation that started in [from, to].
 func jaegerSpans(t *testing.T, ds *Datasource, service, operation string, from, to time.Time) []models.Span {
 	t.Helper()
-	jae, err := ds.jaegerClient()
+	store, err := ds.src.Traces.Get()
 	if err != nil {
 		t.Fatal(err)
 	}
+	jae := store.(*jaeger.Client)
 	if err := jae.UseAPI(jaeger.APIv1); err != nil { // the other API than the plugin detects
 		t.Fatal(err)
 	}
@@ -119,7 +120,7 @@ func TestRealSpanHeatmapCountsEverySpanAndItsExemplarsAreTheSlowestOfEachStep(t 
 	if !found {
 		t.Errorf("no exemplar as slow as the slow request's db_query (%s)", want[slow].Duration)
 	}
-	if n := notices(heat); !strings.Contains(n, fmt.Sprintf("%d span(s) of nemotron-backend db_query", len(want))) {
+	if n := frameNotices(heat); !strings.Contains(n, fmt.Sprintf("%d span(s) of nemotron-backend db_query", len(want))) {
 		t.Errorf("notice %q does not say how many spans it read", n)
 	}
 }
@@ -147,7 +148,7 @@ func TestRealSpanProfileMergesTheSlowRequestsOfAnOperationAcrossRequests(t *test
 		t.Fatal(r.Error)
 	}
 	f := r.Frames[0]
-	n := notices(f)
+	n := frameNotices(f)
 	if !strings.Contains(n, fmt.Sprintf("Merged the span profiles of %d span(s) of nemotron-backend GET /api/detect (spans of at least 200ms", len(slow))) {
 		t.Errorf("notices %q: want %d spans merged", n, len(slow))
 	}

@@ -114,7 +114,7 @@ func TestRealTraceQueryExplainsTheSlowRequest(t *testing.T) {
 		t.Fatalf("frames %v", r.Frames)
 	}
 	rows := spanRows(t, r.Frames[0])
-	t.Logf("trace query took %v; notices:\n%s", took, notices(r.Frames[0]))
+	t.Logf("trace query took %v; notices:\n%s", took, frameNotices(r.Frames[0]))
 
 	// The breakdown sums to the request (its root span) and its largest part is in the backend,
 	// where db_query spends most of the request.
@@ -211,7 +211,7 @@ func TestRealTraceQueryExplainsTheSlowRequest(t *testing.T) {
 	if got := serviceNodes(r.Frames[3]); !slices.Equal(got, demoServices) {
 		t.Errorf("flame graph services %v", got)
 	}
-	if n := notices(r.Frames[0]); !strings.Contains(n, "GPU figures for ") || strings.Contains(n, "No GPU columns") || strings.Contains(n, "No CPU column") {
+	if n := frameNotices(r.Frames[0]); !strings.Contains(n, "GPU figures for ") || strings.Contains(n, "No GPU columns") || strings.Contains(n, "No CPU column") {
 		t.Errorf("notices:\n%s", n)
 	}
 }
@@ -263,8 +263,8 @@ func TestRealSlowRequestsListsTheDemosEndpointsAndSlowTraces(t *testing.T) {
 			if column(t, slow, "rootService")[i] == "nemotron-backend" {
 				break
 			}
-			if !strings.Contains(notices(slow), "no root span in Jaeger yet") {
-				t.Errorf("request %s listed from part of its trace, without a notice: %s", id, notices(slow))
+			if !strings.Contains(frameNotices(slow), "no root span in Jaeger yet") {
+				t.Errorf("request %s listed from part of its trace, without a notice: %s", id, frameNotices(slow))
 			}
 		}
 		if time.Now().After(deadline) {
@@ -273,7 +273,7 @@ func TestRealSlowRequestsListsTheDemosEndpointsAndSlowTraces(t *testing.T) {
 		time.Sleep(time.Second)
 	}
 	table, _ := lat.StringTable(-1, -1)
-	t.Logf("latency:\n%s\nslow traces: %d, notices: %s%s", table, slow.Rows(), notices(lat), notices(slow))
+	t.Logf("latency:\n%s\nslow traces: %d, notices: %s%s", table, slow.Rows(), frameNotices(lat), frameNotices(slow))
 
 	// Every demo endpoint, with ordered, plausible percentiles.
 	services, endpoints := column(t, lat, "service"), column(t, lat, "endpoint")
@@ -303,8 +303,8 @@ func TestRealSlowRequestsListsTheDemosEndpointsAndSlowTraces(t *testing.T) {
 			t.Errorf("%s %s: goodput %s req/s, good share %s", services[i], endpoints[i], goodput[i], goodShare[i])
 		}
 	}
-	if strings.Contains(notices(lat), "interpolated") {
-		t.Errorf("500 ms is a bucket bound, yet: %s", notices(lat))
+	if strings.Contains(frameNotices(lat), "interpolated") {
+		t.Errorf("500 ms is a bucket bound, yet: %s", frameNotices(lat))
 	}
 	for _, want := range []string{"nemotron-backend /api/detect", "ai-detector /detect", "ai-enrichment /enrich"} {
 		if !seen[want] {

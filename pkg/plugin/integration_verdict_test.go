@@ -180,7 +180,7 @@ func TestRealVerdictQueuedRequestIsTheQueue(t *testing.T) {
 	if llm := findRow(t, rows, "nemotron-llm", "llm_request"); llm.str("gpus") != "1" {
 		t.Errorf("llm_request's GPUs %q, want 1 (its pod's)", llm.str("gpus"))
 	}
-	if n := notices(r.Frames[0]); !strings.Contains(n, "own pod") {
+	if n := frameNotices(r.Frames[0]); !strings.Contains(n, "own pod") {
 		t.Errorf("notices do not tell of the pod join:\n%s", n)
 	}
 }

@@ -3,6 +3,8 @@ package plugin
 import (
 	"context"
 	"encoding/json"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +12,7 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	"github.com/grafana/grafana-plugin-sdk-go/data"
 	querierv1 "github.com/grafana/pyroscope/api/gen/proto/go/querier/v1"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 )
 
 func query(refID, model string) backend.DataQuery {
@@ -50,9 +53,11 @@ func wantError(t *testing.T, r backend.DataResponse, source backend.ErrorSource,
 func TestUnknownOrMissingQueryTypeNamesTheValidOnes(t *testing.T) {
 	ds := newTestDatasource(t, map[string]any{}, nil)
 	res := run(t, ds, query("A", `{"queryType":"flamegraph"}`), query("B", `{}`))
-	valid := sortedKeys(ds.queryHandlers())
-	if len(valid) < 4 {
-		t.Fatalf("only %v registered", valid)
+	valid := slices.Sorted(maps.Keys(ds.queryHandlers()))
+	// Every query type the editor offers has its handler, and no handler is for a type the
+	// editor does not know.
+	if want := slices.Sorted(slices.Values(models.QueryTypes)); !slices.Equal(valid, want) {
+		t.Fatalf("handlers for %v, query types %v", valid, want)
 	}
 	// Every registered type is named, in order, so the user can pick the right one.
 	list := "valid query types are " + strings.Join(valid, ", ")
@@ -99,12 +104,12 @@ func TestQueryAgainstADownUpstreamNamesItsURLAndCause(t *testing.T) {
 }
 
 func TestAPanickingHandlerBecomesThatQuerysError(t *testing.T) {
-	h := perQuery("profile", func(_ context.Context, q backend.DataQuery) backend.DataResponse {
+	h := perQuery("profile", func(_ context.Context, q backend.DataQuery) (data.Frames, error) {
 		if q.RefID == "boom" {
 			var m map[string]int
 			m["x"]++ // nil map write: a real panic
 		}
-		return backend.DataResponse{}
+		return nil, nil
 	})
 	res, err := h(context.Background(), &backend.QueryDataRequest{Queries: []backend.DataQuery{{RefID: "boom"}, {RefID: "fine"}}})
 	if err != nil {

@@ -16,8 +16,10 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/data"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/classify"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/correlate"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/frames"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/notices"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/upstream"
 )
 
@@ -42,7 +44,7 @@ type figuresCall struct {
 	step       time.Duration
 }
 
-func (f *fakeFigures) GPUFigures(_ context.Context, filter models.GPUFilter, start, end time.Time, step time.Duration) ([]classify.GPUSeries, []string, error) {
+func (f *fakeFigures) GPUFigures(_ context.Context, filter models.GPUFilter, start, end time.Time, step time.Duration) ([]classify.GPUSeries, notices.List, error) {
 	f.mu.Lock()
 	f.calls = append(f.calls, figuresCall{filter, start, end, step})
 	f.mu.Unlock()
@@ -58,7 +60,7 @@ func (f *fakeFigures) GPUFigures(_ context.Context, filter models.GPUFilter, sta
 		}
 		out = append(out, s)
 	}
-	return out, []string{"SM active (sm_active): Prometheus has no series of DCGM_FI_PROF_SM_ACTIVE in this range; its figure is NaN"}, nil
+	return out, notices.Warnings("SM active (sm_active): Prometheus has no series of DCGM_FI_PROF_SM_ACTIVE in this range; its figure is NaN"), nil
 }
 
 var classT0 = time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)
@@ -90,7 +92,7 @@ func classQuery(model string, interval time.Duration) backend.DataQuery {
 		TimeRange: backend.TimeRange{From: classT0, To: classT0.Add(time.Hour)}}
 }
 
-func answer(t *testing.T, src gpuFigureSource, model string, interval time.Duration, cs models.ClassifySettings) backend.DataResponse {
+func answer(t *testing.T, src correlate.GPUFigures, model string, interval time.Duration, cs models.ClassifySettings) backend.DataResponse {
 	t.Helper()
 	gq, err := models.ParseGPUClassQuery(json.RawMessage(model))
 	if err != nil {
@@ -408,7 +410,7 @@ type cachedFigures struct {
 	cache sync.Map
 }
 
-func (c *cachedFigures) GPUFigures(ctx context.Context, f models.GPUFilter, start, end time.Time, step time.Duration) ([]classify.GPUSeries, []string, error) {
+func (c *cachedFigures) GPUFigures(ctx context.Context, f models.GPUFilter, start, end time.Time, step time.Duration) ([]classify.GPUSeries, notices.List, error) {
 	key := fmt.Sprint(start.UnixNano(), end.UnixNano(), step)
 	if v, ok := c.cache.Load(key); ok {
 		r := v.([]classify.GPUSeries)

@@ -10,6 +10,8 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	"github.com/grafana/grafana-plugin-sdk-go/data"
 
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/correlate"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/notices"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/nvml"
 )
 
@@ -31,26 +33,26 @@ func (f *fakeLocalGPUs) dev(t time.Time) nvml.Device {
 func (f *fakeLocalGPUs) Status() (nvml.Status, error) {
 	return nvml.Status{DriverVersion: "550.54.15", DeviceCount: 1}, f.err
 }
-func (f *fakeLocalGPUs) Devices() ([]nvml.Device, []string, error) {
+func (f *fakeLocalGPUs) Devices() ([]nvml.Device, notices.List, error) {
 	if f.err != nil {
 		return nil, nil, f.err
 	}
-	return []nvml.Device{f.dev(time.Now())}, []string{"ECC counts of GPU 0: not supported on this GPU (ERROR_NOT_SUPPORTED); the column is empty"}, nil
+	return []nvml.Device{f.dev(time.Now())}, notices.Warnings("ECC counts of GPU 0: not supported on this GPU (ERROR_NOT_SUPPORTED); the column is empty"), nil
 }
-func (f *fakeLocalGPUs) Processes() ([]nvml.Process, []string, error) {
+func (f *fakeLocalGPUs) Processes() ([]nvml.Process, notices.List, error) {
 	if f.err != nil {
 		return nil, nil, f.err
 	}
 	return []nvml.Process{{GPU: 0, GPUUUID: "GPU-1", PID: 4242, Name: "python3", Cmdline: "python3 serve.py --model llama", Type: "compute", UsedBytes: ptr(50e9)}}, nil, nil
 }
-func (f *fakeLocalGPUs) XIDs() ([]nvml.XIDEvent, []string, error) {
+func (f *fakeLocalGPUs) XIDs() ([]nvml.XIDEvent, notices.List, error) {
 	if f.err != nil {
 		return nil, nil, f.err
 	}
 	m, a := nvml.XIDMeaning(48)
 	return []nvml.XIDEvent{{Time: time.Now(), GPU: 0, GPUUUID: "GPU-1", XID: 48, Meaning: m, Action: a}}, nil, nil
 }
-func (f *fakeLocalGPUs) Series() ([]nvml.DeviceSeries, []string, error) {
+func (f *fakeLocalGPUs) Series() ([]nvml.DeviceSeries, notices.List, error) {
 	if f.err != nil {
 		return nil, nil, f.err
 	}
@@ -66,8 +68,10 @@ func (f *fakeLocalGPUs) Close()                  { f.closed++ }
 
 func localDatasource(t *testing.T, src nvml.Source) *Datasource {
 	ds := newTestDatasource(t, map[string]any{"nvmlEnabled": true}, nil)
-	ds.nvml.Close()
-	ds.nvml = src
+	if gpus, err := ds.src.LocalGPUs.Get(); err == nil {
+		gpus.Close()
+	}
+	ds.src.LocalGPUs = correlate.Ready(src)
 	return ds
 }
 
@@ -102,7 +106,7 @@ func TestGPULocalIsOffByDefault(t *testing.T) {
 	if r.Error == nil || !strings.Contains(r.Error.Error(), "jsonData.nvmlEnabled: true") || r.ErrorSource != backend.ErrorSourceDownstream {
 		t.Errorf("off: %v", r.Error)
 	}
-	if ds.nvml != nil {
+	if ds.src.LocalGPUs.Ready() {
 		t.Error("a sampler exists while NVML is off")
 	}
 	if res := checkHealth(t, ds); strings.Contains(res.Message, "NVML") {
@@ -176,7 +180,8 @@ func TestGPULocalUnavailableIsTheQueryErrorAndTheHealthLine(t *testing.T) {
 		t.Errorf("health = %v %q", res.Status, res.Message)
 	}
 	ok.Dispose()
-	if src := ok.nvml.(*fakeLocalGPUs); src.closed != 1 {
+	gpus, _ := ok.src.LocalGPUs.Get()
+	if src := gpus.(*fakeLocalGPUs); src.closed != 1 {
 		t.Errorf("Dispose closed the sampler %d times", src.closed)
 	}
 }

@@ -2,63 +2,31 @@ package plugin
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	"github.com/grafana/grafana-plugin-sdk-go/data"
 
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/correlate"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/frames"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/safe"
 )
 
-// gpuMetricConcurrency bounds the Prometheus queries of one gpuMetrics query.
-const gpuMetricConcurrency = 4
-
 // queryGPUMetrics answers catalogue metrics of DCGM series: one frame per series and metric
-// (frames.GPUMetricFrames). A metric the exporters do not send becomes a notice naming the DCGM
-// metrics tried, not an error, and the other metrics still answer; a failing metric fails the
-// query only when every metric failed.
-func (d *Datasource) queryGPUMetrics(ctx context.Context, q backend.DataQuery) backend.DataResponse {
+// (frames.GPUMetrics). A metric the exporters do not send becomes a notice naming the DCGM
+// metrics tried, not an error, and the other metrics still answer.
+func (d *Datasource) queryGPUMetrics(ctx context.Context, q backend.DataQuery) (data.Frames, error) {
 	gq, err := models.ParseGPUMetricsQuery(q.JSON)
 	if err != nil {
-		return badQuery(models.QueryTypeGPUMetrics, err)
+		return nil, models.InvalidQuery(err)
 	}
-	prom, err := d.gpuPrometheus()
+	gpus, err := d.src.GPUs.Get()
 	if err != nil {
-		return errorResponse(err)
+		return nil, err
 	}
-	step := max(q.Interval, time.Second)
-
-	results := make([]*models.GPUMetricResult, len(gq.Metrics))
-	errs := safe.ForEach("gpuMetrics", len(gq.Metrics), gpuMetricConcurrency, func(i int) (err error) {
-		results[i], err = prom.GPUMetric(ctx, gq.Metrics[i], gq.GPUFilter, gq.Aggregation, q.TimeRange.From, q.TimeRange.To, step)
-		return err
-	})
-
-	var out []*data.Frame
-	var failures []string
-	var firstErr error
-	for i, res := range results {
-		if errs[i] != nil {
-			failures = append(failures, fmt.Sprintf("%s failed: %v", gq.Metrics[i], errs[i]))
-			if firstErr == nil {
-				firstErr = errs[i]
-			}
-			continue
-		}
-		out = append(out, frames.GPUMetricFrames(res)...)
+	results, failures, err := correlate.GPUMetricsOf(ctx, gpus, gq, q.TimeRange.From, q.TimeRange.To, max(q.Interval, time.Second))
+	if err != nil {
+		return nil, err
 	}
-	if len(out) == 0 {
-		if firstErr == nil {
-			return withFrames()
-		}
-		return errorResponse(firstErr)
-	}
-	for _, f := range failures {
-		// The other metrics answered: a part is missing, the panel is not failed.
-		out[0].AppendNotices(frames.Warning(f))
-	}
-	return withFrames(out...)
+	return frames.GPUMetrics(results, failures), nil
 }

@@ -124,7 +124,7 @@ func TestSlowRequestsListsPercentilesAndTheSlowestTraces(t *testing.T) {
 			t.Errorf("searched Jaeger's own service: %s", u)
 		}
 	}
-	if n := notices(lat) + notices(tr); n != "" {
+	if n := frameNotices(lat) + frameNotices(tr); n != "" {
 		t.Errorf("notices:\n%s", n)
 	}
 }
@@ -176,8 +176,8 @@ func TestSlowRequestsKeepsOneHalfWhenTheOtherFails(t *testing.T) {
 	if r.Error != nil {
 		t.Fatal(r.Error)
 	}
-	if r.Frames[0].Rows() != 0 || !strings.Contains(notices(r.Frames[0]), "[warning] No latency table: Prometheus (http://127.0.0.1:") {
-		t.Errorf("latency %d rows, notices %s", r.Frames[0].Rows(), notices(r.Frames[0]))
+	if r.Frames[0].Rows() != 0 || !strings.Contains(frameNotices(r.Frames[0]), "[warning] No latency table: Prometheus (http://127.0.0.1:") {
+		t.Errorf("latency %d rows, notices %s", r.Frames[0].Rows(), frameNotices(r.Frames[0]))
 	}
 	if r.Frames[1].Rows() != 5 {
 		t.Errorf("%d slow traces", r.Frames[1].Rows())
@@ -191,8 +191,8 @@ func TestSlowRequestsKeepsOneHalfWhenTheOtherFails(t *testing.T) {
 	if r.Frames[0].Rows() != 2 {
 		t.Errorf("%d latency rows", r.Frames[0].Rows())
 	}
-	if r.Frames[1].Rows() != 0 || !strings.Contains(notices(r.Frames[1]), "[warning] No slow traces: Jaeger (http://127.0.0.1:") {
-		t.Errorf("traces %d rows, notices %s", r.Frames[1].Rows(), notices(r.Frames[1]))
+	if r.Frames[1].Rows() != 0 || !strings.Contains(frameNotices(r.Frames[1]), "[warning] No slow traces: Jaeger (http://127.0.0.1:") {
+		t.Errorf("traces %d rows, notices %s", r.Frames[1].Rows(), frameNotices(r.Frames[1]))
 	}
 
 	b = newSlowBed(t, true, true, nil)
@@ -205,7 +205,7 @@ func TestSlowRequestsSaysWhatToConfigure(t *testing.T) {
 	if r.Error != nil {
 		t.Fatal(r.Error)
 	}
-	if n := notices(r.Frames[0]); !strings.Contains(n, "Prometheus is not configured: set its URL (jsonData.prometheusUrl)") {
+	if n := frameNotices(r.Frames[0]); !strings.Contains(n, "Prometheus is not configured: set its URL (jsonData.prometheusUrl)") {
 		t.Errorf("notices %s", n)
 	}
 	// A Prometheus without the histograms: the notice names the metrics read and the setting.
@@ -214,7 +214,7 @@ func TestSlowRequestsSaysWhatToConfigure(t *testing.T) {
 	if r.Error != nil {
 		t.Fatal(r.Error)
 	}
-	if n := notices(r.Frames[0]); !strings.Contains(n, `No latency histogram has requests of service "checkout", endpoint "" in the panel's time range (read: rpc_duration_seconds_bucket)`) ||
+	if n := frameNotices(r.Frames[0]); !strings.Contains(n, `No latency histogram has requests of service "checkout", endpoint "" in the panel's time range (read: rpc_duration_seconds_bucket)`) ||
 		!strings.Contains(n, "jsonData.latencyHistograms") {
 		t.Errorf("notices %s", n)
 	}

@@ -222,7 +222,7 @@ func TestTraceQueryJoinsSpansProfilesAndGPUs(t *testing.T) {
 	if rows(r.Frames[3])[0] != "0 total 380" {
 		t.Errorf("flame graph root %s", rows(r.Frames[3])[0])
 	}
-	n := notices(spans)
+	n := frameNotices(spans)
 	if !strings.Contains(n, "[info] GPU figures for 6 of 6 span(s)") {
 		t.Errorf("notices:\n%s", n)
 	}
@@ -294,8 +294,8 @@ func TestTraceQueryWithoutTheTrace(t *testing.T) {
 		if r.Error != nil || len(r.Frames) != 4 || r.Frames[1].Rows() != 0 || r.Frames[2].Rows() != 0 {
 			t.Fatalf("%v %v", r.Error, r.Frames)
 		}
-		if r.Frames[0].Rows() != 0 || !strings.Contains(notices(r.Frames[0]), "[warning] No span table: could not read trace 4bf92f3577b34da6a3ce929d0e0e4736 (Jaeger (http://127.0.0.1:") {
-			t.Errorf("span table %d rows, notices %s", r.Frames[0].Rows(), notices(r.Frames[0]))
+		if r.Frames[0].Rows() != 0 || !strings.Contains(frameNotices(r.Frames[0]), "[warning] No span table: could not read trace 4bf92f3577b34da6a3ce929d0e0e4736 (Jaeger (http://127.0.0.1:") {
+			t.Errorf("span table %d rows, notices %s", r.Frames[0].Rows(), frameNotices(r.Frames[0]))
 		}
 		// The flame graph still comes, from the trace_id label.
 		if rows(r.Frames[3])[0] != "0 total 99" {

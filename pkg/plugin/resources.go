@@ -57,7 +57,7 @@ func (d *Datasource) resourceUpstreams(w http.ResponseWriter, _ *http.Request) {
 
 // resourceProfileTypes lists Pyroscope's profile types for the editor's picker.
 func (d *Datasource) resourceProfileTypes(w http.ResponseWriter, r *http.Request) {
-	pyro, err := d.pyroscopeClient()
+	pyro, err := d.src.Profiles.Get()
 	if err != nil {
 		writeError(w, err)
 		return

@@ -73,7 +73,7 @@ func (d *Datasource) resourceGPULabelValues(w http.ResponseWriter, r *http.Reque
 		writeError(w, err)
 		return
 	}
-	prom, err := d.gpuPrometheus()
+	prom, err := d.src.GPUs.Get()
 	if err != nil {
 		writeError(w, err)
 		return

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/correlate"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/pyroscope"
 )
@@ -16,7 +17,7 @@ const labelsWindow = profileTypesWindow
 
 // resourceServices lists Pyroscope's service_name values, for the editor's service picker.
 func (d *Datasource) resourceServices(w http.ResponseWriter, r *http.Request) {
-	pyro, err := d.pyroscopeClient()
+	pyro, err := d.src.Profiles.Get()
 	if err != nil {
 		writeError(w, err)
 		return
@@ -72,8 +73,8 @@ func (d *Datasource) resourceLabelValues(w http.ResponseWriter, r *http.Request)
 }
 
 // labelParams returns the Pyroscope client (or why there is none) and reads selector, from and to.
-func (d *Datasource) labelParams(r *http.Request) (pyro *pyroscope.Client, selector string, from, to time.Time, err error) {
-	if pyro, err = d.pyroscopeClient(); err != nil {
+func (d *Datasource) labelParams(r *http.Request) (pyro correlate.ProfileStore, selector string, from, to time.Time, err error) {
+	if pyro, err = d.src.Profiles.Get(); err != nil {
 		return nil, "", from, to, err
 	}
 	if selector, err = selectorParam(r.URL.Query().Get("selector")); err != nil {

@@ -19,7 +19,7 @@ const maxTraceSearchLimit = 1000
 
 // resourceTraceServices lists the services Jaeger knows, for the trace editor's service picker.
 func (d *Datasource) resourceTraceServices(w http.ResponseWriter, r *http.Request) {
-	jae, err := d.jaegerClient()
+	jae, err := d.src.Traces.Get()
 	if err != nil {
 		writeError(w, err)
 		return
@@ -38,7 +38,7 @@ func (d *Datasource) resourceTraceServices(w http.ResponseWriter, r *http.Reques
 // resourceTraceOperations lists a service's operations (span names) Jaeger knows, sorted, for the
 // span editors' operation picker: ?service= (required).
 func (d *Datasource) resourceTraceOperations(w http.ResponseWriter, r *http.Request) {
-	jae, err := d.jaegerClient()
+	jae, err := d.src.Traces.Get()
 	if err != nil {
 		writeError(w, err)
 		return
@@ -64,7 +64,7 @@ func (d *Datasource) resourceTraceOperations(w http.ResponseWriter, r *http.Requ
 // service (required), operation, minDuration (500ms, 1s, ...), limit (1-1000, default 20), and
 // from/to in Unix milliseconds (default the last hour). Slowest first.
 func (d *Datasource) resourceTraces(w http.ResponseWriter, r *http.Request) {
-	jae, err := d.jaegerClient()
+	jae, err := d.src.Traces.Get()
 	if err != nil {
 		writeError(w, err)
 		return

@@ -6,105 +6,103 @@ import (
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/correlate"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/jaeger"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/nvml"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/prometheus"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/pyroscope"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/upstream"
 )
 
-// One accessor per source: the client, or the reason it cannot be used (not configured, invalid
-// settings), filed as the user's to fix. Handlers ask here and never read the fields directly.
-
-// unavailable explains why an upstream cannot be used, or returns nil when it can.
-func (d *Datasource) unavailable(u *models.Upstream) error {
-	if !u.Configured() {
-		return backend.DownstreamError(fmt.Errorf("%s is not configured: set its URL (jsonData.%sUrl) in the data source settings", u.Name, u.Key))
+// newSources builds every store of an instance once: its client, or the reason it cannot be
+// used (not configured, invalid settings), filed as the user's to fix. It also returns the HTTP
+// clients to close when the instance goes.
+func newSources(s *models.Settings) (correlate.Sources, []*upstream.HTTPClient) {
+	var (
+		src     correlate.Sources
+		clients []*upstream.HTTPClient
+	)
+	var pyro *pyroscope.Client
+	var prom *prometheus.Client
+	var jae *jaeger.Client
+	for _, u := range s.Upstreams() {
+		if !u.Configured() || u.Err != nil {
+			continue
+		}
+		hc, err := upstream.NewHTTPClient(*u)
+		if err != nil {
+			u.Err = err
+			continue
+		}
+		clients = append(clients, hc)
+		switch u.Name {
+		case models.Pyroscope:
+			pyro = pyroscope.New(*u, hc.Client)
+		case models.Prometheus:
+			if prom, err = prometheus.New(*u, hc.Client); err != nil {
+				u.Err = err
+			}
+		case models.Jaeger:
+			jae = jaeger.New(*u, hc.Client)
+		}
 	}
-	if u.Err != nil {
-		return backend.DownstreamError(u.Err)
+	src.Profiles = source[correlate.ProfileStore](&s.Pyroscope, pyro)
+	src.Traces = source[correlate.TraceStore](&s.Jaeger, jae)
+	src.Metrics = source[correlate.MetricStore](&s.Prometheus, prom)
+	switch {
+	case !src.Metrics.Ready():
+		_, err := src.Metrics.Get()
+		src.GPUs = correlate.Unavailable[correlate.GPUStore](err)
+	case s.GPUSettingsErr != nil:
+		src.GPUs = correlate.Unavailable[correlate.GPUStore](backend.DownstreamError(fmt.Errorf("invalid GPU settings: %w", s.GPUSettingsErr)))
+	default:
+		src.GPUs = correlate.Ready[correlate.GPUStore](prom.WithDCGM(s.DCGM))
 	}
-	return nil
+	src.Kernels = kernelStore(s.Kernels)
+	src.LocalGPUs = localGPUs(s)
+	return src, clients
 }
 
-// pyroscopeClient is the Pyroscope client, or why there is none.
-func (d *Datasource) pyroscopeClient() (*pyroscope.Client, error) {
-	if err := d.unavailable(&d.settings.Pyroscope); err != nil {
-		return nil, err
+// source is an upstream's store, or why it cannot be used.
+func source[T any, C interface {
+	*pyroscope.Client | *jaeger.Client | *prometheus.Client
+}](u *models.Upstream, client C) correlate.Source[T] {
+	switch {
+	case !u.Configured():
+		return correlate.Unavailable[T](backend.DownstreamError(fmt.Errorf("%s is not configured: set its URL (jsonData.%sUrl) in the data source settings", u.Name, u.Key)))
+	case u.Err != nil:
+		return correlate.Unavailable[T](backend.DownstreamError(u.Err))
+	case client == nil:
+		return correlate.Unavailable[T](fmt.Errorf("the %s client was not created although its settings are valid", u.Name))
 	}
-	return d.pyroscope, nil
-}
-
-// jaegerClient is the Jaeger client, or why there is none.
-func (d *Datasource) jaegerClient() (*jaeger.Client, error) {
-	if err := d.unavailable(&d.settings.Jaeger); err != nil {
-		return nil, err
-	}
-	return d.jaeger, nil
-}
-
-// prometheusClient is the Prometheus client for non-GPU queries (latencies, health), or why
-// there is none; GPU queries use gpuPrometheus.
-func (d *Datasource) prometheusClient() (*prometheus.Client, error) {
-	if err := d.unavailable(&d.settings.Prometheus); err != nil {
-		return nil, err
-	}
-	return d.prometheus, nil
-}
-
-// gpuPrometheus is the Prometheus client for GPU queries, with the data source's DCGM names
-// applied, or the reason there is none: Prometheus not configured or invalid, or invalid GPU
-// settings. Every GPU query type (gpuMetrics, gpuClass, the request join) gets its client here:
-//
-//	prom, err := d.gpuPrometheus()
-//	series, notices, err := prom.GPUFigures(ctx, filter, from, to, step)
-func (d *Datasource) gpuPrometheus() (*prometheus.Client, error) {
-	if err := d.unavailable(&d.settings.Prometheus); err != nil {
-		return nil, err
-	}
-	if d.settings.GPUSettingsErr != nil {
-		return nil, backend.DownstreamError(fmt.Errorf("invalid GPU settings: %w", d.settings.GPUSettingsErr))
-	}
-	if d.prometheus == nil {
-		return nil, errors.New("the Prometheus client was not created although its settings are valid")
-	}
-	return d.prometheus.WithDCGM(d.settings.DCGM), nil
-}
-
-// nvmlOffMessage answers gpuLocal queries while jsonData.nvmlEnabled is off.
-
-// localGPUs explains why the gpuLocal query cannot run, or returns the instance's sampler.
-func (d *Datasource) localGPUs() (nvml.Source, error) {
-	if d.settings.NVMLErr != nil {
-		return nil, backend.DownstreamError(d.settings.NVMLErr)
-	}
-	if !d.settings.NVMLEnabled || d.nvml == nil {
-		return nil, backend.DownstreamError(errors.New(nvmlOffMessage))
-	}
-	return d.nvml, nil
+	return correlate.Ready(any(client).(T))
 }
 
 // traceDirsOffMessage answers kernels queries while no trace directory is configured.
-const traceDirsOffMessage = "GPU kernel traces: jsonData.traceDirectories is not configured for this data source: add a directory under \"GPU kernel traces\" in its settings (jsonData.traceDirectories, a list of absolute paths such as the seeds' PYTORCH_PROFILE_DIR)"
+const traceDirsOffMessage = "GPU kernel traces: jsonData.traceDirectories is not configured for this data source: add a directory under \"GPU kernel traces\" in its settings (jsonData.traceDirectories, a list of absolute paths such as the PYTORCH_PROFILE_DIR of the PyTorch profiler's trace handler)"
 
-// newKernelStore is the store of the configured trace directories, nil while they are invalid
-// or none is configured (traceDirs says why).
-func newKernelStore(ts models.TraceSettings) *gputrace.Store {
-	if ts.Err != nil || len(ts.Directories) == 0 {
-		return nil
+// kernelStore is the store of the configured trace directories, or why there is none.
+func kernelStore(ks models.KernelTraceSettings) correlate.Source[correlate.KernelStore] {
+	switch {
+	case ks.Err != nil:
+		return correlate.Unavailable[correlate.KernelStore](backend.DownstreamError(fmt.Errorf("invalid GPU kernel trace settings: %w", ks.Err)))
+	case len(ks.Directories) == 0:
+		return correlate.Unavailable[correlate.KernelStore](backend.DownstreamError(errors.New(traceDirsOffMessage)))
 	}
-	return gputrace.NewStore(ts.Directories, ts.MaxFiles, ts.MaxFileBytes)
+	return correlate.Ready[correlate.KernelStore](gputrace.NewStore(ks.Directories, ks.MaxFiles, ks.MaxFileBytes))
 }
 
-// traceDirs explains why the kernels query cannot run, or returns the instance's trace store.
-func (d *Datasource) traceDirs() (*gputrace.Store, error) {
-	ts := d.settings.Traces
-	if ts.Err != nil {
-		return nil, backend.DownstreamError(fmt.Errorf("invalid GPU kernel trace settings: %w", ts.Err))
+const nvmlOffMessage = "local GPUs (NVML) are off for this data source: turn on \"Local GPUs (NVML)\" in its settings (jsonData.nvmlEnabled: true); it reads the GPUs of the host Grafana runs on and needs the NVIDIA driver there"
+
+// localGPUs is the host's NVML sampler (it starts on first use), or why there is none.
+func localGPUs(s *models.Settings) correlate.Source[nvml.Source] {
+	switch {
+	case s.NVMLErr != nil:
+		return correlate.Unavailable[nvml.Source](backend.DownstreamError(s.NVMLErr))
+	case !s.NVMLEnabled:
+		return correlate.Unavailable[nvml.Source](backend.DownstreamError(errors.New(nvmlOffMessage)))
 	}
-	if len(ts.Directories) == 0 || d.kernels == nil {
-		return nil, backend.DownstreamError(errors.New(traceDirsOffMessage))
-	}
-	return d.kernels, nil
+	return correlate.Ready(nvml.New(nvml.Options{}))
 }

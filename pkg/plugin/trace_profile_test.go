@@ -108,7 +108,7 @@ func rows(f *data.Frame) []string {
 	return out
 }
 
-func notices(f *data.Frame) string {
+func frameNotices(f *data.Frame) string {
 	var b strings.Builder
 	for _, n := range f.Meta.Notices {
 		fmt.Fprintf(&b, "[%s] %s\n", n.Severity, n.Text)
@@ -134,7 +134,7 @@ func TestTraceProfileIsTheWholeRequestWithAServiceLevel(t *testing.T) {
 	if r.Frames[0].Name != "response" {
 		t.Errorf("first frame is %q", r.Frames[0].Name)
 	}
-	if n := notices(r.Frames[0]); !strings.Contains(n, "[info] Whole request 4bf92f3577b34da6a3ce929d0e0e4736, matched by span ID: 3 of 3 profiled span(s) had samples, in 3 of 3 service(s)") {
+	if n := frameNotices(r.Frames[0]); !strings.Contains(n, "[info] Whole request 4bf92f3577b34da6a3ce929d0e0e4736, matched by span ID: 3 of 3 profiled span(s) had samples, in 3 of 3 service(s)") {
 		t.Errorf("notice = %s", n)
 	}
 	// One frame per service, named after it.

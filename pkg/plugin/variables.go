@@ -8,7 +8,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/jaeger"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/correlate"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/pyroscope"
 )
@@ -51,88 +51,131 @@ func (d *Datasource) resourceVariable(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, values)
 }
 
+// variableFunction runs one function of the variable query language against its upstream.
+type variableFunction struct {
+	upstream string // where its values come from, for the reader of this table
+	run      func(ctx context.Context, src correlate.Sources, vq models.VariableQuery, from, to time.Time) ([]variableValue, error)
+}
+
+// variableFunctions are the functions models.ParseVariableQuery lets through, one a line.
+var variableFunctions = map[string]variableFunction{
+	"profile_types": {models.Pyroscope, profileTypeValues},
+	"services": {models.Pyroscope, pyroscopeValues(func(ctx context.Context, p correlate.ProfileStore, vq models.VariableQuery, from, to time.Time) ([]string, error) {
+		return p.LabelValues(ctx, pyroscope.ServiceNameLabel, "{}", from, to)
+	})},
+	"label_names": {models.Pyroscope, pyroscopeValues(func(ctx context.Context, p correlate.ProfileStore, vq models.VariableQuery, from, to time.Time) ([]string, error) {
+		return p.LabelNames(ctx, vq.Selector, from, to)
+	})},
+	"label_values": {models.Pyroscope, pyroscopeValues(func(ctx context.Context, p correlate.ProfileStore, vq models.VariableQuery, from, to time.Time) ([]string, error) {
+		return p.LabelValues(ctx, vq.Label, vq.Selector, from, to)
+	})},
+	"trace_services":   {models.Jaeger, traceServiceValues},
+	"trace_operations": {models.Jaeger, traceOperationValues},
+	"trace_ids":        {models.Jaeger, traceIDValues},
+	"gpu_label_values": {models.Prometheus, gpuLabelValues},
+}
+
 // variableValues runs a parsed query against its upstream. Never nil, so Grafana gets [] and not
 // null for an empty answer.
 func (d *Datasource) variableValues(ctx context.Context, vq models.VariableQuery, from, to time.Time) ([]variableValue, error) {
-	var pyro *pyroscope.Client
-	var jae *jaeger.Client
-	var err error
-	switch {
-	case vq.UsesJaeger():
-		jae, err = d.jaegerClient()
-	case vq.UsesPrometheus():
-		_, err = d.prometheusClient()
-	default:
-		pyro, err = d.pyroscopeClient()
+	fn, ok := variableFunctions[vq.Function]
+	if !ok { // models.ParseVariableQuery only lets the table's functions through
+		return nil, fmt.Errorf("variable function %q is not implemented", vq.Function)
 	}
+	values, err := fn.run(ctx, d.src, vq, from, to)
+	if values == nil && err == nil {
+		values = []variableValue{}
+	}
+	return values, err
+}
+
+// same is each value as its own text.
+func same(values []string) []variableValue {
+	out := make([]variableValue, 0, len(values))
+	for _, v := range values {
+		out = append(out, variableValue{Text: v, Value: v})
+	}
+	return out
+}
+
+// pyroscopeValues is a function of Pyroscope's labels whose values are their own text.
+func pyroscopeValues(list func(ctx context.Context, p correlate.ProfileStore, vq models.VariableQuery, from, to time.Time) ([]string, error)) func(context.Context, correlate.Sources, models.VariableQuery, time.Time, time.Time) ([]variableValue, error) {
+	return func(ctx context.Context, src correlate.Sources, vq models.VariableQuery, from, to time.Time) ([]variableValue, error) {
+		pyro, err := src.Profiles.Get()
+		if err != nil {
+			return nil, err
+		}
+		values, err := list(ctx, pyro, vq, from, to)
+		return same(values), err
+	}
+}
+
+func profileTypeValues(ctx context.Context, src correlate.Sources, _ models.VariableQuery, from, to time.Time) ([]variableValue, error) {
+	pyro, err := src.Profiles.Get()
 	if err != nil {
 		return nil, err
 	}
-	out := []variableValue{}
-	same := func(values []string) []variableValue {
-		for _, v := range values {
-			out = append(out, variableValue{Text: v, Value: v})
-		}
-		return out
+	types, err := pyro.ProfileTypes(ctx, from, to)
+	if err != nil {
+		return nil, err
 	}
-	switch vq.Function {
-	case "profile_types":
-		types, err := pyro.ProfileTypes(ctx, from, to)
-		if err != nil {
-			return nil, err
-		}
-		// Grafana's Pyroscope variable editor labels profile types the same way.
-		for _, t := range types {
-			out = append(out, variableValue{Text: t.Name + " - " + t.SampleType, Value: t.ID})
-		}
-		return out, nil
-	case "services":
-		values, err := pyro.LabelValues(ctx, pyroscope.ServiceNameLabel, "{}", from, to)
-		return same(values), err
-	case "label_names":
-		names, err := pyro.LabelNames(ctx, vq.Selector, from, to)
-		return same(names), err
-	case "label_values":
-		values, err := pyro.LabelValues(ctx, vq.Label, vq.Selector, from, to)
-		return same(values), err
-	case "trace_services":
-		services, _, err := jae.Services(ctx)
-		if err != nil {
-			return nil, err
-		}
-		services = append([]string{}, services...)
-		slices.Sort(services)
-		return same(services), nil
-	case "trace_operations":
-		ops, err := jae.Operations(ctx, vq.Service)
-		return same(ops), err
-	case "trace_ids":
-		found, err := jae.FindTraces(ctx, models.TraceSearchQuery{
-			Service: vq.Service, MinDuration: vq.MinDuration, Start: from, End: to, Limit: variableTraceLimit,
-		})
-		if err != nil {
-			return nil, err
-		}
-		// Slowest first: the variable is for picking a slow request to look into.
-		slices.SortStableFunc(found, func(a, b models.TraceSummary) int { return cmp.Compare(b.Duration, a.Duration) })
-		for _, t := range found {
-			op := t.RootOperation
-			if op == "" {
-				op = "(no root span)"
-			}
-			out = append(out, variableValue{Text: t.TraceID + " · " + op + " · " + formatTraceDuration(t.Duration), Value: t.TraceID})
-		}
-		return out, nil
-	case "gpu_label_values":
-		prom, err := d.gpuPrometheus()
-		if err != nil {
-			return nil, err
-		}
-		values, err := prom.GPULabelValues(ctx, vq.Role, models.GPUFilter{Hosts: vq.Hosts}, from, to)
-		return same(values), err
+	// Grafana's Pyroscope variable editor labels profile types the same way.
+	out := make([]variableValue, 0, len(types))
+	for _, t := range types {
+		out = append(out, variableValue{Text: t.Name + " - " + t.SampleType, Value: t.ID})
 	}
-	// models.ParseVariableQuery only lets the functions above through.
-	return nil, fmt.Errorf("variable function %q is not implemented", vq.Function)
+	return out, nil
+}
+
+func traceServiceValues(ctx context.Context, src correlate.Sources, _ models.VariableQuery, _, _ time.Time) ([]variableValue, error) {
+	jae, err := src.Traces.Get()
+	if err != nil {
+		return nil, err
+	}
+	services, _, err := jae.Services(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return same(slices.Sorted(slices.Values(services))), nil
+}
+
+func traceOperationValues(ctx context.Context, src correlate.Sources, vq models.VariableQuery, _, _ time.Time) ([]variableValue, error) {
+	jae, err := src.Traces.Get()
+	if err != nil {
+		return nil, err
+	}
+	ops, err := jae.Operations(ctx, vq.Service)
+	return same(ops), err
+}
+
+func traceIDValues(ctx context.Context, src correlate.Sources, vq models.VariableQuery, from, to time.Time) ([]variableValue, error) {
+	jae, err := src.Traces.Get()
+	if err != nil {
+		return nil, err
+	}
+	found, err := jae.FindTraces(ctx, models.TraceSearchQuery{
+		Service: vq.Service, MinDuration: vq.MinDuration, Start: from, End: to, Limit: variableTraceLimit,
+	})
+	if err != nil {
+		return nil, err
+	}
+	// Slowest first: the variable is for picking a slow request to look into.
+	slices.SortStableFunc(found, func(a, b models.TraceSummary) int { return cmp.Compare(b.Duration, a.Duration) })
+	out := make([]variableValue, 0, len(found))
+	for _, t := range found {
+		op := cmp.Or(t.RootOperation, "(no root span)")
+		out = append(out, variableValue{Text: t.TraceID + " · " + op + " · " + formatTraceDuration(t.Duration), Value: t.TraceID})
+	}
+	return out, nil
+}
+
+func gpuLabelValues(ctx context.Context, src correlate.Sources, vq models.VariableQuery, from, to time.Time) ([]variableValue, error) {
+	gpus, err := src.GPUs.Get()
+	if err != nil {
+		return nil, err
+	}
+	values, err := gpus.GPULabelValues(ctx, vq.Role, models.GPUFilter{Hosts: vq.Hosts}, from, to)
+	return same(values), err
 }
 
 // formatTraceDuration rounds to what a person compares at a glance: 1.234s, 850ms, 420µs.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/classify"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/notices"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/safe"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/upstream"
 )
@@ -76,7 +77,7 @@ const seriesPerGPUAndMetric = 4
 // case, each figure is one plain selector of its sources, its "or" and aggregation done here.
 // Only a fleet over the limit pays for PromQL that picks the same GPUs in every figure
 // (gpuPlan.limited).
-func (c *Client) GPUFigures(ctx context.Context, filter models.GPUFilter, start, end time.Time, step time.Duration) (out []classify.GPUSeries, notices []string, err error) {
+func (c *Client) GPUFigures(ctx context.Context, filter models.GPUFilter, start, end time.Time, step time.Duration) (out []classify.GPUSeries, found notices.List, err error) {
 	limit := c.dcgm.SeriesLimit()
 	w, err := planGPUWindow(start, end, step, limit+1, maxFigureSamples)
 	if err != nil {
@@ -93,14 +94,15 @@ func (c *Client) GPUFigures(ctx context.Context, filter models.GPUFilter, start,
 	if err != nil {
 		return nil, nil, err
 	}
-	notices = append(w.notes, q.notes...)
+	found.Merge(w.notes)
+	found.Merge(q.notes)
 	jobs, read, missing, err := c.figureJobs(inv, q.plan)
 	if err != nil {
 		return nil, nil, err
 	}
-	notices = append(notices, missing...)
+	found.Merge(missing)
 	if len(jobs) == 0 {
-		return nil, notices, nil
+		return nil, found, nil
 	}
 
 	gpus, pods, err := c.countGPUs(ctx, inv, q, read, w)
@@ -116,7 +118,7 @@ func (c *Client) GPUFigures(ctx context.Context, filter models.GPUFilter, start,
 	overLimit := gpus > limit
 	span.SetAttributes(attribute.Int("hsi.gpus", gpus), attribute.Bool("hsi.gpu_limit_exceeded", overLimit))
 	if gpus == 0 { // a filter matching nothing: the index says so, no query need read samples
-		return nil, notices, nil
+		return nil, found, nil
 	}
 	queries := make([]string, len(jobs))
 	for i, j := range jobs {
@@ -130,35 +132,21 @@ func (c *Client) GPUFigures(ctx context.Context, filter models.GPUFilter, start,
 	g := figureGrid{start: w.start, step: w.step, steps: int(w.end.Sub(w.start)/w.step) + 1}
 	byGPU := map[classify.GPU]*classify.GPUSeries{}
 	var mu sync.Mutex
-	warnings := make([][]string, len(jobs))
 	// The figures are needed together: the first failure cancels the queries still to come.
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	errs := safe.ForEach("GPU figure query", len(jobs), figureConcurrency, func(i int) error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
+	err = safe.FailFast(ctx, "GPU figure query", len(jobs), figureConcurrency, func(ctx context.Context, i int) error {
 		m, ws, err := c.gpuQueryRange(ctx, queries[i], w)
 		if err != nil {
-			cancel()
 			return err
 		}
 		// Folded as each answer arrives, so that its decoded samples can go before the next.
 		mu.Lock()
 		defer mu.Unlock()
-		warnings[i] = ws
+		found.Merge(ws)
 		g.fold(byGPU, jobs[i], m, q.roles, !overLimit && jobs[i].asStored())
 		return nil
 	})
-	if err := firstGPUError(errs); err != nil {
+	if err != nil {
 		return nil, nil, err
-	}
-	for _, ws := range warnings {
-		for _, wn := range ws {
-			if !slices.Contains(notices, wn) {
-				notices = append(notices, wn)
-			}
-		}
 	}
 	for gpu, gs := range byGPU {
 		gs.Pods = pods[gpu]
@@ -167,9 +155,9 @@ func (c *Client) GPUFigures(ctx context.Context, filter models.GPUFilter, start,
 	slices.SortFunc(out, func(a, b classify.GPUSeries) int { return a.GPU.Compare(b.GPU) })
 	if len(out) > limit {
 		out = out[:limit]
-		notices = append(notices, fmt.Sprintf("more than %d GPUs match; the first %d are used. Narrow the filter or raise jsonData.gpuMaxSeries", limit, limit))
+		found.Warnf("more than %d GPUs match; the first %d are used. Narrow the filter or raise jsonData.gpuMaxSeries", limit, limit)
 	}
-	return out, notices, nil
+	return out, found, nil
 }
 
 // figureJob is one figure to fetch: its catalogue entry, the entry's per-GPU expression over
@@ -207,7 +195,7 @@ func (j figureJob) sourceNames() []string {
 
 // figureJobs plans one job per figure Prometheus holds a source of; the others become notices.
 // read lists every metric name the jobs read.
-func (c *Client) figureJobs(inv *inventory, p gpuPlan) (jobs []figureJob, read, missing []string, err error) {
+func (c *Client) figureJobs(inv *inventory, p gpuPlan) (jobs []figureJob, read []string, missing notices.List, err error) {
 	for _, fig := range gpuFigures {
 		m, ok := c.catalogue().Lookup(fig.metric)
 		if !ok {
@@ -215,7 +203,7 @@ func (c *Client) figureJobs(inv *inventory, p gpuPlan) (jobs []figureJob, read, 
 		}
 		expr, used, tried := c.gpuMetricQuery(m, inv, p)
 		if expr == nil {
-			missing = append(missing, gpuMissingNotice(m, tried)+"; its figure is NaN")
+			missing.Warn(gpuMissingNotice(m, tried) + "; its figure is NaN")
 			continue
 		}
 		j := figureJob{fig: fig, metric: m, expr: expr}
@@ -469,18 +457,4 @@ func (m *maxReading) add(v float64) {
 	if m.n == 1 || m.v < v || math.IsNaN(m.v) {
 		m.v = v
 	}
-}
-
-func firstGPUError(errs []error) error {
-	var first error
-	for _, err := range errs {
-		if err == nil {
-			continue
-		}
-		// A cancellation caused by another query's failure is not the news.
-		if first == nil || errors.Is(first, context.Canceled) {
-			first = err
-		}
-	}
-	return first
 }

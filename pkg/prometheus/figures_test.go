@@ -90,7 +90,8 @@ func TestGPUFiguresJoinsEveryFigurePerGPU(t *testing.T) {
 	}
 	c, _ := newFakeDCGM(t, f)
 	c = c.WithDCGM(models.DCGMSettings{MaxSeries: 2}) // exactly as many GPUs as match
-	series, notices, err := c.GPUFigures(context.Background(), models.GPUFilter{}, t0, t0.Add(time.Minute), 30*time.Second)
+	series, noticeList, err := c.GPUFigures(context.Background(), models.GPUFilter{}, t0, t0.Add(time.Minute), 30*time.Second)
+	notices := noticeList.Texts()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +279,8 @@ func TestGPUFiguresOverTheLimitKeepsTheSameGPUsInEveryFigure(t *testing.T) {
 	}
 	c, _ := newFakeDCGM(t, f)
 	c = c.WithDCGM(models.DCGMSettings{MaxSeries: 2})
-	series, notices, err := c.GPUFigures(context.Background(), models.GPUFilter{}, t0, t0.Add(30*time.Second), 30*time.Second)
+	series, noticeList, err := c.GPUFigures(context.Background(), models.GPUFilter{}, t0, t0.Add(30*time.Second), 30*time.Second)
+	notices := noticeList.Texts()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -328,7 +330,8 @@ func TestGPUFiguresTakesACutSeriesAnswerAsOverTheLimit(t *testing.T) {
 	}
 	c, _ := newFakeDCGM(t, f)
 	c = c.WithDCGM(models.DCGMSettings{MaxSeries: 1})
-	series, notices, err := c.GPUFigures(context.Background(), models.GPUFilter{}, t0, t0, 30*time.Second)
+	series, noticeList, err := c.GPUFigures(context.Background(), models.GPUFilter{}, t0, t0, 30*time.Second)
+	notices := noticeList.Texts()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -343,7 +346,8 @@ func TestGPUFiguresTakesACutSeriesAnswerAsOverTheLimit(t *testing.T) {
 func TestGPUFiguresWithNothingExportedIsEmptyWithNotices(t *testing.T) {
 	f := &fakeDCGM{labelNames: []string{"Hostname"}}
 	c, _ := newFakeDCGM(t, f)
-	series, notices, err := c.GPUFigures(context.Background(), models.GPUFilter{}, t0, tEnd, time.Minute)
+	series, noticeList, err := c.GPUFigures(context.Background(), models.GPUFilter{}, t0, tEnd, time.Minute)
+	notices := noticeList.Texts()
 	if err != nil || len(series) != 0 || len(notices) != len(gpuFigures) {
 		t.Errorf("series %v notices %d err %v", series, len(notices), err)
 	}
@@ -383,7 +387,8 @@ func TestGPUFiguresWithoutTheSeriesAPIRanksInPromQL(t *testing.T) {
 		return []fakeStream{{Metric: identity(nodeA0), Values: points(1)}}
 	}
 	c, _ := newFakeDCGM(t, f)
-	series, notices, err := c.GPUFigures(context.Background(), models.GPUFilter{}, t0, t0, 30*time.Second)
+	series, noticeList, err := c.GPUFigures(context.Background(), models.GPUFilter{}, t0, t0, 30*time.Second)
+	notices := noticeList.Texts()
 	if err != nil || len(series) != 1 || series[0].Samples[0].Figures.ClockEvents != 1 || len(notices) != 0 {
 		t.Fatalf("series %+v notices %v err %v", series, notices, err)
 	}

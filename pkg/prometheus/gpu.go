@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/notices"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/upstream"
 )
 
@@ -43,7 +44,7 @@ const (
 type gpuWindow struct {
 	start, end time.Time
 	step       time.Duration
-	notes      []string
+	notes      notices.List
 }
 
 // planGPUWindow bounds the step: at least 1 s, at least (end−start)/11,000 (Prometheus' limit),
@@ -61,8 +62,8 @@ func planGPUWindow(start, end time.Time, step time.Duration, series, budget int)
 	w := gpuWindow{step: max(requested, minStep, budgetStep)}
 	w.step = (w.step + time.Second - 1).Truncate(time.Second)
 	if budgetStep > requested && budgetStep >= minStep {
-		w.notes = append(w.notes, fmt.Sprintf("step raised from %s to %s to keep up to %d series within %d points; narrow the range or the filter, or lower jsonData.gpuMaxSeries, for finer steps",
-			requested, w.step, series, budget))
+		w.notes.Infof("step raised from %s to %s to keep up to %d series within %d points; narrow the range or the filter, or lower jsonData.gpuMaxSeries, for finer steps",
+			requested, w.step, series, budget)
 	}
 	w.start, w.end = alignToStep(start, w.step), alignToStep(end, w.step)
 	return w, nil
@@ -98,7 +99,7 @@ var gpuIdentityRoles = []string{models.RoleHost, models.RoleGPU, models.RoleUUID
 type gpuQuery struct {
 	plan  gpuPlan
 	roles map[string][]string // role → label names grouped by, in order of preference
-	notes []string
+	notes notices.List
 }
 
 // prepareGPUQuery detects label names and expands the filter.
@@ -126,12 +127,12 @@ func (c *Client) prepareGPUQuery(inv *inventory, f models.GPUFilter, roles []str
 	}
 	for _, role := range []string{models.RoleHost, models.RoleModel, models.RolePod, models.RoleNamespace} {
 		if filtered[role] && len(present(role)) == 0 {
-			q.notes = append(q.notes, fmt.Sprintf("no DCGM series carry a %s label (tried %s), so the %s filter matches nothing; name the label in jsonData.dcgmLabelNames.%s",
-				role, strings.Join(cat.Aliases(role), ", "), gpuFilterField(role), role))
+			q.notes.Warnf("no DCGM series carry a %s label (tried %s), so the %s filter matches nothing; name the label in jsonData.dcgmLabelNames.%s",
+				role, strings.Join(cat.Aliases(role), ", "), gpuFilterField(role), role)
 		}
 	}
 	if len(f.GPUs) > 0 && len(present(models.RoleGPU))+len(present(models.RoleUUID)) == 0 {
-		q.notes = append(q.notes, "no DCGM series carry a gpu or UUID label, so the gpus filter matches nothing")
+		q.notes.Warn("no DCGM series carry a gpu or UUID label, so the gpus filter matches nothing")
 	}
 	extra, err := f.Matchers("")
 	if err != nil {
@@ -242,11 +243,13 @@ func (c *Client) GPUMetric(ctx context.Context, name string, filter models.GPUFi
 	if err != nil {
 		return nil, err
 	}
-	res = &models.GPUMetricResult{Metric: models.GPUMetricInfo{Name: m.Name, Title: m.Title, Unit: m.Unit}, Aggregation: aggregation, Step: w.step, Notices: append(w.notes, q.notes...)}
+	res = &models.GPUMetricResult{Metric: models.GPUMetricInfo{Name: m.Name, Title: m.Title, Unit: m.Unit}, Aggregation: aggregation, Step: w.step}
+	res.Notices.Merge(w.notes)
+	res.Notices.Merge(q.notes)
 	expr, used, tried := c.gpuMetricQuery(m, inv, q.plan)
 	res.Sources = used
 	if expr == nil {
-		res.Notices = append(res.Notices, gpuMissingNotice(m, tried))
+		res.Notices.Warn(gpuMissingNotice(m, tried))
 		return res, nil
 	}
 	res.Query = q.plan.limited(m.Aggregate, expr, used).String()
@@ -254,7 +257,7 @@ func (c *Client) GPUMetric(ctx context.Context, name string, filter models.GPUFi
 	if err != nil {
 		return nil, err
 	}
-	res.Notices = append(res.Notices, warnings...)
+	res.Notices.Merge(warnings)
 	for _, s := range rangeSelector {
 		res.Series = append(res.Series, toMetricSeries(s, q.roles, roles))
 	}
@@ -262,18 +265,18 @@ func (c *Client) GPUMetric(ctx context.Context, name string, filter models.GPUFi
 	if len(res.Series) == 0 {
 		// The inventory is fleet-wide: a filter can still pick only GPUs whose exporter lacks
 		// the metric (an old exporter without profiling metrics, say).
-		res.Notices = append(res.Notices, fmt.Sprintf("%s (%s): no GPU matching the filter has series of %s in this range",
-			m.Title, m.Name, strings.Join(used, " or ")))
+		res.Notices.Warnf("%s (%s): no GPU matching the filter has series of %s in this range",
+			m.Title, m.Name, strings.Join(used, " or "))
 	}
 	if len(res.Series) > limit {
 		res.Series = res.Series[:limit]
-		res.Notices = append(res.Notices, fmt.Sprintf("more than %d series match; showing %d. Narrow the filter or raise jsonData.gpuMaxSeries", limit, limit))
+		res.Notices.Warnf("more than %d series match; showing %d. Narrow the filter or raise jsonData.gpuMaxSeries", limit, limit)
 	}
 	return res, nil
 }
 
 // gpuQueryRange runs one range query and returns its matrix and Prometheus' warnings.
-func (c *Client) gpuQueryRange(ctx context.Context, q string, w gpuWindow) (model.Matrix, []string, error) {
+func (c *Client) gpuQueryRange(ctx context.Context, q string, w gpuWindow) (model.Matrix, notices.List, error) {
 	val, warnings, _, err := c.api.QueryRange(ctx, q, promv1.Range{Start: w.start, End: w.end, Step: w.step})
 	if err != nil {
 		return nil, nil, c.wrap(err)
@@ -282,9 +285,9 @@ func (c *Client) gpuQueryRange(ctx context.Context, q string, w gpuWindow) (mode
 	if !ok {
 		return nil, nil, c.wrap(fmt.Errorf("range query answered a %s, not a matrix: is this URL a Prometheus API?", val.Type()))
 	}
-	var notes []string
+	var notes notices.List
 	for _, w := range warnings {
-		notes = append(notes, "Prometheus warns: "+w)
+		notes.Warn("Prometheus warns: " + w)
 	}
 	return rangeSelector, notes, nil
 }

@@ -62,8 +62,8 @@ func TestGPUMetricNamesRolesAcrossOldAndNewExporters(t *testing.T) {
 	if res.Metric.Name != "gpu_utilization" || res.Metric.Unit != "percent" || res.Aggregation != models.AggregationGPU || res.Step != 30*time.Second {
 		t.Errorf("result %+v", res)
 	}
-	if len(res.Notices) != 0 {
-		t.Errorf("notices %v", res.Notices)
+	if len(res.Notices.Texts()) != 0 {
+		t.Errorf("notices %v", res.Notices.Texts())
 	}
 	var got []map[string]string
 	for _, s := range res.Series {
@@ -154,8 +154,8 @@ func TestGPUMetricNotExportedIsANoticeNamingTheDCGMNamesTried(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		if len(res.Series) != 0 || res.Query != "" || len(res.Notices) != 1 || !strings.Contains(res.Notices[0], tried) ||
-			!strings.Contains(res.Notices[0], "jsonData.dcgmMetricNames") {
+		if len(res.Series) != 0 || res.Query != "" || len(res.Notices.Texts()) != 1 || !strings.Contains(res.Notices.Texts()[0], tried) ||
+			!strings.Contains(res.Notices.Texts()[0], "jsonData.dcgmMetricNames") {
 			t.Errorf("%s: %+v", name, res)
 		}
 	}
@@ -178,9 +178,9 @@ func TestGPUMetricCutsAtTheSeriesLimitWithANotice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Series) != 2 || res.Series[1].Labels["gpu"] != "1" || len(res.Notices) != 1 ||
-		res.Notices[0] != "more than 2 series match; showing 2. Narrow the filter or raise jsonData.gpuMaxSeries" {
-		t.Errorf("series %v notices %v", res.Series, res.Notices)
+	if len(res.Series) != 2 || res.Series[1].Labels["gpu"] != "1" || len(res.Notices.Texts()) != 1 ||
+		res.Notices.Texts()[0] != "more than 2 series match; showing 2. Narrow the filter or raise jsonData.gpuMaxSeries" {
+		t.Errorf("series %v notices %v", res.Series, res.Notices.Texts())
 	}
 	if !strings.Contains(res.Query, "topk(3, group by (Hostname, gpu)") {
 		t.Errorf("the query does not bound the series it returns: %s", res.Query)
@@ -210,9 +210,9 @@ func TestGPUMetricSaysWhenARoleLabelIsMissing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Notices) != 2 || !strings.Contains(res.Notices[0], "no DCGM series carry a pod label (tried exported_pod, pod, pod_name), so the pods filter matches nothing") ||
-		res.Notices[1] != "GPU utilisation (gpu_utilization): no GPU matching the filter has series of DCGM_FI_DEV_GPU_UTIL in this range" {
-		t.Errorf("notices %v", res.Notices)
+	if len(res.Notices.Texts()) != 2 || !strings.Contains(res.Notices.Texts()[0], "no DCGM series carry a pod label (tried exported_pod, pod, pod_name), so the pods filter matches nothing") ||
+		res.Notices.Texts()[1] != "GPU utilisation (gpu_utilization): no GPU matching the filter has series of DCGM_FI_DEV_GPU_UTIL in this range" {
+		t.Errorf("notices %v", res.Notices.Texts())
 	}
 	// The filter still applies (and selects nothing) rather than being dropped.
 	if !strings.Contains(res.Query, `pod="p"`) {
@@ -270,8 +270,8 @@ func TestGPUMetricPassesPrometheusWarningsOn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Contains(res.Notices, "Prometheus warns: partial response") {
-		t.Errorf("notices %v", res.Notices)
+	if !slices.Contains(res.Notices.Texts(), "Prometheus warns: partial response") {
+		t.Errorf("notices %v", res.Notices.Texts())
 	}
 }
 
@@ -287,7 +287,7 @@ func TestPlanGPUWindowBoundsTheStep(t *testing.T) {
 	// 30 days at 1 s: Prometheus allows 11,000 points (236 s), the point budget 501 series ×
 	// 1,000,000 points (1299 s).
 	w, _ = planGPUWindow(start, start.Add(30*24*time.Hour), time.Second, 501, maxPointsPerQuery)
-	if w.step != 1299*time.Second || len(w.notes) != 1 || !strings.Contains(w.notes[0], "step raised from 1s to 21m39s") {
+	if w.step != 1299*time.Second || len(w.notes) != 1 || !strings.Contains(w.notes[0].Text, "step raised from 1s to 21m39s") {
 		t.Errorf("long range: step %s notes %v", w.step, w.notes)
 	}
 	w, _ = planGPUWindow(start, start.Add(30*24*time.Hour), time.Second, 1, maxPointsPerQuery)

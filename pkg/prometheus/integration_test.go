@@ -68,7 +68,8 @@ func bedFigures(t *testing.T, limit int, start, end time.Time, step time.Duratio
 		t.Fatal(err)
 	}
 	c := newClient(bed.PrometheusURL, promv1.NewAPI(ac)).WithDCGM(models.DCGMSettings{MaxSeries: limit})
-	series, notices, err := c.GPUFigures(context.Background(), models.GPUFilter{}, start, end, step)
+	series, noticeList, err := c.GPUFigures(context.Background(), models.GPUFilter{}, start, end, step)
+	notices := noticeList.Texts()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/notices"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/safe"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/upstream"
 )
@@ -61,8 +62,9 @@ type EndpointLatency struct {
 
 // LatencyResult is the latency table's rows, slowest p99 first, and what Prometheus warned about.
 type LatencyResult struct {
-	Rows     []EndpointLatency
-	Warnings []string
+	Rows []EndpointLatency
+	// Notices are Prometheus' warnings and the queries that failed while others answered.
+	Notices notices.List
 	// Queries are the PromQL expressions asked, for the notice and for users to paste elsewhere.
 	Queries []string
 	// Range is the window the figures cover (the panel's, at least MinLatencyRange): goodput
@@ -136,7 +138,9 @@ func (c *Client) EndpointLatencies(ctx context.Context, q LatencyQuery) (res Lat
 	for i, a := range answers {
 		call := calls[i]
 		res.Queries = append(res.Queries, call.expr)
-		res.Warnings = append(res.Warnings, a.warnings...)
+		for _, w := range a.warnings {
+			res.Notices.Warn("Prometheus warns: " + w)
+		}
 		if a.err != nil {
 			failed++
 			firstErr = cmp.Or(firstErr, a.err)
@@ -173,8 +177,8 @@ func (c *Client) EndpointLatencies(ctx context.Context, q LatencyQuery) (res Lat
 		return res, upstream.Wrap(models.Prometheus, c.url, firstErr)
 	}
 	if failed > 0 {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("%d of %d latency queries failed, so some cells are empty: %v",
-			failed, len(calls), upstream.Wrap(models.Prometheus, c.url, firstErr)))
+		res.Notices.Warnf("%d of %d latency queries failed, so some cells are empty: %v",
+			failed, len(calls), upstream.Wrap(models.Prometheus, c.url, firstErr))
 	}
 	for _, row := range rows {
 		if row.buckets != nil {

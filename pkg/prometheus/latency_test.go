@@ -188,8 +188,8 @@ func TestEndpointLatenciesJoinsQuantilesAndCountsSlowestFirst(t *testing.T) {
 			t.Errorf("query %s does not use the minimum range", q)
 		}
 	}
-	if len(res.Warnings) != 0 {
-		t.Errorf("warnings %v", res.Warnings)
+	if len(res.Notices.Texts()) != 0 {
+		t.Errorf("warnings %v", res.Notices.Texts())
 	}
 }
 
@@ -204,8 +204,8 @@ func TestEndpointLatenciesDegradesToWarningsUnlessEverythingFails(t *testing.T) 
 	if len(res.Rows) != 2 || !math.IsNaN(res.Rows[0].Quantiles[2]) || res.Rows[0].Quantiles[1] != 0.6 {
 		t.Errorf("rows %+v", res.Rows)
 	}
-	if len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "1 of 4 latency queries failed") || !strings.Contains(res.Warnings[0], "Prometheus (http://127.0.0.1:") {
-		t.Errorf("warnings %v", res.Warnings)
+	if len(res.Notices.Texts()) != 1 || !strings.Contains(res.Notices.Texts()[0], "1 of 4 latency queries failed") || !strings.Contains(res.Notices.Texts()[0], "Prometheus (http://127.0.0.1:") {
+		t.Errorf("warnings %v", res.Notices.Texts())
 	}
 
 	f.fail = "http_request_duration_seconds"

@@ -3,6 +3,7 @@
 package safe
 
 import (
+	"context"
 	"errors"
 	"runtime/debug"
 
@@ -42,4 +43,24 @@ func ForEach(what string, n, limit int, fn func(i int) error) []error {
 	}
 	_ = g.Wait() // every call's error is in errs
 	return errs
+}
+
+// FailFast runs fn(ctx, 0), ..., fn(ctx, n-1) in parallel, at most limit at once (0: no bound),
+// each under Do, for parts that are only worth having together: the first failure cancels the
+// context the others get, and calls not yet started do not run. It returns that first failure,
+// never the cancellations it caused, or nil when every call succeeded.
+func FailFast(ctx context.Context, what string, n, limit int, fn func(ctx context.Context, i int) error) error {
+	g, gctx := errgroup.WithContext(ctx)
+	if limit > 0 {
+		g.SetLimit(limit)
+	}
+	for i := range n {
+		g.Go(func() error {
+			if err := gctx.Err(); err != nil {
+				return err
+			}
+			return Do(what, func() error { return fn(gctx, i) })
+		})
+	}
+	return g.Wait() // errgroup keeps the first error, the one that cancelled the rest
 }

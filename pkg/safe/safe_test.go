@@ -1,6 +1,7 @@
 package safe
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -70,5 +71,36 @@ func TestForEachBoundsTheCallsAndKeepsEachError(t *testing.T) {
 		case i == 4 && !errors.Is(err, ErrPanicked), i == 7 && (err == nil || err.Error() != "call 7 failed"), i != 4 && i != 7 && err != nil:
 			t.Errorf("call %d: %v", i, err)
 		}
+	}
+}
+
+func TestFailFastReturnsTheFirstFailureAndCancelsTheRest(t *testing.T) {
+	boom := errors.New("Prometheus is down")
+	var mu sync.Mutex
+	cancelled, ran := 0, 0
+	err := FailFast(context.Background(), "test", 6, 2, func(ctx context.Context, i int) error {
+		mu.Lock()
+		ran++
+		mu.Unlock()
+		if i == 0 {
+			return boom
+		}
+		<-ctx.Done() // the others wait until the failure cancels them
+		mu.Lock()
+		cancelled++
+		mu.Unlock()
+		return ctx.Err()
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("got %v, want the first failure, not a cancellation", err)
+	}
+	if ran == 6 || cancelled != ran-1 {
+		t.Errorf("%d calls ran, %d cancelled: calls not yet started must not run after the failure", ran, cancelled)
+	}
+	if err := FailFast(context.Background(), "test", 3, 0, func(context.Context, int) error { return nil }); err != nil {
+		t.Errorf("all succeeded, got %v", err)
+	}
+	if err := FailFast(context.Background(), "test", 1, 0, func(context.Context, int) error { var m map[int]int; m[0]++; return nil }); !errors.Is(err, ErrPanicked) {
+		t.Errorf("a panic gave %v", err)
 	}
 }

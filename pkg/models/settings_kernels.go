@@ -8,9 +8,9 @@ import (
 	"strings"
 )
 
-// TraceSettings say where the GPU kernel traces (PyTorch profiler Chrome traces, Nsight Systems
+// KernelTraceSettings say where the GPU kernel traces (PyTorch profiler Chrome traces, Nsight Systems
 // SQLite exports) of the kernels query are read from, and how much of them.
-type TraceSettings struct {
+type KernelTraceSettings struct {
 	// Directories are the absolute, read-only directories searched for trace files
 	// (jsonData.traceDirectories, a list). Empty: the kernels query is off.
 	Directories []string
@@ -29,9 +29,9 @@ const (
 	maxTraceDirectories            = 32
 )
 
-// loadTraces reads the TraceSettings keys of jsonData; errors name the key.
-func loadTraces(j jsonFields, out *TraceSettings) error {
-	*out = TraceSettings{MaxFileBytes: DefaultTraceMaxFileBytes, MaxFiles: DefaultTraceMaxFiles}
+// loadKernelTraces reads the KernelTraceSettings keys of jsonData; errors name the key.
+func loadKernelTraces(j jsonFields, out *KernelTraceSettings) error {
+	*out = KernelTraceSettings{MaxFileBytes: DefaultTraceMaxFileBytes, MaxFiles: DefaultTraceMaxFiles}
 	var errs []error
 	if raw, ok := j["traceDirectories"]; ok && string(raw) != "null" {
 		var dirs []string

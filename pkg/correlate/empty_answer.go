@@ -1,4 +1,4 @@
-package plugin
+package correlate
 
 import (
 	"context"
@@ -10,17 +10,16 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/pyroscope"
 )
 
 // maxListed bounds the profile types or services an empty answer lists.
 const maxListed = 20
 
-// whyEmpty says why a profile or series query over [start, end] found nothing: a profile type
+// WhyEmpty says why a profile or series query over [start, end] found nothing: a profile type
 // Pyroscope does not hold there, or a service it holds no profiles of, each with what it does
 // hold; otherwise that nothing matched in that window. An empty flame graph is otherwise silent,
 // and an empty series answer has no frame at all. Lookups that fail leave their check out.
-func whyEmpty(ctx context.Context, pyro *pyroscope.Client, pq *models.ProfileQuery, start, end time.Time) string {
+func WhyEmpty(ctx context.Context, pyro ProfileStore, pq *models.ProfileQuery, start, end time.Time) string {
 	window := fmt.Sprintf("between %s and %s", start.UTC().Format(time.RFC3339), end.UTC().Format(time.RFC3339))
 	if types, err := pyro.ProfileTypes(ctx, start, end); err == nil {
 		var ids []string

@@ -1,0 +1,164 @@
+package correlate
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/flamegraph"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/notices"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/pyroscope"
+)
+
+// MaxHeatmapSlots is Grafana's Pyroscope data source's bound on a heatmap's time slots.
+const MaxHeatmapSlots = 64
+
+// ProfileSeriesQuery asks for a profile type's values over time (the metrics half of a query).
+type ProfileSeriesQuery struct {
+	Profile     *models.ProfileQuery
+	Aggregation string // pyroscope.AggregationSum (the default) or AggregationAverage
+	From, To    time.Time
+	// Step is Grafana's rule: the panel's interval, never below the data source's minStep.
+	Step time.Duration
+}
+
+// ProfileSeriesAnswer is the series, or with includeHeatmap the heatmap, and what to say.
+type ProfileSeriesAnswer struct {
+	Series  []models.ProfileSeries
+	Heatmap []models.HeatmapSeries
+	// IsHeatmap: Heatmap answers (the server has SelectHeatmap); Step is then the heatmap's.
+	IsHeatmap bool
+	Step      time.Duration
+	// Empty says why nothing matched; "" when something did.
+	Empty   string
+	Notices notices.List
+}
+
+// HasExemplars says whether any point of the series carries an exemplar.
+func (a *ProfileSeriesAnswer) HasExemplars() bool {
+	for _, s := range a.Series {
+		for _, p := range s.Points {
+			if len(p.Exemplars) > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// ProfileSeries answers the metrics half of a profile query: the series, or, with
+// includeHeatmap, SelectHeatmap's counts of individual profiles (or spans); a server without
+// SelectHeatmap gets the series instead of failing the query, with a notice.
+func ProfileSeries(ctx context.Context, pyro ProfileStore, q ProfileSeriesQuery) (*ProfileSeriesAnswer, error) {
+	pq := q.Profile
+	ans := &ProfileSeriesAnswer{Step: q.Step}
+	if pq.IncludeHeatmap {
+		err := profileHeatmap(ctx, pyro, q, ans)
+		if !errors.Is(err, models.ErrUnsupported) {
+			return ans, err
+		}
+		ans.Notices.Warnf("heatmap (includeHeatmap) needs Pyroscope %s or newer (SelectHeatmap); this server does not have it: series shown", pyroscope.HeatmapSince)
+	}
+	sq := pyroscope.SeriesQuery{
+		ProfileTypeID: pq.ProfileTypeID, LabelSelector: pq.LabelSelector, Start: q.From, End: q.To, Step: q.Step,
+		GroupBy: pq.GroupBy, Limit: pq.Limit, Aggregation: q.Aggregation, StackTraceSelector: pq.StackTraceSelector,
+	}
+	if pq.IncludeExemplars {
+		// Series exemplars are individual profiles, whatever heatmapType says, as in Grafana.
+		sq.Exemplars = pyroscope.ExemplarsIndividual
+	}
+	series, err := pyro.Series(ctx, sq)
+	if err != nil {
+		return nil, err
+	}
+	ans.Series, ans.IsHeatmap, ans.Step = series, false, q.Step
+	if len(series) == 0 {
+		ans.Empty = WhyEmpty(ctx, pyro, pq, q.From, q.To)
+		return ans, nil
+	}
+	if pq.IncludeExemplars && !ans.HasExemplars() {
+		ans.Notices.Infof("exemplars (includeExemplars) need Pyroscope %s or newer: Pyroscope sent none for this range, which is also how an older server answers, as it ignores the request; the two cannot be told apart", pyroscope.ExemplarsSince)
+	}
+	return ans, nil
+}
+
+// profileHeatmap fills the heatmap; its error errors.Is models.ErrUnsupported where the server
+// has no SelectHeatmap. The step is Grafana's rule for heatmaps: the series step, but never so
+// short that the range holds more than MaxHeatmapSlots slots, which would make cells too thin.
+func profileHeatmap(ctx context.Context, pyro ProfileStore, q ProfileSeriesQuery, ans *ProfileSeriesAnswer) error {
+	pq := q.Profile
+	step := max(q.Step, q.To.Sub(q.From)/MaxHeatmapSlots)
+	series, err := pyro.Heatmap(ctx, pyroscope.HeatmapQuery{
+		ProfileTypeID: pq.ProfileTypeID, LabelSelector: pq.LabelSelector, Start: q.From, End: q.To, Step: step,
+		GroupBy: pq.GroupBy, Limit: pq.Limit, Spans: pq.HeatmapType == models.HeatmapSpan, Exemplars: pq.IncludeExemplars,
+	})
+	if err != nil {
+		return err
+	}
+	ans.Heatmap, ans.IsHeatmap, ans.Step = series, true, step
+	if len(pq.StackTraceSelector) > 0 {
+		ans.Notices.Warn("the heatmap counts every stack, not only those under the call site (stackTraceSelector): Pyroscope's SelectHeatmap has no such selector")
+	}
+	if len(series) == 0 {
+		ans.Empty = WhyEmpty(ctx, pyro, pq, q.From, q.To)
+	}
+	return nil
+}
+
+// FlameGraphAnswer is a profile query's flame graph and what to say about it.
+type FlameGraphAnswer struct {
+	Tree    *flamegraph.Node
+	Notices notices.List
+}
+
+// FlameGraphOf answers a profile query without traceId: the flame graph of a label selector
+// and profile type over [from, to], restricted to some spans (the range then padded by
+// SpanWindowPadding) or to the stacks under a call site when the query says so.
+func FlameGraphOf(ctx context.Context, pyro ProfileStore, pq *models.ProfileQuery, from, to time.Time) (*FlameGraphAnswer, error) {
+	if len(pq.SpanSelector) > 0 {
+		from, to = from.Add(-SpanWindowPadding), to.Add(SpanWindowPadding)
+	}
+	tree, err := pyro.MergedFlameGraph(ctx, models.FlameGraphQuery{
+		ProfileTypeID: pq.ProfileTypeID, LabelSelector: pq.LabelSelector, SpanSelector: pq.SpanSelector,
+		ProfileIDSelector: pq.ProfileIDSelector, StackTraceSelector: pq.StackTraceSelector,
+		Start: from, End: to, MaxNodes: pq.MaxNodes,
+	})
+	if err != nil {
+		return nil, err
+	}
+	ans := &FlameGraphAnswer{Tree: tree}
+	switch empty := tree == nil || tree.Total == 0; {
+	case empty && len(pq.StackTraceSelector) > 0:
+		ans.Notices.Warnf("Nothing to show: no %s stack matching %s in this range starts with the call site %s (stackTraceSelector names it root first: its first function is a root frame of the flame graph)",
+			pq.ProfileTypeID, pq.LabelSelector, CallSiteText(pq.StackTraceSelector))
+	case empty:
+		ans.Notices.Warn(WhyEmpty(ctx, pyro, pq, from, to))
+	case len(pq.StackTraceSelector) > 0:
+		// A graph rooted at the call site's functions could be read as the whole profile.
+		ans.Notices.Infof("flame graph cut to the call site %s (stackTraceSelector): only the stacks under it are shown", CallSiteText(pq.StackTraceSelector))
+	}
+	return ans, nil
+}
+
+// CallSiteText writes a call site root first: "main → handle → db".
+func CallSiteText(callSite []string) string { return strings.Join(callSite, " → ") }
+
+// RequestProfileOf answers a profile query with a traceId (ProfileOfRequest) once the user's
+// selector parses: the whole request's flame graph, one service level under the root.
+func RequestProfileOf(ctx context.Context, traces Traces, pyro Profiles, q RequestProfileQuery) (*RequestProfile, error) {
+	matchers, err := models.ParseLabelSelector(q.LabelSelector)
+	if err != nil {
+		return nil, models.InvalidQuery(err)
+	}
+	q.Matchers = matchers
+	rp, err := ProfileOfRequest(ctx, traces, pyro, q)
+	if err != nil {
+		return nil, err
+	}
+	if len(q.CallSite) > 0 {
+		rp.Notices.Infof("each service's graph cut to the call site %s (stackTraceSelector): only the stacks under it are shown", CallSiteText(q.CallSite))
+	}
+	return rp, nil
+}

@@ -1,0 +1,239 @@
+package correlate
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/classify"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/flamegraph"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/notices"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/nvml"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/prometheus"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/pyroscope"
+)
+
+// The seams of every query: what each one asks of a store, one interface per question, and the
+// stores themselves, each available or with the reason it is not. The joins take the narrow
+// interfaces, so their tests use in-memory fakes; the plugin holds Sources, built once per data
+// source instance, and never a client's own type.
+
+// Profiles is what the joins ask of a profile store (pyroscope.Client answers it).
+type Profiles interface {
+	MergedFlameGraph(ctx context.Context, q models.FlameGraphQuery) (*flamegraph.Node, error)
+}
+
+// Traces reads one trace (jaeger.Client answers it).
+type Traces interface {
+	Trace(ctx context.Context, traceID string) (*models.Trace, error)
+}
+
+// TraceSearch lists the services and finds traces (the slow-request list).
+type TraceSearch interface {
+	Services(ctx context.Context) (services []string, api string, err error)
+	FindTraces(ctx context.Context, q models.TraceSearchQuery) ([]models.TraceSummary, error)
+}
+
+// SpanSearch finds an operation's spans in a range (the span heatmap and span profile).
+type SpanSearch interface {
+	SearchSpans(ctx context.Context, q models.TraceSearchQuery) ([]models.Span, error)
+}
+
+// GPUFigures is every classify.Figures of the GPUs matching the filter, per GPU on one step
+// grid, with notices (prometheus.Client answers it).
+type GPUFigures interface {
+	GPUFigures(ctx context.Context, filter models.GPUFilter, start, end time.Time, step time.Duration) ([]classify.GPUSeries, notices.List, error)
+}
+
+// GPUMetrics reads one catalogue metric of the GPUs (gpuMetrics, and the lever's memory).
+type GPUMetrics interface {
+	GPUMetric(ctx context.Context, name string, filter models.GPUFilter, aggregation string, start, end time.Time, step time.Duration) (*models.GPUMetricResult, error)
+}
+
+// KernelTraces is the analysed kernel traces that name a request, and warnings about those
+// that could not be found or read (gputrace.Store answers it).
+type KernelTraces interface {
+	KernelTracesOf(ctx context.Context, traceID string) ([]*gputrace.Result, notices.List)
+}
+
+// Engines reads serving engines' metrics around a span.
+type Engines interface {
+	EngineFigures(ctx context.Context, q models.EngineQuery) (models.EngineFigures, error)
+}
+
+// Latencies reads the request-duration histograms (slowRequests, and the lever's p99).
+type Latencies interface {
+	EndpointLatencies(ctx context.Context, q prometheus.LatencyQuery) (prometheus.LatencyResult, error)
+}
+
+// ProfileStore is Pyroscope as the plugin uses it.
+type ProfileStore interface {
+	Profiles
+	ProfileTypes(ctx context.Context, start, end time.Time) ([]pyroscope.ProfileType, error)
+	LabelNames(ctx context.Context, selector string, start, end time.Time) ([]string, error)
+	LabelValues(ctx context.Context, label, selector string, start, end time.Time) ([]string, error)
+	Series(ctx context.Context, q pyroscope.SeriesQuery) ([]models.ProfileSeries, error)
+	Heatmap(ctx context.Context, q pyroscope.HeatmapQuery) ([]models.HeatmapSeries, error)
+}
+
+// TraceStore is Jaeger as the plugin uses it.
+type TraceStore interface {
+	Traces
+	TraceSearch
+	SpanSearch
+	Operations(ctx context.Context, service string) ([]string, error)
+}
+
+// MetricStore is the application's Prometheus: latency histograms and serving engines.
+type MetricStore interface {
+	Latencies
+	Engines
+	Version(ctx context.Context) (string, error)
+}
+
+// GPUStore is the Prometheus of the GPUs' DCGM series, with the data source's DCGM names.
+type GPUStore interface {
+	GPUFigures
+	GPUMetrics
+	GPULabelValues(ctx context.Context, role string, filter models.GPUFilter, start, end time.Time) ([]string, error)
+}
+
+// KernelStore is the configured GPU kernel trace directories.
+type KernelStore interface {
+	KernelTraces
+	List(ctx context.Context) ([]gputrace.TraceFile, notices.List)
+	FindByTraceID(ctx context.Context, traceID string) ([]gputrace.Found, notices.List)
+	TracesOf(ctx context.Context, file, traceID string) ([]gputrace.Found, notices.List, error)
+}
+
+// Sources are every store a query can read, each available or with the reason it is not.
+type Sources struct {
+	Profiles  Source[ProfileStore] // Pyroscope
+	Traces    Source[TraceStore]   // Jaeger
+	Metrics   Source[MetricStore]  // the application's Prometheus
+	GPUs      Source[GPUStore]     // the GPUs' Prometheus, DCGM names applied
+	Kernels   Source[KernelStore]  // GPU kernel trace directories
+	LocalGPUs Source[nvml.Source]  // this host's GPUs through NVML
+}
+
+// ErrNotSet is the reason of a Source nobody set: a bug, as every source of an instance is
+// set, available or not, when it is built.
+var ErrNotSet = errors.New("this store was not set up")
+
+// Source is one store: its client, or the reason it cannot be asked.
+type Source[T any] struct {
+	client T
+	err    error
+	ready  bool
+}
+
+// Ready is a store that can be asked.
+func Ready[T any](client T) Source[T] { return Source[T]{client: client, ready: true} }
+
+// Unavailable is a store that cannot be asked, and why (shown to the user as is).
+func Unavailable[T any](why error) Source[T] {
+	if why == nil {
+		why = ErrNotSet
+	}
+	return Source[T]{err: why}
+}
+
+// Get is the client, or why there is none.
+func (s Source[T]) Get() (T, error) {
+	if !s.ready {
+		var none T
+		if s.err == nil {
+			return none, ErrNotSet
+		}
+		return none, s.err
+	}
+	return s.client, nil
+}
+
+// Ready says whether the store can be asked.
+func (s Source[T]) Ready() bool { return s.ready }
+
+// Narrow is the same store seen through a narrower interface U, which its client must
+// implement (a ProfileStore as the joins' Profiles).
+func Narrow[U, T any](s Source[T]) Source[U] {
+	c, err := s.Get()
+	if err != nil {
+		return Unavailable[U](err)
+	}
+	u, ok := any(c).(U)
+	if !ok {
+		return Unavailable[U](errors.New("the store cannot answer this question"))
+	}
+	return Ready(u)
+}
+
+// ServiceLatency gives the p99 of a service's requests over a range (the lever's question).
+type ServiceLatency interface {
+	ServiceP99(ctx context.Context, service string, start, end time.Time) (LatencyFigure, error)
+}
+
+// TraceSources are the stores the trace join reads.
+type TraceSources struct {
+	Traces   Source[Traces]
+	Profiles Source[Profiles]
+	GPUs     Source[GPUFigures]
+	// Kernels unavailable (no trace directory) leaves the kernel column empty, silently: the
+	// feature is not in use.
+	Kernels Source[KernelTraces]
+	// Engines reads serving engines' metrics (the application Prometheus).
+	Engines Source[Engines]
+	// Lever's stores: runbook 002's questions over the panel's range.
+	Lever LeverSources
+}
+
+// LeverSources are the stores Lever reads; an unavailable one leaves its question unanswered.
+type LeverSources struct {
+	GPUs    Source[GPUFigures]
+	Memory  Source[GPUMetrics]
+	Engines Source[Engines]
+	Latency Source[ServiceLatency]
+}
+
+// ForTrace is what the trace join reads of s; histograms are the latency histograms whose p99
+// the lever compares with the service's threshold.
+func (s Sources) ForTrace(histograms []models.LatencyHistogram) TraceSources {
+	latency := Unavailable[ServiceLatency](nil)
+	if m, err := s.Metrics.Get(); err != nil {
+		latency = Unavailable[ServiceLatency](err)
+	} else {
+		latency = Ready[ServiceLatency](ServiceLatencies{Store: m, Histograms: histograms})
+	}
+	return TraceSources{
+		Traces:   Narrow[Traces](s.Traces),
+		Profiles: Narrow[Profiles](s.Profiles),
+		GPUs:     Narrow[GPUFigures](s.GPUs),
+		Kernels:  Narrow[KernelTraces](s.Kernels),
+		Engines:  Narrow[Engines](s.Metrics),
+		Lever: LeverSources{
+			GPUs: Narrow[GPUFigures](s.GPUs), Memory: Narrow[GPUMetrics](s.GPUs),
+			Engines: Narrow[Engines](s.Metrics), Latency: latency,
+		},
+	}
+}
+
+// get asks an available store, or returns why it is not.
+func get[T, R any](s Source[T], ask func(T) (R, error)) (R, error) {
+	c, err := s.Get()
+	if err != nil {
+		var none R
+		return none, err
+	}
+	return ask(c)
+}
+
+// TracesOf is the trace store as a Traces even when it is unavailable: each answer is then
+// why, so the whole-request join can fall back to the trace_id label and say so.
+func TracesOf(s Source[TraceStore]) Traces { return sourceTraces(Narrow[Traces](s)) }
+
+type sourceTraces Source[Traces]
+
+func (s sourceTraces) Trace(ctx context.Context, traceID string) (*models.Trace, error) {
+	return get(Source[Traces](s), func(t Traces) (*models.Trace, error) { return t.Trace(ctx, traceID) })
+}
