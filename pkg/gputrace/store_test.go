@@ -255,7 +255,7 @@ func TestStoreFileSwappedAfterItsChecks(t *testing.T) {
 		}
 		symlink(t, filepath.Join(outside, leak), f.Abs)
 		// The swap is real: reading the checked path by name now reads the outside file.
-		if res, _ := AnalyzeFile(context.Background(), f.Abs, Limits{}, AnalysisOptions{}); !strings.Contains(kernelNames(res), marker) {
+		if res, _ := analyzeFile(f.Abs); !strings.Contains(kernelNames(res), marker) {
 			t.Fatalf("%s: the swapped path does not lead to the outside file (kernels %q)", name, kernelNames(res))
 		}
 		res, err = s.Analyze(context.Background(), f)
