@@ -2,6 +2,7 @@ package gputrace
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -153,6 +154,21 @@ func TestStoreResolve(t *testing.T) {
 	} {
 		if _, err := s.Resolve(file); err == nil || err.Error() != want {
 			t.Errorf("Resolve(%q): %v, want %q", file, err, want)
+		}
+	}
+	// Naming a file outside, and only that, is ErrOutsideDirectory: the plugin reports it as the
+	// user's mistake.
+	for file, want := range map[string]bool{
+		"../secret/leak.json":            true,
+		filepath.Join(outside, "a.json"): true,
+		"link.json":                      true,
+		"linkdir/leak.json":              true,
+		"notes.txt":                      false,
+		"big.json":                       false,
+		"absent.json":                    false,
+	} {
+		if _, err := s.Resolve(file); errors.Is(err, ErrOutsideDirectory) != want {
+			t.Errorf("Resolve(%q): %v, ErrOutsideDirectory %v", file, err, !want)
 		}
 	}
 	gone := NewStore([]string{filepath.Join(dir, "gone")}, 100, 1000)
