@@ -56,15 +56,18 @@ if [ -n "$trace_id" ]; then
     log "no answer for the request yet: ask again with scripts/query.sh request $trace_id"
   log "answered in $((SECONDS - step)) s"
 fi
-log "what limits each simulated GPU over the last 15 minutes (workload classification;"
-log "the GPUs are simulated: series labelled simulated=\"true\"):"
+log "what limits each simulated GPU over the last 15 minutes, or since it has data (workload"
+log "classification; the GPUs are simulated: series labelled simulated=\"true\"):"
 gpu_query='{"queryType":"gpuClass","hosts":["gpu-node-1"],"format":"summary"}'
+# A fresh stack has scraped the simulator for seconds, not 15 minutes: the range starts at its
+# first sample, or the summary would count the minutes before it as "no data".
+gpu_data=(--since-data 'DCGM_FI_DEV_GPU_UTIL{Hostname="gpu-node-1",simulated="true"}' --since-data-name "the simulated GPUs")
 # A fresh stack has scraped the simulator for seconds only: wait for its first 30 s step.
 for _ in $(seq 30); do
   answer=$(scripts/query.sh query "$gpu_query" 2>&1 || true)
   case "$answer" in *"no DCGM series match"*) sleep 2 ;; *) break ;; esac
 done
-scripts/query.sh query "$gpu_query" || true
+scripts/query.sh "${gpu_data[@]}" query "$gpu_query" || true
 log "latency by endpoint and the slowest traces:"
 scripts/query.sh --rows 5 query '{"queryType":"slowRequests"}' || true
 cat >&2 <<MSG

@@ -7,6 +7,9 @@
 //	hsi-query [flags] resource profile-types
 //	hsi-query [flags] request TRACE_ID
 //
+// --since-data SELECTOR starts the range where the Prometheus series SELECTOR begin, when that is
+// later than now-since (a test bed started seconds ago), and says so in one line.
+//
 // Upstream URLs come from --env-file (written by hsi-testbed) or the --pyroscope, --prometheus
 // and --jaeger flags; --json-data sets any other setting. It exits 1 when the answer is an error
 // (a failed health check, a query answered with an error, a resource's HTTP error), so scripts can
@@ -43,6 +46,8 @@ func main() {
 	jaeger := flag.String("jaeger", "", "Jaeger query URL")
 	jsonDataFlag := flag.String("json-data", "", `data source settings merged into jsonData last, e.g. '{"traceDirectories":["/tmp/traces"]}'`)
 	since := flag.Duration("since", 15*time.Minute, "query time range: from now-since to now")
+	sinceData := flag.String("since-data", "", `query: start the range at the first sample of these Prometheus series when later than now-since, e.g. 'DCGM_FI_DEV_GPU_UTIL{Hostname="gpu-node-1"}'`)
+	sinceDataName := flag.String("since-data-name", "", "what --since-data's series are, in the line that says the range is shorter (default: the selector)")
 	rows := flag.Int("rows", 20, "rows to print per frame (flame graphs: lines of the tree)")
 	width := flag.Int("width", terminalWidth(), "characters per line: the terminal's ($COLUMNS), else 120")
 	wait := flag.Duration("wait", time.Minute, "request: how long to wait for the profiles of the request's services")
@@ -91,9 +96,14 @@ func main() {
 	defer host.Stop()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute+*wait)
 	defer cancel()
+	var start time.Time // set by --since-data: the range starts here rather than since ago
 	ask := func(ctx context.Context, model map[string]any) ([]*data.Frame, error) {
 		now := time.Now()
-		res, err := host.QueryData(ctx, pluginhost.Query{RefID: "A", JSON: model, From: now.Add(-*since), To: now})
+		from := now.Add(-*since)
+		if !start.IsZero() {
+			from = start
+		}
+		res, err := host.QueryData(ctx, pluginhost.Query{RefID: "A", JSON: model, From: from, To: now})
 		if err != nil {
 			return nil, err
 		}
@@ -127,6 +137,16 @@ func main() {
 		model := map[string]any{}
 		if err := json.Unmarshal([]byte(flag.Arg(1)), &model); err != nil {
 			fail(fmt.Errorf("query JSON: %w", err))
+		}
+		if *sinceData != "" {
+			note, from, err := startAtData(ctx, jsonData, *sinceData, *sinceDataName, *since, model)
+			if err != nil {
+				fail(err)
+			}
+			if note != "" {
+				fmt.Println(wrap("", note, *width, "  "))
+			}
+			start = from
 		}
 		fs, err := ask(ctx, model)
 		var ae *answerError
@@ -169,6 +189,34 @@ func main() {
 		stopPlugin()
 		os.Exit(1)
 	}
+}
+
+// startAtData is where the range of --since-data starts, and the line that says why, if it is
+// not since ago. The plugin steps a GPU query by its minStep, dcgm-exporter's 30 s by default.
+func startAtData(ctx context.Context, jsonData map[string]any, selector, name string, since time.Duration, model map[string]any) (string, time.Time, error) {
+	prom, _ := jsonData["prometheusUrl"].(string)
+	if prom == "" {
+		return "", time.Time{}, errors.New("--since-data needs Prometheus' URL (--env-file or --prometheus)")
+	}
+	step := 30 * time.Second
+	if s, ok := model["minStep"].(string); ok {
+		if d, err := time.ParseDuration(s); err == nil && d > step {
+			step = d
+		}
+	}
+	now := time.Now()
+	first, err := earliestSample(ctx, prom, selector, now, since)
+	if err != nil {
+		return "", time.Time{}, fmt.Errorf("--since-data: %w", err)
+	}
+	from, clipped := dataRange(now, first, since, step)
+	if !clipped {
+		return "", time.Time{}, nil
+	}
+	if name == "" {
+		name = "the series " + selector
+	}
+	return dataRangeNote(name, now, first, from, since), from, nil
 }
 
 // mergeJSONData sets the keys of a JSON object in jsonData, over what is there.

@@ -20,7 +20,7 @@
 // trace ID. Memory is bounded by Limits: per kernel name aggregates plus capped samples, and
 // capped intervals and launches, each cap reported in a notice when reached.
 //
-// AnalyzeFile does all of it for one path. A Store is a data source's trace directories: it
+// AnalyzeOpened does all of it for one opened file. A Store is a data source's trace directories: it
 // lists their trace files, finds a request's by trace ID (file name, else content), and opens
 // and analyses them only inside their directory, through an os.Root.
 package gputrace

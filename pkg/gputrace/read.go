@@ -51,17 +51,3 @@ func fileExists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
 }
-
-// AnalyzeFile reads one trace (an .sqlite/.db Nsight Systems export, anything else a Chrome
-// trace) and analyses it. On a read error the result covers what was read and the error is
-// returned beside it.
-func AnalyzeFile(ctx context.Context, path string, l Limits, o AnalysisOptions) (*Result, error) {
-	c := NewCollector(l)
-	var err error
-	if isNsys(path) {
-		err = ReadNsys(ctx, path, c)
-	} else {
-		err = ReadChromeFile(path, c)
-	}
-	return c.Result(o), err
-}

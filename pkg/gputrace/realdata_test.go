@@ -3,7 +3,6 @@ package gputrace
 import (
 	"bufio"
 	"compress/gzip"
-	"context"
 	"database/sql"
 	"encoding/csv"
 	"encoding/json"
@@ -56,7 +55,7 @@ func realdataDirs() []string {
 
 func analyzeReal(t *testing.T, name string) *Result {
 	t.Helper()
-	r, err := AnalyzeFile(context.Background(), realdata(t, name), Limits{}, AnalysisOptions{})
+	r, err := analyzeFile(realdata(t, name))
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}

@@ -14,6 +14,16 @@ import (
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/notices"
 )
 
+// ErrOutsideDirectory is a trace file that lies, or resolves, outside its trace directory (an
+// absolute path, "..", a link leading out): the user's mistake, and never read.
+var ErrOutsideDirectory = errors.New("outside the trace directory")
+
+// outsideError is a message users see that errors.Is reads as ErrOutsideDirectory.
+type outsideError string
+
+func (e outsideError) Error() string { return string(e) }
+func (outsideError) Unwrap() error   { return ErrOutsideDirectory }
+
 // MaxContentScan bounds how many of the most recent files are opened to look for a trace ID
 // inside them when none names it in its file name.
 const MaxContentScan = 20
@@ -82,7 +92,7 @@ func (s *Store) statInside(root, path string) (string, fs.FileInfo, error) {
 		return "", nil, err
 	}
 	if !inside(root, real) {
-		return "", nil, errors.New("it resolves outside the trace directory")
+		return "", nil, outsideError("it resolves outside the trace directory")
 	}
 	fi, err := os.Stat(real)
 	if err != nil {
@@ -132,7 +142,7 @@ func (s *Store) List(ctx context.Context) ([]TraceFile, notices.List) {
 			real, fi, err := s.statInside(root, p)
 			if err != nil {
 				// A link leading out is left out silently: naming it would tell what lies outside.
-				if e.Type()&fs.ModeSymlink == 0 && !strings.Contains(err.Error(), "outside") {
+				if e.Type()&fs.ModeSymlink == 0 && !errors.Is(err, ErrOutsideDirectory) {
 					skipped.Warnf("%s skipped: %v", filepath.Base(p), err)
 				}
 				return nil
@@ -160,7 +170,7 @@ func (s *Store) Resolve(file string) (TraceFile, error) {
 	}
 	rel := filepath.Clean(file)
 	if filepath.IsAbs(rel) || strings.ContainsRune(rel, 0) {
-		return TraceFile{}, fmt.Errorf("%s is outside the trace directories", rel)
+		return TraceFile{}, outsideError(rel + " is outside the trace directories")
 	}
 	if !IsTraceFile(rel) {
 		return TraceFile{}, fmt.Errorf("%s is not a trace file (.json, .json.gz, .pt.trace.json, .sqlite)", rel)
@@ -174,14 +184,14 @@ func (s *Store) Resolve(file string) (TraceFile, error) {
 		}
 		p := filepath.Join(root, rel)
 		if !inside(root, p) {
-			return TraceFile{}, fmt.Errorf("%s is outside the trace directories", rel)
+			return TraceFile{}, outsideError(rel + " is outside the trace directories")
 		}
 		real, fi, err := s.statInside(root, p)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
 		if err != nil {
-			return TraceFile{}, fmt.Errorf("trace file %s: %v", rel, err)
+			return TraceFile{}, fmt.Errorf("trace file %s: %w", rel, err)
 		}
 		return TraceFile{Dir: root, Rel: filepath.ToSlash(rel), Abs: real, Size: fi.Size(), Modified: fi.ModTime().UTC(), TraceIDs: TraceIDsInFileName(p)}, nil
 	}
@@ -276,7 +286,7 @@ func (s *Store) Open(f TraceFile) (*os.File, error) {
 	defer root.Close()
 	rel, err := filepath.Rel(f.Dir, f.Abs)
 	if err != nil || !inside(f.Dir, f.Abs) {
-		return nil, errors.New("it resolves outside the trace directory")
+		return nil, outsideError("it resolves outside the trace directory")
 	}
 	file, err := root.Open(rel)
 	if err != nil {

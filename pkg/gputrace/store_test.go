@@ -2,6 +2,7 @@ package gputrace
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -158,6 +159,21 @@ func TestStoreResolve(t *testing.T) {
 			t.Errorf("Resolve(%q): %v, want %q", file, err, want)
 		}
 	}
+	// Naming a file outside, and only that, is ErrOutsideDirectory: the plugin reports it as the
+	// user's mistake.
+	for file, want := range map[string]bool{
+		"../secret/leak.json":            true,
+		filepath.Join(outside, "a.json"): true,
+		"link.json":                      true,
+		"linkdir/leak.json":              true,
+		"notes.txt":                      false,
+		"big.json":                       false,
+		"absent.json":                    false,
+	} {
+		if _, err := s.Resolve(file); errors.Is(err, ErrOutsideDirectory) != want {
+			t.Errorf("Resolve(%q): %v, ErrOutsideDirectory %v", file, err, !want)
+		}
+	}
 	gone := NewStore([]string{filepath.Join(dir, "gone")}, 100, 1000)
 	if _, err := gone.Resolve("a.json"); err == nil || !strings.HasPrefix(err.Error(), "trace file a.json not found: trace directory "+filepath.Join(dir, "gone")) {
 		t.Errorf("missing directory: %v", err)
@@ -258,7 +274,7 @@ func TestStoreFileSwappedAfterItsChecks(t *testing.T) {
 		}
 		symlink(t, filepath.Join(outside, leak), f.Abs)
 		// The swap is real: reading the checked path by name now reads the outside file.
-		if res, _ := AnalyzeFile(context.Background(), f.Abs, Limits{}, AnalysisOptions{}); !strings.Contains(kernelNames(res), marker) {
+		if res, _ := analyzeFile(f.Abs); !strings.Contains(kernelNames(res), marker) {
 			t.Fatalf("%s: the swapped path does not lead to the outside file (kernels %q)", name, kernelNames(res))
 		}
 		res, err = s.Analyze(context.Background(), f)

@@ -182,7 +182,7 @@ func (c *Client) getJSON(ctx context.Context, path string, query url.Values, dst
 // truncatedError says a reply was cut short: a proxy's timeout or a size limit, or the connection
 // ending before Content-Length.
 func truncatedError(path string, err error) error {
-	return fmt.Errorf("reply to %s is truncated (the JSON ends early): %w", path, err)
+	return fmt.Errorf("reply to %s is %w (the JSON ends early): %w", path, upstream.ErrReplyTruncated, err)
 }
 
 // rawEnvelope is a reply whose payload another decoder reads: takeRaw keeps the payload's bytes

@@ -9,7 +9,6 @@ import (
 	"math"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/prometheus/common/model"
@@ -359,9 +358,4 @@ func checked(e parser.Expr) (string, error) {
 		return "", fmt.Errorf("internal error: the plugin built the PromQL %s, which does not parse: %v", s, err)
 	}
 	return s, nil
-}
-
-// LatencyQueriesText lists the distinct expressions, for notices.
-func LatencyQueriesText(queries []string) string {
-	return strings.Join(slices.Compact(slices.Clone(queries)), "\n")
 }

@@ -63,9 +63,6 @@ func start(url, version string) {
 	})
 }
 
-// Running says whether profiles are being pushed.
-func Running() bool { return running.Load() }
-
 // Do runs fn with its samples labelled query_type=queryType when self-profiling runs.
 func Do(ctx context.Context, queryType string, fn func(context.Context)) {
 	if !running.Load() || queryType == "" {

@@ -32,6 +32,11 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
+// ErrReplyTruncated marks a client's own error for a reply that ended early, whose message
+// already says which reply ("reply to /api/v3/traces/… is truncated …"): wrap it with %w where
+// the message says "truncated".
+var ErrReplyTruncated = errors.New("truncated")
+
 // Wrap classifies err from a call to the named upstream. It returns nil for nil and leaves an
 // *Error as it is.
 func Wrap(name, baseURL string, err error) error {
@@ -68,10 +73,9 @@ func Describe(err error) string {
 		// Grafana's GF_RESPONSE_LIMIT usually sets the limit, not MaxResponseBytes: say the one
 		// that applied, which the SDK's error carries.
 		return "reply larger than the response limit" + limitOf(err)
+	case errors.Is(err, ErrReplyTruncated):
+		return innermost(err) // the client already said which reply
 	case errors.Is(err, io.ErrUnexpectedEOF):
-		if msg := innermost(err); strings.Contains(msg, "truncated") {
-			return msg // the client already said which reply
-		}
 		return "reply cut short: the connection ended before the whole reply arrived (unexpected EOF)"
 	}
 	if op, ok := errors.AsType[*net.OpError](err); ok {

@@ -85,7 +85,9 @@ func TestDescribeFaults(t *testing.T) {
 		{tooLarge(1500), "reply larger than the response limit (1500 bytes)"},
 		{&url.Error{Op: "Get", URL: "http://x", Err: io.ErrUnexpectedEOF}, "reply cut short: the connection ended before the whole reply arrived (unexpected EOF)"},
 		{connect.NewError(connect.CodeUnknown, fmt.Errorf("read message: %w", io.ErrUnexpectedEOF)), "reply cut short: the connection ended before the whole reply arrived (unexpected EOF)"},
-		{fmt.Errorf("reply to /api/v3/services is truncated (the JSON ends early): %w", io.ErrUnexpectedEOF), "reply to /api/v3/services is truncated (the JSON ends early): unexpected EOF"},
+		{fmt.Errorf("reply to /api/v3/services is %w (the JSON ends early): %w", ErrReplyTruncated, io.ErrUnexpectedEOF), "reply to /api/v3/services is truncated (the JSON ends early): unexpected EOF"},
+		// The word alone is not the client's error: a cut reply is said in the generic words.
+		{fmt.Errorf("body truncated: %w", io.ErrUnexpectedEOF), "reply cut short: the connection ended before the whole reply arrived (unexpected EOF)"},
 		{connect.NewError(connect.CodeInvalidArgument, errors.New("unmarshal message: proto: cannot parse invalid wire-format data")),
 			"invalid reply, not the protobuf Pyroscope sends (unmarshal message: proto: cannot parse invalid wire-format data)"},
 		{connect.NewError(connect.CodeUnknown, errors.New(`invalid content-type: "text/html"; expecting "application/proto"`)),
