@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/classify"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/dcgm"
 )
 
 // QueryTypeGPUMetrics answers DCGM series from Prometheus by catalogue name (gpu_query.go).
@@ -188,7 +189,7 @@ func ParseGPUFilter(raw json.RawMessage) (*GPUFilter, error) {
 //	 "hosts":["gpu-node-1"],"gpus":["0"],"aggregation":"gpu"}
 type GPUMetricsQuery struct {
 	GPUFilter
-	// Metrics are catalogue names (GPUMetricNames); default gpu_utilization.
+	// Metrics are catalogue names (pkg/dcgm); default gpu_utilization.
 	Metrics []string `json:"metrics"`
 	// Aggregation is gpu (default), host or fleet.
 	Aggregation string `json:"aggregation"`
@@ -216,8 +217,8 @@ func ParseGPUMetricsQuery(raw json.RawMessage) (*GPUMetricsQuery, error) {
 	var metrics []string
 	for i, m := range q.Metrics {
 		m = strings.TrimSpace(m)
-		if !slices.Contains(GPUMetricNames, m) {
-			return nil, fmt.Errorf("field \"metrics\" item %d: unknown GPU metric %q; valid metrics are %s", i+1, truncate(m, 40), strings.Join(GPUMetricNames, ", "))
+		if _, ok := dcgm.Lookup(m); !ok {
+			return nil, fmt.Errorf("field \"metrics\" item %d: unknown GPU metric %q; valid metrics are %s", i+1, truncate(m, 40), strings.Join(dcgm.Names(), ", "))
 		}
 		if !slices.Contains(metrics, m) {
 			metrics = append(metrics, m)
