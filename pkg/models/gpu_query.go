@@ -14,9 +14,6 @@ import (
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/dcgm"
 )
 
-// QueryTypeGPUMetrics answers DCGM series from Prometheus by catalogue name (gpu_query.go).
-const QueryTypeGPUMetrics = "gpuMetrics"
-
 // GPU label roles: what a DCGM label means, whatever the exporter calls it (Hostname or
 // hostname, pod or pod_name, ...). Results carry the role names, never the exporter's.
 const (
@@ -145,8 +142,8 @@ func (f *GPUFilter) Empty() bool {
 }
 
 func normalizeValues(field string, in []string) ([]string, error) {
-	if len(in) > MaxGPUFilterValues {
-		return nil, fmt.Errorf("field %q has %d values, at most %d are allowed: narrow it or use gpuSelector", field, len(in), MaxGPUFilterValues)
+	if len(in) > int(filterValuesBound.Max) {
+		return nil, fmt.Errorf("field %q has %d values, at most %d are allowed: narrow it or use gpuSelector", field, len(in), filterValuesBound.Max)
 	}
 	out := make([]string, 0, len(in))
 	for i, v := range in {
