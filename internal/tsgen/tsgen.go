@@ -233,6 +233,22 @@ func (o object) MarshalJSON() ([]byte, error) {
 	return b.Bytes(), nil
 }
 
+// MarshalJSON writes an empty list, nil or not, as [], never null.
+func (l list) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('[')
+	for i, v := range l {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		if err := encode(&b, v); err != nil {
+			return nil, err
+		}
+	}
+	b.WriteByte(']')
+	return b.Bytes(), nil
+}
+
 // encode writes v as JSON, which is a TypeScript literal too; <, > and & stay as they are.
 func encode(b *bytes.Buffer, v any) error {
 	enc := json.NewEncoder(b)

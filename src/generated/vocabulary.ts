@@ -548,7 +548,7 @@ export const GPU_CATALOGUE = [
     "title": "Framebuffer used",
     "unit": "percent",
     "aggregate": "avg",
-    "sources": null,
+    "sources": [],
     "computedFrom": [
       "fb_used",
       "fb_free"
@@ -698,7 +698,7 @@ export const GPU_CATALOGUE = [
     "title": "NVLink traffic",
     "unit": "Bps",
     "aggregate": "sum",
-    "sources": null,
+    "sources": [],
     "computedFrom": [
       "nvlink_tx",
       "nvlink_rx"
