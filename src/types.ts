@@ -12,68 +12,24 @@ import {
   GPU_METRIC_NAMES,
   GPU_THRESHOLD_WINDOWS,
   GPU_THRESHOLDS,
+  QUERY_TYPE_INFO,
   QUERY_TYPE_NAMES,
   TRACE_DATASOURCE_TYPES as GENERATED_TRACE_DATASOURCE_TYPES,
 } from './generated/vocabulary';
 
 /**
- * What the picker shows of each query type; the names and their order are the backend's. The menu
- * is as wide as its longest description by letter count: the GPU metrics one stays the longest by
- * a tenth or more, so no other, with wider letters, is cut short.
+ * Query types the editor offers, in picker order, as the backend declares them
+ * (pkg/models/querytypes.go): label, description, family, fields and bounds.
  */
-const QUERY_TYPE_TEXT: Record<QueryType, { label: string; description: string }> = {
-  profile: {
-    label: 'Profile',
-    description: 'Flame graph of the selected services: all requests, one request (trace ID) or some spans',
-  },
-  metrics: {
-    label: 'Metrics',
-    description: 'Profile values over time as series, one per value of the labels grouped by',
-  },
-  both: { label: 'Both', description: 'Flame graph and profile values over time, of the same selection' },
-  diff: {
-    label: 'Diff',
-    description: 'Diff flame graph: a baseline (e.g. the last hour) against a comparison (e.g. a slow request)',
-  },
-  trace: {
-    label: 'Request (trace)',
-    description: "One request: each span's duration, CPU, allocations and GPU state, and its flame graph",
-  },
-  slowRequests: {
-    label: 'Slow requests',
-    description: 'Latency percentiles by endpoint and the slowest recent traces, of one service or all',
-  },
-  spanHeatmap: {
-    label: 'Span heatmap',
-    description: "An operation's span durations over time, the slowest span of each step linked to its trace",
-  },
-  spanProfile: {
-    label: 'Span profile',
-    description: 'One flame graph merged from every span of an operation slower than a duration',
-  },
-  gpuMetrics: {
-    label: 'GPU metrics',
-    description:
-      'DCGM series (utilisation, memory, power, clocks, PCIe, NVLink, errors) per GPU, per host or fleet-wide',
-  },
-  gpuClass: {
-    label: 'GPU class',
-    description: 'Per GPU: compute-, memory- or PCIe-bound, throttled or idle, with the recommended action',
-  },
-  gpuLocal: {
-    label: 'Local GPUs (NVML)',
-    description: 'Live GPUs of the host Grafana runs on, read through NVML: devices, processes, XID errors',
-  },
-  kernels: {
-    label: 'GPU kernels',
-    description: 'Kernel summary, breakdowns and advice from the GPU kernel traces captured for a request',
-  },
-};
-
-/** Query types the editor offers, in picker order; each has its own fields in the editor. */
-export const QUERY_TYPES = QUERY_TYPE_NAMES.map((value) => ({ value, ...QUERY_TYPE_TEXT[value] }));
+export const QUERY_TYPES = QUERY_TYPE_NAMES.map((value) => ({ value, ...QUERY_TYPE_INFO[value] }));
 
 export type QueryType = (typeof QUERY_TYPE_NAMES)[number];
+
+/** The editor's groups of query types: the types of a family share fields. */
+export type QueryFamily = (typeof QUERY_TYPE_INFO)[QueryType]['family'];
+
+/** The query type's family; an unknown type (a dashboard's typo) belongs to none. */
+export const queryFamily = (t: QueryType): QueryFamily | undefined => QUERY_TYPE_INFO[t]?.family;
 
 export { DEFAULT_ALLOC_TYPE, DEFAULT_PROFILE_TYPE };
 

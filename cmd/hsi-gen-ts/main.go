@@ -1,7 +1,6 @@
 // Command hsi-gen-ts writes src/generated/vocabulary.ts, the TypeScript editors' copy of the
 // vocabularies the backend declares in Go: query types, the DCGM catalogue, the classification
-// thresholds and the settings' defaults and ranges; and pkg/models/gpu_metrics_gen.go, the
-// catalogue's names for validation (see internal/tsgen).
+// thresholds and the settings' defaults and ranges (see internal/tsgen).
 //
 // From the repository root: go generate ./cmd/hsi-gen-ts, or mage generate.
 package main

@@ -8,9 +8,9 @@ import (
 	"testing"
 )
 
-// The editors import the committed TypeScript file and validation uses the committed Go one, so a
-// catalogue or threshold change that is not regenerated would ship editors and validation that
-// offer, default or range-check differently from the backend.
+// The editors import the committed file, so a query type, catalogue or threshold change that is
+// not regenerated would ship editors that offer, default or range-check differently from the
+// backend.
 func TestCommittedFilesAreCurrent(t *testing.T) {
 	files, err := Files()
 	if err != nil {
@@ -44,4 +44,19 @@ func firstDifference(got, want string) string {
 		}
 	}
 	return ""
+}
+
+// An empty list (a computed catalogue entry's sources) is [], which the editors map over; null
+// would throw there.
+func TestEmptyListsAreWrittenAsLists(t *testing.T) {
+	ts, err := Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(ts), "null") {
+		t.Errorf("the generated file holds null:\n%s", ts)
+	}
+	if got, err := (object{{"a", list(nil)}, {"b", "<&>"}}).MarshalJSON(); err != nil || string(got) != `{"a":[],"b":"<&>"}` {
+		t.Errorf("object = %s, %v", got, err)
+	}
 }

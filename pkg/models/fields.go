@@ -18,22 +18,21 @@ var profileFields = []string{"labelSelector", "profileTypeId", "maxNodes", "grou
 // spanFields are the fields of the span queries (SpanQuery).
 var spanFields = []string{"service", "operation", "minDuration", "percentile", "limit", "profileTypeId", "maxNodes"}
 
-// queryFields are the fields each query type reads; anything else in a query is ignored, and
-// FieldWarnings says so.
-var queryFields = map[string][]string{
-	QueryTypeProfile:      profileFields,
-	QueryTypeMetrics:      profileFields,
-	QueryTypeBoth:         profileFields,
-	QueryTypeDiff:         profileFields,
-	QueryTypeTrace:        {"traceId", "profileTypeId", "allocTypeId", "maxNodes"},
-	QueryTypeSlowRequests: {"service", "endpoint", "limit", "minDuration"},
-	QueryTypeSpanHeatmap:  spanFields,
-	QueryTypeSpanProfile:  spanFields,
-	QueryTypeGPUMetrics:   append(slices.Clone(gpuFilterFields), "metrics", "aggregation"),
-	QueryTypeGPUClass:     append(slices.Clone(gpuFilterFields), "format", "minStep"),
-	QueryTypeGPULocal:     {"view"},
-	QueryTypeKernels:      {"traceId", "file"},
-}
+// The fields of the GPU queries: the filter's and their own.
+var (
+	gpuMetricsFields = append(slices.Clone(gpuFilterFields), "metrics", "aggregation")
+	gpuClassFields   = append(slices.Clone(gpuFilterFields), "format", "minStep")
+)
+
+// queryFields are the fields each query type reads (QueryTypeSpecs); anything else in a query is
+// ignored, and FieldWarnings says so.
+var queryFields = func() map[string][]string {
+	out := map[string][]string{}
+	for _, s := range QueryTypeSpecs {
+		out[s.Name] = s.Fields
+	}
+	return out
+}()
 
 // diffSideFields are the fields of a diff's baseline and comparison (DiffSide).
 var diffSideFields = []string{"from", "to", "labelSelector", "spanSelector", "traceId"}
@@ -57,7 +56,7 @@ func FieldWarnings(queryType string, raw json.RawMessage) []string {
 		return nil
 	}
 	out := unknownFields("", model, known, queryType)
-	if slices.Equal(known, profileFields) {
+	if spec, _ := LookupQueryType(queryType); spec.Family == FamilyProfile {
 		for _, side := range []string{"baseline", "comparison"} {
 			var nested map[string]json.RawMessage
 			if json.Unmarshal(model[side], &nested) == nil {

@@ -7,10 +7,6 @@ import (
 	"time"
 )
 
-// QueryTypeGPUClass classifies GPUs' workloads over time (compute-, memory-, PCIe-bound,
-// throttled, idle, balanced) from DCGM series, with evidence and the seeds' actions.
-const QueryTypeGPUClass = "gpuClass"
-
 // GPU class query formats: which frames the query returns.
 const (
 	GPUClassFormatAll      = "all"      // timeline, summary and shares (the default)
@@ -54,7 +50,7 @@ func ParseGPUClassQuery(raw json.RawMessage) (*GPUClassQuery, error) {
 	if err := Decode(raw, &rest); err != nil {
 		return nil, err
 	}
-	q := &GPUClassQuery{GPUFilter: *f, Format: strings.TrimSpace(rest.Format), MinStep: DCGMCollectInterval}
+	q := &GPUClassQuery{GPUFilter: *f, Format: strings.TrimSpace(rest.Format), MinStep: time.Duration(minStepBound.Default) * time.Second}
 	switch q.Format {
 	case "":
 		q.Format = GPUClassFormatAll
@@ -65,8 +61,8 @@ func ParseGPUClassQuery(raw json.RawMessage) (*GPUClassQuery, error) {
 	}
 	if s := strings.TrimSpace(rest.MinStep); s != "" {
 		d, err := parseStepDuration(s)
-		if err != nil || d < time.Second || d%time.Second != 0 {
-			return nil, fmt.Errorf("field \"minStep\" must be whole seconds of at least 1s, such as \"15s\" or \"1m\", got %q", truncate(s, 40))
+		if err != nil || d < time.Duration(minStepBound.Min)*time.Second || d%time.Second != 0 {
+			return nil, fmt.Errorf("field \"minStep\" must be whole seconds of at least %ds, such as \"15s\" or \"1m\", got %q", minStepBound.Min, truncate(s, 40))
 		}
 		q.MinStep = d
 	}

@@ -6,10 +6,6 @@ import (
 	"strings"
 )
 
-// QueryTypeGPULocal reads the GPUs of the Grafana host through NVML (pkg/nvml), when
-// jsonData.nvmlEnabled is set.
-const QueryTypeGPULocal = "gpuLocal"
-
 // The views of a gpuLocal query.
 const (
 	GPULocalDevices   = "devices"

@@ -11,11 +11,9 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/classify"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/dcgm"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/notices"
 )
-
-// QueryTypeGPUMetrics answers DCGM series from Prometheus by catalogue name (gpu_query.go).
-const QueryTypeGPUMetrics = "gpuMetrics"
 
 // GPU label roles: what a DCGM label means, whatever the exporter calls it (Hostname or
 // hostname, pod or pod_name, ...). Results carry the role names, never the exporter's.
@@ -145,8 +143,8 @@ func (f *GPUFilter) Empty() bool {
 }
 
 func normalizeValues(field string, in []string) ([]string, error) {
-	if len(in) > MaxGPUFilterValues {
-		return nil, fmt.Errorf("field %q has %d values, at most %d are allowed: narrow it or use gpuSelector", field, len(in), MaxGPUFilterValues)
+	if len(in) > int(filterValuesBound.Max) {
+		return nil, fmt.Errorf("field %q has %d values, at most %d are allowed: narrow it or use gpuSelector", field, len(in), filterValuesBound.Max)
 	}
 	out := make([]string, 0, len(in))
 	for i, v := range in {
@@ -189,7 +187,7 @@ func ParseGPUFilter(raw json.RawMessage) (*GPUFilter, error) {
 //	 "hosts":["gpu-node-1"],"gpus":["0"],"aggregation":"gpu"}
 type GPUMetricsQuery struct {
 	GPUFilter
-	// Metrics are catalogue names (GPUMetricNames); default gpu_utilization.
+	// Metrics are catalogue names (pkg/dcgm); default gpu_utilization.
 	Metrics []string `json:"metrics"`
 	// Aggregation is gpu (default), host or fleet.
 	Aggregation string `json:"aggregation"`
@@ -217,8 +215,8 @@ func ParseGPUMetricsQuery(raw json.RawMessage) (*GPUMetricsQuery, error) {
 	var metrics []string
 	for i, m := range q.Metrics {
 		m = strings.TrimSpace(m)
-		if !slices.Contains(GPUMetricNames, m) {
-			return nil, fmt.Errorf("field \"metrics\" item %d: unknown GPU metric %q; valid metrics are %s", i+1, truncate(m, 40), strings.Join(GPUMetricNames, ", "))
+		if _, ok := dcgm.Lookup(m); !ok {
+			return nil, fmt.Errorf("field \"metrics\" item %d: unknown GPU metric %q; valid metrics are %s", i+1, truncate(m, 40), strings.Join(dcgm.Names(), ", "))
 		}
 		if !slices.Contains(metrics, m) {
 			metrics = append(metrics, m)

@@ -8,10 +8,6 @@ import (
 	"strings"
 )
 
-// QueryTypeKernels analyses the GPU kernel traces (PyTorch profiler Chrome traces, Nsight
-// Systems SQLite exports) captured for a request, read from jsonData.traceDirectories.
-const QueryTypeKernels = "kernels"
-
 // KernelsQuery is {queryType: "kernels", traceId?, file?}: the traces of a request, or one file
 // given relative to a configured trace directory.
 type KernelsQuery struct {

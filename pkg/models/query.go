@@ -13,22 +13,6 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 )
 
-// Query types, as dashboards store them (PRODUCT.md). Only the ones this build answers are
-// registered with the query mux; the others say so in a per-query error.
-const (
-	QueryTypeProfile = "profile"
-	QueryTypeMetrics = "metrics"
-	QueryTypeBoth    = "both"
-	QueryTypeDiff    = "diff"
-)
-
-// QueryTypes lists every query type in the editor's picker order. The editor's list is generated
-// from it (cmd/hsi-gen-ts), so a type added here must get its label and description there too.
-var QueryTypes = []string{
-	QueryTypeProfile, QueryTypeMetrics, QueryTypeBoth, QueryTypeDiff, QueryTypeTrace, QueryTypeSlowRequests,
-	QueryTypeSpanHeatmap, QueryTypeSpanProfile, QueryTypeGPUMetrics, QueryTypeGPUClass, QueryTypeGPULocal, QueryTypeKernels,
-}
-
 // DefaultProfileTypeID is used when a query (such as Grafana's trace-to-profile link with no
 // configured type) leaves profileTypeId empty.
 const DefaultProfileTypeID = "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
@@ -43,11 +27,12 @@ const MaxMaxNodes = 1 << 20
 
 // CheckMaxNodes fills the default for 0 and bounds the rest, naming the range.
 func CheckMaxNodes(n *int64) error {
+	b := maxNodesBound
 	switch {
 	case *n == 0:
-		*n = DefaultMaxNodes
-	case *n < 0 || *n > MaxMaxNodes:
-		return fmt.Errorf("field \"maxNodes\" must be from 1 to %d (0 or unset: %d), got %d", MaxMaxNodes, DefaultMaxNodes, *n)
+		*n = b.Default
+	case *n < b.Min || *n > b.Max:
+		return fmt.Errorf("field \"maxNodes\" must be from %d to %d (0 or unset: %d), got %d", b.Min, b.Max, b.Default, *n)
 	}
 	return nil
 }
@@ -125,8 +110,8 @@ func (q *ProfileQuery) normalizePyroscopeFields() error {
 	default:
 		return fmt.Errorf("field \"heatmapType\" must be %q or %q, got %q", HeatmapIndividual, HeatmapSpan, truncate(q.HeatmapType, 40))
 	}
-	if len(q.ProfileIDSelector) > MaxProfileIDs {
-		return fmt.Errorf("field \"profileIdSelector\" holds %d profile IDs; at most %d", len(q.ProfileIDSelector), MaxProfileIDs)
+	if len(q.ProfileIDSelector) > int(profileIDsBound.Max) {
+		return fmt.Errorf("field \"profileIdSelector\" holds %d profile IDs; at most %d", len(q.ProfileIDSelector), profileIDsBound.Max)
 	}
 	ids := q.ProfileIDSelector[:0]
 	for i, id := range q.ProfileIDSelector {
@@ -140,11 +125,11 @@ func (q *ProfileQuery) normalizePyroscopeFields() error {
 		ids = append(ids, strings.ToLower(id))
 	}
 	q.ProfileIDSelector = ids
-	if len(q.StackTraceSelector) > MaxCallSiteDepth {
-		return fmt.Errorf("field \"stackTraceSelector\" is a call site of %d frames; at most %d", len(q.StackTraceSelector), MaxCallSiteDepth)
+	if len(q.StackTraceSelector) > int(callSiteBound.Max) {
+		return fmt.Errorf("field \"stackTraceSelector\" is a call site of %d frames; at most %d", len(q.StackTraceSelector), callSiteBound.Max)
 	}
 	for i, fn := range q.StackTraceSelector {
-		if strings.TrimSpace(fn) == "" || len(fn) > 4096 {
+		if len(strings.TrimSpace(fn)) < int(functionNameBound.Min) || len(fn) > int(functionNameBound.Max) {
 			return fmt.Errorf("field \"stackTraceSelector\" item %d must be a function name (the call site, root first), got %q", i+1, truncate(fn, 40))
 		}
 	}
@@ -222,7 +207,7 @@ func ParseProfileQuery(raw json.RawMessage) (*ProfileQuery, error) {
 	if err := CheckMaxNodes(&q.MaxNodes); err != nil {
 		return nil, err
 	}
-	if q.Limit < 0 {
+	if q.Limit < profileLimitBound.Min {
 		return nil, fmt.Errorf("field \"limit\" must be zero (all series) or positive, got %d", q.Limit)
 	}
 	for name, side := range map[string]*DiffSide{"baseline": q.Baseline, "comparison": q.Comparison} {
@@ -448,7 +433,7 @@ func Decode(raw json.RawMessage, dst any) error {
 // wholeNumberRanges say the allowed range of number fields, for the message when a value does not
 // even decode.
 var wholeNumberRanges = map[string]string{
-	"maxNodes": fmt.Sprintf("1 to %d", MaxMaxNodes),
+	"maxNodes": fmt.Sprintf("%d to %d", maxNodesBound.Min, maxNodesBound.Max),
 }
 
 func describeGoType(kind string) string {

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/dcgm"
 )
 
 // DCGMSettings holds the metric and label names of the DCGM series, overridable per data source.
@@ -19,7 +21,7 @@ import (
 // Without overrides the plugin tries each catalogue entry's known DCGM names and detects which
 // label aliases the series carry; an override replaces that guess with exactly one name.
 type DCGMSettings struct {
-	// MetricNames maps catalogue names (GPUMetricNames) to the metric to read instead of the
+	// MetricNames maps catalogue names (pkg/dcgm) to the metric to read instead of the
 	// known DCGM names; a custom metric must already be in the catalogue's unit.
 	MetricNames map[string]string
 	// LabelNames maps roles (GPURoles) to the one label that carries the role.
@@ -52,11 +54,12 @@ func loadDCGM(j jsonFields, out *DCGMSettings) error {
 	}
 	for _, k := range sortedMapKeys(metrics) {
 		v := strings.TrimSpace(metrics[k])
-		if !slices.Contains(GPUMetricNames, k) {
-			return fmt.Errorf("jsonData.dcgmMetricNames: unknown GPU metric %q; valid keys are %s", truncate(k, 40), strings.Join(GPUMetricNames, ", "))
+		m, ok := dcgm.Lookup(k)
+		if !ok {
+			return fmt.Errorf("jsonData.dcgmMetricNames: unknown GPU metric %q; valid keys are %s", truncate(k, 40), strings.Join(dcgm.Names(), ", "))
 		}
-		if from, ok := computedGPUMetrics[k]; ok {
-			return fmt.Errorf("jsonData.dcgmMetricNames.%s: %s is computed from %s; override those instead", k, k, from)
+		if len(m.ComputedFrom) > 0 {
+			return fmt.Errorf("jsonData.dcgmMetricNames.%s: %s is computed from %s; override those instead", k, k, strings.Join(m.ComputedFrom, " and "))
 		}
 		if !validMetricName(v) {
 			return fmt.Errorf("jsonData.dcgmMetricNames.%s must be a Prometheus metric name such as DCGM_FI_DEV_GPU_UTIL, got %q", k, truncate(v, 60))

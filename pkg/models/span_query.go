@@ -8,17 +8,6 @@ import (
 	"time"
 )
 
-// Query types of profiles-to-traces from the trace store's own search (Jaeger), which works with
-// any Pyroscope: Grafana's span heatmaps need Tempo and a Pyroscope with SelectHeatmap.
-const (
-	// QueryTypeSpanHeatmap is an operation's span durations over time, as a heatmap whose
-	// exemplars (the slowest span of each time bucket) link to the trace and the span's profile.
-	QueryTypeSpanHeatmap = "spanHeatmap"
-	// QueryTypeSpanProfile is the merged profile of every profiled span of an operation slower
-	// than a duration or a percentile: what one short span has too few samples to show.
-	QueryTypeSpanProfile = "spanProfile"
-)
-
 // Bounds of the span queries. Jaeger's own search page offers at most 1500 traces; the spans
 // merged go to Pyroscope in one request, a few hundred kilobytes at most.
 const (
@@ -60,11 +49,11 @@ func ParseSpanQuery(queryType string, raw json.RawMessage) (*SpanQuery, error) {
 	if q.Service == "" {
 		return nil, errors.New(`field "service" is required: the service whose spans to read (Jaeger searches one service at a time)`)
 	}
-	switch {
+	switch b := spanLimitBound; {
 	case q.Limit == 0:
-		q.Limit = DefaultSpanTraces
-	case q.Limit < 0 || q.Limit > MaxSpanTraces:
-		return nil, fmt.Errorf("field \"limit\" (traces read from the trace search) must be between 1 and %d, got %d", MaxSpanTraces, q.Limit)
+		q.Limit = b.Default
+	case q.Limit < b.Min || q.Limit > b.Max:
+		return nil, fmt.Errorf("field \"limit\" (traces read from the trace search) must be between %d and %d, got %d", b.Min, b.Max, q.Limit)
 	}
 	if q.MinDuration < 0 {
 		return nil, fmt.Errorf("field \"minDuration\" must not be negative, got %s", time.Duration(q.MinDuration))
@@ -75,8 +64,8 @@ func ParseSpanQuery(queryType string, raw json.RawMessage) (*SpanQuery, error) {
 		q.Percentile = 0
 	}
 	if q.Percentile != 0 {
-		if q.Percentile <= 0 || q.Percentile >= 100 {
-			return nil, fmt.Errorf("field \"percentile\" must be above 0 and below 100 (e.g. 95: the slowest 5%% of spans), got %g", q.Percentile)
+		if b := percentileBound; q.Percentile <= float64(b.Min) || q.Percentile >= float64(b.Max) {
+			return nil, fmt.Errorf("field \"percentile\" must be above %d and below %d (e.g. 95: the slowest 5%% of spans), got %g", b.Min, b.Max, q.Percentile)
 		}
 		if q.MinDuration > 0 {
 			return nil, errors.New(`fields "minDuration" and "percentile" exclude each other: give the slowest spans by one or the other`)

@@ -8,12 +8,6 @@ import (
 	"time"
 )
 
-// Query types of the request-level join.
-const (
-	QueryTypeTrace        = "trace"
-	QueryTypeSlowRequests = "slowRequests"
-)
-
 // DefaultAllocTypeID is the allocation profile a trace query reads per span unless allocTypeId
 // says otherwise: bytes allocated, the figure that explains GC pressure.
 const DefaultAllocTypeID = "memory:alloc_space:bytes:space:bytes"
@@ -106,11 +100,11 @@ func ParseSlowRequestsQuery(raw json.RawMessage) (*SlowRequestsQuery, error) {
 			return nil, fmt.Errorf("field %q %w", field, err)
 		}
 	}
-	switch {
+	switch b := slowLimitBound; {
 	case q.Limit == 0:
-		q.Limit = DefaultSlowTraces
-	case q.Limit < 0 || q.Limit > MaxSlowTraces:
-		return nil, fmt.Errorf("field \"limit\" must be between 1 and %d, got %d", MaxSlowTraces, q.Limit)
+		q.Limit = b.Default
+	case q.Limit < b.Min || q.Limit > b.Max:
+		return nil, fmt.Errorf("field \"limit\" must be between %d and %d, got %d", b.Min, b.Max, q.Limit)
 	}
 	if q.MinDuration < 0 {
 		return nil, fmt.Errorf("field \"minDuration\" must not be negative, got %s", time.Duration(q.MinDuration))

@@ -7,38 +7,6 @@ import (
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 )
 
-// grafanaUnits are the Grafana unit ids the catalogue may use (packages/grafana-data/src/
-// valueFormats/categories.ts): a typo there would silently show raw numbers.
-var grafanaUnits = []string{"percent", "percentunit", "mbytes", "celsius", "watt", "joule", "rotmhz", "Bps", "ops", "hex0x", "none", "short"}
-
-func TestCatalogueEntriesAreComplete(t *testing.T) {
-	for _, m := range catalogue {
-		if m.Title == "" || m.Description == "" {
-			t.Errorf("%s: title %q, description %q", m.Name, m.Title, m.Description)
-		}
-		if !slices.Contains(grafanaUnits, m.Unit) {
-			t.Errorf("%s: unit %q is not a Grafana unit id", m.Name, m.Unit)
-		}
-		if m.Aggregate != aggAvg && m.Aggregate != aggSum && m.Aggregate != aggMax {
-			t.Errorf("%s: aggregate %q", m.Name, m.Aggregate)
-		}
-		if (len(m.Sources) == 0) == (len(m.ComputedFrom) == 0) || (len(m.ComputedFrom) > 0) != (m.combine != notComputed) {
-			t.Errorf("%s: needs either sources or parts with a combiner: %+v", m.Name, m)
-		}
-		for _, part := range m.ComputedFrom {
-			p, ok := NewCatalogue(models.DCGMSettings{}).Lookup(part)
-			if !ok || len(p.Sources) == 0 {
-				t.Errorf("%s: part %q is not a plain catalogue entry", m.Name, part)
-			}
-		}
-		for _, s := range m.Sources {
-			if len(s.Metric) < 8 || s.Metric[:8] != "DCGM_FI_" {
-				t.Errorf("%s: source %q is not a DCGM field", m.Name, s.Metric)
-			}
-		}
-	}
-}
-
 func TestCatalogueConvertsDeprecatedAndCounterUnits(t *testing.T) {
 	cat := NewCatalogue(models.DCGMSettings{})
 	tx, _ := cat.Lookup("pcie_tx")
@@ -47,7 +15,7 @@ func TestCatalogueConvertsDeprecatedAndCounterUnits(t *testing.T) {
 		t.Errorf("pcie_tx = %+v: bytes/s first, the deprecated KB/s series scaled by 1024", tx)
 	}
 	ep, _ := cat.Lookup("energy_power")
-	if ep.Unit != "watt" || !ep.Sources[0].Counter || ep.Sources[0].scale() != 0.001 {
+	if ep.Unit != "watt" || !ep.Sources[0].Counter || ep.Sources[0].Factor() != 0.001 {
 		t.Errorf("energy_power = %+v: the mJ counter's rate in W", ep)
 	}
 	clk, _ := cat.Lookup("clock_events")
@@ -58,7 +26,7 @@ func TestCatalogueConvertsDeprecatedAndCounterUnits(t *testing.T) {
 	if sm.Unit != "percentunit" || sm.Sources[1].Metric != "DCGM_FI_PROF_SM_UTIL_RATIO" {
 		t.Errorf("sm_active = %+v: a 0..1 ratio with DCGM 4.6's name as alias", sm)
 	}
-	if (Source{}).scale() != 1 {
+	if (Source{}).Factor() != 1 {
 		t.Error("an unset scale must mean 1")
 	}
 }

@@ -356,7 +356,7 @@ func (g figureGrid) fold(byGPU map[classify.GPU]*classify.GPUSeries, job figureJ
 			if !ok {
 				continue
 			}
-			fs.rank, fs.scale = r, job.sources[r].scale()
+			fs.rank, fs.scale = r, job.sources[r].Factor()
 		}
 		gpu := models.GPUOf(gpuRoleLabels(s.Metric, roles, gpuIdentityRoles))
 		if _, seen := perGPU[gpu]; !seen {

@@ -545,7 +545,7 @@ func TestFigureQueryLeavesCountersAndComputedEntriesToPromQL(t *testing.T) {
 			ff, _ := cat.Lookup("fb_free")
 			eu, _ := p.metricExpr(fu, func(string) bool { return true })
 			ef, _ := p.metricExpr(ff, func(string) bool { return true })
-			j.expr, used = combineParts(m.combine, []parser.Expr{eu, ef}), []string{"DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE"}
+			j.expr, used = combineParts(m.Combine, []parser.Expr{eu, ef}), []string{"DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE"}
 		}
 		within, err := p.figureQuery(j, used, false)
 		if err != nil {

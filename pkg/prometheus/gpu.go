@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 	"go.opentelemetry.io/otel/attribute"
 
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/dcgm"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/notices"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/upstream"
@@ -197,7 +198,7 @@ func (c *Client) gpuMetricQuery(m Metric, inv *inventory, p gpuPlan) (expr parse
 	if !complete {
 		return nil, used, tried
 	}
-	return combineParts(m.combine, parts), used, tried
+	return combineParts(m.Combine, parts), used, tried
 }
 
 func gpuMissingNotice(m Metric, tried []string) string {
@@ -209,7 +210,7 @@ func gpuMissingNotice(m Metric, tried []string) string {
 		what, strings.Join(tried, " or "))
 }
 
-// GPUMetric fetches one catalogue metric (models.GPUMetricNames) for the GPUs matching filter,
+// GPUMetric fetches one catalogue metric (pkg/dcgm) for the GPUs matching filter,
 // aggregated per GPU ("gpu"), per host ("host") or over all of them ("fleet"), from start to end
 // at step (raised to Prometheus' 11,000-point limit and the plugin's point budget). Series carry
 // role-named labels and values in the catalogue's unit, deprecated units converted. A metric
@@ -218,7 +219,7 @@ func gpuMissingNotice(m Metric, tried []string) string {
 func (c *Client) GPUMetric(ctx context.Context, name string, filter models.GPUFilter, aggregation string, start, end time.Time, step time.Duration) (res *models.GPUMetricResult, err error) {
 	m, ok := c.catalogue().Lookup(name)
 	if !ok {
-		return nil, backend.DownstreamError(fmt.Errorf("unknown GPU metric %q; valid metrics are %s", name, strings.Join(models.GPUMetricNames, ", ")))
+		return nil, backend.DownstreamError(fmt.Errorf("unknown GPU metric %q; valid metrics are %s", name, strings.Join(dcgm.Names(), ", ")))
 	}
 	roles, err := gpuGroupingRoles(aggregation)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
 
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/dcgm"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 )
 
@@ -247,8 +248,8 @@ func (p gpuPlan) sourceExpr(s Source) parser.Expr {
 		alts = append(alts, e)
 	}
 	e := unionExprs(alts)
-	if s.scale() != 1 {
-		e = binaryExpr(parser.MUL, e, numberLit(s.scale()))
+	if s.Factor() != 1 {
+		e = binaryExpr(parser.MUL, e, numberLit(s.Factor()))
 	}
 	return e
 }
@@ -268,11 +269,11 @@ func (p gpuPlan) metricExpr(m Metric, present func(string) bool) (parser.Expr, [
 }
 
 // combineParts is a computed entry's per-GPU expression from its parts' expressions.
-func combineParts(c combiner, parts []parser.Expr) parser.Expr {
+func combineParts(c dcgm.Combiner, parts []parser.Expr) parser.Expr {
 	switch c {
-	case percentOfTotal:
+	case dcgm.PercentOfTotal:
 		return binaryExpr(parser.MUL, binaryExpr(parser.DIV, parts[0], binaryExpr(parser.ADD, parts[0], parts[1])), numberLit(100))
-	case sumOfParts:
+	case dcgm.SumOfParts:
 		return binaryExpr(parser.ADD, parts[0], parts[1])
 	}
 	return nil

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
 
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/dcgm"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 )
 
@@ -234,7 +235,7 @@ func TestCountersBecomeRatesAndComputedMetricsKeepPrecedence(t *testing.T) {
 	free, _ := cat.Lookup("fb_free")
 	u, _ := p.metricExpr(used, func(string) bool { return true })
 	f, _ := p.metricExpr(free, func(string) bool { return true })
-	pct := combineParts(percentOfTotal, []parser.Expr{u, f})
+	pct := combineParts(dcgm.PercentOfTotal, []parser.Expr{u, f})
 	got := pct.String()
 	if want := `(DCGM_FI_DEV_FB_USED{Hostname="h"} / (DCGM_FI_DEV_FB_USED{Hostname="h"} + DCGM_FI_DEV_FB_FREE{Hostname="h"})) * 100`; got != want {
 		t.Errorf("fb_used_percent:\ngot  %s\nwant %s", got, want)
@@ -244,7 +245,7 @@ func TestCountersBecomeRatesAndComputedMetricsKeepPrecedence(t *testing.T) {
 	p2 := testPlan(t, models.GPUFilter{Hosts: []string{"h"}}, bothHostLabels, nil)
 	u2, _ := p2.metricExpr(used, func(string) bool { return true })
 	f2, _ := p2.metricExpr(free, func(string) bool { return true })
-	got2 := combineParts(percentOfTotal, []parser.Expr{u2, f2}).String()
+	got2 := combineParts(dcgm.PercentOfTotal, []parser.Expr{u2, f2}).String()
 	want2 := `((DCGM_FI_DEV_FB_USED{Hostname="h"} or DCGM_FI_DEV_FB_USED{hostname="h"}) / ((DCGM_FI_DEV_FB_USED{Hostname="h"} or DCGM_FI_DEV_FB_USED{hostname="h"}) + (DCGM_FI_DEV_FB_FREE{Hostname="h"} or DCGM_FI_DEV_FB_FREE{hostname="h"}))) * 100`
 	if got2 != want2 {
 		t.Errorf("fb_used_percent, two aliases:\ngot  %s\nwant %s", got2, want2)

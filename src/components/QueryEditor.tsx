@@ -3,17 +3,17 @@ import { QueryEditorProps } from '@grafana/data';
 import { Combobox, InlineField, InlineFieldRow } from '@grafana/ui';
 
 import { DataSource } from '../datasource';
-import { HsiOptions, HsiQuery, QUERY_TYPES, QueryType } from '../types';
-import { DiffFields } from './DiffFields';
-import { GpuFilterFields, GpuLocalFields, GpuMetricsFields } from './GpuFields';
-import { KernelFields } from './KernelFields';
-import { PyroscopeOptions } from './PyroscopeOptions';
-import { RequestFields } from './RequestFields';
-import { FieldsProps, SelectorFields } from './SelectorFields';
-import { SlowRequestFields } from './SlowRequestFields';
-import { SpanFields } from './SpanFields';
-import { TraceFields } from './TraceFields';
-import { LABEL_WIDTH, MultiPicker, NumberField, stringOptions } from './fields';
+import { HsiOptions, HsiQuery, QUERY_TYPES, QueryType, queryFamily } from '../types';
+import { DiffFields } from './query/DiffFields';
+import { GpuFilterFields, GpuLocalFields, GpuMetricsFields } from './query/GpuFields';
+import { KernelFields } from './query/KernelFields';
+import { PyroscopeOptions } from './query/PyroscopeOptions';
+import { RequestFields } from './query/RequestFields';
+import { FieldsProps, SelectorFields } from './query/SelectorFields';
+import { SlowRequestFields } from './query/SlowRequestFields';
+import { SpanFields } from './query/SpanFields';
+import { TraceFields } from './query/TraceFields';
+import { LABEL_WIDTH, MultiPicker, NumberField, stringOptions } from './query/fields';
 
 type Props = QueryEditorProps<DataSource, HsiQuery, HsiOptions>;
 
@@ -34,9 +34,10 @@ export function QueryEditor({ query, onChange, onRunQuery, datasource, range }: 
     from: range?.from.valueOf(),
     to: range?.to.valueOf(),
   };
-  const isProfile = ['profile', 'metrics', 'both', 'diff'].includes(queryType);
+  const family = queryFamily(queryType);
+  const isProfile = family === 'profile';
   const hasSeries = queryType === 'metrics' || queryType === 'both';
-  const isSpans = queryType === 'spanHeatmap' || queryType === 'spanProfile';
+  const isSpans = family === 'spans';
   // The editor keeps the fields of other types when the type changes (the backend ignores them).
   const switchType = (t: QueryType) => update({ queryType: t });
   const id = useId();

@@ -4,7 +4,7 @@
  * Anything holding a template variable is left alone: it is only known once interpolated.
  */
 
-import { GPU_THRESHOLD_WINDOW_RANGE, UPSTREAM_TIMEOUT_SECONDS } from '../generated/vocabulary';
+import { GPU_THRESHOLD_WINDOW_RANGE, QUERY_TYPE_INFO, UPSTREAM_TIMEOUT_SECONDS } from '../generated/vocabulary';
 
 const VARIABLE = /\$\w+|\$\{[^}]+\}|\[\[[^\]]+\]\]/;
 
@@ -90,10 +90,14 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 const shorten = (s: string) => (s.length > 40 ? `${s.slice(0, 39)}…` : s);
 
-/** The backend's bounds of the Pyroscope selectors (MaxProfileIDs, MaxCallSiteDepth in pkg/models/query.go). */
-const MAX_PROFILE_IDS = 1000;
-const MAX_CALL_SITE_DEPTH = 256;
-const MAX_FUNCTION_NAME = 4096;
+/** The backend's bounds of the profile queries (pkg/models/querytypes.go). */
+const PROFILE_BOUNDS = QUERY_TYPE_INFO.profile.bounds;
+const MAX_PROFILE_IDS = PROFILE_BOUNDS.profileIdSelector.max;
+const MAX_CALL_SITE_DEPTH = PROFILE_BOUNDS.stackTraceSelector.max;
+const MAX_FUNCTION_NAME = PROFILE_BOUNDS.functionName.max;
+
+/** What the flame graph keeps when maxNodes is unset, and the most it keeps. */
+export const MAX_NODES = PROFILE_BOUNDS.maxNodes;
 
 /**
  * Profile IDs (UUIDs, as Pyroscope's exemplars give them). They name the profiles themselves, so
@@ -145,19 +149,23 @@ export function percentileError(p?: number, minDuration?: string): string | unde
   if (p === undefined || p === 0) {
     return undefined;
   }
-  if (Number.isNaN(p) || p < 0 || p >= 100) {
-    return 'Above 0 and below 100, e.g. 95: the slowest 5% of spans';
+  const { min, max } = QUERY_TYPE_INFO.spanProfile.bounds.percentile;
+  if (Number.isNaN(p) || p <= min || p >= max) {
+    return `Above ${min} and below ${max}, e.g. 95: the slowest 5% of spans`;
   }
   return positiveDuration(minDuration) ? 'Min duration and Percentile exclude each other: clear one' : undefined;
 }
 
-/** The span queries' bound on the traces read from Jaeger (DefaultSpanTraces, MaxSpanTraces in pkg/models/span_query.go). */
-export const SPAN_TRACES = { default: 500, max: 1500 };
+/** The span queries' bound on the traces read from Jaeger. */
+export const SPAN_TRACES = QUERY_TYPE_INFO.spanHeatmap.bounds.limit;
 
 /** Traces read by a span query: unset or 0 takes the default. */
 export function spanLimitError(limit?: number): string | undefined {
-  return limit === 0 ? undefined : rangeError(limit, { min: 1, max: SPAN_TRACES.max, whole: true });
+  return limit === 0 ? undefined : rangeError(limit, { ...SPAN_TRACES, whole: true });
 }
+
+/** How many of the slowest traces slowRequests lists. */
+export const SLOW_TRACES = QUERY_TYPE_INFO.slowRequests.bounds.limit;
 
 /*
  * Data source settings. The backend checks them again when it loads them (pkg/models/settings*.go)

@@ -1,11 +1,11 @@
 import React, { useEffect, useId, useState } from 'react';
 import { Combobox, ComboboxOption, InlineField, InlineFieldRow, useStyles2 } from '@grafana/ui';
 
-import { DataSource } from '../datasource';
-import { DEFAULT_PROFILE_TYPE, HsiQuery, ProfileType } from '../types';
+import { DataSource } from '../../datasource';
+import { DEFAULT_PROFILE_TYPE, HsiQuery, ProfileType } from '../../types';
 import { LABEL_WIDTH, Picker, TextField, errorMessage, getMessageStyles, stringOptions } from './fields';
 import { matcherValue, setMatcher } from './selector';
-import { profileTypeError, selectorError } from './validation';
+import { profileTypeError, selectorError } from '../validation';
 
 export interface FieldsProps {
   query: HsiQuery;

@@ -1,8 +1,8 @@
 import React from 'react';
 import { ComboboxOption, InlineField, InlineFieldRow, RadioButtonGroup } from '@grafana/ui';
 
-import { GPU_AGGREGATIONS, GPU_CATALOGUE, GPU_LOCAL_VIEWS } from '../generated/vocabulary';
-import { GpuAggregation, GpuLocalView, GpuMetric, GpuRole } from '../types';
+import { GPU_AGGREGATIONS, GPU_CATALOGUE, GPU_LOCAL_VIEWS } from '../../generated/vocabulary';
+import { GpuAggregation, GpuLocalView, GpuMetric, GpuRole } from '../../types';
 import { FieldsProps } from './SelectorFields';
 import { LABEL_WIDTH, MultiPicker, stringOptions } from './fields';
 

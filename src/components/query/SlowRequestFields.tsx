@@ -3,7 +3,7 @@ import { InlineFieldRow } from '@grafana/ui';
 
 import { FieldsProps } from './SelectorFields';
 import { LABEL_WIDTH, NumberField, Picker, TextField, stringOptions } from './fields';
-import { durationError } from './validation';
+import { SLOW_TRACES, durationError } from '../validation';
 
 /** Latency by endpoint and the slowest traces, optionally of one service and endpoint. */
 export function SlowRequestFields({ query, update, runQuery, datasource }: FieldsProps) {
@@ -42,8 +42,8 @@ export function SlowRequestFields({ query, update, runQuery, datasource }: Field
       <NumberField
         label="Limit"
         value={query.limit}
-        placeholder="20"
-        tooltip="How many of the slowest traces to list"
+        placeholder={String(SLOW_TRACES.default)}
+        tooltip={`How many of the slowest traces to list, at most ${SLOW_TRACES.max}`}
         width={8}
         onChange={(limit) => update({ limit }, false)}
         onBlur={runQuery}

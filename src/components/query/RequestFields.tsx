@@ -1,17 +1,17 @@
 import React from 'react';
 import { ComboboxOption, InlineField, InlineFieldRow, InlineSwitch } from '@grafana/ui';
 
-import { DataSource } from '../datasource';
-import { HsiQuery, TraceSummary } from '../types';
+import { DataSource } from '../../datasource';
+import { HsiQuery, TraceSummary } from '../../types';
 import { FieldsProps } from './SelectorFields';
 import { LABEL_WIDTH, NumberField, OptionsRow, Picker, TextField, count } from './fields';
 import { matcherValue } from './selector';
-import { callSiteError, profileIdsError, requestErrors } from './validation';
+import { MAX_NODES, callSiteError, profileIdsError, requestErrors } from '../validation';
 
 const RECENT_TRACES = 20;
 
 /** What the flame graph keeps when maxNodes is unset (the backend's default). */
-export const DEFAULT_MAX_NODES = 16384;
+export const DEFAULT_MAX_NODES = MAX_NODES.default;
 
 /** Span IDs as typed: separated by commas or spaces; none is unset. */
 export const parseIds = (text: string): string[] | undefined => {

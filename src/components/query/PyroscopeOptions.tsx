@@ -1,7 +1,7 @@
 import React from 'react';
 import { InlineField, InlineFieldRow, RadioButtonGroup } from '@grafana/ui';
 
-import { HsiQuery } from '../types';
+import { HsiQuery } from '../../types';
 import {
   MaxNodesField,
   ProfileSelectorFields,

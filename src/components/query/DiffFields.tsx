@@ -1,10 +1,10 @@
 import React from 'react';
 import { InlineFieldRow, InlineLabel } from '@grafana/ui';
 
-import { DiffSide, HsiQuery } from '../types';
+import { DiffSide, HsiQuery } from '../../types';
 import { MaxNodesField, maxNodesSummary, parseIds, requestSummary } from './RequestFields';
 import { LABEL_WIDTH, OptionsRow, TextField } from './fields';
-import { requestErrors, selectorError, timeError } from './validation';
+import { requestErrors, selectorError, timeError } from '../validation';
 
 const SIDES = [
   { key: 'baseline', name: 'Baseline', hint: 'e.g. from now-1h to now: the service over the last hour' },

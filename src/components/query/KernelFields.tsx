@@ -2,10 +2,10 @@ import React from 'react';
 import { dateTimeFormat, dateTimeFormatTimeAgo } from '@grafana/data';
 import { ComboboxOption, InlineFieldRow } from '@grafana/ui';
 
-import { KernelFile } from '../types';
+import { KernelFile } from '../../types';
 import { FieldsProps } from './SelectorFields';
 import { LABEL_WIDTH, Picker, TextField } from './fields';
-import { traceIdError } from './validation';
+import { traceIdError } from '../validation';
 
 /** A file size for the picker's descriptions. */
 function size(bytes: number): string {

@@ -1,12 +1,12 @@
 import React, { useState } from 'react';
 import { InlineFieldRow } from '@grafana/ui';
 
-import { DataSource } from '../datasource';
-import { DEFAULT_ALLOC_TYPE, DEFAULT_PROFILE_TYPE } from '../types';
+import { DataSource } from '../../datasource';
+import { DEFAULT_ALLOC_TYPE, DEFAULT_PROFILE_TYPE } from '../../types';
 import { MaxNodesField, SlowTracesPicker, TraceIdField, maxNodesSummary } from './RequestFields';
 import { FieldsProps, ProfileTypeField, useProfileTypes } from './SelectorFields';
 import { LABEL_WIDTH, OptionsRow, Picker, stringOptions } from './fields';
-import { traceIdError } from './validation';
+import { traceIdError } from '../validation';
 
 /**
  * The Jaeger service last picked in each data source's trace editor. The editor is mounted anew

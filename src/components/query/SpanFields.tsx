@@ -1,11 +1,11 @@
 import React from 'react';
 import { InlineFieldRow } from '@grafana/ui';
 
-import { DEFAULT_PROFILE_TYPE } from '../types';
+import { DEFAULT_PROFILE_TYPE } from '../../types';
 import { MaxNodesField, maxNodesSummary } from './RequestFields';
 import { FieldsProps, ProfileTypeField, useProfileTypes } from './SelectorFields';
 import { LABEL_WIDTH, NumberField, OptionsRow, Picker, TextField, stringOptions } from './fields';
-import { SPAN_TRACES, durationError, percentileError, spanLimitError } from './validation';
+import { SPAN_TRACES, durationError, percentileError, spanLimitError } from '../validation';
 
 /** "process_cpu · cpu", as the profile type picker names it, from its ID. */
 const profileTypeName = (id: string) => {
