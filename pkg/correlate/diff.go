@@ -24,6 +24,8 @@ type DiffQuery struct {
 	ProfileTypeID        string
 	MaxNodes             int64
 	Baseline, Comparison DiffSideQuery
+	// FrameFilter keeps only the stacks it keeps, on both sides (frameFilter).
+	FrameFilter models.FrameFilter
 }
 
 // DiffSide is one side's flame graph and what it was, in words ("trace …", "{…} over … to …").
@@ -40,6 +42,9 @@ func DiffSides(ctx context.Context, traces Traces, profiles Profiles, q DiffQuer
 	specs := [2]DiffSideQuery{q.Baseline, q.Comparison}
 	var sides [2]*DiffSide
 	errs := [2]error{safe.ErrPanicked, safe.ErrPanicked}
+	if !q.FrameFilter.Empty() {
+		profiles = cutToCallSite{Profiles: profiles, frameFilter: q.FrameFilter}
+	}
 	fanOut(2, func(i int) {
 		sides[i], errs[i] = diffSide(ctx, traces, profiles, q, specs[i])
 	})

@@ -33,7 +33,7 @@ func (d *Datasource) queryDiff(ctx context.Context, q backend.DataQuery) backend
 	if err != nil {
 		return errorResponse(err)
 	}
-	dq := correlate.DiffQuery{ProfileTypeID: pq.ProfileTypeID, MaxNodes: pq.MaxNodes}
+	dq := correlate.DiffQuery{ProfileTypeID: pq.ProfileTypeID, MaxNodes: pq.MaxNodes, FrameFilter: pq.FrameFilter}
 	now := time.Now()
 	for _, side := range []struct {
 		name string
@@ -58,6 +58,7 @@ func (d *Datasource) queryDiff(ctx context.Context, q backend.DataQuery) backend
 		notices = append(notices, frames.Warning(few))
 	}
 	notices = append(notices, frames.Info(frames.NormaliseDiff(tree, pq.ProfileTypeID, base.Describe, comp.Describe)))
+	notices = append(notices, frameFilterNotices(pyro, pq.FrameFilter, false)...)
 	frame := frames.DiffFlameGraph(tree, pq.ProfileTypeID)
 	frame.Meta.Notices = notices
 	return withFrames(frame, summary)

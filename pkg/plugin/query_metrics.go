@@ -83,7 +83,7 @@ func (d *Datasource) seriesFrames(ctx context.Context, q backend.DataQuery, pq *
 		if !errors.Is(err, models.ErrUnsupported) {
 			return heat, err
 		}
-		notices = append(notices, frames.Warning(fmt.Sprintf("heatmap (includeHeatmap) needs Pyroscope %s or newer (SelectHeatmap); this server does not have it: series shown", pyroscope.HeatmapSince)))
+		notices = append(notices, frames.Warning(pyroscope.HeatmapFallbackNotice(err)))
 	}
 
 	step := d.seriesStep(q)
@@ -97,6 +97,7 @@ func (d *Datasource) seriesFrames(ctx context.Context, q backend.DataQuery, pq *
 		Limit:              pq.Limit,
 		Aggregation:        agg,
 		StackTraceSelector: pq.StackTraceSelector,
+		FrameFilter:        pq.FrameFilter,
 	}
 	if pq.IncludeExemplars {
 		// Series exemplars are individual profiles, whatever heatmapType says, as in Grafana.
@@ -127,7 +128,7 @@ func (d *Datasource) seriesFrames(ctx context.Context, q backend.DataQuery, pq *
 			notices = append(notices, frames.Warning(fmt.Sprintf("%d Pyroscope annotation(s) could not be read and are not shown: %s", len(skipped), listed(skipped, ""))))
 		}
 	}
-	out[0].AppendNotices(notices...)
+	out[0].AppendNotices(append(notices, frameFilterNotices(pyro, pq.FrameFilter, true)...)...)
 	return out, nil
 }
 
@@ -178,6 +179,9 @@ func (d *Datasource) heatmapFrames(ctx context.Context, q backend.DataQuery, pq 
 	var notices []data.Notice
 	if len(pq.StackTraceSelector) > 0 {
 		notices = append(notices, frames.Warning("the heatmap counts every stack, not only those under the call site (stackTraceSelector): Pyroscope's SelectHeatmap has no such selector"))
+	}
+	if !pq.FrameFilter.Empty() {
+		notices = append(notices, frames.Warning("the heatmap counts every stack, not only those frameFilter keeps: Pyroscope's SelectHeatmap has no stack-trace selector"))
 	}
 	out := frames.ProfileHeatmapFrames(series, pq.ProfileTypeID, step, kind, links)
 	if len(out) == 0 {

@@ -51,6 +51,7 @@ func (d *Datasource) queryProfile(ctx context.Context, q backend.DataQuery) back
 		SpanSelector:       pq.SpanSelector,
 		ProfileIDSelector:  pq.ProfileIDSelector,
 		StackTraceSelector: pq.StackTraceSelector,
+		FrameFilter:        pq.FrameFilter,
 		Start:              start,
 		End:                end,
 		MaxNodes:           pq.MaxNodes,
@@ -69,6 +70,7 @@ func (d *Datasource) queryProfile(ctx context.Context, q backend.DataQuery) back
 		// A graph rooted at the call site's functions could be read as the whole profile.
 		f.AppendNotices(frames.Info(fmt.Sprintf("flame graph cut to the call site %s (stackTraceSelector): only the stacks under it are shown", callSiteText(pq.StackTraceSelector))))
 	}
+	f.AppendNotices(frameFilterNotices(pyro, pq.FrameFilter, false)...)
 	return withFrames(f)
 }
 
@@ -82,6 +84,7 @@ func (d *Datasource) queryRequestProfile(ctx context.Context, q backend.DataQuer
 	rp, err := d.profileOfRequest(ctx, correlate.RequestProfileQuery{
 		TraceID: pq.TraceID, LabelSelector: pq.LabelSelector, ProfileTypeID: pq.ProfileTypeID,
 		MaxNodes: pq.MaxNodes, From: q.TimeRange.From, To: q.TimeRange.To, CallSite: pq.StackTraceSelector,
+		FrameFilter: pq.FrameFilter, PerService: pq.PerService,
 	})
 	if err != nil {
 		return errorResponse(err)
