@@ -296,7 +296,7 @@ func profileAcrossSplit(ctx context.Context, profiles Profiles, q RequestProfile
 	rp := newRequestProfile(start, end)
 	rp.absorb(after)
 	rp.absorb(before)
-	way := fmt.Sprintf("trace_id_selector over %s, the trace_id label before (%s), as this Pyroscope (2.x in v1-v2 dual mode) serves the selector only over its v2 storage",
+	way := fmt.Sprintf("trace_id_selector over %s (this Pyroscope, 2.x in v1-v2 dual mode, serves it only over its v2 storage) and by the trace_id label before that, over %s,",
 		timeSpan(split, end), timeSpan(start, split))
 	rp.noTraceSamples = fmt.Sprintf("carries trace ID %s (asked by %s)", q.TraceID, way)
 	firstErr := cmp.Or(afterErrs.first(), beforeErrs.first())
@@ -352,7 +352,7 @@ func tracedProfile(q RequestProfileQuery, rp *RequestProfile, way string, partia
 		rp.warn(fmt.Sprintf("Some trace_id queries failed, so the graph may lack samples: %v", partialErr))
 	}
 	if q.PerService && len(rp.Services) == 0 {
-		rp.warn("perService: no per-service flame graphs, because without the trace's spans the services are not known: the samples were matched by trace ID across all services in one query, which does not say which service each came from. Set up Jaeger for this data source to get them.")
+		rp.warn("perService: no per-service flame graphs, because without the trace's spans the services are not known: the samples were matched by trace ID across all services in one query, which does not say which service each came from. They need the trace's spans from Jaeger.")
 	}
 	return rp, nil
 }
