@@ -96,6 +96,13 @@ export interface HsiQuery extends DataQuery {
   stackTraceSelector?: string[];
   /** Grafana's list form of traceId: one trace ID means the same. */
   traceIdSelector?: string[];
+  /** Profile, metrics, both, diff: keep whole stacks by function name (Pyroscope's frame_filter; RE2 regexes). */
+  frameFilter?: {
+    includeFunctionNames?: string[];
+    excludeFunctionNames?: string[];
+    includeFunctionNameRegexes?: string[];
+    excludeFunctionNameRegexes?: string[];
+  };
 
   /** Trace: the allocation profile type of each span (profileTypeId is its CPU one). */
   allocTypeId?: string;

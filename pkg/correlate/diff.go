@@ -26,6 +26,8 @@ type DiffQuery struct {
 	ProfileTypeID        string
 	MaxNodes             int64
 	Baseline, Comparison DiffSideQuery
+	// FrameFilter keeps only the stacks it keeps, on both sides (frameFilter).
+	FrameFilter models.FrameFilter
 }
 
 // DiffSide is one side's flame graph and what it was, in words ("trace …", "{…} over … to …").
@@ -42,6 +44,9 @@ func DiffSides(ctx context.Context, traces Traces, profiles Profiles, q DiffQuer
 	specs := [2]DiffSideQuery{q.Baseline, q.Comparison}
 	var sides [2]*DiffSide
 	errs := [2]error{safe.ErrPanicked, safe.ErrPanicked}
+	if !q.FrameFilter.Empty() {
+		profiles = cutToCallSite{Profiles: profiles, frameFilter: q.FrameFilter}
+	}
 	fanOut(2, func(i int) {
 		sides[i], errs[i] = diffSide(ctx, traces, profiles, q, specs[i])
 	})
@@ -95,7 +100,7 @@ func diffSide(ctx context.Context, traces Traces, profiles Profiles, q DiffQuery
 // resolved against the panel's (from, to) and now; the query's own label selector stands in
 // for a side's that is empty.
 func DiffQueryOf(pq *models.ProfileQuery, from, to, now time.Time) (DiffQuery, error) {
-	dq := DiffQuery{ProfileTypeID: pq.ProfileTypeID, MaxNodes: pq.MaxNodes}
+	dq := DiffQuery{ProfileTypeID: pq.ProfileTypeID, MaxNodes: pq.MaxNodes, FrameFilter: pq.FrameFilter}
 	if pq.Baseline == nil || pq.Comparison == nil {
 		return dq, models.InvalidQueryf(`fields "baseline" and "comparison" are both needed, each with a time range (from, to), a labelSelector, a spanSelector or a traceId`)
 	}

@@ -59,11 +59,12 @@ func ProfileSeries(ctx context.Context, pyro ProfileStore, q ProfileSeriesQuery)
 		if !errors.Is(err, models.ErrUnsupported) {
 			return ans, err
 		}
-		ans.Notices.Warnf("heatmap (includeHeatmap) needs Pyroscope %s or newer (SelectHeatmap); this server does not have it: series shown", pyroscope.HeatmapSince)
+		ans.Notices.Warn(pyroscope.HeatmapFallbackNotice(err))
 	}
 	sq := pyroscope.SeriesQuery{
 		ProfileTypeID: pq.ProfileTypeID, LabelSelector: pq.LabelSelector, Start: q.From, End: q.To, Step: q.Step,
 		GroupBy: pq.GroupBy, Limit: pq.Limit, Aggregation: q.Aggregation, StackTraceSelector: pq.StackTraceSelector,
+		FrameFilter: pq.FrameFilter,
 	}
 	if pq.IncludeExemplars {
 		// Series exemplars are individual profiles, whatever heatmapType says, as in Grafana.
@@ -81,6 +82,7 @@ func ProfileSeries(ctx context.Context, pyro ProfileStore, q ProfileSeriesQuery)
 	if pq.IncludeExemplars && !ans.HasExemplars() {
 		ans.Notices.Infof("exemplars (includeExemplars) need Pyroscope %s or newer: Pyroscope sent none for this range, which is also how an older server answers, as it ignores the request; the two cannot be told apart", pyroscope.ExemplarsSince)
 	}
+	ans.Notices.Merge(pyro.FrameFilterNotices(pq.FrameFilter, true))
 	return ans, nil
 }
 
@@ -100,6 +102,9 @@ func profileHeatmap(ctx context.Context, pyro ProfileStore, q ProfileSeriesQuery
 	ans.Heatmap, ans.IsHeatmap, ans.Step = series, true, step
 	if len(pq.StackTraceSelector) > 0 {
 		ans.Notices.Warn("the heatmap counts every stack, not only those under the call site (stackTraceSelector): Pyroscope's SelectHeatmap has no such selector")
+	}
+	if !pq.FrameFilter.Empty() {
+		ans.Notices.Warn("the heatmap counts every stack, not only those frameFilter keeps: Pyroscope's SelectHeatmap has no stack-trace selector")
 	}
 	if len(series) == 0 {
 		ans.Empty = WhyEmpty(ctx, pyro, pq, q.From, q.To)
@@ -122,7 +127,7 @@ func FlameGraphOf(ctx context.Context, pyro ProfileStore, pq *models.ProfileQuer
 	}
 	tree, err := pyro.MergedFlameGraph(ctx, models.FlameGraphQuery{
 		ProfileTypeID: pq.ProfileTypeID, LabelSelector: pq.LabelSelector, SpanSelector: pq.SpanSelector,
-		ProfileIDSelector: pq.ProfileIDSelector, StackTraceSelector: pq.StackTraceSelector,
+		ProfileIDSelector: pq.ProfileIDSelector, StackTraceSelector: pq.StackTraceSelector, FrameFilter: pq.FrameFilter,
 		Start: from, End: to, MaxNodes: pq.MaxNodes,
 	})
 	if err != nil {
@@ -139,6 +144,7 @@ func FlameGraphOf(ctx context.Context, pyro ProfileStore, pq *models.ProfileQuer
 		// A graph rooted at the call site's functions could be read as the whole profile.
 		ans.Notices.Infof("flame graph cut to the call site %s (stackTraceSelector): only the stacks under it are shown", CallSiteText(pq.StackTraceSelector))
 	}
+	ans.Notices.Merge(pyro.FrameFilterNotices(pq.FrameFilter, false))
 	return ans, nil
 }
 

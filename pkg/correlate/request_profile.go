@@ -59,17 +59,24 @@ type RequestProfileQuery struct {
 	// CallSite cuts every service's graph to the stacks under it, root first
 	// (stackTraceSelector); nil: whole graphs.
 	CallSite []string
+	// FrameFilter keeps only the stacks it keeps, in every service's graph (frameFilter).
+	FrameFilter models.FrameFilter
+	// PerService: the caller will show one graph per service, so a notice says when the
+	// services cannot be told apart.
+	PerService bool
 }
 
-// cutToCallSite asks every flame graph of p cut to the call site: each service's graph is cut
-// before it becomes a node under the request's root, where the call site could not match.
+// cutToCallSite asks every flame graph of p cut to the call site and filtered by the frame
+// filter: each service's graph is cut before it becomes a node under the request's root, where
+// the call site could not match.
 type cutToCallSite struct {
 	Profiles
-	callSite []string
+	callSite    []string
+	frameFilter models.FrameFilter
 }
 
 func (c cutToCallSite) MergedFlameGraph(ctx context.Context, q models.FlameGraphQuery) (*flamegraph.Node, error) {
-	q.StackTraceSelector = c.callSite
+	q.StackTraceSelector, q.FrameFilter = c.callSite, c.frameFilter
 	return c.Profiles.MergedFlameGraph(ctx, q)
 }
 
@@ -99,8 +106,8 @@ func ProfileOfRequest(ctx context.Context, traces Traces, profiles Profiles, q R
 // ProfileOfTrace is ProfileOfRequest once the trace has been read (or reading it failed with
 // traceErr), so that the trace query reads the trace once for its rows and its profile.
 func ProfileOfTrace(ctx context.Context, profiles Profiles, q RequestProfileQuery, trace *models.Trace, traceErr error) (*RequestProfile, error) {
-	if len(q.CallSite) > 0 {
-		profiles = cutToCallSite{profiles, q.CallSite}
+	if len(q.CallSite) > 0 || !q.FrameFilter.Empty() {
+		profiles = cutToCallSite{profiles, q.CallSite, q.FrameFilter}
 	}
 	if traceErr != nil {
 		return profileByTraceID(ctx, profiles, q, nil, q.From, q.To, traceErr)
@@ -212,6 +219,9 @@ func profileByTraceID(ctx context.Context, profiles Profiles, q RequestProfileQu
 	if !ignored && refused == nil && !bySelector.Tree.Empty() {
 		return tracedProfile(q, bySelector, byTraceSelector, selectorErrs.first(), traceErr)
 	}
+	if split, ok := errors.AsType[*models.TraceSelectorSplitError](refused); ok && split.From.After(start) && !split.From.After(end) {
+		return profileAcrossSplit(ctx, profiles, q, plain, labelled, start, split.From, end, traceErr)
+	}
 
 	byLabel, labelErrs := profilesBySelector(ctx, profiles, q, "", labelled, start, end)
 	labelClause := fmt.Sprintf("carries the label trace_id=%q", q.TraceID)
@@ -246,6 +256,57 @@ func profileByTraceID(ctx context.Context, profiles Profiles, q RequestProfileQu
 	return tracedProfile(q, byLabel, byTraceIDLabel, firstErr, traceErr)
 }
 
+// profileAcrossSplit matches a request's samples over a range that Pyroscope 2.x in v1-v2 dual
+// mode serves trace_id_selector over only from its split on (models.TraceSelectorSplitError):
+// by the selector over [split, end], by the trace_id label over [start, split). Samples written
+// by otel-profiling-go carry their trace ID only as the column the selector reads (2.x strips
+// the label, on the v1 write path too), so the label half finds only older SDKs' samples.
+func profileAcrossSplit(ctx context.Context, profiles Profiles, q RequestProfileQuery,
+	plain, labelled map[string]string, start, split, end time.Time, traceErr error,
+) (*RequestProfile, error) {
+	after, afterErrs := profilesBySelector(ctx, profiles, q, q.TraceID, plain, split, end)
+	before, beforeErrs := profilesBySelector(ctx, profiles, q, "", labelled, start, split.Add(-time.Millisecond))
+	rp := newRequestProfile(start, end)
+	rp.absorb(after)
+	rp.absorb(before)
+	way := fmt.Sprintf("trace_id_selector over %s (this Pyroscope, 2.x in v1-v2 dual mode, serves it only over its v2 storage) and by the trace_id label before that, over %s,",
+		timeSpan(split, end), timeSpan(start, split))
+	rp.noTraceSamples = fmt.Sprintf("carries trace ID %s (asked by %s)", q.TraceID, way)
+	firstErr := cmp.Or(afterErrs.first(), beforeErrs.first())
+	switch found := !rp.Tree.Empty(); {
+	case traceErr != nil && !found && firstErr == nil:
+		return nil, fmt.Errorf("%w; and no profile sample in the panel's time range %s", traceErr, rp.noTraceSamples)
+	case traceErr != nil && !found:
+		return nil, errors.Join(traceErr, firstErr)
+	case firstErr != nil && !found:
+		return nil, firstErr
+	case !found:
+		return rp, nil
+	}
+	return tracedProfile(q, rp, way, firstErr, traceErr)
+}
+
+// timeSpan writes a range as a notice names it: "12:03:10–12:15:00 UTC", with dates where the
+// ends fall on different days.
+func timeSpan(from, to time.Time) string {
+	from, to = from.UTC(), to.UTC()
+	if from.YearDay() != to.YearDay() || from.Year() != to.Year() {
+		return from.Format("2006-01-02 15:04:05") + "–" + to.Format("2006-01-02 15:04:05 UTC")
+	}
+	return from.Format("15:04:05") + "–" + to.Format("15:04:05 UTC")
+}
+
+// absorb merges another profile's samples: per service where it has them, else under the root.
+func (rp *RequestProfile) absorb(other *RequestProfile) {
+	if len(other.Services) == 0 {
+		rp.Tree.Merge(other.Tree)
+		return
+	}
+	for _, svc := range sortedKeys(other.Services) {
+		rp.add(svc, other.Services[svc])
+	}
+}
+
 // tracedProfile adds the notices of a request's samples found by its trace ID, the named way.
 func tracedProfile(q RequestProfileQuery, rp *RequestProfile, way string, partialErr, traceErr error) (*RequestProfile, error) {
 	switch {
@@ -262,6 +323,9 @@ func tracedProfile(q RequestProfileQuery, rp *RequestProfile, way string, partia
 	}
 	if partialErr != nil {
 		rp.warn(fmt.Sprintf("Some trace_id queries failed, so the graph may lack samples: %v", partialErr))
+	}
+	if q.PerService && len(rp.Services) == 0 {
+		rp.warn("perService: no per-service flame graphs, because without the trace's spans the services are not known: the samples were matched by trace ID across all services in one query, which does not say which service each came from. They need the trace's spans from Jaeger.")
 	}
 	return rp, nil
 }

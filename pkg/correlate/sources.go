@@ -76,6 +76,8 @@ type ProfileStore interface {
 	LabelValues(ctx context.Context, label, selector string, start, end time.Time) ([]string, error)
 	Series(ctx context.Context, q pyroscope.SeriesQuery) ([]models.ProfileSeries, error)
 	Heatmap(ctx context.Context, q pyroscope.HeatmapQuery) ([]models.HeatmapSeries, error)
+	// FrameFilterNotices says what a panel must know of frameFilter on this server.
+	FrameFilterNotices(f models.FrameFilter, series bool) notices.List
 }
 
 // TraceStore is Jaeger as the plugin uses it.

@@ -13,7 +13,7 @@ var gpuFilterFields = []string{"hosts", "gpus", "models", "pods", "namespaces", 
 
 // profileFields are the fields of the profile family (ProfileQuery).
 var profileFields = []string{"labelSelector", "profileTypeId", "maxNodes", "groupBy", "spanSelector", "traceId", "perService", "limit", "baseline", "comparison",
-	"includeExemplars", "includeHeatmap", "heatmapType", "profileIdSelector", "stackTraceSelector", "annotations", "traceIdSelector"}
+	"includeExemplars", "includeHeatmap", "heatmapType", "profileIdSelector", "stackTraceSelector", "annotations", "traceIdSelector", "frameFilter"}
 
 // spanFields are the fields of the span queries (SpanQuery).
 var spanFields = []string{"service", "operation", "minDuration", "percentile", "limit", "profileTypeId", "maxNodes"}

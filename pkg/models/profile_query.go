@@ -24,8 +24,11 @@ type FlameGraphQuery struct {
 	// Pyroscope (stack_trace_selector) where the call has the field, and always applied to the
 	// answer too (flamegraph.CallSite), since Pyroscope 1.12 drops it without a word.
 	StackTraceSelector []string
-	Start, End         time.Time
-	MaxNodes           int64
+	// FrameFilter keeps only the stacks it keeps (Pyroscope's frame_filter); pyroscope.Client
+	// sends it and applies it to the answer too, since older servers drop it.
+	FrameFilter FrameFilter
+	Start, End  time.Time
+	MaxNodes    int64
 }
 
 // Why a profile store could not filter by trace ID: the whole-request join then matches the
@@ -39,6 +42,22 @@ var (
 	// storage. Another window may be served.
 	ErrTraceSelectorRefused = errors.New("Pyroscope refused trace_id_selector for this time range, as Pyroscope 2.x in v1-v2 dual mode does where the range holds data of its v1 storage")
 )
+
+// TraceSelectorSplitError is a refusal of trace_id_selector (errors.Is ErrTraceSelectorRefused)
+// for a range that the server serves from From on: Pyroscope 2.x in v1-v2 dual mode refuses the
+// selector for the part of a range before its v2 storage begins (its split), and From is that
+// split, found by narrowing the range. Ask the selector over [From, end] and the part before
+// another way.
+type TraceSelectorSplitError struct {
+	From time.Time
+	Err  error // the refusal
+}
+
+func (e *TraceSelectorSplitError) Error() string {
+	return fmt.Sprintf("%v; it serves trace_id_selector from %s on", e.Err, e.From.UTC().Format(time.RFC3339))
+}
+
+func (e *TraceSelectorSplitError) Unwrap() error { return e.Err }
 
 // ErrProfileIDSelectorIgnored: this server drops profile_id_selector, so its answer would be the
 // profile of every process in the range, not the individual profiles asked; nothing it answered
@@ -54,10 +73,16 @@ type UnsupportedError struct {
 	Call   string // SelectHeatmap
 	Since  string // 1.19
 	Answer string // what the server answered, for the curious ("404 Not Found")
+	// V1Range: the server has the call but refused it for this range, as Pyroscope 2.x in v1-v2
+	// dual mode does where the range holds data of its v1 storage; a later range may be served.
+	V1Range bool
 }
 
 func (e *UnsupportedError) Error() string {
 	msg := fmt.Sprintf("%s needs Pyroscope %s or newer; this server does not have it", e.Call, e.Since)
+	if e.V1Range {
+		msg = fmt.Sprintf("this Pyroscope (2.x in v1-v2 dual mode) serves %s only over its v2 storage, and this time range reaches back into its v1 storage", e.Call)
+	}
 	if e.Answer != "" {
 		msg += " (it answered: " + e.Answer + ")"
 	}

@@ -80,6 +80,8 @@ type ProfileQuery struct {
 	Annotations *bool `json:"annotations"`
 	// TraceIDSelector is Grafana's list form of a trace ID; one ID means the same as traceId.
 	TraceIDSelector []string `json:"traceIdSelector"`
+	// FrameFilter keeps whole stacks by function name (Pyroscope's frame_filter).
+	FrameFilter FrameFilter `json:"frameFilter"`
 }
 
 // Heatmap types of Grafana's Pyroscope data source (heatmapType).
@@ -152,6 +154,9 @@ func (q *ProfileQuery) normalizePyroscopeFields() error {
 		q.TraceID = traceIDs[0]
 	}
 	q.TraceIDSelector = traceIDs
+	if err := q.FrameFilter.Validate(); err != nil {
+		return err
+	}
 	if len(q.ProfileIDSelector) > 0 && (len(q.SpanSelector) > 0 || q.TraceID != "") {
 		return errors.New(`field "profileIdSelector" excludes "spanSelector" and "traceId": profile IDs already name the profiles`)
 	}

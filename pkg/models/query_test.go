@@ -80,3 +80,25 @@ func TestGrafanaPyroscopeFieldsAreCheckedAndNormalised(t *testing.T) {
 		}
 	}
 }
+
+func TestFrameFilterReadsGrafanasFieldAndNamesABadRegex(t *testing.T) {
+	q, err := ParseProfileQuery([]byte(`{"profileTypeId":"process_cpu:cpu:nanoseconds:cpu:nanoseconds","labelSelector":"{}","frameFilter":{"includeFunctionNames":["main.work"],"excludeFunctionNameRegexes":["sleep$"]}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.FrameFilter.Empty() || q.FrameFilter.IncludeFunctionNames[0] != "main.work" || q.FrameFilter.ExcludeFunctionNameRegexes[0] != "sleep$" {
+		t.Errorf("read %+v", q.FrameFilter)
+	}
+	for field, raw := range map[string]string{
+		`"frameFilter.includeFunctionNameRegexes" item 2 is not a regular expression`: `{"frameFilter":{"includeFunctionNameRegexes":["^main","["]}}`,
+		`"frameFilter.excludeFunctionNameRegexes" item 1 is not a regular expression`: `{"frameFilter":{"excludeFunctionNameRegexes":["("]}}`,
+		`field "frameFilter" must be`: `{"frameFilter":["main"]}`,
+	} {
+		if _, err := ParseProfileQuery([]byte(raw)); err == nil || !strings.Contains(err.Error(), field) {
+			t.Errorf("%s: %v", raw, err)
+		}
+	}
+	if warnings := FieldWarnings(QueryTypeMetrics, []byte(`{"frameFilter":{}}`)); len(warnings) != 0 {
+		t.Errorf("warnings %v", warnings)
+	}
+}

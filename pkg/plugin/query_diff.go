@@ -31,5 +31,6 @@ func (d *Datasource) queryDiff(ctx context.Context, q backend.DataQuery) (data.F
 	if err != nil {
 		return nil, err
 	}
+	comp.Notices.Merge(pyro.FrameFilterNotices(pq.FrameFilter, false))
 	return frames.Diff(base, comp, pq.ProfileTypeID), nil
 }

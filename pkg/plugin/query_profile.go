@@ -45,6 +45,7 @@ func (d *Datasource) queryRequestProfile(ctx context.Context, q backend.DataQuer
 	rp, err := correlate.RequestProfileOf(ctx, correlate.TracesOf(d.src.Traces), pyro, correlate.RequestProfileQuery{
 		TraceID: pq.TraceID, LabelSelector: pq.LabelSelector, ProfileTypeID: pq.ProfileTypeID,
 		MaxNodes: pq.MaxNodes, From: q.TimeRange.From, To: q.TimeRange.To, CallSite: pq.StackTraceSelector,
+		FrameFilter: pq.FrameFilter, PerService: pq.PerService,
 	})
 	if err != nil {
 		return nil, err

@@ -27,13 +27,18 @@ type Client struct {
 	// trace_id_selector and profile_id_selector.
 	traceSelector     selectorState
 	profileIDSelector selectorState
+	// frameFilter is what this server was seen to do with frame_filter (FrameFilterNotice).
+	frameFilter selectorState
+	// v1Split is where a v1-v2 dual-mode server's v2 storage begins, once found (traceSplit).
+	v1Split splitState
 }
 
 // New returns a client for the upstream's URL using hc (built by upstream.NewHTTPClient, which
 // adds auth and the X-Scope-OrgID tenant header).
 func New(u models.Upstream, hc *http.Client) *Client {
 	return &Client{url: u.URL, querier: querierv1connect.NewQuerierServiceClient(hc, u.URL),
-		traceSelector: newSelectorState("trace_id_selector"), profileIDSelector: newSelectorState("profile_id_selector")}
+		traceSelector: newSelectorState("trace_id_selector"), profileIDSelector: newSelectorState("profile_id_selector"),
+		frameFilter: newSelectorState("frame_filter")}
 }
 
 // ProfileType is one profile type the server has data for.
@@ -79,7 +84,9 @@ type FlameGraph struct {
 // models.ErrTraceSelectorRefused or models.ErrProfileIDSelectorIgnored where the server cannot
 // filter by them. A call site (q.StackTraceSelector) is sent where the call has the field and
 // always cut out of the answer here (flamegraph.CallSite): 1.12 drops it from
-// SelectMergeStacktraces, and SelectMergeSpanProfile has no such field.
+// SelectMergeStacktraces, and SelectMergeSpanProfile has no such field. A frame filter
+// (q.FrameFilter) is sent the same way and applied to the answer too (filterStacks); an answer
+// holding stacks it drops tells that the server ignores it (FrameFilterNotice).
 func (c *Client) MergedFlameGraph(ctx context.Context, q models.FlameGraphQuery) (*flamegraph.Node, error) {
 	var fg *FlameGraph
 	var err error
@@ -100,7 +107,16 @@ func (c *Client) MergedFlameGraph(ctx context.Context, q models.FlameGraphQuery)
 	if err != nil {
 		return nil, err
 	}
-	return flamegraph.CallSite(fg.Tree(), q.StackTraceSelector), nil
+	tree := fg.Tree()
+	if !q.FrameFilter.Empty() {
+		// Before the call site is cut: Pyroscope judges the whole stack, call site included.
+		var removed int64
+		tree, removed, _ = filterStacks(tree, q.FrameFilter)
+		if removed > 0 && len(q.SpanSelector) == 0 {
+			c.frameFilter.set(SelectorIgnored) // SelectMergeSpanProfile was never sent one
+		}
+	}
+	return flamegraph.CallSite(tree, q.StackTraceSelector), nil
 }
 
 var (
@@ -120,7 +136,7 @@ func (c *Client) mergedFlameGraph(ctx context.Context, q models.FlameGraphQuery,
 	ctx, span := upstream.StartSpan(ctx, models.Pyroscope, "SelectMergeStacktraces",
 		attribute.String("profile_type", q.ProfileTypeID), attribute.String("label_selector", q.LabelSelector),
 		attribute.Bool("trace_id_selector", sel.traceID != ""), attribute.Int("profile_ids", len(sel.profileIDs)),
-		attribute.Int("call_site_depth", len(q.StackTraceSelector)))
+		attribute.Int("call_site_depth", len(q.StackTraceSelector)), attribute.Bool("frame_filter", !q.FrameFilter.Empty()))
 	defer func() { err = upstream.EndSpan(span, c.wrap(err)) }()
 	maxNodes := q.MaxNodes
 	req := &querierv1.SelectMergeStacktracesRequest{
@@ -130,7 +146,7 @@ func (c *Client) mergedFlameGraph(ctx context.Context, q models.FlameGraphQuery,
 		End:                q.End.UnixMilli(),
 		MaxNodes:           &maxNodes,
 		ProfileIdSelector:  sel.profileIDs,
-		StackTraceSelector: callSiteSelector(q.StackTraceSelector),
+		StackTraceSelector: stackTraceSelector(q.StackTraceSelector, q.FrameFilter),
 	}
 	if sel.traceID != "" {
 		req.TraceIdSelector = []string{sel.traceID}

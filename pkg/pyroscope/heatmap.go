@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"connectrpc.com/connect"
@@ -95,7 +96,22 @@ func (c *Client) Heatmap(ctx context.Context, q HeatmapQuery) (series []models.H
 // no Pyroscope server at all, which a 404 for one call does not mean.
 func unsupportedOr(call, since string, err error) error {
 	if ce, ok := errors.AsType[*connect.Error](err); ok && ce.Code() == connect.CodeUnimplemented {
-		return &models.UnsupportedError{Call: call, Since: since, Answer: ce.Message()}
+		return &models.UnsupportedError{Call: call, Since: since, Answer: ce.Message(), V1Range: strings.Contains(ce.Message(), v1FrontendRefusal)}
 	}
 	return err
+}
+
+// v1FrontendRefusal is how Pyroscope 2.x's legacy (v1) query frontend refuses the calls only its
+// v2 frontend has, SelectHeatmap among them (grafana/pyroscope pkg/frontend/frontend_stubs.go:
+// errNotAvailableInV1Frontend, unimplemented); in v1-v2 dual mode a range reaching back before
+// the split gets it (split.go). Pyroscope 1.x has no such route: its 404 reads "404 Not Found".
+const v1FrontendRefusal = "This endpoint is not available in v1 frontend"
+
+// HeatmapFallbackNotice is what a panel says when its heatmap (includeHeatmap) could not be had
+// and series are shown instead: err is the *models.UnsupportedError Heatmap returned.
+func HeatmapFallbackNotice(err error) string {
+	if ue, ok := errors.AsType[*models.UnsupportedError](err); ok && ue.V1Range {
+		return "heatmap (includeHeatmap): this Pyroscope (2.x in v1-v2 dual mode) serves SelectHeatmap only over its v2 storage, and this time range reaches back into its v1 storage: series shown; a range starting after the server's v1/v2 split gets the heatmap"
+	}
+	return fmt.Sprintf("heatmap (includeHeatmap) needs Pyroscope %s or newer (SelectHeatmap); this server does not have it: series shown", HeatmapSince)
 }

@@ -70,6 +70,13 @@ func (s *selectorState) set(v SelectorSupport) {
 	s.verdict, s.until = v, s.now().Add(SelectorVerdictLifetime)
 }
 
+// reset forgets the verdict.
+func (s *selectorState) reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.verdict, s.until = SelectorUnknown, time.Time{}
+}
+
 // filtered returns ask's answer only once the server is known to filter by the field, and
 // ignored (nothing it answered) where it is known not to.
 //

@@ -39,6 +39,9 @@ type SeriesQuery struct {
 	Exemplars ExemplarType
 	// StackTraceSelector keeps only the samples of stacks under this call site, root first.
 	StackTraceSelector []string
+	// FrameFilter keeps only the stacks it keeps, where the server applies frame_filter; whether
+	// it did is checked when the answer is not empty (FrameFilterNotice says it).
+	FrameFilter models.FrameFilter
 }
 
 // ExemplarsSince is the first Pyroscope version that answers exemplars on SelectSeries (and
@@ -75,7 +78,7 @@ func (c *Client) Series(ctx context.Context, q SeriesQuery) (series []models.Pro
 		End:                q.End.UnixMilli(),
 		GroupBy:            q.GroupBy,
 		Step:               q.Step.Seconds(),
-		StackTraceSelector: callSiteSelector(q.StackTraceSelector),
+		StackTraceSelector: stackTraceSelector(q.StackTraceSelector, q.FrameFilter),
 	}
 	switch q.Exemplars {
 	case ExemplarsNone:
@@ -121,6 +124,9 @@ func (c *Client) Series(ctx context.Context, q SeriesQuery) (series []models.Pro
 			out.Points = append(out.Points, pt)
 		}
 		series = append(series, out)
+	}
+	if len(series) > 0 && !q.FrameFilter.Empty() {
+		c.checkSeriesFrameFilter(ctx, q)
 	}
 	return series, nil
 }

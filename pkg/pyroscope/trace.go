@@ -30,7 +30,12 @@ func (c *Client) traceFlameGraph(ctx context.Context, q models.FlameGraphQuery) 
 			return fg, refusedOr(err)
 		}
 	}
-	return c.traceSelector.filtered(ctx, models.ErrTraceSelectorIgnored, ask(id), ask(randomTraceID()))
+	fg, err := c.traceSelector.filtered(ctx, models.ErrTraceSelectorIgnored, ask(id), ask(randomTraceID()))
+	if errors.Is(err, models.ErrTraceSelectorRefused) {
+		// Pyroscope 2.x in dual mode: a later part of the range may be served (split.go).
+		return nil, c.splitRefusal(ctx, q, err)
+	}
+	return fg, err
 }
 
 // refusedOr files an unimplemented answer under models.ErrTraceSelectorRefused, with what Pyroscope said.

@@ -37,6 +37,7 @@ func (s *Server) SelectSeries(_ context.Context, req *connect.Request[querierv1.
 		return nil, err
 	}
 	callSite := callSiteOf(m.StackTraceSelector) // honoured by 1.12 too
+	frameFilter := s.frameFilterOf(m.StackTraceSelector, m.Start)
 	exemplarsBy := func(Sample) string { return "" }
 	if s.Version != V112 {
 		switch m.ExemplarType {
@@ -59,6 +60,9 @@ func (s *Server) SelectSeries(_ context.Context, req *connect.Request[querierv1.
 	}
 	bySet := map[string]*series{}
 	for _, smp := range samples {
+		if !frameFilter.keeps(smp.Stack) {
+			continue
+		}
 		labels, key := groupLabels(smp.Series, m.GroupBy)
 		sr := bySet[key]
 		if sr == nil {
@@ -121,6 +125,11 @@ func (s *Server) SelectHeatmap(_ context.Context, req *connect.Request[querierv1
 		return nil, connect.NewError(connect.CodeUnimplemented, errors.New("querier.v1.QuerierService.SelectHeatmap is not implemented"))
 	}
 	m := req.Msg
+	if s.dualModeV1(m.Start) {
+		// The v1 part of the range goes to the legacy frontend, whose stub refuses the call
+		// (grafana/pyroscope pkg/frontend/frontend_stubs.go: errNotAvailableInV1Frontend).
+		return nil, connect.NewError(connect.CodeUnimplemented, errors.New("This endpoint is not available in v1 frontend"))
+	}
 	s.mu.Lock()
 	s.heatmapCalls = append(s.heatmapCalls, m)
 	s.mu.Unlock()

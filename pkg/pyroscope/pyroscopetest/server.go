@@ -68,8 +68,12 @@ type Server struct {
 	querierv1connect.UnimplementedQuerierServiceHandler
 	Version Version
 	// V1Until, with V2, is dual mode's split time: data before it lies in the v1 storage, so a
-	// trace_id_selector query whose window starts before it is answered unimplemented.
+	// trace_id_selector query whose window starts before it is answered unimplemented (as is
+	// SelectHeatmap).
 	V1Until time.Time
+	// FrameFilter, with V2, makes the server a build of Pyroscope's main branch that applies
+	// frame_filter, over ranges its v2 frontend serves alone (after V1Until).
+	FrameFilter bool
 
 	mu           sync.Mutex
 	samples      []Sample
@@ -152,10 +156,14 @@ func (s *Server) SelectMergeStacktraces(_ context.Context, req *connect.Request[
 			return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("invalid trace_id_selector %q: trace IDs are 32 hex characters", id))
 		}
 	}
-	if len(traces) > 0 && !s.V1Until.IsZero() && m.Start < s.V1Until.UnixMilli() {
+	if len(traces) > 0 && s.dualModeV1(m.Start) {
+		// The router (pkg/frontend/readpath/router.go) sends the part before the split to the
+		// legacy frontend, which refuses the field
+		// (pkg/frontend/frontend_select_merge_stacktraces.go), failing the whole call.
 		return nil, connect.NewError(connect.CodeUnimplemented, errors.New("trace_id_selector is only supported with the v2 query backend"))
 	}
-	fg, err := s.merge(m.ProfileTypeID, m.LabelSelector, m.Start, m.End, sampleFilter{traces: traces, spans: spans, profiles: profiles, callSite: callSite})
+	fg, err := s.merge(m.ProfileTypeID, m.LabelSelector, m.Start, m.End, sampleFilter{traces: traces, spans: spans, profiles: profiles, callSite: callSite,
+		frames: s.frameFilterOf(m.StackTraceSelector, m.Start)})
 	if err != nil {
 		return nil, err
 	}
@@ -174,14 +182,20 @@ func (s *Server) SelectMergeSpanProfile(_ context.Context, req *connect.Request[
 	return connect.NewResponse(&querierv1.SelectMergeSpanProfileResponse{Flamegraph: fg}), nil
 }
 
+// dualModeV1 says whether a range starting at start (ms) reaches a dual-mode server's v1 storage.
+func (s *Server) dualModeV1(start int64) bool {
+	return s.Version == V2 && !s.V1Until.IsZero() && start < s.V1Until.UnixMilli()
+}
+
 // sampleFilter holds the per-sample selectors of a call; empty ones keep every sample.
 type sampleFilter struct {
 	traces, spans, profiles []string
 	callSite                []string // root first
+	frames                  *frameFilter
 }
 
 func (f sampleFilter) keeps(smp Sample) bool {
-	return (len(f.traces) == 0 || slices.Contains(f.traces, smp.TraceID)) &&
+	return f.frames.keeps(smp.Stack) && (len(f.traces) == 0 || slices.Contains(f.traces, smp.TraceID)) &&
 		(len(f.spans) == 0 || slices.Contains(f.spans, smp.SpanID)) &&
 		(len(f.profiles) == 0 || slices.Contains(f.profiles, smp.ProfileID)) &&
 		underCallSite(smp.Stack, f.callSite)
