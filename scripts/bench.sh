@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# README command: the benchmarks. Runs every Go benchmark of the plugin (the unit ones, then the
-# integration ones against a test bed this script starts, bounded, and stops) and the long form
-# of the load test (test/load), then prints the machine and ONE table: each figure beside its
-# reference, both measured in the same run, and their ratio; the load test's percentiles by
-# request follow.
+# The benchmarks (docs/developer-guide.md, "Benchmarks"). Runs every Go benchmark of the plugin
+# (the unit ones, then the integration ones against a test bed this script starts, bounded, and
+# stops) and the long form of the load test (test/load), then prints the machine and ONE table:
+# each figure beside its reference, both measured in the same run, and their ratio; the load
+# test's percentiles by request follow.
 # Run it on a fresh machine after scripts/setup.sh; under 10 minutes on 2 cores.
+# Its output is what docs/developer-guide.md shows under "Last run": paste it there (machine line,
+# table, load report) after a change that moves a figure.
 #
 #   BENCHTIME=1s            go test -benchtime for every benchmark (the slow ones run once anyway)
 #   HSI_LOAD_QUERIES=1000   requests of the load test, HSI_LOAD_INFLIGHT=32 at once

@@ -11,7 +11,7 @@ browser=1
 mkdir -p "$RUN_DIR"
 : >"$SETUP_LOG"
 
-# What a fresh machine needs before anything can be built (README "Prerequisites").
+# What a fresh machine needs before anything can be built (docs/sources/get-started.md, "Prerequisites").
 missing=()
 command -v go >/dev/null || missing+=("Go 1.26 (https://go.dev/dl/)")
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
