@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/flamegraph"
@@ -74,7 +76,7 @@ func diffSide(ctx context.Context, traces Traces, profiles Profiles, q DiffQuery
 		tree := rp.Tree
 		if len(rp.Services) > 0 {
 			tree = flamegraph.New()
-			for _, svc := range sortedKeys(rp.Services) {
+			for _, svc := range slices.Sorted(maps.Keys(rp.Services)) {
 				tree.Merge(rp.Services[svc])
 			}
 		}

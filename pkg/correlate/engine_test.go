@@ -47,7 +47,7 @@ func TestTheQueueCauseCarriesTheEnginesMetricsAroundTheRequest(t *testing.T) {
 	tr := engineTrace()
 	engines := &fakeEngines{byModel: map[string]models.EngineFigures{"llama-3": waitingFigures()}}
 	ans, err := JoinRequest(context.Background(), TraceSources{Traces: Ready[Traces](fakeTraces{trace: tr}), Profiles: Unavailable[Profiles](errors.New("no Pyroscope")), GPUs: Unavailable[GPUFigures](errors.New("no GPUs")), Engines: Ready[Engines](engines)},
-		TraceQuery{TraceID: "e1", Join: models.DefaultJoinSettings()})
+		TraceQuery{TraceID: "e1", Join: models.DefaultJoinSettings().SpanMatch})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestEngineMetricsThatFailLeaveTheVerdictStanding(t *testing.T) {
 		"failing":        {Engines: Ready[Engines](&fakeEngines{err: errors.New("Prometheus (http://p): 503")})},
 	} {
 		src.Traces, src.Profiles, src.GPUs = Ready[Traces](fakeTraces{trace: engineTrace()}), Unavailable[Profiles](errors.New("no Pyroscope")), Unavailable[GPUFigures](errors.New("no GPUs"))
-		ans, err := JoinRequest(context.Background(), src, TraceQuery{TraceID: "e1", Join: models.DefaultJoinSettings()})
+		ans, err := JoinRequest(context.Background(), src, TraceQuery{TraceID: "e1", Join: models.DefaultJoinSettings().SpanMatch})
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}

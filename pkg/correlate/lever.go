@@ -3,6 +3,7 @@ package correlate
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -65,7 +66,7 @@ type LeverRequest struct {
 }
 
 // leverRequest reads the lever's request from the trace.
-func leverRequest(t *models.Trace, join models.JoinSettings, engines []EngineSpan) (LeverRequest, bool) {
+func leverRequest(t *models.Trace, join models.SpanMatch, engines []EngineSpan) (LeverRequest, bool) {
 	root := models.RequestRoot(t)
 	if root < 0 {
 		return LeverRequest{}, false
@@ -252,7 +253,7 @@ func meanCompute(series []classify.GPUSeries) (mean float64, from, gpus string) 
 		return math.NaN(), "", ""
 	}
 	var names []string
-	for _, h := range sortedKeys(byHost) {
+	for _, h := range slices.Sorted(maps.Keys(byHost)) {
 		names = append(names, h+" "+strings.Join(byHost[h], ", "))
 	}
 	return sum / float64(n), from, strings.Join(names, "; ")

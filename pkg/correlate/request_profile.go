@@ -302,7 +302,7 @@ func (rp *RequestProfile) absorb(other *RequestProfile) {
 		rp.Tree.Merge(other.Tree)
 		return
 	}
-	for _, svc := range sortedKeys(other.Services) {
+	for _, svc := range slices.Sorted(maps.Keys(other.Services)) {
 		rp.add(svc, other.Services[svc])
 	}
 }
@@ -364,7 +364,7 @@ func profileOverWindow(ctx context.Context, profiles Profiles, q RequestProfileQ
 		return rp, nil
 	}
 	rp.warn(fmt.Sprintf("No %s sample carries the span or trace IDs of trace %s (heap profiles cannot record them); showing what its services (%s) sampled from %s before the request to its end instead, which includes other requests of that period.",
-		q.ProfileTypeID, q.TraceID, strings.Join(sortedKeys(rp.Services), ", "), UploadPeriod))
+		q.ProfileTypeID, q.TraceID, strings.Join(slices.Sorted(maps.Keys(rp.Services)), ", "), UploadPeriod))
 	if err != nil {
 		rp.warn(fmt.Sprintf("Some services' queries failed, so the graph may lack samples: %v", err))
 	}
@@ -375,7 +375,7 @@ func profileOverWindow(ctx context.Context, profiles Profiles, q RequestProfileQ
 // alone when it is set (trace_id_selector), and merges them; a selector keyed "" goes straight
 // under the root (no service level). It returns the errors besides, in selector order.
 func profilesBySelector(ctx context.Context, profiles Profiles, q RequestProfileQuery, traceID string, selectors map[string]string, start, end time.Time) (*RequestProfile, queryErrors) {
-	keys := sortedKeys(selectors)
+	keys := slices.Sorted(maps.Keys(selectors))
 	results := make([]SpanProfileResult, len(keys))
 	for i := range results {
 		results[i].Err = safe.ErrPanicked
@@ -455,7 +455,7 @@ func serviceList(services map[string]*flamegraph.Node) string {
 	if len(services) == 0 {
 		return ""
 	}
-	return " (" + strings.Join(sortedKeys(services), ", ") + ")"
+	return " (" + strings.Join(slices.Sorted(maps.Keys(services)), ", ") + ")"
 }
 
 func newRequestProfile(start, end time.Time) *RequestProfile {
@@ -477,20 +477,12 @@ func (rp *RequestProfile) add(service string, tree *flamegraph.Node) {
 	own.Merge(tree)
 }
 
-func (rp *RequestProfile) info(text string) {
-	rp.Notices = append(rp.Notices, notices.Notice{Severity: notices.Info, Text: text})
-}
+func (rp *RequestProfile) info(text string) { rp.Notices.Info(text) }
 
-func (rp *RequestProfile) warn(text string) {
-	rp.Notices = append(rp.Notices, notices.Notice{Severity: notices.Warning, Text: text})
-}
+func (rp *RequestProfile) warn(text string) { rp.Notices.Warn(text) }
 
 // fanOut runs fn(0..n-1) in parallel, at most MaxParallelProfileQueries at once, and waits. A
 // panic in one call is logged (safe.ForEach) and leaves that call's result untouched.
 func fanOut(n int, fn func(i int)) {
 	safe.ForEach("parallel upstream call", n, MaxParallelProfileQueries, func(i int) error { fn(i); return nil })
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	return slices.Sorted(maps.Keys(m))
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -196,7 +197,7 @@ func TestRequestProfileIsTheWholeRequestWithAServiceLevel(t *testing.T) {
 		t.Errorf("whole request:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 	if got := treeRows(rp.Services["nemotron-backend"]); got[1] != "1 main.handleDetect 320" || len(rp.Services) != 3 {
-		t.Errorf("services %v, backend %v", sortedKeys(rp.Services), got)
+		t.Errorf("services %v, backend %v", slices.Sorted(maps.Keys(rp.Services)), got)
 	}
 	// Each profiled span's own profile, for the trace table.
 	if len(rp.Spans) != 3 || rp.Spans["0000000000000003"].Total != 40 {

@@ -20,8 +20,11 @@ type TraceQuery struct {
 	MaxNodes                   int64
 	// From and To are the panel's range, where the trace_id fallback looks when the trace
 	// cannot be read.
-	From, To   time.Time
-	Join       models.JoinSettings
+	From, To time.Time
+	// Join is how spans map to hosts and GPUs; SLO the latency a request should stay under
+	// (latencyYellowMs), which runbook 002's lever compares the service's p99 with.
+	Join       models.SpanMatch
+	SLO        time.Duration
 	Thresholds classify.Thresholds
 	// SettingsErr says which GPU or join settings are invalid and use their defaults.
 	SettingsErr error
@@ -135,7 +138,7 @@ func askTraceStores(ctx context.Context, src TraceSources, q TraceQuery, rq Requ
 		switch {
 		case i == 4:
 			if leverOK {
-				a.lever = LeverOf(ctx, src.Lever, lr, q.Thresholds, q.Join.LatencyYellow, q.From, q.To)
+				a.lever = LeverOf(ctx, src.Lever, lr, q.Thresholds, q.SLO, q.From, q.To)
 			}
 		case i == 3:
 			if len(a.engines) == 0 {
@@ -199,7 +202,7 @@ func spanAllocations(ctx context.Context, profiles Profiles, q TraceQuery, trace
 }
 
 // traceGPUs reads the figures of the trace's hosts' GPUs from a step before it to a few steps after.
-func traceGPUs(ctx context.Context, gpus GPUFigures, join models.JoinSettings, trace *models.Trace) (series []classify.GPUSeries, step time.Duration, hosts []string, found notices.List, err error) {
+func traceGPUs(ctx context.Context, gpus GPUFigures, join models.SpanMatch, trace *models.Trace) (series []classify.GPUSeries, step time.Duration, hosts []string, found notices.List, err error) {
 	hosts = TraceHosts(trace, join)
 	if len(hosts) == 0 {
 		return nil, 0, nil, nil, fmt.Errorf("no span of the trace names its host in the resource attribute %q (jsonData.joinHostAttribute)", join.HostAttribute)
@@ -285,7 +288,7 @@ func traceNotices(q TraceQuery, rows []SpanRow, a *traceStores) notices.List {
 }
 
 // gpuJoinNotice says how spans met GPUs: which hosts had series, at which resolution.
-func gpuJoinNotice(rows []SpanRow, a *traceStores, join models.JoinSettings) notices.Notice {
+func gpuJoinNotice(rows []SpanRow, a *traceStores, join models.SpanMatch) notices.Notice {
 	withSeries := map[string]bool{}
 	for _, s := range a.gpu {
 		withSeries[s.GPU.Host] = true

@@ -141,7 +141,7 @@ func joinStores() (*typedProfiles, *fakeGPUs, TraceSources) {
 
 func joinQuery() TraceQuery {
 	return TraceQuery{TraceID: demoTraceID, ProfileTypeID: cpuType, AllocTypeID: allocType, MaxNodes: 1024,
-		From: t0.Add(-time.Hour), To: t0.Add(time.Hour), Join: models.DefaultJoinSettings(), Thresholds: classify.DefaultThresholds()}
+		From: t0.Add(-time.Hour), To: t0.Add(time.Hour), Join: models.DefaultJoinSettings().SpanMatch, Thresholds: classify.DefaultThresholds()}
 }
 
 // cells prints a row's joined figures ("-" for none).

@@ -132,7 +132,7 @@ type TraceJoin struct {
 	GPUStep   time.Duration
 	GPUsKnown bool
 	Classify  ClassifyFunc
-	Join      models.JoinSettings
+	Join      models.SpanMatch
 }
 
 // JoinTrace builds one row per span, depth first. Pure: the caller fetched everything.
@@ -279,7 +279,7 @@ func HotFunction(t *flamegraph.Node) (string, int64) {
 
 // SpanHost is the DCGM host of a span: its resource attribute JoinSettings.HostAttribute (or a span
 // attribute of that name), mapped through JoinSettings.HostMap; "" when the span names none.
-func SpanHost(s models.Span, j models.JoinSettings) string {
+func SpanHost(s models.Span, j models.SpanMatch) string {
 	h := s.Resource[j.HostAttribute]
 	if h == "" {
 		h = s.Attributes[j.HostAttribute]
@@ -291,7 +291,7 @@ func SpanHost(s models.Span, j models.JoinSettings) string {
 }
 
 // TraceHosts lists the DCGM hosts of the trace's spans, sorted.
-func TraceHosts(t *models.Trace, j models.JoinSettings) []string {
+func TraceHosts(t *models.Trace, j models.SpanMatch) []string {
 	var out []string
 	for _, s := range t.Spans {
 		if h := SpanHost(s, j); h != "" && !slices.Contains(out, h) {
@@ -323,7 +323,7 @@ type ServiceHost struct{ Service, Host string }
 // commas). Services usually set it on the span that runs the model, not on their local root:
 // every span of the service on that host is joined to those GPUs. Services that name none are
 // absent (every GPU of the host).
-func ServiceGPUs(t *models.Trace, j models.JoinSettings) map[ServiceHost][]string {
+func ServiceGPUs(t *models.Trace, j models.SpanMatch) map[ServiceHost][]string {
 	out := map[ServiceHost][]string{}
 	for _, s := range t.Spans {
 		v := s.Attributes[j.GPUAttribute]

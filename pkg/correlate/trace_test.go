@@ -91,7 +91,7 @@ func rowByOp(rows []SpanRow, op string) SpanRow {
 }
 
 func TestJoinTraceOrdersSpansDepthFirstWithSelfTime(t *testing.T) {
-	rows := JoinTrace(TraceJoin{Trace: demoJoinTrace(), Join: models.DefaultJoinSettings()})
+	rows := JoinTrace(TraceJoin{Trace: demoJoinTrace(), Join: models.DefaultJoinSettings().SpanMatch})
 	var got []string
 	for _, r := range rows {
 		got = append(got, fmt.Sprintf("%s%s self=%v", strings.Repeat("  ", r.Depth), r.Span.Operation, r.Self))
@@ -121,7 +121,7 @@ func TestJoinTraceShowsProfilesOnlyForSpansThatHaveThem(t *testing.T) {
 	}
 	// Heap profiles carry no span labels: every span asked, none with samples.
 	alloc := SpanProfiles{"b000000000000001": flamegraph.New(), "d000000000000001": flamegraph.New(), "e000000000000001": flamegraph.New()}
-	rows := JoinTrace(TraceJoin{Trace: tr, CPU: cpu, Alloc: alloc, Join: models.DefaultJoinSettings()})
+	rows := JoinTrace(TraceJoin{Trace: tr, CPU: cpu, Alloc: alloc, Join: models.DefaultJoinSettings().SpanMatch})
 
 	root := rowByOp(rows, "GET /api/detect")
 	if root.CPU == nil || *root.CPU != 300 || root.HotFunction != "sha256.block" || root.HotSelf != 280 || root.ProfileID != "b000000000000001" {
@@ -141,7 +141,7 @@ func TestJoinTraceShowsProfilesOnlyForSpansThatHaveThem(t *testing.T) {
 		}
 	}
 	// Without span profiles at all (Pyroscope down), every cell is empty.
-	for _, r := range JoinTrace(TraceJoin{Trace: tr, Join: models.DefaultJoinSettings()}) {
+	for _, r := range JoinTrace(TraceJoin{Trace: tr, Join: models.DefaultJoinSettings().SpanMatch}) {
 		if r.CPU != nil || r.Alloc != nil || r.GPU != nil {
 			t.Errorf("%s shows figures without upstream data", r.Span.Operation)
 		}
@@ -152,7 +152,7 @@ func TestJoinTraceJoinsEachSpanToItsServicesGPUs(t *testing.T) {
 	tr := demoJoinTrace()
 	series := []classify.GPUSeries{gpuSeries("gpu-node-1", "0", 90), gpuSeries("gpu-node-1", "1", 10), gpuSeries("other-node", "0", 100)}
 	c := &classifyByMeanUtil{}
-	rows := JoinTrace(TraceJoin{Trace: tr, GPUSeries: series, GPUStep: time.Second, GPUsKnown: true, Classify: c.fn, Join: models.DefaultJoinSettings()})
+	rows := JoinTrace(TraceJoin{Trace: tr, GPUSeries: series, GPUStep: time.Second, GPUsKnown: true, Classify: c.fn, Join: models.DefaultJoinSettings().SpanMatch})
 
 	// The detector names GPU 0 on model.predict: its root span is joined to GPU 0 too. The span
 	// (t0+310ms..t0+390ms) gets the reading at t0+1s: the first at or after its end.
@@ -197,7 +197,7 @@ func TestJoinTraceMapsHostsAndLeavesUnknownOnesEmpty(t *testing.T) {
 	}
 	tr.Spans[6].Resource = map[string]string{} // serialize_response: no host at all
 	tr.Spans[5].Attributes["gpu.index"] = "GPU-1, 0"
-	join := models.DefaultJoinSettings()
+	join := models.DefaultJoinSettings().SpanMatch
 	join.HostAttribute = "k8s.node.name"
 	join.HostMap = map[string]string{"ip-10-0-0-1.ec2.internal": "gpu-node-1"}
 	series := []classify.GPUSeries{gpuSeries("gpu-node-1", "0", 90), gpuSeries("gpu-node-1", "1", 10)}
@@ -250,7 +250,7 @@ func TestJoinTraceKeepsOrphansAndSurvivesCycles(t *testing.T) {
 		jspan("b", "c", "svc", "b", 1, 5),
 		jspan("c", "b", "svc", "c", 2, 5),
 	}}
-	rows := JoinTrace(TraceJoin{Trace: tr, Join: models.DefaultJoinSettings()})
+	rows := JoinTrace(TraceJoin{Trace: tr, Join: models.DefaultJoinSettings().SpanMatch})
 	if len(rows) != 3 || rows[0].Span.Operation != "orphan" || rows[0].Depth != 0 {
 		t.Errorf("rows %+v", rows)
 	}
@@ -288,7 +288,7 @@ func TestJoinTraceKeepsEachMIGInstanceOfOneGPU(t *testing.T) {
 	tr.Spans[5].Attributes["gpu.index"] = "MIG-GPU-0/2/0" // enrich runs on instance 2 only (pre-R470 MIG name)
 	series := []classify.GPUSeries{migSeries("1", "3g.20gb", 90), migSeries("2", "1g.5gb", 10)}
 	c := &classifyByMeanUtil{}
-	rows := JoinTrace(TraceJoin{Trace: tr, GPUSeries: series, GPUStep: time.Second, GPUsKnown: true, Classify: c.fn, Join: models.DefaultJoinSettings()})
+	rows := JoinTrace(TraceJoin{Trace: tr, GPUSeries: series, GPUStep: time.Second, GPUsKnown: true, Classify: c.fn, Join: models.DefaultJoinSettings().SpanMatch})
 
 	// GPU 0 by index is the whole GPU: both instances, each on its own.
 	predict := rowByOp(rows, "model.predict")
@@ -326,7 +326,7 @@ func TestJoinTraceMeetsTheGPUsOfTheSpansOwnPod(t *testing.T) {
 	g0.Pods = []classify.Pod{{Namespace: "inference", Name: "backend-7d9f"}}
 	g1.Pods = []classify.Pod{{Namespace: "inference", Name: "detector-0"}, {Namespace: "other", Name: "backend-7d9f"}}
 	c := &classifyByMeanUtil{}
-	rows := JoinTrace(TraceJoin{Trace: tr, GPUSeries: []classify.GPUSeries{g0, g1}, GPUStep: time.Second, GPUsKnown: true, Classify: c.fn, Join: models.DefaultJoinSettings()})
+	rows := JoinTrace(TraceJoin{Trace: tr, GPUSeries: []classify.GPUSeries{g0, g1}, GPUStep: time.Second, GPUsKnown: true, Classify: c.fn, Join: models.DefaultJoinSettings().SpanMatch})
 	for op, want := range map[string][]string{
 		"GET /api/detect": {"gpu-node-1/0"}, // its pod in its namespace, not the other namespace's namesake
 		"GET /detect":     {"gpu-node-1/1"},
@@ -356,7 +356,7 @@ func TestJoinTraceMeetsTheGPUsOfTheSpansOwnPod(t *testing.T) {
 	for i := range tr.Spans {
 		tr.Spans[i].Resource[PodAttribute] = "elsewhere"
 	}
-	rows = JoinTrace(TraceJoin{Trace: tr, GPUSeries: []classify.GPUSeries{g0, g1}, GPUStep: time.Second, GPUsKnown: true, Classify: c.fn, Join: models.DefaultJoinSettings()})
+	rows = JoinTrace(TraceJoin{Trace: tr, GPUSeries: []classify.GPUSeries{g0, g1}, GPUStep: time.Second, GPUsKnown: true, Classify: c.fn, Join: models.DefaultJoinSettings().SpanMatch})
 	if r := rowByOp(rows, "GET /api/detect"); r.GPU == nil || len(r.GPU.GPUs) != 2 || r.GPU.ByPod {
 		t.Errorf("unmapped pod: %+v", r.GPU)
 	}

@@ -22,7 +22,7 @@ func TestBreakdownOfARequestSlowedByTheEnginesQueue(t *testing.T) {
 	engine := jspan("v1", "r", "vllm", "llm_request", 50, 900)
 	engine.Attributes = map[string]string{correlate.AttrTimeInQueue: "0.6", correlate.AttrTimeInPrefill: "0.1", correlate.AttrTimeInDecode: "0.15", correlate.AttrE2E: "0.9"}
 	tr := &models.Trace{Spans: []models.Span{jspan("r", "", "api", "POST /v1/completions", 0, 1000), engine}}
-	parts, total := Breakdown(tr, correlate.JoinTrace(correlate.TraceJoin{Trace: tr, Join: models.DefaultJoinSettings()}))
+	parts, total := Breakdown(tr, correlate.JoinTrace(correlate.TraceJoin{Trace: tr, Join: models.DefaultJoinSettings().SpanMatch}))
 	want := "queue in vllm: 600ms; decode in vllm: 150ms; prefill in vllm: 100ms; unexplained in api: 100ms; unexplained in vllm: 50ms"
 	if got := partsText(parts); got != want {
 		t.Errorf("parts:\n got %s\nwant %s", got, want)
@@ -42,7 +42,7 @@ func TestBreakdownSplitsProfiledTimeIntoCPUAndTheRest(t *testing.T) {
 		"d000000000000001": tree("main.handleDetector;main.modelPredict 30000000"),
 		"e000000000000001": tree(),
 	}
-	rows := correlate.JoinTrace(correlate.TraceJoin{Trace: tr, CPU: cpu, Join: models.DefaultJoinSettings()})
+	rows := correlate.JoinTrace(correlate.TraceJoin{Trace: tr, CPU: cpu, Join: models.DefaultJoinSettings().SpanMatch})
 	kernel := int64(20 * time.Millisecond)
 	for i := range rows {
 		if rows[i].Span.Operation == "model.predict" {

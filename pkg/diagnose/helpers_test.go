@@ -27,7 +27,7 @@ func ms(n int) time.Duration { return time.Duration(n) * time.Millisecond }
 // answerOf joins tr with the CPU profiles and GPU series given, as correlate.JoinRequest does.
 func answerOf(tr *models.Trace, cpu correlate.SpanProfiles, gpus []classify.GPUSeries) *correlate.TraceAnswer {
 	rows := correlate.JoinTrace(correlate.TraceJoin{Trace: tr, CPU: cpu, GPUSeries: gpus, GPUStep: time.Second, GPUsKnown: gpus != nil,
-		Classify: classify.NewWindows(gpus, classify.DefaultThresholds()).Dominant, Join: models.DefaultJoinSettings()})
+		Classify: classify.NewWindows(gpus, classify.DefaultThresholds()).Dominant, Join: models.DefaultJoinSettings().SpanMatch})
 	return &correlate.TraceAnswer{Trace: tr, Rows: rows}
 }
 

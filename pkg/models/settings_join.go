@@ -9,10 +9,8 @@ import (
 	"time"
 )
 
-// JoinSettings holds how spans map to hosts and GPUs, where data links point, and which
-// request-duration histograms the slowRequests query reads. Every key is optional; the defaults
-// fit the demo and OpenTelemetry's conventions.
-type JoinSettings struct {
+// SpanMatch is how spans map to hosts and GPUs (the join's keys of the settings).
+type SpanMatch struct {
 	// HostAttribute is the span resource attribute naming the host a span ran on
 	// (jsonData.joinHostAttribute, default host.name); a span attribute of that name is used
 	// when the resource lacks it.
@@ -24,6 +22,14 @@ type JoinSettings struct {
 	// separated by commas (jsonData.joinGpuAttribute, default gpu.index). A service that sets it
 	// on any of a trace's spans is joined to those GPUs; other spans to every GPU of their host.
 	GPUAttribute string
+}
+
+// JoinSettings holds how spans map to hosts and GPUs, where data links point, and which
+// request-duration histograms the slowRequests query reads. Every key is optional; the defaults
+// fit the demo and OpenTelemetry's conventions.
+type JoinSettings struct {
+	// SpanMatch is how spans map to hosts and GPUs: all the trace join reads of these settings.
+	SpanMatch
 
 	// TraceDatasourceUID is the trace data source that span links open in Explore
 	// (jsonData.traceDatasourceUid); empty: spans carry no trace link.
@@ -84,9 +90,7 @@ func DefaultLatencyHistograms() []LatencyHistogram {
 // DefaultJoinSettings returns the settings used when jsonData sets none of the keys.
 func DefaultJoinSettings() JoinSettings {
 	return JoinSettings{
-		HostAttribute:       DefaultHostAttribute,
-		HostMap:             map[string]string{},
-		GPUAttribute:        DefaultGPUAttribute,
+		SpanMatch:           SpanMatch{HostAttribute: DefaultHostAttribute, HostMap: map[string]string{}, GPUAttribute: DefaultGPUAttribute},
 		TraceDatasourceType: TraceDatasourceJaeger,
 		GPUDashboardUID:     DefaultGPUDashboardUID,
 		RequestDashboardUID: DefaultRequestDashboardUID,
@@ -97,7 +101,7 @@ func DefaultJoinSettings() JoinSettings {
 }
 
 // MapHost returns the DCGM host label value of a span's host.
-func (j JoinSettings) MapHost(spanHost string) string {
+func (j SpanMatch) MapHost(spanHost string) string {
 	if h, ok := j.HostMap[spanHost]; ok {
 		return h
 	}

@@ -40,7 +40,8 @@ export const QUERY_TYPE_INFO = {
       "profileIdSelector",
       "stackTraceSelector",
       "annotations",
-      "traceIdSelector"
+      "traceIdSelector",
+      "frameFilter"
     ],
     "bounds": {
       "maxNodes": {
@@ -89,7 +90,8 @@ export const QUERY_TYPE_INFO = {
       "profileIdSelector",
       "stackTraceSelector",
       "annotations",
-      "traceIdSelector"
+      "traceIdSelector",
+      "frameFilter"
     ],
     "bounds": {
       "maxNodes": {
@@ -138,7 +140,8 @@ export const QUERY_TYPE_INFO = {
       "profileIdSelector",
       "stackTraceSelector",
       "annotations",
-      "traceIdSelector"
+      "traceIdSelector",
+      "frameFilter"
     ],
     "bounds": {
       "maxNodes": {
@@ -187,7 +190,8 @@ export const QUERY_TYPE_INFO = {
       "profileIdSelector",
       "stackTraceSelector",
       "annotations",
-      "traceIdSelector"
+      "traceIdSelector",
+      "frameFilter"
     ],
     "bounds": {
       "maxNodes": {

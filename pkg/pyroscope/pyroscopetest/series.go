@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -103,7 +104,7 @@ func (s *Server) SelectSeries(_ context.Context, req *connect.Request[querierv1.
 	res := &querierv1.SelectSeriesResponse{}
 	for _, sr := range all {
 		out := &typesv1.Series{Labels: sr.labels}
-		for _, ts := range sortedKeys(sr.points) {
+		for _, ts := range slices.Sorted(maps.Keys(sr.points)) {
 			p := sr.points[ts]
 			pt := &typesv1.Point{Timestamp: ts, Value: p.value, Annotations: p.annotations}
 			for _, it := range sortedItems(p.items) {
@@ -214,7 +215,7 @@ func (s *Server) SelectHeatmap(_ context.Context, req *connect.Request[querierv1
 			}
 		}
 		out := &typesv1.HeatmapSeries{Labels: sr.labels}
-		for _, edge := range sortedKeys(slots) {
+		for _, edge := range slices.Sorted(maps.Keys(slots)) {
 			sl := slots[edge]
 			hs := &typesv1.HeatmapSlot{Timestamp: edge, YMin: slices.Clone(yMin), Counts: sl.counts}
 			if withExemplars {
@@ -248,7 +249,7 @@ func addItem(items map[string]*item, id string, smp Sample, groupBy []string) {
 	it := items[id]
 	if it == nil {
 		it = &item{profileID: smp.ProfileID, spanID: smp.SpanID, traceID: smp.TraceID, time: smp.Time.UnixMilli()}
-		for _, name := range sortedKeys(smp.Series) {
+		for _, name := range slices.Sorted(maps.Keys(smp.Series)) {
 			if !slices.Contains(groupBy, name) {
 				it.labels = append(it.labels, &typesv1.LabelPair{Name: name, Value: smp.Series[name]})
 			}
@@ -296,13 +297,4 @@ func stepMillis(step float64) (int64, error) {
 		return 0, connect.NewError(connect.CodeInvalidArgument, errors.New("step must be >= 1ms and finite"))
 	}
 	return int64(step * 1000), nil
-}
-
-func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K {
-	keys := make([]K, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
