@@ -57,8 +57,7 @@ func TestRealScenariosFirstCauseIsTheInjectedOne(t *testing.T) {
 	}, nil)
 	for i, kind := range scenario.Kinds {
 		t.Run(string(kind), func(t *testing.T) {
-			res := runScenario(t, kind, seed+uint64(i), dir)
-			r := scenarioAnswer(t, ds, res)
+			res, r := contendedRetry(t, ds, kind, seed+uint64(i), dir)
 			causes := verdictRows(t, r)
 			wantBreakdownSums(t, r)
 			first := causes[0]
@@ -75,6 +74,36 @@ func TestRealScenariosFirstCauseIsTheInjectedOne(t *testing.T) {
 				t.Errorf("first cause's evidence does not name the GPU's class %s: %s", res.Class, first.evidence)
 			}
 		})
+	}
+}
+
+// maxContendedRuns bounds the runs of a CPU scenario on a machine too busy to give it its CPU.
+const maxContendedRuns = 3
+
+// contendedRetry runs a scenario and reads its answer. A cpu scenario burns its injected time on
+// its thread's CPU clock; on a loaded machine the thread also waits for a core, so its span lasts
+// well beyond its CPU and the request is then rightly answered as mostly waiting: the scenario
+// did not make the request it meant to. It runs again (a new seed) until its span's wall time is
+// within half again of its CPU, as a CPU-bound request's is.
+func contendedRetry(t *testing.T, ds *Datasource, kind scenario.Kind, seed uint64, dir string) (scenario.Result, backend.DataResponse) {
+	t.Helper()
+	for run := 1; ; run++ {
+		res := runScenario(t, kind, seed, dir)
+		r := scenarioAnswer(t, ds, res)
+		if res.CauseKind != "cpu" || run == maxContendedRuns {
+			return res, r
+		}
+		wall := 0.0
+		for _, row := range spanRows(t, r.Frames[0]) {
+			if row.str("spanID") == res.ProfiledSpan {
+				wall, _ = row.num("duration")
+			}
+		}
+		if wall <= 1.5*res.InjectedMs {
+			return res, r
+		}
+		t.Logf("the CPU was contended: span %s lasted %.0f ms for %.0f ms of CPU; running the scenario again", res.ProfiledSpan, wall, res.InjectedMs)
+		seed += 1 << 32
 	}
 }
 
