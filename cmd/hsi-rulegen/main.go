@@ -38,14 +38,14 @@ func thresholds(path string) (classify.Thresholds, error) {
 	if err != nil {
 		return classify.Thresholds{}, err
 	}
-	s, err := models.LoadSettings(backend.DataSourceInstanceSettings{JSONData: raw})
+	s, bad, err := models.LoadSettings(backend.DataSourceInstanceSettings{JSONData: raw})
 	if err != nil {
 		return classify.Thresholds{}, fmt.Errorf("%s: %w", path, err)
 	}
-	if s.GPUSettingsErr != nil {
-		// GPUSettingsErr joins every GPU section's errors; only the thresholds matter for the
+	if bad.GPU != nil {
+		// Invalid.GPU joins every GPU section's errors; only the thresholds matter for the
 		// rules, but a settings file with any invalid GPU key is better fixed before rendering.
-		return classify.Thresholds{}, fmt.Errorf("%s: %w", path, s.GPUSettingsErr)
+		return classify.Thresholds{}, fmt.Errorf("%s: %w", path, bad.GPU)
 	}
 	return s.Classify.Thresholds, nil
 }

@@ -141,7 +141,7 @@ func FuzzLoadSettings(f *testing.F) {
 		if json.Unmarshal(secureJSON, &secure) != nil {
 			secure = nil
 		}
-		s, err := LoadSettings(backend.DataSourceInstanceSettings{JSONData: jsonData, DecryptedSecureJSONData: secure})
+		s, bad, err := LoadSettings(backend.DataSourceInstanceSettings{JSONData: jsonData, DecryptedSecureJSONData: secure})
 		if err != nil {
 			if !strings.Contains(err.Error(), "jsonData") {
 				t.Fatalf("error %q does not name jsonData", err)
@@ -150,9 +150,9 @@ func FuzzLoadSettings(f *testing.F) {
 		}
 		var errs []error
 		for _, u := range s.Upstreams() {
-			errs = append(errs, u.Err)
+			errs = append(errs, bad.Upstream(u.Name))
 		}
-		errs = append(errs, s.MinStepErr, s.GPUSettingsErr, s.NVMLErr, s.Kernels.Err, s.Join.Err)
+		errs = append(errs, bad.MinStep, bad.GPU, bad.NVML, bad.Kernels, bad.Join)
 		for _, e := range errs {
 			if e == nil {
 				continue

@@ -52,9 +52,6 @@ type Upstream struct {
 	// Secrets, from secureJsonData only. Never logged, returned or put in frames.
 	Password    string
 	BearerToken string
-
-	// Err is set when the upstream's settings are invalid; queries that need it report it.
-	Err error
 }
 
 // TLS options of one upstream.
@@ -79,10 +76,9 @@ type Settings struct {
 	SelfProfilingURL string
 
 	// MinStep is the smallest step of a metrics query (jsonData.minStep, the key and default of
-	// Grafana's Pyroscope data source). MinStepErr is set when the value is invalid: metrics
-	// queries then report it instead of silently using the default as Grafana does.
-	MinStep    time.Duration
-	MinStepErr error
+	// Grafana's Pyroscope data source). An invalid value (Invalid.MinStep) is reported by the
+	// metrics queries instead of silently using the default as Grafana does.
+	MinStep time.Duration
 
 	// DCGM names the metrics and labels of the GPU series (settings_dcgm.go).
 	DCGM DCGMSettings
@@ -93,12 +89,39 @@ type Settings struct {
 	// Traces say where GPU kernel traces are read from (settings_traces.go).
 	Kernels KernelTraceSettings
 	// NVMLEnabled turns on the gpuLocal query type (jsonData.nvmlEnabled, default false): the
-	// Grafana host's GPUs through NVML. NVMLErr is set when the value is not a boolean.
+	// Grafana host's GPUs through NVML.
 	NVMLEnabled bool
-	NVMLErr     error
-	// GPUSettingsErr is the first invalid GPU-related setting: the GPU query types report it
-	// rather than silently using defaults; the other query types are unaffected.
-	GPUSettingsErr error
+}
+
+// Invalid is what could not be used of a data source's settings, each where it matters: an
+// upstream with invalid settings cannot be asked (its store is unavailable and says why), the
+// GPU query types report invalid GPU keys rather than silently use defaults, invalid join keys
+// keep their defaults with a warning. The zero Invalid: every setting is valid.
+type Invalid struct {
+	// Upstreams are the upstreams' invalid settings, by upstream name (Pyroscope, Prometheus,
+	// Jaeger): "invalid Pyroscope settings: …".
+	Upstreams map[string]error
+	// MinStep is an invalid jsonData.minStep.
+	MinStep error
+	// GPU joins every invalid GPU-related key (DCGM names, classification thresholds, join).
+	GPU error
+	// Join is the invalid join keys alone (their defaults are used).
+	Join error
+	// Kernels is the invalid kernel-trace keys.
+	Kernels error
+	// NVML is an invalid jsonData.nvmlEnabled.
+	NVML error
+}
+
+// Upstream is why the named upstream's settings cannot be used, nil when they can.
+func (i Invalid) Upstream(name string) error { return i.Upstreams[name] }
+
+// SetUpstream records why the named upstream cannot be used (its client could not be made).
+func (i *Invalid) SetUpstream(name string, err error) {
+	if i.Upstreams == nil {
+		i.Upstreams = map[string]error{}
+	}
+	i.Upstreams[name] = err
 }
 
 // DefaultMinStep is Grafana's Pyroscope data source's default for jsonData.minStep.
@@ -110,26 +133,32 @@ func (s *Settings) Upstreams() []*Upstream {
 }
 
 // LoadSettings reads jsonData and secureJsonData. It fails only when jsonData is not a JSON
-// object; an invalid upstream setting is recorded on that upstream (Upstream.Err) so that the
-// other upstreams keep working.
-func LoadSettings(s backend.DataSourceInstanceSettings) (*Settings, error) {
+// object; what is invalid is returned apart (Invalid), each part where it matters, so that the
+// rest keeps working.
+func LoadSettings(s backend.DataSourceInstanceSettings) (*Settings, Invalid, error) {
 	raw := map[string]json.RawMessage{}
 	if len(s.JSONData) > 0 {
 		if err := json.Unmarshal(s.JSONData, &raw); err != nil {
-			return nil, fmt.Errorf("data source settings (jsonData) are not a JSON object: %w", err)
+			return nil, Invalid{}, fmt.Errorf("data source settings (jsonData) are not a JSON object: %w", err)
 		}
 	}
 	j := jsonFields(raw)
-	out := &Settings{
-		Pyroscope:  loadUpstream(Pyroscope, "pyroscope", j, s.DecryptedSecureJSONData),
-		Prometheus: loadUpstream(Prometheus, "prometheus", j, s.DecryptedSecureJSONData),
-		Jaeger:     loadUpstream(Jaeger, "jaeger", j, s.DecryptedSecureJSONData),
+	out, bad := &Settings{}, Invalid{}
+	for _, u := range []struct {
+		into      *Upstream
+		name, key string
+	}{{&out.Pyroscope, Pyroscope, "pyroscope"}, {&out.Prometheus, Prometheus, "prometheus"}, {&out.Jaeger, Jaeger, "jaeger"}} {
+		var err error
+		if *u.into, err = loadUpstream(u.name, u.key, j, s.DecryptedSecureJSONData); err != nil {
+			bad.SetUpstream(u.name, err)
+		}
 	}
-	out.MinStep, out.MinStepErr = loadMinStep(j)
-	out.GPUSettingsErr = errors.Join(loadDCGM(j, &out.DCGM), loadClassify(j, &out.Classify), loadJoin(j, &out.Join))
-	loadKernelTraces(j, &out.Kernels) // out.Kernels.Err: the kernels query reports it
-	if out.NVMLEnabled, out.NVMLErr = j.boolean("nvmlEnabled"); out.NVMLErr != nil {
-		out.NVMLErr = fmt.Errorf("%v: set it to true or false in the data source settings", out.NVMLErr)
+	out.MinStep, bad.MinStep = loadMinStep(j)
+	bad.Join = loadJoin(j, &out.Join)
+	bad.GPU = errors.Join(loadDCGM(j, &out.DCGM), loadClassify(j, &out.Classify), bad.Join)
+	bad.Kernels = loadKernelTraces(j, &out.Kernels)
+	if out.NVMLEnabled, bad.NVML = j.boolean("nvmlEnabled"); bad.NVML != nil {
+		bad.NVML = fmt.Errorf("%v: set it to true or false in the data source settings", bad.NVML)
 	}
 	var err error
 	if out.SelfProfilingURL, err = j.str("selfProfilingUrl"); err == nil && out.SelfProfilingURL != "" {
@@ -140,7 +169,7 @@ func LoadSettings(s backend.DataSourceInstanceSettings) (*Settings, error) {
 		backend.Logger.Warn("self-profiling disabled: invalid selfProfilingUrl", "error", err)
 		out.SelfProfilingURL = ""
 	}
-	return out, nil
+	return out, bad, nil
 }
 
 // loadMinStep reads jsonData.minStep, a duration as Grafana's Pyroscope data source stores it
@@ -176,7 +205,7 @@ func parseStepDuration(s string) (time.Duration, error) {
 	return time.ParseDuration(s)
 }
 
-func loadUpstream(name, key string, j jsonFields, secure map[string]string) Upstream {
+func loadUpstream(name, key string, j jsonFields, secure map[string]string) (Upstream, error) {
 	u := Upstream{Name: name, Key: key, Timeout: DefaultTimeout}
 	var errs []string
 	note := func(err error) {
@@ -237,9 +266,9 @@ func loadUpstream(name, key string, j jsonFields, secure map[string]string) Upst
 		note(fmt.Errorf("TLS client authentication needs both %sTlsClientCert and %sTlsClientKey", key, key))
 	}
 	if len(errs) > 0 {
-		u.Err = fmt.Errorf("invalid %s settings: %s", name, strings.Join(errs, "; "))
+		return u, fmt.Errorf("invalid %s settings: %s", name, strings.Join(errs, "; "))
 	}
-	return u
+	return u, nil
 }
 
 func checkURL(raw string) error {

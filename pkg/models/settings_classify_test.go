@@ -10,8 +10,8 @@ import (
 
 func TestClassifySettingsDefaultToTheSeeds(t *testing.T) {
 	s := load(t, `{}`, nil)
-	if s.GPUSettingsErr != nil {
-		t.Fatalf("GPUSettingsErr = %v", s.GPUSettingsErr)
+	if s.bad.GPU != nil {
+		t.Fatalf("invalid GPU settings: %v", s.bad.GPU)
 	}
 	if s.Classify.Thresholds != classify.DefaultThresholds() || len(s.Classify.Changed) != 0 {
 		t.Errorf("thresholds %+v changed %v, want the defaults", s.Classify.Thresholds, s.Classify.Changed)
@@ -23,8 +23,8 @@ func TestClassifySettingsReadNamedKeysAndPCIeLink(t *testing.T) {
 		"gpuThresholds": {"computeBoundPct": 90, "memoryBoundPct": "90", "pcieBoundLinkShare": 0.5, "shareWindow": "30m", "clockMaxWindow": "2d", "dramActivePeak": null},
 		"pcieGeneration": 5, "pcieWidth": "8"
 	}`, nil)
-	if s.GPUSettingsErr != nil {
-		t.Fatalf("GPUSettingsErr = %v", s.GPUSettingsErr)
+	if s.bad.GPU != nil {
+		t.Fatalf("invalid GPU settings: %v", s.bad.GPU)
 	}
 	th := s.Classify.Thresholds
 	want := classify.DefaultThresholds()
@@ -57,8 +57,8 @@ func TestClassifySettingsErrorsNameTheKey(t *testing.T) {
 		{`{"pcieWidth": "x16"}`, `jsonData.pcieWidth must be a number, got "x16"`},
 	} {
 		s := load(t, c.jsonData, nil)
-		if s.GPUSettingsErr == nil || !strings.Contains(s.GPUSettingsErr.Error(), c.want) {
-			t.Errorf("%s: error %v, want it to contain %q", c.jsonData, s.GPUSettingsErr, c.want)
+		if s.bad.GPU == nil || !strings.Contains(s.bad.GPU.Error(), c.want) {
+			t.Errorf("%s: error %v, want it to contain %q", c.jsonData, s.bad.GPU, c.want)
 		}
 		// An invalid key never leaves a half-set threshold: the rest stays usable.
 		if err := s.Classify.Thresholds.Validate(); err != nil {

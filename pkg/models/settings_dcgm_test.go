@@ -7,8 +7,8 @@ import (
 
 func TestLoadDCGMDefaultsWithoutKeys(t *testing.T) {
 	s := load(t, `{}`, nil)
-	if s.GPUSettingsErr != nil {
-		t.Fatalf("GPUSettingsErr = %v", s.GPUSettingsErr)
+	if s.bad.GPU != nil {
+		t.Fatalf("invalid GPU settings: %v", s.bad.GPU)
 	}
 	if s.DCGM.MaxSeries != DefaultGPUMaxSeries || s.DCGM.SeriesLimit() != DefaultGPUMaxSeries || len(s.DCGM.MetricNames) != 0 || len(s.DCGM.LabelNames) != 0 {
 		t.Errorf("DCGM = %+v", s.DCGM)
@@ -24,8 +24,8 @@ func TestLoadDCGMReadsOverrides(t *testing.T) {
 		"dcgmLabelNames": {"host": "node", "pod": "exported_pod"},
 		"gpuMaxSeries": "40"
 	}`, nil)
-	if s.GPUSettingsErr != nil {
-		t.Fatalf("GPUSettingsErr = %v", s.GPUSettingsErr)
+	if s.bad.GPU != nil {
+		t.Fatalf("invalid GPU settings: %v", s.bad.GPU)
 	}
 	d := s.DCGM
 	if d.MetricNames["gpu_utilization"] != "nvidia_gpu_util" || d.MetricNames["pcie_tx"] != "DCGM_FI_DEV_PCIE_TX_THROUGHPUT" || len(d.MetricNames) != 2 {
@@ -58,11 +58,11 @@ func TestLoadDCGMNamesTheKeyAndTheBadEntry(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			s := load(t, c.jsonData, nil)
-			if s.GPUSettingsErr == nil || !strings.Contains(s.GPUSettingsErr.Error(), c.want) {
-				t.Errorf("GPUSettingsErr = %v, want it to contain %q", s.GPUSettingsErr, c.want)
+			if s.bad.GPU == nil || !strings.Contains(s.bad.GPU.Error(), c.want) {
+				t.Errorf("invalid GPU settings: %v, want it to contain %q", s.bad.GPU, c.want)
 			}
-			if s.Prometheus.Err != nil || s.MinStepErr != nil {
-				t.Errorf("a GPU setting broke other settings: %v %v", s.Prometheus.Err, s.MinStepErr)
+			if s.bad.Upstream(Prometheus) != nil || s.bad.MinStep != nil {
+				t.Errorf("a GPU setting broke other settings: %v %v", s.bad.Upstream(Prometheus), s.bad.MinStep)
 			}
 		})
 	}

@@ -48,10 +48,6 @@ type JoinSettings struct {
 	// LatencyYellow and LatencyRed are the latency thresholds: below yellow is green, from red on
 	// is red (jsonData.latencyYellowMs, latencyRedMs; default 500 ms and 1 s).
 	LatencyYellow, LatencyRed time.Duration
-
-	// Err names the invalid keys (their defaults are used instead); the queries that use these
-	// settings show it as a warning.
-	Err error
 }
 
 // LatencyHistogram is one classic Prometheus histogram of request durations in seconds.
@@ -115,8 +111,8 @@ var metricNameRE = regexp.MustCompile(`^[a-zA-Z_:][a-zA-Z0-9_:]*$`)
 // dashboardUIDRE is Grafana's dashboard UID syntax (it goes into a URL path).
 var dashboardUIDRE = regexp.MustCompile(`^[a-zA-Z0-9\-_]{1,40}$`)
 
-// loadJoin reads the JoinSettings keys of jsonData; it returns the first invalid one, naming its key.
-// Invalid keys keep their defaults, so the rest of the join still works; out.Err records them all.
+// loadJoin reads the JoinSettings keys of jsonData; it returns the invalid ones, each naming its
+// key. Invalid keys keep their defaults, so the rest of the join still works.
 func loadJoin(j jsonFields, out *JoinSettings) error {
 	*out = DefaultJoinSettings()
 	var errs []error
@@ -169,11 +165,7 @@ func loadJoin(j jsonFields, out *JoinSettings) error {
 	note(loadHostMap(j, out))
 	note(loadLatencyHistograms(j, out))
 	note(loadLatencyThresholds(j, out))
-	out.Err = errors.Join(errs...)
-	if len(errs) > 0 {
-		return errs[0]
-	}
-	return nil
+	return errors.Join(errs...)
 }
 
 func loadHostMap(j jsonFields, out *JoinSettings) error {

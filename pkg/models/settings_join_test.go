@@ -10,8 +10,8 @@ import (
 func TestJoinSettingsDefaultsFitTheDemoAndOpenTelemetry(t *testing.T) {
 	s := load(t, `{}`, nil)
 	j := s.Join
-	if j.Err != nil || s.GPUSettingsErr != nil {
-		t.Fatalf("errors with no keys set: %v / %v", j.Err, s.GPUSettingsErr)
+	if s.bad.Join != nil || s.bad.GPU != nil {
+		t.Fatalf("errors with no keys set: %v / %v", s.bad.Join, s.bad.GPU)
 	}
 	if j.HostAttribute != "host.name" || j.GPUAttribute != "gpu.index" || j.MapHost("gpu-node-1") != "gpu-node-1" {
 		t.Errorf("span mapping defaults: %+v", j)
@@ -39,8 +39,8 @@ func TestJoinSettingsReadEveryKey(t *testing.T) {
 		"latencyYellowMs": 200, "latencyRedMs": "400"
 	}`, nil)
 	j := s.Join
-	if j.Err != nil {
-		t.Fatal(j.Err)
+	if s.bad.Join != nil {
+		t.Fatal(s.bad.Join)
 	}
 	if j.HostAttribute != "k8s.node.name" || j.GPUAttribute != "gpu.uuid" || j.MapHost("ip-10-0-0-1.ec2.internal") != "gpu-node-1" || j.MapHost("other") != "other" {
 		t.Errorf("span mapping %+v", j)
@@ -73,12 +73,12 @@ func TestJoinSettingsNameTheInvalidKeyAndKeepItsDefault(t *testing.T) {
 	}
 	for _, c := range cases {
 		s := load(t, c.jsonData, nil)
-		if s.Join.Err == nil || !strings.Contains(s.Join.Err.Error(), c.want) {
-			t.Errorf("%s: error %v, want %q", c.jsonData, s.Join.Err, c.want)
+		if s.bad.Join == nil || !strings.Contains(s.bad.Join.Error(), c.want) {
+			t.Errorf("%s: error %v, want %q", c.jsonData, s.bad.Join, c.want)
 			continue
 		}
-		if s.GPUSettingsErr == nil || !strings.Contains(s.GPUSettingsErr.Error(), c.want) {
-			t.Errorf("%s: GPUSettingsErr %v lacks the join error", c.jsonData, s.GPUSettingsErr)
+		if s.bad.GPU == nil || !strings.Contains(s.bad.GPU.Error(), c.want) {
+			t.Errorf("%s: invalid GPU settings %v lack the join error", c.jsonData, s.bad.GPU)
 		}
 		// The invalid key keeps its default; the other keys are unaffected.
 		d := DefaultJoinSettings()
@@ -87,7 +87,7 @@ func TestJoinSettingsNameTheInvalidKeyAndKeepItsDefault(t *testing.T) {
 			t.Errorf("%s: defaults not kept: %+v", c.jsonData, s.Join)
 		}
 		// The upstreams do not depend on the join settings.
-		if s.Pyroscope.Err != nil || s.Prometheus.Err != nil || s.Jaeger.Err != nil {
+		if s.bad.Upstream(Pyroscope) != nil || s.bad.Upstream(Prometheus) != nil || s.bad.Upstream(Jaeger) != nil {
 			t.Errorf("%s: an upstream was disabled", c.jsonData)
 		}
 	}

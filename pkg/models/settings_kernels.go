@@ -18,8 +18,6 @@ type KernelTraceSettings struct {
 	MaxFileBytes int64
 	// MaxFiles bounds the files scanned per query (jsonData.traceMaxFiles, default 10000).
 	MaxFiles int
-	// Err names the invalid keys; the kernels query reports it.
-	Err error
 }
 
 // Defaults of the trace settings.
@@ -67,9 +65,5 @@ func loadKernelTraces(j jsonFields, out *KernelTraceSettings) error {
 	} else if v > 0 {
 		out.MaxFiles = int(v)
 	}
-	out.Err = errors.Join(errs...)
-	if len(errs) > 0 {
-		return errs[0]
-	}
-	return nil
+	return errors.Join(errs...)
 }

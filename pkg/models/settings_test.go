@@ -8,13 +8,19 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 )
 
-func load(t *testing.T, jsonData string, secure map[string]string) *Settings {
+// loaded is a data source's settings and what of them is invalid.
+type loaded struct {
+	*Settings
+	bad Invalid
+}
+
+func load(t *testing.T, jsonData string, secure map[string]string) loaded {
 	t.Helper()
-	s, err := LoadSettings(backend.DataSourceInstanceSettings{JSONData: []byte(jsonData), DecryptedSecureJSONData: secure})
+	s, bad, err := LoadSettings(backend.DataSourceInstanceSettings{JSONData: []byte(jsonData), DecryptedSecureJSONData: secure})
 	if err != nil {
 		t.Fatalf("LoadSettings: %v", err)
 	}
-	return s
+	return loaded{s, bad}
 }
 
 func TestLoadSettingsReadsEachUpstreamWithItsOwnAuth(t *testing.T) {
@@ -25,14 +31,14 @@ func TestLoadSettingsReadsEachUpstreamWithItsOwnAuth(t *testing.T) {
 	}`, map[string]string{"pyroscopeBasicAuthPassword": "pw", "prometheusBearerToken": "tok"})
 
 	if s.Pyroscope.URL != "http://pyro:4040" || s.Pyroscope.Tenant != "team-a" || s.Pyroscope.Auth != AuthBasic ||
-		s.Pyroscope.User != "u" || s.Pyroscope.Password != "pw" || s.Pyroscope.Err != nil {
+		s.Pyroscope.User != "u" || s.Pyroscope.Password != "pw" || s.bad.Upstream(Pyroscope) != nil {
 		t.Errorf("pyroscope = %+v", s.Pyroscope)
 	}
 	if s.Prometheus.Auth != AuthBearer || s.Prometheus.BearerToken != "tok" || s.Prometheus.Timeout != 12*time.Second ||
-		!s.Prometheus.TLS.SkipVerify || s.Prometheus.Err != nil {
+		!s.Prometheus.TLS.SkipVerify || s.bad.Upstream(Prometheus) != nil {
 		t.Errorf("prometheus = %+v", s.Prometheus)
 	}
-	if s.Jaeger.Auth != AuthNone || s.Jaeger.Timeout != DefaultTimeout || s.Jaeger.Err != nil {
+	if s.Jaeger.Auth != AuthNone || s.Jaeger.Timeout != DefaultTimeout || s.bad.Upstream(Jaeger) != nil {
 		t.Errorf("jaeger = %+v", s.Jaeger)
 	}
 }
@@ -63,13 +69,13 @@ func TestLoadSettingsNamesTheWrongFieldAndKeepsOtherUpstreams(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			s := load(t, strings.Replace(c.jsonData, "{", `{"jaegerUrl": "http://jaeger:16686", `, 1), c.secure)
-			if s.Pyroscope.Err == nil || !strings.Contains(s.Pyroscope.Err.Error(), c.want) {
-				t.Fatalf("error = %v, want it to contain %q", s.Pyroscope.Err, c.want)
+			if s.bad.Upstream(Pyroscope) == nil || !strings.Contains(s.bad.Upstream(Pyroscope).Error(), c.want) {
+				t.Fatalf("error = %v, want it to contain %q", s.bad.Upstream(Pyroscope), c.want)
 			}
-			if !strings.HasPrefix(s.Pyroscope.Err.Error(), "invalid Pyroscope settings: ") {
-				t.Errorf("error does not name the upstream: %v", s.Pyroscope.Err)
+			if !strings.HasPrefix(s.bad.Upstream(Pyroscope).Error(), "invalid Pyroscope settings: ") {
+				t.Errorf("error does not name the upstream: %v", s.bad.Upstream(Pyroscope))
 			}
-			if s.Jaeger.Err != nil || !s.Jaeger.Configured() {
+			if s.bad.Upstream(Jaeger) != nil || !s.Jaeger.Configured() {
 				t.Errorf("jaeger should stay usable, got %+v", s.Jaeger)
 			}
 		})
@@ -79,16 +85,16 @@ func TestLoadSettingsNamesTheWrongFieldAndKeepsOtherUpstreams(t *testing.T) {
 func TestLoadSettingsErrorsNeverContainSecrets(t *testing.T) {
 	s := load(t, `{"pyroscopeUrl": "http://p", "pyroscopeAuth": "basic", "pyroscopeTlsSkipVerify": "yes"}`,
 		map[string]string{"pyroscopeBasicAuthPassword": "hunter2-secret", "pyroscopeTlsClientCert": "CERT-secret"})
-	if s.Pyroscope.Err == nil {
+	if s.bad.Upstream(Pyroscope) == nil {
 		t.Fatal("expected an error")
 	}
-	if strings.Contains(s.Pyroscope.Err.Error(), "secret") {
-		t.Errorf("error leaks a secret: %v", s.Pyroscope.Err)
+	if strings.Contains(s.bad.Upstream(Pyroscope).Error(), "secret") {
+		t.Errorf("error leaks a secret: %v", s.bad.Upstream(Pyroscope))
 	}
 }
 
 func TestLoadSettingsRejectsNonObjectJSONData(t *testing.T) {
-	_, err := LoadSettings(backend.DataSourceInstanceSettings{JSONData: []byte(`[1,2]`)})
+	_, _, err := LoadSettings(backend.DataSourceInstanceSettings{JSONData: []byte(`[1,2]`)})
 	if err == nil || !strings.Contains(err.Error(), "jsonData") {
 		t.Fatalf("err = %v", err)
 	}
@@ -118,8 +124,8 @@ func TestLoadSettingsReadsMinStepAsGrafanasPyroscopeDataSource(t *testing.T) {
 	}
 	for jsonData, want := range cases {
 		s := load(t, jsonData, nil)
-		if s.MinStep != want || s.MinStepErr != nil {
-			t.Errorf("%s: minStep = %v (err %v), want %v", jsonData, s.MinStep, s.MinStepErr, want)
+		if s.MinStep != want || s.bad.MinStep != nil {
+			t.Errorf("%s: minStep = %v (err %v), want %v", jsonData, s.MinStep, s.bad.MinStep, want)
 		}
 	}
 }
@@ -134,13 +140,13 @@ func TestLoadSettingsNamesAnInvalidMinStepAndKeepsTheUpstreams(t *testing.T) {
 	}
 	for jsonData, want := range cases {
 		s := load(t, strings.Replace(jsonData, "{", `{"pyroscopeUrl": "http://pyro:4040", `, 1), nil)
-		if s.MinStepErr == nil || !strings.Contains(s.MinStepErr.Error(), want) {
-			t.Errorf("%s: error = %v, want it to contain %q", jsonData, s.MinStepErr, want)
+		if s.bad.MinStep == nil || !strings.Contains(s.bad.MinStep.Error(), want) {
+			t.Errorf("%s: error = %v, want it to contain %q", jsonData, s.bad.MinStep, want)
 		}
 		if s.MinStep != DefaultMinStep {
 			t.Errorf("%s: minStep = %v, want the default kept alongside the error", jsonData, s.MinStep)
 		}
-		if s.Pyroscope.Err != nil || !s.Pyroscope.Configured() {
+		if s.bad.Upstream(Pyroscope) != nil || !s.Pyroscope.Configured() {
 			t.Errorf("%s: an invalid minStep must not disable Pyroscope: %+v", jsonData, s.Pyroscope)
 		}
 	}

@@ -34,7 +34,7 @@ func (d *Datasource) CheckHealth(ctx context.Context, _ *backend.CheckHealthRequ
 	results := make([]upstreamHealth, len(ups))
 	answers := make([]string, len(ups))
 	errs := safe.ForEach("health check", len(ups), 0, func(i int) (err error) {
-		if u := ups[i]; u.Configured() && u.Err == nil {
+		if u := ups[i]; u.Configured() && d.invalid.Upstream(u.Name) == nil {
 			answers[i], err = d.checkUpstream(ctx, u.Name)
 		}
 		return err
@@ -44,8 +44,8 @@ func (d *Datasource) CheckHealth(ctx context.Context, _ *backend.CheckHealthRequ
 		switch {
 		case !u.Configured():
 			results[i].Message = "not configured"
-		case u.Err != nil:
-			results[i].Message = u.Err.Error()
+		case d.invalid.Upstream(u.Name) != nil:
+			results[i].Message = d.invalid.Upstream(u.Name).Error()
 		case errs[i] != nil:
 			results[i].Message = healthCause(errs[i])
 		default:
@@ -83,8 +83,8 @@ func (d *Datasource) CheckHealth(ctx context.Context, _ *backend.CheckHealthRequ
 func (d *Datasource) nvmlHealth() (upstreamHealth, bool) {
 	h := upstreamHealth{Upstream: "NVML", Configured: true}
 	switch {
-	case d.settings.NVMLErr != nil:
-		h.Message = d.settings.NVMLErr.Error()
+	case d.invalid.NVML != nil:
+		h.Message = d.invalid.NVML.Error()
 	case !d.src.LocalGPUs.Ready():
 		return h, false
 	default:

@@ -30,7 +30,9 @@ var (
 // reason it is not (correlate.Sources), built once.
 type Datasource struct {
 	settings *models.Settings
-	src      correlate.Sources
+	// invalid is what of the settings could not be used; the stores and the queries say so.
+	invalid models.Invalid
+	src     correlate.Sources
 
 	httpClients []*upstream.HTTPClient
 	queries     *datasource.QueryTypeMux
@@ -42,12 +44,12 @@ type Datasource struct {
 
 // NewDatasource is the instance factory datasource.Manage calls for each settings version.
 func NewDatasource(_ context.Context, s backend.DataSourceInstanceSettings) (instancemgmt.Instance, error) {
-	settings, err := models.LoadSettings(s)
+	settings, invalid, err := models.LoadSettings(s)
 	if err != nil {
 		return nil, err
 	}
-	ds := &Datasource{settings: settings}
-	ds.src, ds.httpClients = newSources(settings)
+	ds := &Datasource{settings: settings, invalid: invalid}
+	ds.src, ds.httpClients = newSources(settings, &ds.invalid)
 	if settings.SelfProfilingURL != "" {
 		selfprofile.Start(settings.SelfProfilingURL)
 	}

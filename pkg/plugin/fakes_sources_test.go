@@ -27,11 +27,11 @@ func withSources(t testing.TB, jsonData map[string]any, src correlate.Sources) *
 	if err != nil {
 		t.Fatal(err)
 	}
-	settings, err := models.LoadSettings(backend.DataSourceInstanceSettings{JSONData: raw})
+	settings, invalid, err := models.LoadSettings(backend.DataSourceInstanceSettings{JSONData: raw})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ds := &Datasource{settings: settings, src: src}
+	ds := &Datasource{settings: settings, invalid: invalid, src: src}
 	ds.queries = ds.newQueryMux()
 	return ds
 }

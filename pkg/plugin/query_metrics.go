@@ -59,8 +59,8 @@ func (d *Datasource) seriesFrames(ctx context.Context, q backend.DataQuery, pq *
 	if err != nil {
 		return nil, err
 	}
-	if d.settings.MinStepErr != nil {
-		return nil, backend.DownstreamError(fmt.Errorf("invalid data source settings: %w", d.settings.MinStepErr))
+	if d.invalid.MinStep != nil {
+		return nil, backend.DownstreamError(fmt.Errorf("invalid data source settings: %w", d.invalid.MinStep))
 	}
 	ans, err := correlate.ProfileSeries(ctx, pyro, correlate.ProfileSeriesQuery{
 		Profile: pq, Aggregation: agg, From: q.TimeRange.From, To: q.TimeRange.To,

@@ -23,7 +23,7 @@ func (d *Datasource) querySlowRequests(ctx context.Context, q backend.DataQuery)
 	j := d.settings.Join
 	ans, err := correlate.SlowRequests(ctx, correlate.Narrow[correlate.Latencies](d.src.Metrics), correlate.Narrow[correlate.TraceSearch](d.src.Traces), correlate.SlowRequestsQuery{
 		Service: sq.Service, Endpoint: sq.Endpoint, MinDuration: time.Duration(sq.MinDuration), Limit: int(sq.Limit),
-		From: q.TimeRange.From, To: q.TimeRange.To, Histograms: j.LatencyHistograms, Good: j.LatencyYellow, SettingsErr: j.Err,
+		From: q.TimeRange.From, To: q.TimeRange.To, Histograms: j.LatencyHistograms, Good: j.LatencyYellow, SettingsErr: d.invalid.Join,
 	})
 	if err != nil {
 		return nil, err

@@ -23,7 +23,7 @@ func (d *Datasource) queryTrace(ctx context.Context, q backend.DataQuery) (data.
 	ans, err := correlate.JoinRequest(ctx, d.src.ForTrace(d.settings.Join.LatencyHistograms), correlate.TraceQuery{
 		TraceID: tq.TraceID, ProfileTypeID: tq.ProfileTypeID, AllocTypeID: tq.AllocTypeID, MaxNodes: tq.MaxNodes,
 		From: q.TimeRange.From, To: q.TimeRange.To,
-		Join: d.settings.Join.SpanMatch, SLO: d.settings.Join.LatencyYellow, Thresholds: d.settings.Classify.Thresholds, SettingsErr: d.settings.GPUSettingsErr,
+		Join: d.settings.Join.SpanMatch, SLO: d.settings.Join.LatencyYellow, Thresholds: d.settings.Classify.Thresholds, SettingsErr: d.invalid.GPU,
 	})
 	if err != nil {
 		return nil, err

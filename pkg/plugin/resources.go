@@ -47,8 +47,8 @@ func (d *Datasource) resourceUpstreams(w http.ResponseWriter, _ *http.Request) {
 	var out []state
 	for _, u := range d.settings.Upstreams() {
 		s := state{Name: u.Name, Configured: u.Configured()}
-		if u.Err != nil {
-			s.Error = u.Err.Error()
+		if err := d.invalid.Upstream(u.Name); err != nil {
+			s.Error = err.Error()
 		}
 		out = append(out, s)
 	}

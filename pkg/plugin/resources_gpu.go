@@ -26,8 +26,8 @@ type gpuCatalogueEntry struct {
 // resourceGPUMetrics lists the GPU metric catalogue (with this data source's metric name
 // overrides) for the editor's metric picker. It needs no upstream.
 func (d *Datasource) resourceGPUMetrics(w http.ResponseWriter, _ *http.Request) {
-	if d.settings.GPUSettingsErr != nil {
-		writeError(w, fmt.Errorf("invalid GPU settings: %w", d.settings.GPUSettingsErr))
+	if d.invalid.GPU != nil {
+		writeError(w, fmt.Errorf("invalid GPU settings: %w", d.invalid.GPU))
 		return
 	}
 	cat := prometheus.NewCatalogue(d.settings.DCGM)

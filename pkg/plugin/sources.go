@@ -19,7 +19,7 @@ import (
 // newSources builds every store of an instance once: its client, or the reason it cannot be
 // used (not configured, invalid settings), filed as the user's to fix. It also returns the HTTP
 // clients to close when the instance goes.
-func newSources(s *models.Settings) (correlate.Sources, []*upstream.HTTPClient) {
+func newSources(s *models.Settings, bad *models.Invalid) (correlate.Sources, []*upstream.HTTPClient) {
 	var (
 		src     correlate.Sources
 		clients []*upstream.HTTPClient
@@ -28,12 +28,12 @@ func newSources(s *models.Settings) (correlate.Sources, []*upstream.HTTPClient) 
 	var prom *prometheus.Client
 	var jae *jaeger.Client
 	for _, u := range s.Upstreams() {
-		if !u.Configured() || u.Err != nil {
+		if !u.Configured() || bad.Upstream(u.Name) != nil {
 			continue
 		}
 		hc, err := upstream.NewHTTPClient(*u)
 		if err != nil {
-			u.Err = err
+			bad.SetUpstream(u.Name, err)
 			continue
 		}
 		clients = append(clients, hc)
@@ -42,38 +42,38 @@ func newSources(s *models.Settings) (correlate.Sources, []*upstream.HTTPClient) 
 			pyro = pyroscope.New(*u, hc.Client)
 		case models.Prometheus:
 			if prom, err = prometheus.New(*u, hc.Client); err != nil {
-				u.Err = err
+				bad.SetUpstream(u.Name, err)
 			}
 		case models.Jaeger:
 			jae = jaeger.New(*u, hc.Client)
 		}
 	}
-	src.Profiles = source[correlate.ProfileStore](&s.Pyroscope, pyro)
-	src.Traces = source[correlate.TraceStore](&s.Jaeger, jae)
-	src.Metrics = source[correlate.MetricStore](&s.Prometheus, prom)
+	src.Profiles = source[correlate.ProfileStore](&s.Pyroscope, bad, pyro)
+	src.Traces = source[correlate.TraceStore](&s.Jaeger, bad, jae)
+	src.Metrics = source[correlate.MetricStore](&s.Prometheus, bad, prom)
 	switch {
 	case !src.Metrics.Ready():
 		_, err := src.Metrics.Get()
 		src.GPUs = correlate.Unavailable[correlate.GPUStore](err)
-	case s.GPUSettingsErr != nil:
-		src.GPUs = correlate.Unavailable[correlate.GPUStore](backend.DownstreamError(fmt.Errorf("invalid GPU settings: %w", s.GPUSettingsErr)))
+	case bad.GPU != nil:
+		src.GPUs = correlate.Unavailable[correlate.GPUStore](backend.DownstreamError(fmt.Errorf("invalid GPU settings: %w", bad.GPU)))
 	default:
 		src.GPUs = correlate.Ready[correlate.GPUStore](prom.WithDCGM(s.DCGM))
 	}
-	src.Kernels = kernelStore(s.Kernels)
-	src.LocalGPUs = localGPUs(s)
+	src.Kernels = kernelStore(s.Kernels, bad.Kernels)
+	src.LocalGPUs = localGPUs(s, bad.NVML)
 	return src, clients
 }
 
 // source is an upstream's store, or why it cannot be used.
 func source[T any, C interface {
 	*pyroscope.Client | *jaeger.Client | *prometheus.Client
-}](u *models.Upstream, client C) correlate.Source[T] {
+}](u *models.Upstream, bad *models.Invalid, client C) correlate.Source[T] {
 	switch {
 	case !u.Configured():
 		return correlate.Unavailable[T](backend.DownstreamError(fmt.Errorf("%s is not configured: set its URL (jsonData.%sUrl) in the data source settings", u.Name, u.Key)))
-	case u.Err != nil:
-		return correlate.Unavailable[T](backend.DownstreamError(u.Err))
+	case bad.Upstream(u.Name) != nil:
+		return correlate.Unavailable[T](backend.DownstreamError(bad.Upstream(u.Name)))
 	case client == nil:
 		return correlate.Unavailable[T](fmt.Errorf("the %s client was not created although its settings are valid", u.Name))
 	}
@@ -84,10 +84,10 @@ func source[T any, C interface {
 const traceDirsOffMessage = "GPU kernel traces: jsonData.traceDirectories is not configured for this data source: add a directory under \"GPU kernel traces\" in its settings (jsonData.traceDirectories, a list of absolute paths such as the PYTORCH_PROFILE_DIR of the PyTorch profiler's trace handler)"
 
 // kernelStore is the store of the configured trace directories, or why there is none.
-func kernelStore(ks models.KernelTraceSettings) correlate.Source[correlate.KernelStore] {
+func kernelStore(ks models.KernelTraceSettings, invalid error) correlate.Source[correlate.KernelStore] {
 	switch {
-	case ks.Err != nil:
-		return correlate.Unavailable[correlate.KernelStore](backend.DownstreamError(fmt.Errorf("invalid GPU kernel trace settings: %w", ks.Err)))
+	case invalid != nil:
+		return correlate.Unavailable[correlate.KernelStore](backend.DownstreamError(fmt.Errorf("invalid GPU kernel trace settings: %w", invalid)))
 	case len(ks.Directories) == 0:
 		return correlate.Unavailable[correlate.KernelStore](backend.DownstreamError(errors.New(traceDirsOffMessage)))
 	}
@@ -97,10 +97,10 @@ func kernelStore(ks models.KernelTraceSettings) correlate.Source[correlate.Kerne
 const nvmlOffMessage = "local GPUs (NVML) are off for this data source: turn on \"Local GPUs (NVML)\" in its settings (jsonData.nvmlEnabled: true); it reads the GPUs of the host Grafana runs on and needs the NVIDIA driver there"
 
 // localGPUs is the host's NVML sampler (it starts on first use), or why there is none.
-func localGPUs(s *models.Settings) correlate.Source[nvml.Source] {
+func localGPUs(s *models.Settings, invalid error) correlate.Source[nvml.Source] {
 	switch {
-	case s.NVMLErr != nil:
-		return correlate.Unavailable[nvml.Source](backend.DownstreamError(s.NVMLErr))
+	case invalid != nil:
+		return correlate.Unavailable[nvml.Source](backend.DownstreamError(invalid))
 	case !s.NVMLEnabled:
 		return correlate.Unavailable[nvml.Source](backend.DownstreamError(errors.New(nvmlOffMessage)))
 	}
