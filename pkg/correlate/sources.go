@@ -105,8 +105,7 @@ type GPUStore interface {
 // KernelStore is the configured GPU kernel trace directories.
 type KernelStore interface {
 	KernelTraces
-	List(ctx context.Context) ([]gputrace.TraceFile, notices.List)
-	FindByTraceID(ctx context.Context, traceID string) ([]gputrace.Found, notices.List)
+	FilesOf(ctx context.Context, traceID string) ([]gputrace.TraceFile, notices.List)
 	TracesOf(ctx context.Context, file, traceID string) ([]gputrace.Found, notices.List, error)
 }
 

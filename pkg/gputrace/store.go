@@ -360,3 +360,37 @@ type chosenFileError struct{ error }
 
 func (e chosenFileError) Is(target error) bool { return target == ErrChosenFile }
 func (e chosenFileError) Unwrap() error        { return e.error }
+
+// FilesOf lists the trace files, most recent first, or with a trace ID only that request's,
+// each naming the trace IDs it holds (read inside for the files found by content): the editor's
+// file picker. Never nil, nor any file's TraceIDs, so JSON answers [] and not null.
+func (s *Store) FilesOf(ctx context.Context, traceID string) ([]TraceFile, notices.List) {
+	var (
+		files  []TraceFile
+		missed notices.List
+	)
+	if traceID == "" {
+		files, missed = s.List(ctx)
+	} else {
+		var found []Found
+		found, missed = s.FindByTraceID(ctx, traceID)
+		for _, f := range found {
+			if f.Result != nil {
+				f.File.TraceIDs = nil
+				for _, t := range f.Result.TraceIDs {
+					f.File.TraceIDs = append(f.File.TraceIDs, t.ID)
+				}
+			}
+			files = append(files, f.File)
+		}
+	}
+	if files == nil {
+		files = []TraceFile{}
+	}
+	for i := range files {
+		if files[i].TraceIDs == nil {
+			files[i].TraceIDs = []string{}
+		}
+	}
+	return files, missed
+}

@@ -10,7 +10,6 @@ import (
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/frames"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/notices"
 )
 
 // queryKernels answers the kernels query: the GPU kernel traces of a request (or one chosen
@@ -49,33 +48,6 @@ func (d *Datasource) resourceKernelFiles(w http.ResponseWriter, r *http.Request)
 		Files   []gputrace.TraceFile `json:"files"`
 		Notices []string             `json:"notices,omitempty"`
 	}
-	var (
-		a      answer
-		missed notices.List
-	)
-	if id == "" {
-		a.Files, missed = store.List(r.Context())
-	} else {
-		var found []gputrace.Found
-		found, missed = store.FindByTraceID(r.Context(), id)
-		for _, f := range found {
-			if f.Result != nil {
-				f.File.TraceIDs = nil
-				for _, t := range f.Result.TraceIDs {
-					f.File.TraceIDs = append(f.File.TraceIDs, t.ID)
-				}
-			}
-			a.Files = append(a.Files, f.File)
-		}
-	}
-	a.Notices = missed.Texts()
-	if a.Files == nil {
-		a.Files = []gputrace.TraceFile{}
-	}
-	for i := range a.Files {
-		if a.Files[i].TraceIDs == nil {
-			a.Files[i].TraceIDs = []string{}
-		}
-	}
-	writeJSON(w, http.StatusOK, a)
+	files, missed := store.FilesOf(r.Context(), id)
+	writeJSON(w, http.StatusOK, answer{Files: files, Notices: missed.Texts()})
 }
