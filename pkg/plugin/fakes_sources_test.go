@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -137,4 +139,40 @@ func (d *Datasource) profileClient(t testing.TB) *pyroscope.Client {
 		t.Fatal(err)
 	}
 	return store.(*pyroscope.Client)
+}
+
+func TestTheQueriesOfARequestRunAtMostGrafanasConcurrentQueryCountAtOnce(t *testing.T) {
+	for _, c := range []struct {
+		config map[string]string
+		want   int
+	}{
+		{map[string]string{backend.ConcurrentQueryCount: "3"}, 3},
+		{nil, defaultConcurrentQueries}, // Grafana sent none: its own default
+	} {
+		var mu sync.Mutex
+		running, most := 0, 0
+		h := perQuery("profile", func(context.Context, backend.DataQuery) (data.Frames, error) {
+			mu.Lock()
+			running++
+			most = max(most, running)
+			mu.Unlock()
+			time.Sleep(20 * time.Millisecond) // long enough for the others to start, if they may
+			mu.Lock()
+			running--
+			mu.Unlock()
+			return nil, nil
+		})
+		queries := make([]backend.DataQuery, 3*c.want)
+		for i := range queries {
+			queries[i] = backend.DataQuery{RefID: fmt.Sprint(i)}
+		}
+		ctx := backend.WithGrafanaConfig(context.Background(), backend.NewGrafanaCfg(c.config))
+		res, err := h(ctx, &backend.QueryDataRequest{Queries: queries})
+		if err != nil || len(res.Responses) != len(queries) {
+			t.Fatalf("%d answers, %v", len(res.Responses), err)
+		}
+		if most > c.want {
+			t.Errorf("config %v: %d queries ran at once, want at most %d", c.config, most, c.want)
+		}
+	}
 }
