@@ -16,17 +16,26 @@ import (
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/upstream"
 )
 
+// The clients are the stores the queries read.
+var (
+	_ correlate.ProfileStore = (*pyroscope.Client)(nil)
+	_ correlate.TraceStore   = (*jaeger.Client)(nil)
+	_ correlate.MetricStore  = (*prometheus.Client)(nil)
+	_ correlate.GPUStore     = (*prometheus.Client)(nil)
+	_ correlate.KernelStore  = (*gputrace.Store)(nil)
+)
+
 // newSources builds every store of an instance once: its client, or the reason it cannot be
-// used (not configured, invalid settings), filed as the user's to fix. It also returns the HTTP
-// clients to close when the instance goes.
+// used (not configured, invalid settings), filed as the user's to fix; a client that cannot be
+// made is recorded in bad. It also returns the HTTP clients to close when the instance goes.
 func newSources(s *models.Settings, bad *models.Invalid) (correlate.Sources, []*upstream.HTTPClient) {
 	var (
 		src     correlate.Sources
 		clients []*upstream.HTTPClient
+		pyro    *pyroscope.Client
+		prom    *prometheus.Client
+		jae     *jaeger.Client
 	)
-	var pyro *pyroscope.Client
-	var prom *prometheus.Client
-	var jae *jaeger.Client
 	for _, u := range s.Upstreams() {
 		if !u.Configured() || bad.Upstream(u.Name) != nil {
 			continue
