@@ -308,3 +308,35 @@ func TestStoreOpenRechecksTheFile(t *testing.T) {
 		t.Errorf("directory: %v", err)
 	}
 }
+
+func TestStoreTracesOfAChosenFileOrARequest(t *testing.T) {
+	dir, _ := storeDirs(t)
+	s := NewStore([]string{dir}, 100, 1<<20)
+	ctx := context.Background()
+	// A request's traces, analysed.
+	files, missed, err := s.TracesOf(ctx, "", storeTraceID)
+	if err != nil || len(files) != 1 || files[0].Result == nil || len(missed) != 0 {
+		t.Fatalf("by trace ID: %+v %v %v", files, missed.Texts(), err)
+	}
+	// A request nothing names: no file, and a warning that says so.
+	other := strings.Repeat("e", 32)
+	if files, missed, err = s.TracesOf(ctx, "", other); err != nil || len(files) != 0 ||
+		!missed.Has("no GPU kernel trace found for trace "+other+" in the trace directories") {
+		t.Errorf("nothing found: %+v %v %v", files, missed.Texts(), err)
+	}
+	// A chosen file: read as named, or the user's error, its message kept.
+	if files, _, err = s.TracesOf(ctx, "unnamed.json", ""); err != nil || len(files) != 1 || files[0].Result == nil {
+		t.Errorf("chosen file: %+v %v", files, err)
+	}
+	for _, bad := range []string{"../secret/x.json", "/etc/passwd.json", "missing.json", "notes.txt"} {
+		_, _, err := s.TracesOf(ctx, bad, "")
+		if !errors.Is(err, ErrChosenFile) {
+			t.Errorf("%s: %v is not the user's error", bad, err)
+		}
+		if strings.Contains(bad, "..") || strings.HasPrefix(bad, "/") {
+			if !errors.Is(err, ErrOutsideDirectory) || !strings.Contains(err.Error(), "outside the trace directories") {
+				t.Errorf("%s: %v", bad, err)
+			}
+		}
+	}
+}
