@@ -37,9 +37,7 @@ func KernelFrames(file string, r *gputrace.Result) []*data.Frame {
 		data.NewField("instances", nil, inst), ns("avg", avgs), ns("median", meds),
 		ns("min", mins), ns("max", maxs), ns("std dev", stds))
 	summary.Meta = &data.FrameMeta{PreferredVisualization: data.VisTypeTable}
-	for _, t := range r.Notices {
-		summary.AppendNotices(Warning(t))
-	}
+	summary.AppendNotices(Notices(r.Notices)...)
 
 	// Four rows per GPU, then four for the file ("all": the GPUs' figures summed, shares of
 	// their summed spans), so a panel filtering on device reads the same rows in every file.

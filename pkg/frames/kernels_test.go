@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/notices"
 )
 
 func TestKernelFramesGolden(t *testing.T) {
@@ -22,7 +23,7 @@ func TestKernelFramesGolden(t *testing.T) {
 		Launch:  gputrace.LaunchStats{Kernels: 3, Joined: 3, DelayAvg: 5000, DelayMedian: 5000, DelayP95: 5000, DelayMax: 5000, ShorterThanLaunch: 1.0 / 3},
 		Memcpy:  []gputrace.MemcpyVolume{{Direction: "HtoD", Count: 1, Bytes: 1 << 20, Busy: 10000, BandwidthGBps: 104.8576, Pageable: 1}},
 		Advice:  []gputrace.Advice{{Pattern: "long CUDA kernel gaps", Remedy: "remove CPU-GPU syncs", Evidence: "idle 40% of the span"}},
-		Notices: []string{"2 overlapping kernels on stream 7"},
+		Notices: notices.Warnings("2 overlapping kernels on stream 7"),
 	}
 	f := KernelFrames("", r)
 	if len(f) != 6 {

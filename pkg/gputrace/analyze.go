@@ -1,10 +1,11 @@
 package gputrace
 
 import (
-	"fmt"
 	"math"
 	"sort"
 	"strings"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/notices"
 )
 
 // All durations below are nanoseconds.
@@ -108,7 +109,7 @@ type Result struct {
 	// GPUIdle splits the GPUs' idle and copy-only time by what they waited for (the
 	// annotations' and requests' shares are on Annotations and ByTraceID).
 	GPUIdle IdleMechanisms
-	Notices []string
+	Notices notices.List
 }
 
 // DefaultKernelWaitThreshold is the kernel-wait threshold HTA applies in effect: its
@@ -148,7 +149,7 @@ func (c *Collector) Result(o AnalysisOptions) *Result {
 		overlaps += s.Overlaps
 	}
 	if overlaps > 0 {
-		r.Notices = append(r.Notices, fmt.Sprintf("%d GPU activities overlap the previous one on their stream", overlaps))
+		r.Notices.Warnf("%d GPU activities overlap the previous one on their stream", overlaps)
 	}
 	r.Advice = advise(r)
 	return r

@@ -156,7 +156,7 @@ func TestFixtureHandChecked(t *testing.T) {
 
 func hasNotice(r *Result, sub string) bool {
 	for _, n := range r.Notices {
-		if strings.Contains(n, sub) {
+		if strings.Contains(n.Text, sub) {
 			return true
 		}
 	}

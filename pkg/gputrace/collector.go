@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sort"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/notices"
 )
 
 // Limits bound what a Collector keeps, so memory grows with distinct kernel names, not with
@@ -243,32 +245,32 @@ func (c *Collector) addMemcpy(a Activity) {
 	}
 }
 
-// finishNotices turns the counters into notices, once.
-func (c *Collector) finishNotices() []string {
-	n := append([]string(nil), c.notices...)
+// finishNotices turns the counters into notices, once: each says what the figures may miss.
+func (c *Collector) finishNotices() notices.List {
+	n := notices.Warnings(c.notices...)
 	if c.negative > 0 {
-		n = append(n, fmt.Sprintf("%d events have negative timestamps", c.negative))
+		n.Warnf("%d events have negative timestamps", c.negative)
 	}
 	if c.badDur > 0 {
-		n = append(n, fmt.Sprintf("%d events with negative durations were skipped", c.badDur))
+		n.Warnf("%d events with negative durations were skipped", c.badDur)
 	}
 	if c.dropped.intervals > 0 {
-		n = append(n, fmt.Sprintf("more than %d GPU intervals: temporal and idle breakdowns cover the first %d only (%d left out)", c.limits.MaxIntervals, c.limits.MaxIntervals, c.dropped.intervals))
+		n.Warnf("more than %d GPU intervals: temporal and idle breakdowns cover the first %d only (%d left out)", c.limits.MaxIntervals, c.limits.MaxIntervals, c.dropped.intervals)
 	}
 	if c.dropped.launches > 0 {
-		n = append(n, fmt.Sprintf("more than %d launch calls: %d left out of the launch statistics", c.limits.MaxLaunches, c.dropped.launches))
+		n.Warnf("more than %d launch calls: %d left out of the launch statistics", c.limits.MaxLaunches, c.dropped.launches)
 	}
 	if c.dropped.syncs > 0 {
-		n = append(n, fmt.Sprintf("more than %d synchronising calls or cuda_sync records: the sync figures may be off for %d of them", c.limits.MaxLaunches, c.dropped.syncs))
+		n.Warnf("more than %d synchronising calls or cuda_sync records: the sync figures may be off for %d of them", c.limits.MaxLaunches, c.dropped.syncs)
 	}
 	if c.dropped.names > 0 {
-		n = append(n, fmt.Sprintf("more than %d distinct kernel names: %d kernels folded into %q", c.limits.MaxKernelNames, c.dropped.names, otherKernels))
+		n.Warnf("more than %d distinct kernel names: %d kernels folded into %q", c.limits.MaxKernelNames, c.dropped.names, otherKernels)
 	}
 	if c.dropped.annotations > 0 {
-		n = append(n, annotationNotice(c.dropped.annotations))
+		n.Warn(annotationNotice(c.dropped.annotations))
 	}
 	if c.dropped.samples > 0 {
-		n = append(n, fmt.Sprintf("kernel names with more than %d instances: their medians are estimated from a sample of %d", c.limits.MaxSamplesPerKernel, c.limits.MaxSamplesPerKernel))
+		n.Warnf("kernel names with more than %d instances: their medians are estimated from a sample of %d", c.limits.MaxSamplesPerKernel, c.limits.MaxSamplesPerKernel)
 	}
 	return n
 }
