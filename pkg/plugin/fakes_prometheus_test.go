@@ -47,6 +47,7 @@ var dcgmMetrics = []string{
 	"DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_MEM_COPY_UTIL", "DCGM_FI_PROF_SM_ACTIVE", "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
 	"DCGM_FI_PROF_DRAM_ACTIVE", "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "DCGM_FI_PROF_PCIE_TX_BYTES", "DCGM_FI_PROF_PCIE_RX_BYTES",
 	"DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_SM_CLOCK", "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_CLOCKS_EVENT_REASONS",
+	"DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE", // in dcgm-exporter's default counters
 }
 
 // steadyGPU is a GPU on host with fixed readings: util % and SM activity drive the class.
@@ -56,6 +57,7 @@ func steadyGPU(host, index string, util, smActive, dramActive float64) fakeGPU {
 		"DCGM_FI_PROF_GR_ENGINE_ACTIVE": smActive, "DCGM_FI_PROF_DRAM_ACTIVE": dramActive, "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": smActive / 2,
 		"DCGM_FI_PROF_PCIE_TX_BYTES": 1e9, "DCGM_FI_PROF_PCIE_RX_BYTES": 2e9, "DCGM_FI_DEV_GPU_TEMP": 60,
 		"DCGM_FI_DEV_SM_CLOCK": 1410, "DCGM_FI_DEV_POWER_USAGE": 250, "DCGM_FI_DEV_CLOCKS_EVENT_REASONS": 0,
+		"DCGM_FI_DEV_FB_USED": 20480, "DCGM_FI_DEV_FB_FREE": 61440, // MiB
 	}
 	return fakeGPU{
 		Labels: map[string]string{"Hostname": host, "gpu": index, "UUID": "GPU-" + host + "-" + index, "modelName": "NVIDIA A100-SXM4-80GB"},
