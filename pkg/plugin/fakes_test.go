@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 
@@ -122,4 +123,37 @@ func newTestDatasource(t testing.TB, jsonData map[string]any, secure map[string]
 	ds := inst.(*Datasource)
 	t.Cleanup(ds.Dispose)
 	return ds
+}
+
+// typedPyroscope answers span profiles by profile type: byType[type][span ID] are folded stacks.
+// SelectMergeStacktraces answers stacks of selectors containing a key of bySelector (the trace_id
+// fallback).
+type typedPyroscope struct {
+	querierv1connect.UnimplementedQuerierServiceHandler
+	byType     map[string]map[string][]string
+	bySelector map[string][]string
+
+	mu    sync.Mutex
+	calls []string // "type span,span"
+}
+
+func (f *typedPyroscope) SelectMergeSpanProfile(_ context.Context, req *connect.Request[querierv1.SelectMergeSpanProfileRequest]) (*connect.Response[querierv1.SelectMergeSpanProfileResponse], error) {
+	f.mu.Lock()
+	f.calls = append(f.calls, req.Msg.ProfileTypeID+" "+strings.Join(req.Msg.SpanSelector, ","))
+	f.mu.Unlock()
+	var stacks []string
+	for _, id := range req.Msg.SpanSelector {
+		stacks = append(stacks, f.byType[req.Msg.ProfileTypeID][id]...)
+	}
+	return connect.NewResponse(&querierv1.SelectMergeSpanProfileResponse{Flamegraph: folded(stacks...)}), nil
+}
+
+func (f *typedPyroscope) SelectMergeStacktraces(_ context.Context, req *connect.Request[querierv1.SelectMergeStacktracesRequest]) (*connect.Response[querierv1.SelectMergeStacktracesResponse], error) {
+	var stacks []string
+	for frag, s := range f.bySelector {
+		if strings.Contains(req.Msg.LabelSelector, frag) {
+			stacks = append(stacks, s...)
+		}
+	}
+	return connect.NewResponse(&querierv1.SelectMergeStacktracesResponse{Flamegraph: folded(stacks...)}), nil
 }

@@ -47,10 +47,10 @@ func migA100(host string) []fakeGPU {
 
 func TestTraceQueryKeepsEachMIGInstanceOfOneGPU(t *testing.T) {
 	b := newJoinBed(t, joinBedOptions{})
-	b.prom.GPUs = migA100("gpu-node-1")
+	b.gpus.gpus = migA100("gpu-node-1")
 	// The detector runs on instance 1, the enrichment on instance 2, named as CUDA names MIG
 	// devices by their GPU instance (MIG-<GPU UUID>/<GPU instance>/<compute instance>).
-	spans := b.jae.Traces[0].Spans
+	spans := b.traces.traces[0].Spans
 	spans[4].Attributes["gpu.index"] = "MIG-" + migUUID + "/1/0"
 	spans[5].Attributes["gpu.index"] = "MIG-" + migUUID + "/2/0"
 	r := b.query(t, traceModel)
