@@ -3,6 +3,7 @@ package plugin
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/classify"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/correlate"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/flamegraph"
@@ -25,6 +27,14 @@ import (
 // notice mapping and its frames without a wire. What the clients send and how they read the
 // replies is tested in their packages (pkg/pyroscope, pkg/jaeger, pkg/prometheus) and in the
 // integration suite.
+
+// The errors of stores whose server is down, as their clients file them: the upstream's, named
+// with its URL, and the upstream's to act on.
+var (
+	errJaegerDown     = backend.DownstreamError(errors.New("Jaeger (http://jaeger:16686): 503 Service Unavailable: storage backend unavailable"))
+	errPyroscopeDown  = backend.DownstreamError(errors.New("Pyroscope (http://pyroscope:4040): connection refused"))
+	errPrometheusDown = backend.DownstreamError(errors.New("Prometheus (http://prometheus:9090): 503 Service Unavailable: storage is down"))
+)
 
 var (
 	_ correlate.ProfileStore = (*memProfiles)(nil)
@@ -311,7 +321,7 @@ func memSummary(tr models.Trace) models.TraceSummary {
 }
 
 // memMetrics is the application's Prometheus in memory: EndpointLatencies answers the rows of
-// latency the query's service and endpoint keep (or err), recording each query.
+// latency the query's histograms, service and endpoint keep (or err), recording each query.
 type memMetrics struct {
 	latency   prometheus.LatencyResult
 	err       error
@@ -334,7 +344,8 @@ func (f *memMetrics) EndpointLatencies(_ context.Context, q prometheus.LatencyQu
 	res := f.latency
 	var rows []prometheus.EndpointLatency
 	for _, r := range res.Rows {
-		if (q.Service == "" || r.Service == q.Service) && (q.Endpoint == "" || r.Endpoint == q.Endpoint) {
+		asked := len(q.Histograms) == 0 || slices.ContainsFunc(q.Histograms, func(h models.LatencyHistogram) bool { return h.Metric == r.Metric })
+		if asked && (q.Service == "" || r.Service == q.Service) && (q.Endpoint == "" || r.Endpoint == q.Endpoint) {
 			rows = append(rows, r)
 		}
 	}

@@ -277,3 +277,16 @@ func promStep(s string) time.Duration {
 	d, _ := time.ParseDuration(s)
 	return d
 }
+
+// demoLatencies are the instant answers of the demo's histogram: the backend's /api/detect with
+// a slow tail, the detector's /detect fast.
+func demoLatencies() map[string][]fakeSample {
+	backend := map[string]string{"service": "nemotron-backend", "endpoint": "/api/detect"}
+	detector := map[string]string{"service": "ai-detector", "endpoint": "/detect"}
+	return map[string][]fakeSample{
+		"histogram_quantile(0.5, sum by (le, service, endpoint)":  {{backend, "0.12"}, {detector, "0.07"}},
+		"histogram_quantile(0.95, sum by (le, service, endpoint)": {{backend, "0.6"}, {detector, "0.09"}},
+		"histogram_quantile(0.99, sum by (le, service, endpoint)": {{backend, "1.4"}, {detector, "0.1"}},
+		"increase(http_request_duration_seconds_count":            {{backend, "120"}, {detector, "120"}},
+	}
+}

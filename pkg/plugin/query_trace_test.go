@@ -3,7 +3,6 @@ package plugin
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -60,13 +59,6 @@ type joinBedOptions struct {
 	settings             map[string]any
 }
 
-// jaegerDown and pyroscopeDown are the errors of stores whose server is down, as their clients
-// file them: the upstream's, named with its URL.
-var (
-	jaegerDown    = backend.DownstreamError(errors.New("Jaeger (http://jaeger:16686): 503 Service Unavailable: storage backend unavailable"))
-	pyroscopeDown = backend.DownstreamError(errors.New("Pyroscope (http://pyroscope:4040): connection refused"))
-)
-
 func newJoinBed(t *testing.T, o joinBedOptions) *joinBed {
 	t.Helper()
 	tr := joinTrace()
@@ -89,10 +81,10 @@ func newJoinBed(t *testing.T, o joinBedOptions) *joinBed {
 		steadyGPU("gpu-node-2", "0", 50, 0.5, 0.5),
 	}}
 	if o.jaegerDown {
-		traces.err = jaegerDown
+		traces.err = errJaegerDown
 	}
 	if o.pyroDown {
-		profiles.err = pyroscopeDown
+		profiles.err = errPyroscopeDown
 	}
 	settings := map[string]any{}
 	for k, v := range o.settings {
