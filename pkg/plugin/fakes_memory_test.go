@@ -51,6 +51,7 @@ type memProfiles struct {
 	byLabel  map[string][]string            // selector fragment → folded stacks
 	byTrace  map[string][]string            // trace ID → folded stacks of its samples (trace_id_selector)
 	traceErr error                          // answered to every trace ID query
+	flameErr error                          // answered to every flame graph query
 	err      error                          // answered to every question
 
 	types       []pyroscope.ProfileType
@@ -72,8 +73,8 @@ func (f *memProfiles) MergedFlameGraph(_ context.Context, q models.FlameGraphQue
 	f.mu.Lock()
 	f.calls = append(f.calls, q)
 	f.mu.Unlock()
-	if f.err != nil {
-		return nil, f.err
+	if err := cmp.Or(f.err, f.flameErr); err != nil {
+		return nil, err
 	}
 	var stacks []string
 	switch {
@@ -94,6 +95,13 @@ func (f *memProfiles) MergedFlameGraph(_ context.Context, q models.FlameGraphQue
 		}
 	}
 	return flamegraph.CallSite(memFolded(stacks...), q.StackTraceSelector), nil
+}
+
+// seriesCalls are the series queries asked, in order.
+func (f *memProfiles) seriesCalls() []pyroscope.SeriesQuery {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.seriesQs)
 }
 
 // flameCalls are the flame graph queries asked, in order.
