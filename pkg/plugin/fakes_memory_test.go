@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/grafana/grafana-plugin-sdk-go/backend"
+	"connectrpc.com/connect"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/classify"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/correlate"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/flamegraph"
@@ -20,6 +20,7 @@ import (
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/notices"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/prometheus"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/pyroscope"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/upstream"
 )
 
 // In-memory stores for the plugin's unit tests: they answer as the clients do once they have
@@ -28,13 +29,18 @@ import (
 // replies is tested in their packages (pkg/pyroscope, pkg/jaeger, pkg/prometheus) and in the
 // integration suite.
 
-// The errors of stores whose server is down, as their clients file them: the upstream's, named
-// with its URL, and the upstream's to act on.
+// The errors of stores whose server failed, as their clients file them (upstream.Wrap): the
+// upstream's, named with its URL, answered with 502 by the resource routes.
 var (
-	errJaegerDown     = backend.DownstreamError(errors.New("Jaeger (http://jaeger:16686): 503 Service Unavailable: storage backend unavailable"))
-	errPyroscopeDown  = backend.DownstreamError(errors.New("Pyroscope (http://pyroscope:4040): connection refused"))
-	errPrometheusDown = backend.DownstreamError(errors.New("Prometheus (http://prometheus:9090): 503 Service Unavailable: storage is down"))
+	errJaegerDown     = upstream.Wrap(models.Jaeger, "http://jaeger:16686", &upstream.HTTPStatusError{Status: 503, Body: "storage backend unavailable"})
+	errPyroscopeDown  = pyroscopeErr(connect.CodeUnavailable, "dial tcp 127.0.0.1:4040: connect: connection refused")
+	errPrometheusDown = upstream.Wrap(models.Prometheus, "http://prometheus:9090", &upstream.HTTPStatusError{Status: 503, Body: "storage is down"})
 )
+
+// pyroscopeErr is Pyroscope's answer with this code and message, as its client files it.
+func pyroscopeErr(code connect.Code, msg string) error {
+	return upstream.Wrap(models.Pyroscope, "http://pyroscope:4040", connect.NewError(code, errors.New(msg)))
+}
 
 var (
 	_ correlate.ProfileStore = (*memProfiles)(nil)

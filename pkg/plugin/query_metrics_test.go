@@ -1,13 +1,13 @@
 package plugin
 
 import (
-	"errors"
 	"math"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"connectrpc.com/connect"
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	"github.com/grafana/grafana-plugin-sdk-go/data"
 
@@ -60,8 +60,8 @@ func lastSeries(t *testing.T, p *memProfiles) pyroscope.SeriesQuery {
 
 // errSeriesRefused and errIngesterDown are Pyroscope's errors as its client files them.
 var (
-	errSeriesRefused = backend.DownstreamError(errors.New("Pyroscope (http://pyroscope:4040): invalid_argument: the query time range exceeds the limit"))
-	errIngesterDown  = backend.DownstreamError(errors.New("Pyroscope (http://pyroscope:4040): unavailable: ingester ring has no healthy instances"))
+	errSeriesRefused = pyroscopeErr(connect.CodeInvalidArgument, "the query time range exceeds the limit")
+	errIngesterDown  = pyroscopeErr(connect.CodeUnavailable, "ingester ring has no healthy instances")
 )
 
 func metricsQuery(refID, model string, interval time.Duration) backend.DataQuery {

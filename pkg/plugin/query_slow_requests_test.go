@@ -184,7 +184,7 @@ func TestSlowRequestsKeepsOneHalfWhenTheOtherFails(t *testing.T) {
 	if r.Error != nil {
 		t.Fatal(r.Error)
 	}
-	if r.Frames[0].Rows() != 0 || !strings.Contains(frameNotices(r.Frames[0]), "[warning] No latency table: Prometheus (http://prometheus:9090): 503") {
+	if r.Frames[0].Rows() != 0 || !strings.Contains(frameNotices(r.Frames[0]), "[warning] No latency table: Prometheus (http://prometheus:9090): HTTP 503") {
 		t.Errorf("latency %d rows, notices %s", r.Frames[0].Rows(), frameNotices(r.Frames[0]))
 	}
 	if r.Frames[1].Rows() != 5 {
@@ -199,12 +199,12 @@ func TestSlowRequestsKeepsOneHalfWhenTheOtherFails(t *testing.T) {
 	if r.Frames[0].Rows() != 2 {
 		t.Errorf("%d latency rows", r.Frames[0].Rows())
 	}
-	if r.Frames[1].Rows() != 0 || !strings.Contains(frameNotices(r.Frames[1]), "[warning] No slow traces: Jaeger (http://jaeger:16686): 503") {
+	if r.Frames[1].Rows() != 0 || !strings.Contains(frameNotices(r.Frames[1]), "[warning] No slow traces: Jaeger (http://jaeger:16686): HTTP 503") {
 		t.Errorf("traces %d rows, notices %s", r.Frames[1].Rows(), frameNotices(r.Frames[1]))
 	}
 
 	b = newSlowBed(t, true, true, nil)
-	wantError(t, b.query(t, `{"queryType":"slowRequests"}`), backend.ErrorSourceDownstream, "latency table: Prometheus (http://prometheus:9090): 503", "slow traces: Jaeger (http://jaeger:16686): 503")
+	wantError(t, b.query(t, `{"queryType":"slowRequests"}`), backend.ErrorSourceDownstream, "latency table: Prometheus (http://prometheus:9090): HTTP 503", "slow traces: Jaeger (http://jaeger:16686): HTTP 503")
 }
 
 func TestSlowRequestsSaysWhatToConfigure(t *testing.T) {

@@ -261,7 +261,7 @@ func TestTraceQueryWithoutTheTrace(t *testing.T) {
 		if r.Error != nil || len(r.Frames) != 4 || r.Frames[1].Rows() != 0 || r.Frames[2].Rows() != 0 {
 			t.Fatalf("%v %v", r.Error, r.Frames)
 		}
-		if r.Frames[0].Rows() != 0 || !strings.Contains(frameNotices(r.Frames[0]), "[warning] No span table: could not read trace 4bf92f3577b34da6a3ce929d0e0e4736 (Jaeger (http://jaeger:16686): 503") {
+		if r.Frames[0].Rows() != 0 || !strings.Contains(frameNotices(r.Frames[0]), "[warning] No span table: could not read trace 4bf92f3577b34da6a3ce929d0e0e4736 (Jaeger (http://jaeger:16686): HTTP 503") {
 			t.Errorf("span table %d rows, notices %s", r.Frames[0].Rows(), frameNotices(r.Frames[0]))
 		}
 		// The flame graph still comes, from the trace_id label.
@@ -271,7 +271,7 @@ func TestTraceQueryWithoutTheTrace(t *testing.T) {
 	})
 	t.Run("Jaeger and Pyroscope down", func(t *testing.T) {
 		b := newJoinBed(t, joinBedOptions{jaegerDown: true, pyroDown: true})
-		wantError(t, b.query(t, traceModel), backend.ErrorSourceDownstream, "Jaeger (http://jaeger:16686): 503")
+		wantError(t, b.query(t, traceModel), backend.ErrorSourceDownstream, "Jaeger (http://jaeger:16686): HTTP 503")
 	})
 }
 
