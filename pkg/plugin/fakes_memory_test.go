@@ -72,7 +72,13 @@ type memProfiles struct {
 	calls    []models.FlameGraphQuery
 	seriesQs []pyroscope.SeriesQuery
 	heatQs   []pyroscope.HeatmapQuery
-	labelQs  []string // "names selector" or "values label selector"
+	labelQs  []memLabelQuery
+}
+
+// memLabelQuery is one LabelNames (label "") or LabelValues question.
+type memLabelQuery struct {
+	label, selector string
+	start, end      time.Time
 }
 
 func (f *memProfiles) MergedFlameGraph(_ context.Context, q models.FlameGraphQuery) (*flamegraph.Node, error) {
@@ -124,24 +130,46 @@ func (f *memProfiles) ProfileTypes(context.Context, time.Time, time.Time) ([]pyr
 	return f.types, nil
 }
 
-func (f *memProfiles) LabelNames(_ context.Context, selector string, _, _ time.Time) ([]string, error) {
+// LabelNames answers labelNames as the client does: sorted, without Pyroscope's internal labels.
+func (f *memProfiles) LabelNames(_ context.Context, selector string, start, end time.Time) ([]string, error) {
 	f.mu.Lock()
-	f.labelQs = append(f.labelQs, "names "+selector)
+	f.labelQs = append(f.labelQs, memLabelQuery{selector: selector, start: start, end: end})
 	f.mu.Unlock()
 	if f.err != nil {
 		return nil, f.err
 	}
-	return f.labelNames, nil
+	out := []string{}
+	for _, n := range f.labelNames {
+		if !pyroscope.IsInternalLabel(n) {
+			out = append(out, n)
+		}
+	}
+	return memSorted(out), nil
 }
 
-func (f *memProfiles) LabelValues(_ context.Context, label, selector string, _, _ time.Time) ([]string, error) {
+// LabelValues answers the label's values as the client does: sorted, never nil.
+func (f *memProfiles) LabelValues(_ context.Context, label, selector string, start, end time.Time) ([]string, error) {
 	f.mu.Lock()
-	f.labelQs = append(f.labelQs, "values "+label+" "+selector)
+	f.labelQs = append(f.labelQs, memLabelQuery{label: label, selector: selector, start: start, end: end})
 	f.mu.Unlock()
 	if f.err != nil {
 		return nil, f.err
 	}
-	return f.labelValues[label], nil
+	return memSorted(f.labelValues[label]), nil
+}
+
+// memSorted is a sorted copy of list without repeats, never nil (the clients answer [] as such).
+func memSorted(list []string) []string {
+	out := append([]string{}, list...)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// labelCalls are the label questions asked, in order.
+func (f *memProfiles) labelCalls() []memLabelQuery {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.labelQs)
 }
 
 func (f *memProfiles) Series(_ context.Context, q pyroscope.SeriesQuery) ([]models.ProfileSeries, error) {

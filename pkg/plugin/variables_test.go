@@ -8,9 +8,8 @@ import (
 	"testing"
 	"time"
 
-	typesv1 "github.com/grafana/pyroscope/api/gen/proto/go/types/v1"
-
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/pyroscope"
 )
 
 func TestFormatTraceDuration(t *testing.T) {
@@ -54,11 +53,12 @@ func texts(values []variableValue) []string {
 
 func TestVariablesAnswerFromPyroscope(t *testing.T) {
 	fake := labelsFake()
-	fake.profileTypes = []*typesv1.ProfileType{
+	fake.types = []pyroscope.ProfileType{
 		{ID: "process_cpu:cpu:nanoseconds:cpu:nanoseconds", Name: "process_cpu", SampleType: "cpu"},
 		{ID: "memory:alloc_objects:count:space:bytes", Name: "memory", SampleType: "alloc_objects"},
 	}
-	ds := newTestDatasource(t, map[string]any{"pyroscopeUrl": newSeriesPyroscope(t, fake).URL}, nil)
+	ds := profilesDS(t, fake, nil)
+	last := func() memLabelQuery { calls := fake.labelCalls(); return calls[len(calls)-1] }
 
 	code, values, body := variable(t, ds, "profile_types()", nil)
 	if code != 200 || len(values) != 2 || values[0] != (variableValue{"process_cpu - cpu", "process_cpu:cpu:nanoseconds:cpu:nanoseconds"}) ||
@@ -70,7 +70,7 @@ func TestVariablesAnswerFromPyroscope(t *testing.T) {
 	if want := []variableValue{{"ai-detector", "ai-detector"}, {"ai-enrichment", "ai-enrichment"}, {"nemotron-backend", "nemotron-backend"}}; !slices.Equal(values, want) {
 		t.Errorf("services = %v", values)
 	}
-	if r := fake.valuesReqs[len(fake.valuesReqs)-1]; r.Start != 1700000000000 || r.End != 1700000600000 || r.Name != "service_name" {
+	if r := last(); r.start.UnixMilli() != 1700000000000 || r.end.UnixMilli() != 1700000600000 || r.label != "service_name" {
 		t.Errorf("services asked %+v, want the variable's range", r)
 	}
 
@@ -78,15 +78,15 @@ func TestVariablesAnswerFromPyroscope(t *testing.T) {
 	if got := texts(values); !slices.Equal(got, []string{"service_name", "span_name"}) {
 		t.Errorf("label_names = %v", got)
 	}
-	if m := fake.namesReqs[len(fake.namesReqs)-1].Matchers; !slices.Equal(m, []string{`{service_name="ai-detector"}`}) {
-		t.Errorf("label_names matchers = %v", m)
+	if r := last(); r.label != "" || r.selector != `{service_name="ai-detector"}` {
+		t.Errorf("label_names asked %+v", r)
 	}
 
 	_, values, _ = variable(t, ds, `label_values({service_name="nemotron-backend"}, span_name)`, nil)
 	if !slices.Equal(values, []variableValue{{"HTTP GET /api/detect", "HTTP GET /api/detect"}}) {
 		t.Errorf("label_values = %v", values)
 	}
-	if r := fake.valuesReqs[len(fake.valuesReqs)-1]; r.Name != "span_name" || !slices.Equal(r.Matchers, []string{`{service_name="nemotron-backend"}`}) {
+	if r := last(); r.label != "span_name" || r.selector != `{service_name="nemotron-backend"}` {
 		t.Errorf("label_values asked %+v", r)
 	}
 
