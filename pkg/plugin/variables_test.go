@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/correlate"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/pyroscope"
 )
@@ -106,13 +107,12 @@ func TestVariablesAnswerFromPyroscope(t *testing.T) {
 
 func TestVariablesAnswerFromJaeger(t *testing.T) {
 	now := time.Now()
-	jf := &jaegerFake{Traces: []models.Trace{
+	traces := &memTraces{traces: []models.Trace{
 		fakeTrace("0af7651916cd43dd8448eb211c80319c", now.Add(-10*time.Minute), 200*time.Millisecond, "nemotron-backend/POST /api/detect", "ai-detector/predict"),
 		fakeTrace("1af7651916cd43dd8448eb211c80319c", now.Add(-9*time.Minute), 3*time.Second, "nemotron-backend/POST /api/detect", "ai-enrichment/enrich"),
 		fakeTrace("2af7651916cd43dd8448eb211c80319c", now.Add(-8*time.Minute), 40*time.Millisecond, "nemotron-backend/GET /health"),
 	}}
-	jsrv := newJaegerFake(t, jf, nil)
-	ds := newTestDatasource(t, map[string]any{"jaegerUrl": jsrv.URL}, nil)
+	ds := withSources(t, map[string]any{}, correlate.Sources{Traces: correlate.Ready[correlate.TraceStore](traces)})
 
 	code, values, body := variable(t, ds, "trace_services()", nil)
 	if got := texts(values); code != 200 || !slices.Equal(got, []string{"ai-detector", "ai-enrichment", "nemotron-backend"}) {
@@ -138,7 +138,7 @@ func TestVariablesAnswerFromJaeger(t *testing.T) {
 		t.Errorf("trace_ids with minDuration 1s = %v, want only the 3 s trace", values)
 	}
 
-	// The variable's range reaches Jaeger: a range before all traces finds none.
+	// The variable's range reaches the trace store: a range before all traces finds none.
 	old := now.Add(-48 * time.Hour).UnixMilli()
 	code, values, body = variable(t, ds, "trace_ids(nemotron-backend)", map[string]string{"from": strconv.FormatInt(old, 10), "to": strconv.FormatInt(old+3600_000, 10)})
 	if code != 200 || len(values) != 0 {
@@ -147,21 +147,26 @@ func TestVariablesAnswerFromJaeger(t *testing.T) {
 }
 
 func TestVariablesNameTheUpstreamTheyNeed(t *testing.T) {
-	onlyJaeger := newTestDatasource(t, map[string]any{"jaegerUrl": closedURL(t)}, nil)
-	code, _, body := variable(t, onlyJaeger, "services()", nil)
+	// Not configured: the stores as the data source builds them from settings without URLs.
+	unset := newTestDatasource(t, map[string]any{}, nil)
+	code, _, body := variable(t, unset, "services()", nil)
 	if code != 400 || !strings.Contains(body, "Pyroscope is not configured") {
 		t.Errorf("services without Pyroscope: HTTP %d %s", code, body)
 	}
-	code, _, body = variable(t, onlyJaeger, "trace_ids(svc)", nil)
-	if code != 502 || !strings.Contains(body, "Jaeger (") {
-		t.Errorf("unreachable Jaeger: HTTP %d %s", code, body)
-	}
-	onlyPyro := newTestDatasource(t, map[string]any{"pyroscopeUrl": closedURL(t)}, nil)
-	code, _, body = variable(t, onlyPyro, "trace_services()", nil)
+	code, _, body = variable(t, unset, "trace_services()", nil)
 	if code != 400 || !strings.Contains(body, "Jaeger is not configured") || !strings.Contains(body, "jsonData.jaegerUrl") {
 		t.Errorf("trace_services without Jaeger: HTTP %d %s", code, body)
 	}
-	code, _, body = variable(t, onlyPyro, "label_names()", nil)
+	// Configured but failing: the upstream's error, 502.
+	down := withSources(t, map[string]any{}, correlate.Sources{
+		Traces:   correlate.Ready[correlate.TraceStore](&memTraces{err: errJaegerDown}),
+		Profiles: correlate.Ready[correlate.ProfileStore](&memProfiles{err: errPyroscopeDown}),
+	})
+	code, _, body = variable(t, down, "trace_ids(svc)", nil)
+	if code != 502 || !strings.Contains(body, "Jaeger (") {
+		t.Errorf("unreachable Jaeger: HTTP %d %s", code, body)
+	}
+	code, _, body = variable(t, down, "label_names()", nil)
 	if code != 502 || !strings.Contains(body, "Pyroscope (") || !strings.Contains(body, "connection refused") {
 		t.Errorf("unreachable Pyroscope: HTTP %d %s", code, body)
 	}
