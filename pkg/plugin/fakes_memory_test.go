@@ -16,6 +16,7 @@ import (
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/classify"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/correlate"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/flamegraph"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/jaeger"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/notices"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/prometheus"
@@ -221,7 +222,8 @@ func memFolded(stacks ...string) *flamegraph.Node {
 	return root
 }
 
-// memTraces is a trace store in memory: Trace answers a stored trace (or err, or not found),
+// memTraces is a trace store in memory: Trace answers a stored trace (or err, or not found as
+// jaeger.Client files it),
 // the searches keep the traces with a span of the service (and operation) starting in the range
 // and lasting at least the minimum, as Jaeger's span-level search does.
 type memTraces struct {
@@ -244,8 +246,17 @@ func (f *memTraces) Trace(_ context.Context, traceID string) (*models.Trace, err
 			return &tr, nil
 		}
 	}
-	return nil, fmt.Errorf("Jaeger (http://jaeger:16686): trace %s not found", traceID)
+	return nil, upstream.Wrap(models.Jaeger, "http://jaeger:16686", memTraceNotFound(traceID))
 }
+
+// memTraceNotFound is jaeger.Client's error for a trace Jaeger has no span of.
+type memTraceNotFound string
+
+func (e memTraceNotFound) Error() string {
+	return fmt.Sprintf("trace %s not found (older than Jaeger's retention, not yet flushed, or a different Jaeger)", string(e))
+}
+
+func (e memTraceNotFound) Is(target error) bool { return target == jaeger.ErrTraceNotFound }
 
 func (f *memTraces) Services(context.Context) ([]string, string, error) {
 	if f.err != nil {
