@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/classify"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/correlate"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/flamegraph"

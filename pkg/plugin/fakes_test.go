@@ -16,11 +16,14 @@ import (
 	querierv1 "github.com/grafana/pyroscope/api/gen/proto/go/querier/v1"
 	"github.com/grafana/pyroscope/api/gen/proto/go/querier/v1/querierv1connect"
 	typesv1 "github.com/grafana/pyroscope/api/gen/proto/go/types/v1"
+
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/pyroscope/pyroscopetest"
 )
 
-// Fakes of the three upstreams, for unit tests of the glue. The integration tests
-// (integration_test.go) run the same paths against the real servers of the test bed.
+// Wire fakes of the three upstreams, for the tests that check the plugin with its real clients
+// (health checks, boundaries, injection, Pyroscope parity, benchmarks); the other unit tests use
+// the in-memory stores of fakes_memory_test.go. The integration tests (integration_test.go) run
+// the same paths against the real servers of the test bed.
 
 // requestLog records the headers of each request a fake received.
 type requestLog struct {
