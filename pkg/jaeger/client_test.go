@@ -93,3 +93,14 @@ func TestServicesErrorsNameJaegerAndSayWhatCameBack(t *testing.T) {
 		t.Errorf("garbage reply: err = %v", err)
 	}
 }
+
+// Moved from pkg/plugin's unit tests, whose trace store is now in memory: a Jaeger nothing
+// answers on is named, with its URL, as unreachable.
+func TestFindTracesNamesAnUnreachableJaeger(t *testing.T) {
+	c, srv := client(t, http.NotFoundHandler())
+	srv.Close()
+	_, err := c.FindTraces(context.Background(), models.TraceSearchQuery{Service: "a"})
+	if want := "Jaeger (" + srv.URL + "): unreachable"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("err = %v, want %q", err, want)
+	}
+}

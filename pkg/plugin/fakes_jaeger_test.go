@@ -20,15 +20,15 @@ import (
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 )
 
-// jaegerFake is a Jaeger query service for unit tests: it serves the given traces on one API
-// only (v3 as OTLP JSON, or v1 JSON, exactly as the real server shapes them), with trace search
-// and the service list. pkg/jaeger's tests check the decoding against replies recorded from a
-// real Jaeger; this fake is for the glue.
+// jaegerFake is a Jaeger query service: it serves the given traces on one API only (v3 as OTLP
+// JSON, or v1 JSON, exactly as the real server shapes them), with trace search and the service
+// list. It serves the tests that check the plugin with its real Jaeger client (boundaries,
+// injection, benchmarks); the other unit tests use memTraces (fakes_memory_test.go). pkg/jaeger's
+// tests check the decoding against replies recorded from a real Jaeger.
 type jaegerFake struct {
 	API      string // jaeger.APIv3 (default) or jaeger.APIv1: the other API's routes are 404
 	Services []string
 	Traces   []models.Trace
-	Down     bool // every request answers 503, as a Jaeger whose storage is gone
 
 	mu       sync.Mutex
 	requests []*url.URL
@@ -88,10 +88,6 @@ func newJaegerFake(t testing.TB, f *jaegerFake, wrap func(http.Handler) http.Han
 		f.mu.Lock()
 		f.requests = append(f.requests, r.URL)
 		f.mu.Unlock()
-		if f.Down {
-			http.Error(w, "storage backend unavailable", http.StatusServiceUnavailable)
-			return
-		}
 		mux.ServeHTTP(w, r)
 	})
 	return serve(t, h, wrap)

@@ -8,8 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"testing"
 	"time"
 
 	"github.com/prometheus/prometheus/promql/parser"
@@ -19,16 +17,13 @@ import (
 // it is given: label APIs list their metrics and labels, a range query answers every GPU whose
 // labels match the selectors of the query (before a top-level "and", where the GPU client puts
 // its series limit) with the GPU's reading of each metric at each step. Instant queries answer
-// from instant, by fragments of the expression (the latency queries). Each request waits delay.
-// pkg/prometheus tests the queries themselves; the integration tests use the real Prometheus.
+// from instant, by fragments of the expression (the latency queries). It serves the tests that
+// check the plugin with its real clients (boundaries, injection, benchmarks); the other unit
+// tests use the in-memory stores of fakes_memory_test.go. pkg/prometheus tests the queries
+// themselves; the integration tests use the real Prometheus.
 type promFake struct {
 	GPUs    []fakeGPU
 	Instant map[string][]fakeSample // expression fragment → vector
-	Delay   time.Duration
-	Down    bool // every request answers 503
-
-	mu      sync.Mutex
-	queries []string // query and query_range expressions, in order
 }
 
 type fakeGPU struct {
@@ -68,30 +63,8 @@ func steadyGPU(host, index string, util, smActive, dramActive float64) fakeGPU {
 	}
 }
 
-func newPromFake(t testing.TB, f *promFake) string {
-	t.Helper()
-	return serve(t, http.HandlerFunc(f.serveHTTP), nil).URL
-}
-
-func (f *promFake) Queries() []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return slices.Clone(f.queries)
-}
-
 func (f *promFake) serveHTTP(w http.ResponseWriter, r *http.Request) {
-	time.Sleep(f.Delay)
 	_ = r.ParseForm()
-	if q := r.Form.Get("query"); q != "" {
-		f.mu.Lock()
-		f.queries = append(f.queries, q)
-		f.mu.Unlock()
-	}
-	if f.Down {
-		w.WriteHeader(http.StatusServiceUnavailable)
-		_, _ = w.Write([]byte(`{"status":"error","errorType":"unavailable","error":"storage is down"}`))
-		return
-	}
 	reply := func(data any) {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(map[string]any{"status": "success", "data": data})
@@ -278,4 +251,17 @@ func promStep(s string) time.Duration {
 	}
 	d, _ := time.ParseDuration(s)
 	return d
+}
+
+// demoLatencies are the instant answers of the demo's histogram: the backend's /api/detect with
+// a slow tail, the detector's /detect fast.
+func demoLatencies() map[string][]fakeSample {
+	backend := map[string]string{"service": "nemotron-backend", "endpoint": "/api/detect"}
+	detector := map[string]string{"service": "ai-detector", "endpoint": "/detect"}
+	return map[string][]fakeSample{
+		"histogram_quantile(0.5, sum by (le, service, endpoint)":  {{backend, "0.12"}, {detector, "0.07"}},
+		"histogram_quantile(0.95, sum by (le, service, endpoint)": {{backend, "0.6"}, {detector, "0.09"}},
+		"histogram_quantile(0.99, sum by (le, service, endpoint)": {{backend, "1.4"}, {detector, "0.1"}},
+		"increase(http_request_duration_seconds_count":            {{backend, "120"}, {detector, "120"}},
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
+	"github.com/grafana/grafana-plugin-sdk-go/backend/resource/httpadapter"
 	"github.com/grafana/grafana-plugin-sdk-go/data"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/classify"
@@ -21,7 +22,8 @@ import (
 )
 
 // withSources is a data source of these settings whose stores are in-memory fakes: the
-// plugin's routing and its error and notice mapping, tested without a wire. Stores left unset
+// plugin's routing (QueryData and CallResource) and its error and notice mapping, tested without
+// a wire. Stores left unset
 // are unavailable, as when they are not configured.
 func withSources(t testing.TB, jsonData map[string]any, src correlate.Sources) *Datasource {
 	t.Helper()
@@ -35,6 +37,7 @@ func withSources(t testing.TB, jsonData map[string]any, src correlate.Sources) *
 	}
 	ds := &Datasource{settings: settings, invalid: invalid, src: src}
 	ds.queries = ds.newQueryMux()
+	ds.resources = httpadapter.New(ds.newResourceMux())
 	return ds
 }
 

@@ -6,18 +6,24 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"connectrpc.com/connect"
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	querierv1 "github.com/grafana/pyroscope/api/gen/proto/go/querier/v1"
 	"github.com/grafana/pyroscope/api/gen/proto/go/querier/v1/querierv1connect"
 	typesv1 "github.com/grafana/pyroscope/api/gen/proto/go/types/v1"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/pyroscope/pyroscopetest"
 )
 
-// Fakes of the three upstreams, for unit tests of the glue. The integration tests
-// (integration_test.go) run the same paths against the real servers of the test bed.
+// Wire fakes of the three upstreams, for the tests that check the plugin with its real clients
+// (health checks, boundaries, injection, Pyroscope parity, benchmarks); the other unit tests use
+// the in-memory stores of fakes_memory_test.go. The integration tests (integration_test.go) run
+// the same paths against the real servers of the test bed.
 
 // requestLog records the headers of each request a fake received.
 type requestLog struct {
@@ -122,4 +128,74 @@ func newTestDatasource(t testing.TB, jsonData map[string]any, secure map[string]
 	ds := inst.(*Datasource)
 	t.Cleanup(ds.Dispose)
 	return ds
+}
+
+// typedPyroscope answers span profiles by profile type: byType[type][span ID] are folded stacks.
+// SelectMergeStacktraces answers stacks of selectors containing a key of bySelector (the trace_id
+// fallback).
+type typedPyroscope struct {
+	querierv1connect.UnimplementedQuerierServiceHandler
+	byType     map[string]map[string][]string
+	bySelector map[string][]string
+
+	mu    sync.Mutex
+	calls []string // "type span,span"
+}
+
+func (f *typedPyroscope) SelectMergeSpanProfile(_ context.Context, req *connect.Request[querierv1.SelectMergeSpanProfileRequest]) (*connect.Response[querierv1.SelectMergeSpanProfileResponse], error) {
+	f.mu.Lock()
+	f.calls = append(f.calls, req.Msg.ProfileTypeID+" "+strings.Join(req.Msg.SpanSelector, ","))
+	f.mu.Unlock()
+	var stacks []string
+	for _, id := range req.Msg.SpanSelector {
+		stacks = append(stacks, f.byType[req.Msg.ProfileTypeID][id]...)
+	}
+	return connect.NewResponse(&querierv1.SelectMergeSpanProfileResponse{Flamegraph: folded(stacks...)}), nil
+}
+
+func (f *typedPyroscope) SelectMergeStacktraces(_ context.Context, req *connect.Request[querierv1.SelectMergeStacktracesRequest]) (*connect.Response[querierv1.SelectMergeStacktracesResponse], error) {
+	var stacks []string
+	for frag, s := range f.bySelector {
+		if strings.Contains(req.Msg.LabelSelector, frag) {
+			stacks = append(stacks, s...)
+		}
+	}
+	return connect.NewResponse(&querierv1.SelectMergeStacktracesResponse{Flamegraph: folded(stacks...)}), nil
+}
+
+// spanPyroscope is a Pyroscope that knows span profiles: SelectMergeSpanProfile answers the
+// merged stacks of the asked span IDs; SelectMergeStacktraces (the trace-ID fallbacks) answers no
+// samples. Each call waits delay, as a real server under load.
+type spanPyroscope struct {
+	querierv1connect.UnimplementedQuerierServiceHandler
+	bySpan map[string][]string // span ID → stacks "a;b;c value"
+	delay  time.Duration
+
+	mu        sync.Mutex
+	spanCalls []*querierv1.SelectMergeSpanProfileRequest
+}
+
+func (f *spanPyroscope) SelectMergeSpanProfile(ctx context.Context, req *connect.Request[querierv1.SelectMergeSpanProfileRequest]) (*connect.Response[querierv1.SelectMergeSpanProfileResponse], error) {
+	f.mu.Lock()
+	f.spanCalls = append(f.spanCalls, req.Msg)
+	f.mu.Unlock()
+	time.Sleep(f.delay)
+	var stacks []string
+	for _, id := range req.Msg.SpanSelector {
+		stacks = append(stacks, f.bySpan[id]...)
+	}
+	return connect.NewResponse(&querierv1.SelectMergeSpanProfileResponse{Flamegraph: folded(stacks...)}), nil
+}
+
+func (f *spanPyroscope) SelectMergeStacktraces(ctx context.Context, req *connect.Request[querierv1.SelectMergeStacktracesRequest]) (*connect.Response[querierv1.SelectMergeStacktracesResponse], error) {
+	time.Sleep(f.delay)
+	return connect.NewResponse(&querierv1.SelectMergeStacktracesResponse{Flamegraph: folded()}), nil
+}
+
+// folded builds Pyroscope's level-encoded flame graph from folded stacks ("a;b;c 10").
+func folded(stacks ...string) *querierv1.FlameGraph { return pyroscopetest.FlameGraph(stacks...) }
+
+// serveQuerier serves any Pyroscope querier implementation on a loopback server.
+func serveQuerier(t testing.TB, h querierv1connect.QuerierServiceHandler) string {
+	return pyroscopetest.Serve(t, h)
 }

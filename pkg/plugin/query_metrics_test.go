@@ -10,27 +10,59 @@ import (
 	"connectrpc.com/connect"
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	"github.com/grafana/grafana-plugin-sdk-go/data"
-	querierv1 "github.com/grafana/pyroscope/api/gen/proto/go/querier/v1"
-	typesv1 "github.com/grafana/pyroscope/api/gen/proto/go/types/v1"
 
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/correlate"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/frames"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/pyroscope"
 )
 
 // twoServices is what Pyroscope answers to a CPU query grouped by service_name over 15 s steps:
 // 30e9 ns in 15 s is 2 cores.
-func twoServices(start time.Time) []*typesv1.Series {
+func twoServices(start time.Time) []models.ProfileSeries {
 	ms := start.UnixMilli()
-	return []*typesv1.Series{
-		pyroSeries([]*typesv1.Point{{Timestamp: ms, Value: 30e9}, {Timestamp: ms + 15000, Value: 15e9}}, "service_name", "ai-detector"),
-		pyroSeries([]*typesv1.Point{{Timestamp: ms, Value: 3e9}}, "service_name", "nemotron-backend"),
+	return []models.ProfileSeries{
+		memSeries([]models.ProfilePoint{{Timestamp: ms, Value: 30e9}, {Timestamp: ms + 15000, Value: 15e9}}, "service_name", "ai-detector"),
+		memSeries([]models.ProfilePoint{{Timestamp: ms, Value: 3e9}}, "service_name", "nemotron-backend"),
 	}
 }
 
-var testGraph = &querierv1.FlameGraph{
-	Names:  []string{"total", "main.dbQuery"},
-	Levels: []*querierv1.Level{{Values: []int64{0, 10, 0, 0}}, {Values: []int64{0, 10, 10, 1}}},
-	Total:  10,
+// memSeries builds one series with labels given as name, value pairs.
+func memSeries(points []models.ProfilePoint, labels ...string) models.ProfileSeries {
+	s := models.ProfileSeries{Points: points}
+	for i := 0; i+1 < len(labels); i += 2 {
+		s.Labels = append(s.Labels, models.LabelPair{Name: labels[i], Value: labels[i+1]})
+	}
+	return s
 }
+
+// testStacks are the flame graph of every selector: total 10, all in main.dbQuery.
+var testStacks = map[string][]string{"": {"main.dbQuery 10"}}
+
+// profilesDS is a data source of these settings whose profile store is p.
+func profilesDS(t *testing.T, p *memProfiles, jsonData map[string]any) *Datasource {
+	t.Helper()
+	if jsonData == nil {
+		jsonData = map[string]any{}
+	}
+	return withSources(t, jsonData, correlate.Sources{Profiles: correlate.Ready[correlate.ProfileStore](p)})
+}
+
+// lastSeries is the last series query p was asked.
+func lastSeries(t *testing.T, p *memProfiles) pyroscope.SeriesQuery {
+	t.Helper()
+	qs := p.seriesCalls()
+	if len(qs) == 0 {
+		t.Fatal("the plugin never asked for series")
+	}
+	return qs[len(qs)-1]
+}
+
+// errSeriesRefused and errIngesterDown are Pyroscope's errors as its client files them.
+var (
+	errSeriesRefused = pyroscopeErr(connect.CodeInvalidArgument, "the query time range exceeds the limit")
+	errIngesterDown  = pyroscopeErr(connect.CodeUnavailable, "ingester ring has no healthy instances")
+)
 
 func metricsQuery(refID, model string, interval time.Duration) backend.DataQuery {
 	q := query(refID, model)
@@ -39,9 +71,8 @@ func metricsQuery(refID, model string, interval time.Duration) backend.DataQuery
 }
 
 func TestMetricsQueryAsksPyroscopeWhatGrafanaWouldAsk(t *testing.T) {
-	fake := &seriesPyroscope{}
-	pyro := newSeriesPyroscope(t, fake)
-	ds := newTestDatasource(t, map[string]any{"pyroscopeUrl": pyro.URL}, nil)
+	fake := &memProfiles{}
+	ds := profilesDS(t, fake, nil)
 	q := metricsQuery("A", `{"queryType":"metrics","labelSelector":"{service_name=~\"ai-.*\"}",
 		"profileTypeId":"memory:alloc_objects:count:space:bytes","groupBy":["service_name","span_name"],"limit":3}`, time.Minute)
 	fake.series = twoServices(q.TimeRange.From)
@@ -50,24 +81,25 @@ func TestMetricsQueryAsksPyroscopeWhatGrafanaWouldAsk(t *testing.T) {
 	if r.Error != nil {
 		t.Fatal(r.Error)
 	}
-	req := fake.lastSeriesRequest(t)
+	// pkg/pyroscope tests how the client sends these fields (SelectSeries in ms, s, unset).
+	req := lastSeries(t, fake)
 	if req.ProfileTypeID != "memory:alloc_objects:count:space:bytes" || req.LabelSelector != `{service_name=~"ai-.*"}` {
 		t.Errorf("type %q selector %q", req.ProfileTypeID, req.LabelSelector)
 	}
-	if req.Start != q.TimeRange.From.UnixMilli() || req.End != q.TimeRange.To.UnixMilli() {
-		t.Errorf("range %d..%d, want the panel's %d..%d in ms", req.Start, req.End, q.TimeRange.From.UnixMilli(), q.TimeRange.To.UnixMilli())
+	if !req.Start.Equal(q.TimeRange.From) || !req.End.Equal(q.TimeRange.To) {
+		t.Errorf("range %v..%v, want the panel's %v..%v", req.Start, req.End, q.TimeRange.From, q.TimeRange.To)
 	}
 	if !slices.Equal(req.GroupBy, []string{"service_name", "span_name"}) {
 		t.Errorf("groupBy = %v", req.GroupBy)
 	}
-	if req.Limit == nil || *req.Limit != 3 {
+	if req.Limit != 3 {
 		t.Errorf("limit = %v, want 3", req.Limit)
 	}
-	if req.Step != 60 {
-		t.Errorf("step = %v s, want the panel's interval (60 s) since it exceeds minStep", req.Step)
+	if req.Step != time.Minute {
+		t.Errorf("step = %v, want the panel's interval (1m) since it exceeds minStep", req.Step)
 	}
-	if req.Aggregation != nil {
-		t.Errorf("aggregation = %v, want unset as Grafana leaves it", req.Aggregation)
+	if req.Aggregation != "" {
+		t.Errorf("aggregation = %q, want unset as Grafana leaves it", req.Aggregation)
 	}
 	if len(r.Frames) != 2 {
 		t.Fatalf("frames = %d, want one per series", len(r.Frames))
@@ -87,34 +119,29 @@ func TestMetricsStepIsTheIntervalButNeverBelowMinStep(t *testing.T) {
 		name     string
 		jsonData map[string]any
 		interval time.Duration
-		want     float64
+		want     time.Duration
 	}{
-		{"default minStep wins over a short interval", nil, time.Second, 15},
-		{"no interval at all", nil, 0, 15},
-		{"a long interval wins", nil, 2 * time.Minute, 120},
-		{"configured minStep", map[string]any{"minStep": "1m"}, 30 * time.Second, 60},
-		{"configured sub-second minStep", map[string]any{"minStep": "500ms"}, 0, 0.5},
+		{"default minStep wins over a short interval", nil, time.Second, 15 * time.Second},
+		{"no interval at all", nil, 0, 15 * time.Second},
+		{"a long interval wins", nil, 2 * time.Minute, 2 * time.Minute},
+		{"configured minStep", map[string]any{"minStep": "1m"}, 30 * time.Second, time.Minute},
+		{"configured sub-second minStep", map[string]any{"minStep": "500ms"}, 0, 500 * time.Millisecond},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			fake := &seriesPyroscope{}
-			pyro := newSeriesPyroscope(t, fake)
-			jsonData := map[string]any{"pyroscopeUrl": pyro.URL}
-			for k, v := range c.jsonData {
-				jsonData[k] = v
-			}
-			ds := newTestDatasource(t, jsonData, nil)
+			fake := &memProfiles{}
+			ds := profilesDS(t, fake, c.jsonData)
 			q := metricsQuery("A", `{"queryType":"metrics"}`, c.interval)
-			fake.series = []*typesv1.Series{pyroSeries([]*typesv1.Point{{Timestamp: q.TimeRange.From.UnixMilli(), Value: 60e9}})}
+			fake.series = []models.ProfileSeries{memSeries([]models.ProfilePoint{{Timestamp: q.TimeRange.From.UnixMilli(), Value: 60e9}})}
 			r := run(t, ds, q).Responses["A"]
 			if r.Error != nil {
 				t.Fatal(r.Error)
 			}
-			if got := fake.lastSeriesRequest(t).Step; got != c.want {
-				t.Errorf("step = %v s, want %v", got, c.want)
+			if got := lastSeries(t, fake).Step; got != c.want {
+				t.Errorf("step = %v, want %v", got, c.want)
 			}
 			// The default type is CPU: 60e9 ns over the step, in cores.
-			if got, want := r.Frames[0].Fields[1].At(0).(float64), 60/c.want; math.Abs(got-want) > 1e-9 {
+			if got, want := r.Frames[0].Fields[1].At(0).(float64), 60/c.want.Seconds(); math.Abs(got-want) > 1e-9 {
 				t.Errorf("cores = %v, want %v (divided by the step actually asked for)", got, want)
 			}
 			if r.Frames[0].Fields[1].Config.Unit != "cores" {
@@ -125,19 +152,17 @@ func TestMetricsStepIsTheIntervalButNeverBelowMinStep(t *testing.T) {
 }
 
 func TestMetricsLimitZeroMeansAllSeries(t *testing.T) {
-	fake := &seriesPyroscope{}
-	pyro := newSeriesPyroscope(t, fake)
-	ds := newTestDatasource(t, map[string]any{"pyroscopeUrl": pyro.URL}, nil)
+	fake := &memProfiles{}
+	ds := profilesDS(t, fake, nil)
 	run(t, ds, metricsQuery("A", `{"queryType":"metrics","limit":0}`, 0))
-	if l := fake.lastSeriesRequest(t).Limit; l != nil {
-		t.Errorf("limit = %d, want unset (all series)", *l)
+	if l := lastSeries(t, fake).Limit; l != 0 {
+		t.Errorf("limit = %d, want 0 (all series)", l)
 	}
 }
 
 func TestMetricsAggregationIsPassedOnOrRejected(t *testing.T) {
-	fake := &seriesPyroscope{}
-	pyro := newSeriesPyroscope(t, fake)
-	ds := newTestDatasource(t, map[string]any{"pyroscopeUrl": pyro.URL}, nil)
+	fake := &memProfiles{}
+	ds := profilesDS(t, fake, nil)
 	res := run(t, ds,
 		metricsQuery("avg", `{"queryType":"metrics","profileTypeId":"memory:inuse_space:bytes:space:bytes","aggregation":"average"}`, 0),
 		metricsQuery("bad", `{"queryType":"metrics","aggregation":"max"}`, 0),
@@ -145,30 +170,27 @@ func TestMetricsAggregationIsPassedOnOrRejected(t *testing.T) {
 	if res.Responses["avg"].Error != nil {
 		t.Fatal(res.Responses["avg"].Error)
 	}
-	req := fake.lastSeriesRequest(t)
-	if req.Aggregation == nil || *req.Aggregation != typesv1.TimeSeriesAggregationType_TIME_SERIES_AGGREGATION_TYPE_AVERAGE {
-		t.Errorf("aggregation = %v, want average", req.Aggregation)
+	if req := lastSeries(t, fake); req.Aggregation != pyroscope.AggregationAverage {
+		t.Errorf("aggregation = %q, want average", req.Aggregation)
 	}
 	wantError(t, res.Responses["bad"], backend.ErrorSourceDownstream, `invalid metrics query: field "aggregation" must be "sum" (the default) or "average", got "max"`)
 }
 
 func TestMetricsQueryErrorsNameTheFieldTheSettingOrTheUpstream(t *testing.T) {
-	fake := &seriesPyroscope{seriesErr: connect.NewError(connect.CodeInvalidArgument, errString("the query time range exceeds the limit"))}
-	pyro := newSeriesPyroscope(t, fake)
-
-	ds := newTestDatasource(t, map[string]any{"pyroscopeUrl": pyro.URL}, nil)
+	fake := &memProfiles{seriesErr: errSeriesRefused}
+	ds := profilesDS(t, fake, nil)
 	res := run(t, ds,
 		metricsQuery("upstream", `{"queryType":"metrics"}`, 0),
 		metricsQuery("groupBy", `{"queryType":"metrics","groupBy":["service-name"]}`, 0),
 		metricsQuery("limit", `{"queryType":"metrics","limit":-1}`, 0),
 		metricsQuery("selector", `{"queryType":"metrics","labelSelector":"service_name=x"}`, 0),
 	)
-	wantError(t, res.Responses["upstream"], backend.ErrorSourceDownstream, "Pyroscope ("+pyro.URL+")", "invalid_argument", "exceeds the limit")
+	wantError(t, res.Responses["upstream"], backend.ErrorSourceDownstream, "Pyroscope (http://pyroscope:4040)", "invalid_argument", "exceeds the limit")
 	wantError(t, res.Responses["groupBy"], backend.ErrorSourceDownstream, `invalid metrics query: field "groupBy" item 1 must be a label name`)
 	wantError(t, res.Responses["limit"], backend.ErrorSourceDownstream, `field "limit" must be zero (all series) or positive`)
 	wantError(t, res.Responses["selector"], backend.ErrorSourceDownstream, `field "labelSelector" is not a label selector`)
 
-	bad := newTestDatasource(t, map[string]any{"pyroscopeUrl": pyro.URL, "minStep": "soon"}, nil)
+	bad := profilesDS(t, fake, map[string]any{"minStep": "soon"})
 	r := run(t, bad, metricsQuery("A", `{"queryType":"metrics"}`, 0)).Responses["A"]
 	wantError(t, r, backend.ErrorSourceDownstream, "invalid data source settings", `jsonData.minStep must be a positive duration such as 15s or 1m, got "soon"`)
 
@@ -181,12 +203,11 @@ func TestMetricsQueryErrorsNameTheFieldTheSettingOrTheUpstream(t *testing.T) {
 // holds), or nothing in the window. Grafana's Pyroscope data source answers no frame at all; here
 // one empty series frame carries the reason, so the panel can show it.
 func TestEmptyProfileAndSeriesAnswersSayWhy(t *testing.T) {
-	fake := &seriesPyroscope{
-		profileTypes: []*typesv1.ProfileType{{ID: "process_cpu:cpu:nanoseconds:cpu:nanoseconds"}, {ID: "memory:alloc_objects:count:space:bytes"}},
-		labelValues:  map[string][]string{"service_name": {"ai-detector", "nemotron-backend"}},
+	fake := &memProfiles{
+		types:       []pyroscope.ProfileType{{ID: "process_cpu:cpu:nanoseconds:cpu:nanoseconds"}, {ID: "memory:alloc_objects:count:space:bytes"}},
+		labelValues: map[string][]string{"service_name": {"ai-detector", "nemotron-backend"}},
 	}
-	pyro := newSeriesPyroscope(t, fake)
-	ds := newTestDatasource(t, map[string]any{"pyroscopeUrl": pyro.URL}, nil)
+	ds := profilesDS(t, fake, nil)
 	for _, c := range []struct{ model, want string }{
 		{`{"queryType":"metrics","profileTypeId":"wall:wall:nanoseconds:wall:nanoseconds"}`,
 			`Pyroscope holds no profiles of type "wall:wall:nanoseconds:wall:nanoseconds" between `},
@@ -215,9 +236,8 @@ func TestEmptyProfileAndSeriesAnswersSayWhy(t *testing.T) {
 }
 
 func TestBothQueryGivesTheFlameGraphAndTheSeries(t *testing.T) {
-	fake := &seriesPyroscope{fakePyroscope: &fakePyroscope{graph: testGraph}}
-	pyro := newSeriesPyroscope(t, fake)
-	ds := newTestDatasource(t, map[string]any{"pyroscopeUrl": pyro.URL}, nil)
+	fake := &memProfiles{byLabel: testStacks}
+	ds := profilesDS(t, fake, nil)
 	q := metricsQuery("A", `{"queryType":"both","labelSelector":"{service_name=\"nemotron-backend\"}","groupBy":["service_name"]}`, 0)
 	fake.series = twoServices(q.TimeRange.From)
 
@@ -239,18 +259,14 @@ func TestBothQueryGivesTheFlameGraphAndTheSeries(t *testing.T) {
 			t.Errorf("frame %q has notices %v although both halves worked", f.Name, f.Meta.Notices)
 		}
 	}
-	if fake.profileReqs != 1 || len(fake.seriesReqs) != 1 {
-		t.Errorf("profile calls %d, series calls %d; want one each", fake.profileReqs, len(fake.seriesReqs))
+	if len(fake.flameCalls()) != 1 || len(fake.seriesCalls()) != 1 {
+		t.Errorf("profile calls %d, series calls %d; want one each", len(fake.flameCalls()), len(fake.seriesCalls()))
 	}
 }
 
 func TestBothQueryKeepsTheHalfThatWorked(t *testing.T) {
-	down := connect.NewError(connect.CodeUnavailable, errString("ingester ring has no healthy instances"))
-
 	t.Run("series fail", func(t *testing.T) {
-		fake := &seriesPyroscope{fakePyroscope: &fakePyroscope{graph: testGraph}, seriesErr: down}
-		pyro := newSeriesPyroscope(t, fake)
-		ds := newTestDatasource(t, map[string]any{"pyroscopeUrl": pyro.URL}, nil)
+		ds := profilesDS(t, &memProfiles{byLabel: testStacks, seriesErr: errIngesterDown}, nil)
 		r := run(t, ds, metricsQuery("A", `{"queryType":"both"}`, 0)).Responses["A"]
 		if r.Error != nil {
 			t.Fatalf("the flame graph worked, yet the query failed: %v", r.Error)
@@ -258,13 +274,12 @@ func TestBothQueryKeepsTheHalfThatWorked(t *testing.T) {
 		if got := frameNames(r.Frames); !slices.Equal(got, []string{"response"}) || r.Frames[0].Rows() != 2 {
 			t.Fatalf("frames = %v", got)
 		}
-		wantNotice(t, r.Frames[0], "series unavailable", "Pyroscope ("+pyro.URL+")", "ingester ring")
+		wantNotice(t, r.Frames[0], "series unavailable", "Pyroscope (http://pyroscope:4040)", "ingester ring")
 	})
 
 	t.Run("flame graph fails", func(t *testing.T) {
-		fake := &seriesPyroscope{profileErr: down}
-		pyro := newSeriesPyroscope(t, fake)
-		ds := newTestDatasource(t, map[string]any{"pyroscopeUrl": pyro.URL}, nil)
+		fake := &memProfiles{flameErr: errIngesterDown}
+		ds := profilesDS(t, fake, nil)
 		q := metricsQuery("A", `{"queryType":"both","groupBy":["service_name"]}`, 0)
 		fake.series = twoServices(q.TimeRange.From)
 		r := run(t, ds, q).Responses["A"]
@@ -277,24 +292,21 @@ func TestBothQueryKeepsTheHalfThatWorked(t *testing.T) {
 		if frames.FlameGraphHasSamples(r.Frames[0]) || r.Frames[0].Meta.PreferredVisualization != data.VisTypeFlameGraph {
 			t.Errorf("the failed flame graph should be an empty flame graph frame, got %v", rows(r.Frames[0]))
 		}
-		wantNotice(t, r.Frames[0], "flame graph unavailable", "Pyroscope ("+pyro.URL+")", "unavailable")
+		wantNotice(t, r.Frames[0], "flame graph unavailable", "Pyroscope (http://pyroscope:4040)", "unavailable")
 	})
 
 	t.Run("both fail", func(t *testing.T) {
-		fake := &seriesPyroscope{profileErr: down, seriesErr: down}
-		pyro := newSeriesPyroscope(t, fake)
-		ds := newTestDatasource(t, map[string]any{"pyroscopeUrl": pyro.URL}, nil)
+		ds := profilesDS(t, &memProfiles{flameErr: errIngesterDown, seriesErr: errIngesterDown}, nil)
 		r := run(t, ds, metricsQuery("A", `{"queryType":"both"}`, 0)).Responses["A"]
-		wantError(t, r, backend.ErrorSourceDownstream, "flame graph failed: Pyroscope ("+pyro.URL+")", "series failed: Pyroscope ("+pyro.URL+")")
+		wantError(t, r, backend.ErrorSourceDownstream, "flame graph failed: Pyroscope (http://pyroscope:4040)", "series failed: Pyroscope (http://pyroscope:4040)")
 	})
 
 	t.Run("bad query fails once, before any call", func(t *testing.T) {
-		fake := &seriesPyroscope{}
-		pyro := newSeriesPyroscope(t, fake)
-		ds := newTestDatasource(t, map[string]any{"pyroscopeUrl": pyro.URL}, nil)
+		fake := &memProfiles{}
+		ds := profilesDS(t, fake, nil)
 		r := run(t, ds, metricsQuery("A", `{"queryType":"both","maxNodes":-1}`, 0)).Responses["A"]
 		wantError(t, r, backend.ErrorSourceDownstream, `invalid both query: field "maxNodes" must be from 1 to 1048576`)
-		if fake.profileReqs != 0 || len(fake.seriesReqs) != 0 {
+		if len(fake.flameCalls()) != 0 || len(fake.seriesCalls()) != 0 {
 			t.Errorf("an invalid query still reached Pyroscope")
 		}
 	})

@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -10,20 +11,22 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	"github.com/grafana/grafana-plugin-sdk-go/data"
 
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/correlate"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/prometheus"
 )
 
-// demoLatencies are the instant answers of the demo's histogram: the backend's /api/detect with
-// a slow tail, the detector's /detect fast.
-func demoLatencies() map[string][]fakeSample {
-	backend := map[string]string{"service": "nemotron-backend", "endpoint": "/api/detect"}
-	detector := map[string]string{"service": "ai-detector", "endpoint": "/detect"}
-	return map[string][]fakeSample{
-		"histogram_quantile(0.5, sum by (le, service, endpoint)":  {{backend, "0.12"}, {detector, "0.07"}},
-		"histogram_quantile(0.95, sum by (le, service, endpoint)": {{backend, "0.6"}, {detector, "0.09"}},
-		"histogram_quantile(0.99, sum by (le, service, endpoint)": {{backend, "1.4"}, {detector, "0.1"}},
-		"increase(http_request_duration_seconds_count":            {{backend, "120"}, {detector, "120"}},
+// memLatencies are the rows of the demo's histogram (demoLatencies as the client reads them): the backend's /api/detect with a slow
+// tail, the detector's /detect fast.
+func memLatencies() prometheus.LatencyResult {
+	row := func(service, endpoint string, q ...float64) prometheus.EndpointLatency {
+		return prometheus.EndpointLatency{Metric: "http_request_duration_seconds", Service: service, Endpoint: endpoint,
+			Quantiles: q, Requests: 120, Good: math.NaN()}
 	}
+	return prometheus.LatencyResult{Rows: []prometheus.EndpointLatency{
+		row("nemotron-backend", "/api/detect", 0.12, 0.6, 1.4),
+		row("ai-detector", "/detect", 0.07, 0.09, 0.1),
+	}}
 }
 
 // slowTraces are requests of the last minutes: the backend's of several durations, one that only
@@ -45,20 +48,29 @@ func slowTraces() []models.Trace {
 }
 
 type slowBed struct {
-	ds   *Datasource
-	prom *promFake
-	jae  *jaegerFake
+	ds      *Datasource
+	metrics *memMetrics
+	traces  *memTraces
 }
 
 func newSlowBed(t *testing.T, promDown, jaegerDown bool, settings map[string]any) *slowBed {
 	t.Helper()
-	prom := &promFake{Instant: demoLatencies(), Down: promDown}
-	j := &jaegerFake{Traces: slowTraces(), Down: jaegerDown}
-	s := map[string]any{"prometheusUrl": newPromFake(t, prom), "jaegerUrl": newJaegerFake(t, j, nil).URL}
-	for k, v := range settings {
-		s[k] = v
+	metrics := &memMetrics{latency: memLatencies()}
+	traces := &memTraces{traces: slowTraces()}
+	if promDown {
+		metrics.err = errPrometheusDown
 	}
-	return &slowBed{ds: newTestDatasource(t, s, nil), prom: prom, jae: j}
+	if jaegerDown {
+		traces.err = errJaegerDown
+	}
+	if settings == nil {
+		settings = map[string]any{}
+	}
+	ds := withSources(t, settings, correlate.Sources{
+		Metrics: correlate.Ready[correlate.MetricStore](metrics),
+		Traces:  correlate.Ready[correlate.TraceStore](traces),
+	})
+	return &slowBed{ds: ds, metrics: metrics, traces: traces}
 }
 
 func (b *slowBed) query(t *testing.T, model string) backend.DataResponse {
@@ -119,9 +131,9 @@ func TestSlowRequestsListsPercentilesAndTheSlowestTraces(t *testing.T) {
 	if l := id.Config.Links; len(l) != 1 || l[0].URL != "/d/hsi-request-profiling/hsi-request-level-profiling?var-trace_id=${__value.raw}&${__url_time_range}" {
 		t.Errorf("trace links %+v", l)
 	}
-	for _, u := range b.jae.Requests() {
-		if u.Path == "/api/v3/traces" && strings.HasPrefix(u.Query().Get("query.service_name"), "jaeger") {
-			t.Errorf("searched Jaeger's own service: %s", u)
+	for _, q := range b.traces.searches {
+		if strings.HasPrefix(q.Service, "jaeger") {
+			t.Errorf("searched Jaeger's own service: %+v", q)
 		}
 	}
 	if n := frameNotices(lat) + frameNotices(tr); n != "" {
@@ -135,22 +147,18 @@ func TestSlowRequestsNarrowsBothHalvesToTheServiceAndEndpoint(t *testing.T) {
 	if r.Error != nil {
 		t.Fatal(r.Error)
 	}
-	for _, q := range b.prom.Queries() {
-		// Each selector names the service and the endpoint, whatever their labels.
-		if strings.Count(q, `="/api/detect"`) != strings.Count(q, "_seconds_") || strings.Count(q, `="nemotron-backend"`) != strings.Count(q, "_seconds_") {
-			t.Errorf("Prometheus query not narrowed: %s", q)
+	// pkg/prometheus tests that the PromQL names them, whatever their labels.
+	for _, q := range b.metrics.queries() {
+		if q.Service != "nemotron-backend" || q.Endpoint != "/api/detect" {
+			t.Errorf("latencies not narrowed: %+v", q)
 		}
 	}
 	var ops []string
-	for _, u := range b.jae.Requests() {
-		if u.Path != "/api/v3/traces" {
-			continue
+	for _, q := range b.traces.searches {
+		if q.Service != "nemotron-backend" || q.MinDuration != 500*time.Millisecond {
+			t.Errorf("trace search %+v", q)
 		}
-		p := u.Query()
-		if p.Get("query.service_name") != "nemotron-backend" || p.Get("query.duration_min") != "500ms" {
-			t.Errorf("Jaeger search %s", u)
-		}
-		ops = append(ops, p.Get("query.operation_name"))
+		ops = append(ops, q.Operation)
 	}
 	slices.Sort(ops)
 	if !slices.Equal(ops, []string{"/api/detect", "GET /api/detect", "POST /api/detect"}) {
@@ -176,7 +184,7 @@ func TestSlowRequestsKeepsOneHalfWhenTheOtherFails(t *testing.T) {
 	if r.Error != nil {
 		t.Fatal(r.Error)
 	}
-	if r.Frames[0].Rows() != 0 || !strings.Contains(frameNotices(r.Frames[0]), "[warning] No latency table: Prometheus (http://127.0.0.1:") {
+	if r.Frames[0].Rows() != 0 || !strings.Contains(frameNotices(r.Frames[0]), "[warning] No latency table: Prometheus (http://prometheus:9090): HTTP 503") {
 		t.Errorf("latency %d rows, notices %s", r.Frames[0].Rows(), frameNotices(r.Frames[0]))
 	}
 	if r.Frames[1].Rows() != 5 {
@@ -191,26 +199,22 @@ func TestSlowRequestsKeepsOneHalfWhenTheOtherFails(t *testing.T) {
 	if r.Frames[0].Rows() != 2 {
 		t.Errorf("%d latency rows", r.Frames[0].Rows())
 	}
-	if r.Frames[1].Rows() != 0 || !strings.Contains(frameNotices(r.Frames[1]), "[warning] No slow traces: Jaeger (http://127.0.0.1:") {
+	if r.Frames[1].Rows() != 0 || !strings.Contains(frameNotices(r.Frames[1]), "[warning] No slow traces: Jaeger (http://jaeger:16686): HTTP 503") {
 		t.Errorf("traces %d rows, notices %s", r.Frames[1].Rows(), frameNotices(r.Frames[1]))
 	}
 
 	b = newSlowBed(t, true, true, nil)
-	wantError(t, b.query(t, `{"queryType":"slowRequests"}`), backend.ErrorSourceDownstream, "latency table: Prometheus (http://127.0.0.1:", "slow traces: Jaeger (http://127.0.0.1:")
+	wantError(t, b.query(t, `{"queryType":"slowRequests"}`), backend.ErrorSourceDownstream, "latency table: Prometheus (http://prometheus:9090): HTTP 503", "slow traces: Jaeger (http://jaeger:16686): HTTP 503")
 }
 
 func TestSlowRequestsSaysWhatToConfigure(t *testing.T) {
-	ds := newTestDatasource(t, map[string]any{"jaegerUrl": newJaegerFake(t, &jaegerFake{Traces: slowTraces()}, nil).URL}, nil)
-	r := run(t, ds, query("A", `{"queryType":"slowRequests"}`)).Responses["A"]
-	if r.Error != nil {
-		t.Fatal(r.Error)
-	}
-	if n := frameNotices(r.Frames[0]); !strings.Contains(n, "Prometheus is not configured: set its URL (jsonData.prometheusUrl)") {
-		t.Errorf("notices %s", n)
-	}
+	// The stores as the data source builds them from settings without URLs: no wire is asked.
+	ds := newTestDatasource(t, map[string]any{}, nil)
+	wantError(t, run(t, ds, query("A", `{"queryType":"slowRequests"}`)).Responses["A"], backend.ErrorSourceDownstream,
+		"latency table: Prometheus is not configured: set its URL (jsonData.prometheusUrl)", "slow traces: Jaeger is not configured: set its URL (jsonData.jaegerUrl)")
 	// A Prometheus without the histograms: the notice names the metrics read and the setting.
 	b := newSlowBed(t, false, false, map[string]any{"latencyHistograms": []map[string]any{{"metric": "rpc_duration_seconds", "serviceLabels": []string{"app"}, "endpointLabel": "method"}}})
-	r = b.query(t, `{"queryType":"slowRequests","service":"checkout"}`)
+	r := b.query(t, `{"queryType":"slowRequests","service":"checkout"}`)
 	if r.Error != nil {
 		t.Fatal(r.Error)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/correlate"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 )
 
@@ -47,10 +48,10 @@ func migA100(host string) []fakeGPU {
 
 func TestTraceQueryKeepsEachMIGInstanceOfOneGPU(t *testing.T) {
 	b := newJoinBed(t, joinBedOptions{})
-	b.prom.GPUs = migA100("gpu-node-1")
+	b.gpus.gpus = migA100("gpu-node-1")
 	// The detector runs on instance 1, the enrichment on instance 2, named as CUDA names MIG
 	// devices by their GPU instance (MIG-<GPU UUID>/<GPU instance>/<compute instance>).
-	spans := b.jae.Traces[0].Spans
+	spans := b.traces.traces[0].Spans
 	spans[4].Attributes["gpu.index"] = "MIG-" + migUUID + "/1/0"
 	spans[5].Attributes["gpu.index"] = "MIG-" + migUUID + "/2/0"
 	r := b.query(t, traceModel)
@@ -80,8 +81,7 @@ func TestTraceQueryKeepsEachMIGInstanceOfOneGPU(t *testing.T) {
 }
 
 func TestGPUClassSummaryListsEachMIGInstance(t *testing.T) {
-	prom := &promFake{GPUs: migA100("gpu-node-1")}
-	ds := newTestDatasource(t, map[string]any{"prometheusUrl": newPromFake(t, prom)}, nil)
+	ds := withSources(t, map[string]any{}, correlate.Sources{GPUs: correlate.Ready[correlate.GPUStore](&memGPUs{gpus: migA100("gpu-node-1")})})
 	q := backend.DataQuery{RefID: "A", QueryType: models.QueryTypeGPUClass, JSON: json.RawMessage(`{"queryType":"gpuClass","format":"summary"}`),
 		Interval: time.Minute, TimeRange: backend.TimeRange{From: gpuT0, To: gpuT0.Add(30 * time.Minute)}}
 	r := run(t, ds, q).Responses["A"]
@@ -103,32 +103,5 @@ func TestGPUClassSummaryListsEachMIGInstance(t *testing.T) {
 	}
 	if !maps.Equal(got, want) {
 		t.Errorf("summary rows %v, want %v; notices\n%s", got, want, noticeTexts(sum))
-	}
-}
-
-func TestGPUMetricsSplitEachMIGInstance(t *testing.T) {
-	prom := &promFake{GPUs: migA100("gpu-node-1")}
-	ds := newTestDatasource(t, map[string]any{"prometheusUrl": newPromFake(t, prom)}, nil)
-	r := run(t, ds, gpuQuery("A", `{"queryType":"gpuMetrics","metrics":["gr_engine_active"]}`)).Responses["A"]
-	if r.Error != nil {
-		t.Fatal(r.Error)
-	}
-	got := map[string]float64{}
-	for _, f := range r.Frames {
-		if len(f.Fields) < 2 || f.Rows() == 0 {
-			t.Fatalf("frame %q has no series", f.Name)
-		}
-		l := f.Fields[1].Labels
-		if l["uuid"] != migUUID || l["gpu"] != "0" {
-			t.Errorf("%s: labels %v", f.Fields[1].Config.DisplayNameFromDS, l)
-		}
-		got[f.Fields[1].Config.DisplayNameFromDS+" mig="+l["mig"]+" mig_profile="+l["mig_profile"]] = f.Fields[1].At(0).(float64)
-	}
-	want := map[string]float64{
-		"Graphics engine active gpu-node-1/0 MIG 3g.20gb #1 mig=1 mig_profile=3g.20gb": 0.95,
-		"Graphics engine active gpu-node-1/0 MIG 1g.5gb #2 mig=2 mig_profile=1g.5gb":   0.01,
-	}
-	if !maps.Equal(got, want) {
-		t.Errorf("series %v, want %v", got, want)
 	}
 }

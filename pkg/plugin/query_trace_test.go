@@ -5,17 +5,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"connectrpc.com/connect"
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	"github.com/grafana/grafana-plugin-sdk-go/data"
-	querierv1 "github.com/grafana/pyroscope/api/gen/proto/go/querier/v1"
-	"github.com/grafana/pyroscope/api/gen/proto/go/querier/v1/querierv1connect"
 
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/correlate"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 )
 
@@ -23,39 +21,6 @@ const (
 	cpuTypeID   = "process_cpu:cpu:nanoseconds:cpu:nanoseconds"
 	allocTypeID = "memory:alloc_space:bytes:space:bytes"
 )
-
-// typedPyroscope answers span profiles by profile type: byType[type][span ID] are folded stacks.
-// SelectMergeStacktraces answers stacks of selectors containing a key of bySelector (the trace_id
-// fallback).
-type typedPyroscope struct {
-	querierv1connect.UnimplementedQuerierServiceHandler
-	byType     map[string]map[string][]string
-	bySelector map[string][]string
-
-	mu    sync.Mutex
-	calls []string // "type span,span"
-}
-
-func (f *typedPyroscope) SelectMergeSpanProfile(_ context.Context, req *connect.Request[querierv1.SelectMergeSpanProfileRequest]) (*connect.Response[querierv1.SelectMergeSpanProfileResponse], error) {
-	f.mu.Lock()
-	f.calls = append(f.calls, req.Msg.ProfileTypeID+" "+strings.Join(req.Msg.SpanSelector, ","))
-	f.mu.Unlock()
-	var stacks []string
-	for _, id := range req.Msg.SpanSelector {
-		stacks = append(stacks, f.byType[req.Msg.ProfileTypeID][id]...)
-	}
-	return connect.NewResponse(&querierv1.SelectMergeSpanProfileResponse{Flamegraph: folded(stacks...)}), nil
-}
-
-func (f *typedPyroscope) SelectMergeStacktraces(_ context.Context, req *connect.Request[querierv1.SelectMergeStacktracesRequest]) (*connect.Response[querierv1.SelectMergeStacktracesResponse], error) {
-	var stacks []string
-	for frag, s := range f.bySelector {
-		if strings.Contains(req.Msg.LabelSelector, frag) {
-			stacks = append(stacks, s...)
-		}
-	}
-	return connect.NewResponse(&querierv1.SelectMergeStacktracesResponse{Flamegraph: folded(stacks...)}), nil
-}
 
 // joinTrace is the demo's request a minute ago: the backend's root (profiled) with db_query, the
 // detector's root (profiled) and its model.predict on GPU 0, the enrichment's root (profiled)
@@ -82,11 +47,11 @@ func joinTrace() models.Trace {
 }
 
 type joinBed struct {
-	ds    *Datasource
-	pyro  *typedPyroscope
-	jae   *jaegerFake
-	prom  *promFake
-	trace models.Trace
+	ds       *Datasource
+	profiles *memProfiles
+	traces   *memTraces
+	gpus     *memGPUs
+	trace    models.Trace
 }
 
 type joinBedOptions struct {
@@ -98,7 +63,7 @@ func newJoinBed(t *testing.T, o joinBedOptions) *joinBed {
 	t.Helper()
 	tr := joinTrace()
 	id := func(i int) string { return tr.Spans[i].SpanID }
-	pyro := &typedPyroscope{byType: map[string]map[string][]string{
+	profiles := &memProfiles{bySpan: map[string]map[string][]string{
 		cpuTypeID: {
 			id(0): {"main.handleDetect;main.dbQuery;crypto/sha256.block 280", "main.handleDetect;main.dbQuery 20", "main.handleDetect;main.serializeResponse 20"},
 			id(2): {"main.handleDetector;main.modelPredict 60"},
@@ -108,25 +73,30 @@ func newJoinBed(t *testing.T, o joinBedOptions) *joinBed {
 			id(0): {"main.handleDetect;encoding/json.Marshal 4096"},
 			id(3): {"main.handleEnrichment;main.extractFeatures 1048576"},
 		},
-	}, bySelector: map[string][]string{`trace_id="4bf92f3577b34da6a3ce929d0e0e4736"`: {"main.handleDetect;main.dbQuery 99"}}}
-	j := &jaegerFake{Traces: []models.Trace{tr}, Down: o.jaegerDown}
-	prom := &promFake{GPUs: []fakeGPU{
+	}, byLabel: map[string][]string{`trace_id="4bf92f3577b34da6a3ce929d0e0e4736"`: {"main.handleDetect;main.dbQuery 99"}}}
+	traces := &memTraces{traces: []models.Trace{tr}}
+	gpus := &memGPUs{gpus: []fakeGPU{
 		steadyGPU("gpu-node-1", "0", 95, 0.95, 0.3),
 		steadyGPU("gpu-node-1", "1", 12, 0.1, 0.05),
 		steadyGPU("gpu-node-2", "0", 50, 0.5, 0.5),
 	}}
-	settings := map[string]any{
-		"pyroscopeUrl":  serveQuerier(t, pyro),
-		"jaegerUrl":     newJaegerFake(t, j, nil).URL,
-		"prometheusUrl": newPromFake(t, prom),
+	if o.jaegerDown {
+		traces.err = errJaegerDown
 	}
 	if o.pyroDown {
-		settings["pyroscopeUrl"] = closedURL(t)
+		profiles.err = errPyroscopeDown
 	}
+	settings := map[string]any{}
 	for k, v := range o.settings {
 		settings[k] = v
 	}
-	return &joinBed{ds: newTestDatasource(t, settings, nil), pyro: pyro, jae: j, prom: prom, trace: tr}
+	ds := withSources(t, settings, correlate.Sources{
+		Profiles: correlate.Ready[correlate.ProfileStore](profiles),
+		Traces:   correlate.Ready[correlate.TraceStore](traces),
+		Metrics:  correlate.Ready[correlate.MetricStore](&memMetrics{}),
+		GPUs:     correlate.Ready[correlate.GPUStore](gpus),
+	})
+	return &joinBed{ds: ds, profiles: profiles, traces: traces, gpus: gpus, trace: tr}
 }
 
 // pluginCtx is what Grafana sends with each query: this data source's UID and name.
@@ -226,26 +196,23 @@ func TestTraceQueryJoinsSpansProfilesAndGPUs(t *testing.T) {
 	if !strings.Contains(n, "[info] GPU figures for 6 of 6 span(s)") {
 		t.Errorf("notices:\n%s", n)
 	}
-	// One call per profiled span and type; the other host's GPUs are not asked for.
-	if len(b.pyro.calls) != 6 {
-		t.Errorf("Pyroscope calls %v", b.pyro.calls)
-	}
-	asked := b.prom.Queries()
-	dcgm := 0
-	for _, q := range asked {
-		if strings.Contains(q, "DCGM_") {
-			dcgm++
-			if !strings.Contains(q, `"gpu-node-1"`) {
-				t.Errorf("GPU query does not name the trace's host: %s", q)
-			}
+	// One call per profiled span and type; the GPUs asked for are the trace's host's only.
+	spanCalls := 0
+	for _, q := range b.profiles.flameCalls() {
+		if len(q.SpanSelector) > 0 {
+			spanCalls++
 		}
 	}
-	if dcgm == 0 {
-		t.Errorf("no GPU query among %v", asked)
+	if spanCalls != 6 {
+		t.Errorf("%d span profile calls: %v", spanCalls, b.profiles.flameCalls())
 	}
-	for _, q := range asked {
-		if strings.Contains(q, "gpu-node-2") {
-			t.Errorf("asked for another host's GPUs: %s", q)
+	asked := b.gpus.askedFilters()
+	if len(asked) == 0 {
+		t.Error("no GPU figures asked")
+	}
+	for _, f := range asked {
+		if !slices.Equal(f.Hosts, []string{"gpu-node-1"}) {
+			t.Errorf("GPU figures asked for hosts %v, want the trace's host only", f.Hosts)
 		}
 	}
 }
@@ -294,7 +261,7 @@ func TestTraceQueryWithoutTheTrace(t *testing.T) {
 		if r.Error != nil || len(r.Frames) != 4 || r.Frames[1].Rows() != 0 || r.Frames[2].Rows() != 0 {
 			t.Fatalf("%v %v", r.Error, r.Frames)
 		}
-		if r.Frames[0].Rows() != 0 || !strings.Contains(frameNotices(r.Frames[0]), "[warning] No span table: could not read trace 4bf92f3577b34da6a3ce929d0e0e4736 (Jaeger (http://127.0.0.1:") {
+		if r.Frames[0].Rows() != 0 || !strings.Contains(frameNotices(r.Frames[0]), "[warning] No span table: could not read trace 4bf92f3577b34da6a3ce929d0e0e4736 (Jaeger (http://jaeger:16686): HTTP 503") {
 			t.Errorf("span table %d rows, notices %s", r.Frames[0].Rows(), frameNotices(r.Frames[0]))
 		}
 		// The flame graph still comes, from the trace_id label.
@@ -304,7 +271,7 @@ func TestTraceQueryWithoutTheTrace(t *testing.T) {
 	})
 	t.Run("Jaeger and Pyroscope down", func(t *testing.T) {
 		b := newJoinBed(t, joinBedOptions{jaegerDown: true, pyroDown: true})
-		wantError(t, b.query(t, traceModel), backend.ErrorSourceDownstream, "Jaeger (http://127.0.0.1:")
+		wantError(t, b.query(t, traceModel), backend.ErrorSourceDownstream, "Jaeger (http://jaeger:16686): HTTP 503")
 	})
 }
 

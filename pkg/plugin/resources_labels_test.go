@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"connectrpc.com/connect"
 )
@@ -36,8 +37,10 @@ func decodeStrings(t *testing.T, body string) []string {
 	return out
 }
 
-func labelsFake() *seriesPyroscope {
-	return &seriesPyroscope{
+// labelsFake is a profile store with the demo's labels; LabelNames hides the internal ones, as
+// the client does (pkg/pyroscope: TestLabelNamesHidesPyroscopesInternalLabels).
+func labelsFake() *memProfiles {
+	return &memProfiles{
 		labelNames: []string{"__name__", "service_name", "span_name", "__profile_type__"},
 		labelValues: map[string][]string{
 			"service_name": {"nemotron-backend", "ai-detector", "ai-enrichment"},
@@ -48,7 +51,7 @@ func labelsFake() *seriesPyroscope {
 
 func TestServicesResourceListsPyroscopesServiceNames(t *testing.T) {
 	fake := labelsFake()
-	ds := newTestDatasource(t, map[string]any{"pyroscopeUrl": newSeriesPyroscope(t, fake).URL}, nil)
+	ds := profilesDS(t, fake, nil)
 	code, body := getResource(t, ds, "/services", map[string]string{"from": "1700000000000", "to": "1700003600000"})
 	if code != 200 {
 		t.Fatalf("HTTP %d: %s", code, body)
@@ -56,15 +59,16 @@ func TestServicesResourceListsPyroscopesServiceNames(t *testing.T) {
 	if got := decodeStrings(t, body); !slices.Equal(got, []string{"ai-detector", "ai-enrichment", "nemotron-backend"}) {
 		t.Errorf("services = %v", got)
 	}
-	req := fake.valuesReqs[0]
-	if req.Name != "service_name" || len(req.Matchers) != 0 || req.Start != 1700000000000 || req.End != 1700003600000 {
+	// Every series: the client sends "{}" as no matcher (TestLabelRequestsSendNoMatcherForEverySeries).
+	req := fake.labelCalls()[0]
+	if req.label != "service_name" || req.selector != "{}" || req.start.UnixMilli() != 1700000000000 || req.end.UnixMilli() != 1700003600000 {
 		t.Errorf("request = %+v", req)
 	}
 }
 
-func TestLabelNamesResourcePassesTheSelectorAndHidesInternalLabels(t *testing.T) {
+func TestLabelNamesResourcePassesTheSelectorAndTheWindow(t *testing.T) {
 	fake := labelsFake()
-	ds := newTestDatasource(t, map[string]any{"pyroscopeUrl": newSeriesPyroscope(t, fake).URL}, nil)
+	ds := profilesDS(t, fake, nil)
 	code, body := getResource(t, ds, "/label-names", map[string]string{"selector": `{service_name="ai-detector"}`})
 	if code != 200 {
 		t.Fatalf("HTTP %d: %s", code, body)
@@ -72,18 +76,19 @@ func TestLabelNamesResourcePassesTheSelectorAndHidesInternalLabels(t *testing.T)
 	if got := decodeStrings(t, body); !slices.Equal(got, []string{"service_name", "span_name"}) {
 		t.Errorf("names = %v", got)
 	}
-	if m := fake.namesReqs[0].Matchers; !slices.Equal(m, []string{`{service_name="ai-detector"}`}) {
-		t.Errorf("matchers = %v", m)
+	r := fake.labelCalls()[0]
+	if r.label != "" || r.selector != `{service_name="ai-detector"}` {
+		t.Errorf("request = %+v", r)
 	}
 	// Without from/to: the last 24 hours.
-	if r := fake.namesReqs[0]; r.End-r.Start != 24*3600*1000 {
-		t.Errorf("default window = %d ms, want 24 h", r.End-r.Start)
+	if r.end.Sub(r.start) != 24*time.Hour {
+		t.Errorf("default window = %v, want 24 h", r.end.Sub(r.start))
 	}
 }
 
 func TestLabelValuesResourceListsOneLabelsValues(t *testing.T) {
 	fake := labelsFake()
-	ds := newTestDatasource(t, map[string]any{"pyroscopeUrl": newSeriesPyroscope(t, fake).URL}, nil)
+	ds := profilesDS(t, fake, nil)
 	code, body := getResource(t, ds, "/label-values", map[string]string{"label": "span_name", "selector": `{service_name=~"nemotron.*"}`})
 	if code != 200 {
 		t.Fatalf("HTTP %d: %s", code, body)
@@ -91,7 +96,7 @@ func TestLabelValuesResourceListsOneLabelsValues(t *testing.T) {
 	if got := decodeStrings(t, body); !slices.Equal(got, []string{"HTTP GET /api/detect"}) {
 		t.Errorf("values = %v", got)
 	}
-	if r := fake.valuesReqs[0]; r.Name != "span_name" || !slices.Equal(r.Matchers, []string{`{service_name=~"nemotron.*"}`}) {
+	if r := fake.labelCalls()[0]; r.label != "span_name" || r.selector != `{service_name=~"nemotron.*"}` {
 		t.Errorf("request = %+v", r)
 	}
 	code, body = getResource(t, ds, "/label-values", map[string]string{"label": "host_name"})
@@ -102,7 +107,7 @@ func TestLabelValuesResourceListsOneLabelsValues(t *testing.T) {
 
 func TestLabelResourcesRejectBadParametersWith400(t *testing.T) {
 	fake := labelsFake()
-	ds := newTestDatasource(t, map[string]any{"pyroscopeUrl": newSeriesPyroscope(t, fake).URL}, nil)
+	ds := profilesDS(t, fake, nil)
 	cases := []struct {
 		path   string
 		params map[string]string
@@ -122,25 +127,24 @@ func TestLabelResourcesRejectBadParametersWith400(t *testing.T) {
 			t.Errorf("%s %v: HTTP %d %s, want 400 with %s", c.path, c.params, code, body, c.want)
 		}
 	}
-	if n := len(fake.namesReqs) + len(fake.valuesReqs); n != 0 {
+	if n := len(fake.labelCalls()); n != 0 {
 		t.Errorf("bad parameters still reached Pyroscope %d times", n)
 	}
 }
 
 func TestLabelResourcesReportPyroscopeFailuresAs502(t *testing.T) {
 	fake := labelsFake()
-	fake.labelsErr = connect.NewError(connect.CodeUnavailable, errString("store-gateway not ready"))
-	pyro := newSeriesPyroscope(t, fake)
-	ds := newTestDatasource(t, map[string]any{"pyroscopeUrl": pyro.URL}, nil)
+	fake.err = pyroscopeErr(connect.CodeUnavailable, "store-gateway not ready")
+	ds := profilesDS(t, fake, nil)
 	for _, p := range []string{"/services", "/label-names", "/label-values?label=service_name"} {
 		rec := httptest.NewRecorder()
 		ds.newResourceMux().ServeHTTP(rec, httptest.NewRequest("GET", p, nil))
-		if rec.Code != 502 || !strings.Contains(rec.Body.String(), "Pyroscope ("+pyro.URL+")") || !strings.Contains(rec.Body.String(), "store-gateway not ready") {
+		if rec.Code != 502 || !strings.Contains(rec.Body.String(), "Pyroscope (http://pyroscope:4040)") || !strings.Contains(rec.Body.String(), "store-gateway not ready") {
 			t.Errorf("%s: HTTP %d %s", p, rec.Code, rec.Body)
 		}
 	}
 
-	down := newTestDatasource(t, map[string]any{"pyroscopeUrl": closedURL(t)}, nil)
+	down := profilesDS(t, &memProfiles{err: errPyroscopeDown}, nil)
 	if code, body := getResource(t, down, "/services", nil); code != 502 || !strings.Contains(body, "connection refused") {
 		t.Errorf("unreachable Pyroscope: HTTP %d %s", code, body)
 	}

@@ -4,14 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/jaeger"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/correlate"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 )
 
@@ -46,98 +45,78 @@ func demoTraces(now time.Time) []models.Trace {
 	}
 }
 
-func TestTraceServicesResourceOnBothAPIs(t *testing.T) {
-	for _, api := range []string{jaeger.APIv3, jaeger.APIv1} {
-		srv := newJaegerFake(t, &jaegerFake{API: api, Services: []string{"nemotron-backend", "ai-enrichment", "ai-detector"}}, nil)
-		ds := newTestDatasource(t, map[string]any{"jaegerUrl": srv.URL}, nil)
-		status, body := traceResource(t, ds, "trace-services")
-		if want := `["ai-detector","ai-enrichment","nemotron-backend"]`; status != 200 || strings.TrimSpace(body) != want {
-			t.Errorf("%s: HTTP %d %s, want sorted %s", api, status, body, want)
-		}
+// tracesDS is a data source whose trace store is traces.
+func tracesDS(t *testing.T, traces *memTraces) *Datasource {
+	t.Helper()
+	return withSources(t, map[string]any{}, correlate.Sources{Traces: correlate.Ready[correlate.TraceStore](traces)})
+}
+
+// Which API the client reads (v3, or v1 on an older Jaeger) is pkg/jaeger's
+// (TestServicesFallsBackToV1AndRemembers, TestFindTracesOnBothAPIs): here, what the routes make of
+// the store's answers.
+func TestTraceServicesResourceListsThemSorted(t *testing.T) {
+	ds := tracesDS(t, &memTraces{services: []string{"nemotron-backend", "ai-enrichment", "ai-detector"}})
+	status, body := traceResource(t, ds, "trace-services")
+	if want := `["ai-detector","ai-enrichment","nemotron-backend"]`; status != 200 || strings.TrimSpace(body) != want {
+		t.Errorf("HTTP %d %s, want sorted %s", status, body, want)
 	}
 
 	// A Jaeger that has seen no span yet: an empty list, not null.
-	srv := newJaegerFake(t, &jaegerFake{Services: []string{}}, nil)
-	ds := newTestDatasource(t, map[string]any{"jaegerUrl": srv.URL}, nil)
+	ds = tracesDS(t, &memTraces{services: []string{}})
 	if status, body := traceResource(t, ds, "trace-services"); status != 200 || strings.TrimSpace(body) != "[]" {
 		t.Errorf("empty Jaeger: HTTP %d %s", status, body)
 	}
 }
 
-func TestTracesResourceSearchesSlowestFirstOnBothAPIs(t *testing.T) {
-	// Whole microseconds: v1 has no finer times, and the two answers are compared byte for byte.
-	now := time.Now().Truncate(time.Microsecond)
+func TestTracesResourceSearchesSlowestFirst(t *testing.T) {
+	now := time.Now().Truncate(time.Millisecond)
 	from, to := now.Add(-10*time.Minute).UnixMilli(), now.UnixMilli()
-	var bodies []string
-	for _, api := range []string{jaeger.APIv3, jaeger.APIv1} {
-		fake := &jaegerFake{API: api, Traces: demoTraces(now)}
-		srv := newJaegerFake(t, fake, nil)
-		ds := newTestDatasource(t, map[string]any{"jaegerUrl": srv.URL}, nil)
-		status, body := traceResource(t, ds, fmt.Sprintf("traces?service=nemotron-backend&minDuration=250ms&from=%d&to=%d", from, to))
-		if status != 200 {
-			t.Fatalf("%s: HTTP %d %s", api, status, body)
-		}
-		var got []struct {
-			TraceID       string   `json:"traceId"`
-			RootService   string   `json:"rootService"`
-			RootOperation string   `json:"rootOperation"`
-			DurationMs    float64  `json:"durationMs"`
-			Spans         int      `json:"spans"`
-			Services      []string `json:"services"`
-		}
-		if err := json.Unmarshal([]byte(body), &got); err != nil {
-			t.Fatalf("%s: %v in %s", api, err, body)
-		}
-		// The 80 ms trace is under minDuration; the 1.2 s one comes first.
-		if len(got) != 2 || got[0].TraceID != "00f067aa0ba902b7a3ce929d0e0e4736" || got[1].TraceID != "4bf92f3577b34da6a3ce929d0e0e4736" {
-			t.Fatalf("%s: got %+v", api, got)
-		}
-		if g := got[0]; g.RootService != "nemotron-backend" || g.RootOperation != "GET /api/detect" || g.Spans != 3 ||
-			g.DurationMs != 1203 || strings.Join(g.Services, ",") != "ai-detector,nemotron-backend" {
-			t.Errorf("%s: first hit %+v", api, g)
-		}
-		// The editor's range and the defaults reach Jaeger in its own parameter names.
-		var search url.Values
-		for _, u := range fake.Requests() {
-			if u.Path == "/api/v3/traces" || u.Path == "/api/traces" {
-				search = u.Query()
-			}
-		}
-		wantParams := map[string]string{
-			"query.service_name": "nemotron-backend", "query.duration_min": "250ms", "query.search_depth": "20",
-			"query.start_time_min": time.UnixMilli(from).UTC().Format(time.RFC3339Nano),
-			"query.start_time_max": time.UnixMilli(to).UTC().Format(time.RFC3339Nano),
-		}
-		if api == jaeger.APIv1 {
-			wantParams = map[string]string{
-				"service": "nemotron-backend", "minDuration": "250ms", "limit": "20",
-				"start": fmt.Sprint(from * 1000), "end": fmt.Sprint(to * 1000),
-			}
-		}
-		for k, v := range wantParams {
-			if search.Get(k) != v {
-				t.Errorf("%s: Jaeger got %s=%q, want %q (all: %v)", api, k, search.Get(k), v, search)
-			}
-		}
-		bodies = append(bodies, body)
+	traces := &memTraces{traces: demoTraces(now)}
+	ds := tracesDS(t, traces)
+	status, body := traceResource(t, ds, fmt.Sprintf("traces?service=nemotron-backend&minDuration=250ms&from=%d&to=%d", from, to))
+	if status != 200 {
+		t.Fatalf("HTTP %d %s", status, body)
 	}
-	if bodies[0] != bodies[1] {
-		t.Errorf("v3 and v1 answer differently:\n%s\n%s", bodies[0], bodies[1])
+	var got []struct {
+		TraceID       string   `json:"traceId"`
+		RootService   string   `json:"rootService"`
+		RootOperation string   `json:"rootOperation"`
+		DurationMs    float64  `json:"durationMs"`
+		Spans         int      `json:"spans"`
+		Services      []string `json:"services"`
+	}
+	if err := json.Unmarshal([]byte(body), &got); err != nil {
+		t.Fatalf("%v in %s", err, body)
+	}
+	// The 80 ms trace is under minDuration; the 1.2 s one comes first.
+	if len(got) != 2 || got[0].TraceID != "00f067aa0ba902b7a3ce929d0e0e4736" || got[1].TraceID != "4bf92f3577b34da6a3ce929d0e0e4736" {
+		t.Fatalf("got %+v", got)
+	}
+	if g := got[0]; g.RootService != "nemotron-backend" || g.RootOperation != "GET /api/detect" || g.Spans != 3 ||
+		g.DurationMs != 1203 || strings.Join(g.Services, ",") != "ai-detector,nemotron-backend" {
+		t.Errorf("first hit %+v", g)
+	}
+	// The editor's range and the defaults reach the store; pkg/jaeger tests Jaeger's parameter
+	// names for them on both APIs.
+	if len(traces.searches) != 1 {
+		t.Fatalf("searches %+v", traces.searches)
+	}
+	if q := traces.searches[0]; q.Service != "nemotron-backend" || q.Operation != "" || q.MinDuration != 250*time.Millisecond || q.Limit != 20 ||
+		q.Start.UnixMilli() != from || q.End.UnixMilli() != to {
+		t.Errorf("search %+v", q)
 	}
 }
 
 func TestTracesResourceLimitAndEmptyResult(t *testing.T) {
-	now := time.Now()
-	srv := newJaegerFake(t, &jaegerFake{Traces: demoTraces(now)}, nil)
-	ds := newTestDatasource(t, map[string]any{"jaegerUrl": srv.URL}, nil)
+	ds := tracesDS(t, &memTraces{traces: demoTraces(time.Now())})
 
 	status, body := traceResource(t, ds, "traces?service=nemotron-backend&limit=1")
 	var got []models.TraceSummary
 	if err := json.Unmarshal([]byte(body), &got); status != 200 || err != nil || len(got) != 1 {
 		t.Errorf("limit=1: HTTP %d %s (%v)", status, body, err)
 	}
-	// Jaeger's v3 search answers 404 "No traces found" when nothing matches: that is an empty
-	// list, not an error.
+	// Nothing found is an empty list, not an error (Jaeger's v3 404 "No traces found" is one:
+	// pkg/jaeger's TestFindTracesEmptyOnBothAPIs).
 	status, body = traceResource(t, ds, "traces?service=nemotron-backend&minDuration=1h")
 	if status != 200 || strings.TrimSpace(body) != "[]" {
 		t.Errorf("no hit: HTTP %d %s", status, body)
@@ -145,9 +124,8 @@ func TestTracesResourceLimitAndEmptyResult(t *testing.T) {
 }
 
 func TestTracesResourceRejectsBadParameters(t *testing.T) {
-	fake := &jaegerFake{}
-	srv := newJaegerFake(t, fake, nil)
-	ds := newTestDatasource(t, map[string]any{"jaegerUrl": srv.URL}, nil)
+	fake := &memTraces{}
+	ds := tracesDS(t, fake)
 	cases := map[string]string{
 		"traces":                                     `parameter \"service\" is required`,
 		"traces?service=a&minDuration=abc":           `parameter \"minDuration\" must be a duration such as 500ms or 1s, got \"abc\"`,
@@ -170,7 +148,7 @@ func TestTracesResourceRejectsBadParameters(t *testing.T) {
 		}
 	}
 	// None of them may reach Jaeger.
-	if n := len(fake.Requests()); n != 0 {
+	if n := len(fake.searches); n != 0 {
 		t.Errorf("bad parameters reached Jaeger %d times", n)
 	}
 }
@@ -184,19 +162,13 @@ func TestTraceResourcesWithoutOrWithBrokenJaeger(t *testing.T) {
 		}
 	}
 
-	down := newJaegerFake(t, &jaegerFake{Down: true}, nil)
-	ds = newTestDatasource(t, map[string]any{"jaegerUrl": down.URL}, nil)
+	// A failing Jaeger: its error as the client files it, 502. (An unreachable one is named the
+	// same way: pkg/jaeger's TestFindTracesNamesAnUnreachableJaeger.)
+	ds = tracesDS(t, &memTraces{err: errJaegerDown})
 	for _, path := range []string{"trace-services", "traces?service=a"} {
 		status, body := traceResource(t, ds, path)
-		if want := "Jaeger (" + down.URL + "): HTTP 503: storage backend unavailable"; status != 502 || !strings.Contains(body, want) {
+		if want := "Jaeger (http://jaeger:16686): HTTP 503: storage backend unavailable"; status != 502 || !strings.Contains(body, want) {
 			t.Errorf("down, %s: HTTP %d %s, want 502 with %q", path, status, body, want)
 		}
-	}
-
-	closed := closedURL(t)
-	ds = newTestDatasource(t, map[string]any{"jaegerUrl": closed}, nil)
-	status, body := traceResource(t, ds, "traces?service=a")
-	if want := "Jaeger (" + closed + "): unreachable"; status != 502 || !strings.Contains(body, want) {
-		t.Errorf("unreachable: HTTP %d %s, want 502 with %q", status, body, want)
 	}
 }

@@ -1,56 +1,18 @@
 package plugin
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"connectrpc.com/connect"
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	"github.com/grafana/grafana-plugin-sdk-go/data"
-	querierv1 "github.com/grafana/pyroscope/api/gen/proto/go/querier/v1"
-	"github.com/grafana/pyroscope/api/gen/proto/go/querier/v1/querierv1connect"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/correlate"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/pyroscope/pyroscopetest"
 )
-
-// spanPyroscope is a Pyroscope that knows span profiles: SelectMergeSpanProfile answers the
-// merged stacks of the asked span IDs; SelectMergeStacktraces (the trace-ID fallbacks) answers no
-// samples. Each call waits delay, as a real server under load.
-type spanPyroscope struct {
-	querierv1connect.UnimplementedQuerierServiceHandler
-	bySpan map[string][]string // span ID → stacks "a;b;c value"
-	delay  time.Duration
-
-	mu        sync.Mutex
-	spanCalls []*querierv1.SelectMergeSpanProfileRequest
-}
-
-func (f *spanPyroscope) SelectMergeSpanProfile(ctx context.Context, req *connect.Request[querierv1.SelectMergeSpanProfileRequest]) (*connect.Response[querierv1.SelectMergeSpanProfileResponse], error) {
-	f.mu.Lock()
-	f.spanCalls = append(f.spanCalls, req.Msg)
-	f.mu.Unlock()
-	time.Sleep(f.delay)
-	var stacks []string
-	for _, id := range req.Msg.SpanSelector {
-		stacks = append(stacks, f.bySpan[id]...)
-	}
-	return connect.NewResponse(&querierv1.SelectMergeSpanProfileResponse{Flamegraph: folded(stacks...)}), nil
-}
-
-func (f *spanPyroscope) SelectMergeStacktraces(ctx context.Context, req *connect.Request[querierv1.SelectMergeStacktracesRequest]) (*connect.Response[querierv1.SelectMergeStacktracesResponse], error) {
-	time.Sleep(f.delay)
-	return connect.NewResponse(&querierv1.SelectMergeStacktracesResponse{Flamegraph: folded()}), nil
-}
-
-// folded builds Pyroscope's level-encoded flame graph from folded stacks ("a;b;c 10").
-func folded(stacks ...string) *querierv1.FlameGraph { return pyroscopetest.FlameGraph(stacks...) }
 
 // demoLikeTrace is a request like the demo's: the backend's local root calls the detector and the
 // enrichment service, each a local root carrying pyroscope.profile.id.
@@ -64,33 +26,40 @@ func demoLikeTrace(start time.Time) models.Trace {
 }
 
 type traceProfileBed struct {
-	ds    *Datasource
-	pyro  *spanPyroscope
-	jae   *jaegerFake
-	trace models.Trace
+	ds       *Datasource
+	profiles *memProfiles
+	traces   *memTraces
+	trace    models.Trace
 }
 
-func newTraceProfileBed(t *testing.T, pyro *spanPyroscope, jaegerDown bool) *traceProfileBed {
+func newTraceProfileBed(t *testing.T, jaegerDown bool) *traceProfileBed {
 	t.Helper()
 	tr := demoLikeTrace(time.Now().Add(-10 * time.Minute))
-	if pyro.bySpan == nil {
-		pyro.bySpan = map[string][]string{
-			tr.Spans[0].SpanID: {"main.handleDetect;main.dbQuery 300", "main.handleDetect;main.serializeResponse 20"},
-			tr.Spans[2].SpanID: {"main.handleDetector;main.modelPredict 40"},
-			tr.Spans[3].SpanID: {"main.handleEnrichment;main.extractFeatures 15"},
-		}
+	profiles := &memProfiles{bySpan: map[string]map[string][]string{cpuTypeID: {
+		tr.Spans[0].SpanID: {"main.handleDetect;main.dbQuery 300", "main.handleDetect;main.serializeResponse 20"},
+		tr.Spans[2].SpanID: {"main.handleDetector;main.modelPredict 40"},
+		tr.Spans[3].SpanID: {"main.handleEnrichment;main.extractFeatures 15"},
+	}}}
+	traces := &memTraces{traces: []models.Trace{tr}}
+	if jaegerDown {
+		traces.err = errJaegerDown
 	}
-	j := &jaegerFake{Traces: []models.Trace{tr}, Down: jaegerDown}
-	ds := newTestDatasource(t, map[string]any{
-		"pyroscopeUrl": serveQuerier(t, pyro),
-		"jaegerUrl":    newJaegerFake(t, j, nil).URL,
-	}, nil)
-	return &traceProfileBed{ds: ds, pyro: pyro, jae: j, trace: tr}
+	ds := withSources(t, map[string]any{}, correlate.Sources{
+		Profiles: correlate.Ready[correlate.ProfileStore](profiles),
+		Traces:   correlate.Ready[correlate.TraceStore](traces),
+	})
+	return &traceProfileBed{ds: ds, profiles: profiles, traces: traces, trace: tr}
 }
 
-// serveQuerier serves any Pyroscope querier implementation on a loopback server.
-func serveQuerier(t testing.TB, h querierv1connect.QuerierServiceHandler) string {
-	return pyroscopetest.Serve(t, h)
+// spanCalls are the span profile queries p was asked.
+func spanCalls(p *memProfiles) []models.FlameGraphQuery {
+	var out []models.FlameGraphQuery
+	for _, q := range p.flameCalls() {
+		if len(q.SpanSelector) > 0 {
+			out = append(out, q)
+		}
+	}
+	return out
 }
 
 func (b *traceProfileBed) query(t *testing.T, model string) backend.DataResponse {
@@ -117,7 +86,7 @@ func frameNotices(f *data.Frame) string {
 }
 
 func TestTraceProfileIsTheWholeRequestWithAServiceLevel(t *testing.T) {
-	b := newTraceProfileBed(t, &spanPyroscope{}, false)
+	b := newTraceProfileBed(t, false)
 	r := b.query(t, `{"queryType":"profile","traceId":"4bf92f3577b34da6a3ce929d0e0e4736","perService":true}`)
 	if r.Error != nil {
 		t.Fatal(r.Error)
@@ -147,15 +116,16 @@ func TestTraceProfileIsTheWholeRequestWithAServiceLevel(t *testing.T) {
 	}
 	// One call per profiled span, each with the service's selector and a window padded around the
 	// span; the unprofiled db_query span is not asked for.
-	if len(b.pyro.spanCalls) != 3 {
-		t.Fatalf("span calls = %d", len(b.pyro.spanCalls))
+	calls := spanCalls(b.profiles)
+	if len(calls) != 3 {
+		t.Fatalf("span calls = %d", len(calls))
 	}
-	for _, c := range b.pyro.spanCalls {
+	for _, c := range calls {
 		if len(c.SpanSelector) != 1 || c.SpanSelector[0] == b.trace.Spans[1].SpanID {
 			t.Errorf("span selector %v", c.SpanSelector)
 		}
-		if !strings.HasPrefix(c.LabelSelector, `{service_name="`) || c.End-c.Start < 2*correlate.SpanWindowPadding.Milliseconds() {
-			t.Errorf("call %s over %d ms", c.LabelSelector, c.End-c.Start)
+		if !strings.HasPrefix(c.LabelSelector, `{service_name="`) || c.End.Sub(c.Start) < 2*correlate.SpanWindowPadding {
+			t.Errorf("call %s over %v", c.LabelSelector, c.End.Sub(c.Start))
 		}
 	}
 }
@@ -164,27 +134,29 @@ func TestTraceProfileIsTheWholeRequestWithAServiceLevel(t *testing.T) {
 // reach the user.
 
 func TestTraceProfileWithASelectorMatchingNoServiceIsTheUsersToFix(t *testing.T) {
-	b := newTraceProfileBed(t, &spanPyroscope{}, false)
+	b := newTraceProfileBed(t, false)
 	r := b.query(t, `{"queryType":"profile","traceId":"4bf92f3577b34da6a3ce929d0e0e4736","labelSelector":"{service_name=\"billing\"}"}`)
 	wantError(t, r, backend.ErrorSourceDownstream, "has no spans of a service matching", "ai-detector, ai-enrichment, nemotron-backend")
 }
 
 func TestTraceProfileWhenJaegerIsDownAndNothingIsLabelledNamesJaeger(t *testing.T) {
-	b := newTraceProfileBed(t, &spanPyroscope{}, true)
+	b := newTraceProfileBed(t, true)
 	r := b.query(t, `{"queryType":"profile","traceId":"4bf92f3577b34da6a3ce929d0e0e4736"}`)
-	wantError(t, r, backend.ErrorSourceDownstream, "Jaeger (http://127.0.0.1:", "HTTP 503", `no profile sample in the panel's time range carries trace ID 4bf92f3577b34da6a3ce929d0e0e4736 (asked by trace_id_selector and by the label trace_id="4bf92f3577b34da6a3ce929d0e0e4736")`)
+	wantError(t, r, backend.ErrorSourceDownstream, "Jaeger (http://jaeger:16686)", "HTTP 503", `no profile sample in the panel's time range carries trace ID 4bf92f3577b34da6a3ce929d0e0e4736 (asked by trace_id_selector and by the label trace_id="4bf92f3577b34da6a3ce929d0e0e4736")`)
 }
 
 func TestTraceProfileOfAnUnknownTrace(t *testing.T) {
-	b := newTraceProfileBed(t, &spanPyroscope{}, false)
+	b := newTraceProfileBed(t, false)
 	r := b.query(t, `{"queryType":"profile","traceId":"00000000000000000000000000000abc"}`)
 	wantError(t, r, backend.ErrorSourceDownstream, "Jaeger", "not found", "trace_id")
 }
 
 func TestTraceProfileNeedsPyroscopeAndValidIDs(t *testing.T) {
-	ds := newTestDatasource(t, map[string]any{"jaegerUrl": "http://127.0.0.1:1"}, nil)
-	wantError(t, run(t, ds, query("A", `{"queryType":"profile","traceId":"4bf92f3577b34da6a3ce929d0e0e4736"}`)).Responses["A"],
+	// Not configured: the stores as the data source builds them from settings without its URL.
+	unset := newTestDatasource(t, map[string]any{"jaegerUrl": "http://127.0.0.1:1"}, nil)
+	wantError(t, run(t, unset, query("A", `{"queryType":"profile","traceId":"4bf92f3577b34da6a3ce929d0e0e4736"}`)).Responses["A"],
 		backend.ErrorSourceDownstream, "Pyroscope is not configured")
+	ds := newTraceProfileBed(t, false).ds
 	for model, want := range map[string]string{
 		`{"queryType":"profile","traceId":"xyz"}`:                                                  `field "traceId" must be a trace ID of 32 hex digits (or 16), without dashes, got "xyz"`,
 		`{"queryType":"profile","traceId":"4bf92f3577b34da6","spanSelector":["a"]}`:                `field "spanSelector" item 1 must be a span ID of 16 hex digits`,
@@ -196,8 +168,8 @@ func TestTraceProfileNeedsPyroscopeAndValidIDs(t *testing.T) {
 }
 
 func TestSpanSelectorProfileAsksSpanProfilesOverAWiderWindow(t *testing.T) {
-	pyro := &spanPyroscope{bySpan: map[string][]string{"00f067aa0ba902b7": {"main.handle;main.slow 12"}}}
-	ds := newTestDatasource(t, map[string]any{"pyroscopeUrl": serveQuerier(t, pyro)}, nil)
+	profiles := &memProfiles{bySpan: map[string]map[string][]string{cpuTypeID: {"00f067aa0ba902b7": {"main.handle;main.slow 12"}}}}
+	ds := profilesDS(t, profiles, nil)
 	// The embedded span flame graph of Grafana's trace view, exactly as it is sent.
 	q := query("span-flamegraph-refId", `{"refId":"span-flamegraph-refId","queryType":"profile","labelSelector":"{service_name=\"ai-detector\"}","groupBy":[],"profileTypeId":"process_cpu:cpu:nanoseconds:cpu:nanoseconds","spanSelector":["00F067AA0BA902B7"]}`)
 	q.TimeRange = backend.TimeRange{From: time.UnixMilli(1_700_000_000_000), To: time.UnixMilli(1_700_000_000_030)}
@@ -208,8 +180,8 @@ func TestSpanSelectorProfileAsksSpanProfilesOverAWiderWindow(t *testing.T) {
 	if got := rows(r.Frames[0]); !slices.Equal(got, []string{"0 total 12", "1 main.handle 12", "2 main.slow 12"}) {
 		t.Errorf("rows %v", got)
 	}
-	c := pyro.spanCalls[0]
-	if c.Start != 1_700_000_000_000-60_000 || c.End != 1_700_000_000_030+60_000 || c.SpanSelector[0] != "00f067aa0ba902b7" {
-		t.Errorf("asked %d–%d for %v", c.Start, c.End, c.SpanSelector)
+	c := spanCalls(profiles)[0]
+	if c.Start.UnixMilli() != 1_700_000_000_000-60_000 || c.End.UnixMilli() != 1_700_000_000_030+60_000 || c.SpanSelector[0] != "00f067aa0ba902b7" {
+		t.Errorf("asked %v–%v for %v", c.Start, c.End, c.SpanSelector)
 	}
 }

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	typesv1 "github.com/grafana/pyroscope/api/gen/proto/go/types/v1"
-
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/correlate"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/pyroscope"
 )
 
 func TestFormatTraceDuration(t *testing.T) {
@@ -54,11 +54,12 @@ func texts(values []variableValue) []string {
 
 func TestVariablesAnswerFromPyroscope(t *testing.T) {
 	fake := labelsFake()
-	fake.profileTypes = []*typesv1.ProfileType{
+	fake.types = []pyroscope.ProfileType{
 		{ID: "process_cpu:cpu:nanoseconds:cpu:nanoseconds", Name: "process_cpu", SampleType: "cpu"},
 		{ID: "memory:alloc_objects:count:space:bytes", Name: "memory", SampleType: "alloc_objects"},
 	}
-	ds := newTestDatasource(t, map[string]any{"pyroscopeUrl": newSeriesPyroscope(t, fake).URL}, nil)
+	ds := profilesDS(t, fake, nil)
+	last := func() memLabelQuery { calls := fake.labelCalls(); return calls[len(calls)-1] }
 
 	code, values, body := variable(t, ds, "profile_types()", nil)
 	if code != 200 || len(values) != 2 || values[0] != (variableValue{"process_cpu - cpu", "process_cpu:cpu:nanoseconds:cpu:nanoseconds"}) ||
@@ -70,7 +71,7 @@ func TestVariablesAnswerFromPyroscope(t *testing.T) {
 	if want := []variableValue{{"ai-detector", "ai-detector"}, {"ai-enrichment", "ai-enrichment"}, {"nemotron-backend", "nemotron-backend"}}; !slices.Equal(values, want) {
 		t.Errorf("services = %v", values)
 	}
-	if r := fake.valuesReqs[len(fake.valuesReqs)-1]; r.Start != 1700000000000 || r.End != 1700000600000 || r.Name != "service_name" {
+	if r := last(); r.start.UnixMilli() != 1700000000000 || r.end.UnixMilli() != 1700000600000 || r.label != "service_name" {
 		t.Errorf("services asked %+v, want the variable's range", r)
 	}
 
@@ -78,15 +79,15 @@ func TestVariablesAnswerFromPyroscope(t *testing.T) {
 	if got := texts(values); !slices.Equal(got, []string{"service_name", "span_name"}) {
 		t.Errorf("label_names = %v", got)
 	}
-	if m := fake.namesReqs[len(fake.namesReqs)-1].Matchers; !slices.Equal(m, []string{`{service_name="ai-detector"}`}) {
-		t.Errorf("label_names matchers = %v", m)
+	if r := last(); r.label != "" || r.selector != `{service_name="ai-detector"}` {
+		t.Errorf("label_names asked %+v", r)
 	}
 
 	_, values, _ = variable(t, ds, `label_values({service_name="nemotron-backend"}, span_name)`, nil)
 	if !slices.Equal(values, []variableValue{{"HTTP GET /api/detect", "HTTP GET /api/detect"}}) {
 		t.Errorf("label_values = %v", values)
 	}
-	if r := fake.valuesReqs[len(fake.valuesReqs)-1]; r.Name != "span_name" || !slices.Equal(r.Matchers, []string{`{service_name="nemotron-backend"}`}) {
+	if r := last(); r.label != "span_name" || r.selector != `{service_name="nemotron-backend"}` {
 		t.Errorf("label_values asked %+v", r)
 	}
 
@@ -106,13 +107,12 @@ func TestVariablesAnswerFromPyroscope(t *testing.T) {
 
 func TestVariablesAnswerFromJaeger(t *testing.T) {
 	now := time.Now()
-	jf := &jaegerFake{Traces: []models.Trace{
+	traces := &memTraces{traces: []models.Trace{
 		fakeTrace("0af7651916cd43dd8448eb211c80319c", now.Add(-10*time.Minute), 200*time.Millisecond, "nemotron-backend/POST /api/detect", "ai-detector/predict"),
 		fakeTrace("1af7651916cd43dd8448eb211c80319c", now.Add(-9*time.Minute), 3*time.Second, "nemotron-backend/POST /api/detect", "ai-enrichment/enrich"),
 		fakeTrace("2af7651916cd43dd8448eb211c80319c", now.Add(-8*time.Minute), 40*time.Millisecond, "nemotron-backend/GET /health"),
 	}}
-	jsrv := newJaegerFake(t, jf, nil)
-	ds := newTestDatasource(t, map[string]any{"jaegerUrl": jsrv.URL}, nil)
+	ds := withSources(t, map[string]any{}, correlate.Sources{Traces: correlate.Ready[correlate.TraceStore](traces)})
 
 	code, values, body := variable(t, ds, "trace_services()", nil)
 	if got := texts(values); code != 200 || !slices.Equal(got, []string{"ai-detector", "ai-enrichment", "nemotron-backend"}) {
@@ -138,7 +138,7 @@ func TestVariablesAnswerFromJaeger(t *testing.T) {
 		t.Errorf("trace_ids with minDuration 1s = %v, want only the 3 s trace", values)
 	}
 
-	// The variable's range reaches Jaeger: a range before all traces finds none.
+	// The variable's range reaches the trace store: a range before all traces finds none.
 	old := now.Add(-48 * time.Hour).UnixMilli()
 	code, values, body = variable(t, ds, "trace_ids(nemotron-backend)", map[string]string{"from": strconv.FormatInt(old, 10), "to": strconv.FormatInt(old+3600_000, 10)})
 	if code != 200 || len(values) != 0 {
@@ -147,21 +147,26 @@ func TestVariablesAnswerFromJaeger(t *testing.T) {
 }
 
 func TestVariablesNameTheUpstreamTheyNeed(t *testing.T) {
-	onlyJaeger := newTestDatasource(t, map[string]any{"jaegerUrl": closedURL(t)}, nil)
-	code, _, body := variable(t, onlyJaeger, "services()", nil)
+	// Not configured: the stores as the data source builds them from settings without URLs.
+	unset := newTestDatasource(t, map[string]any{}, nil)
+	code, _, body := variable(t, unset, "services()", nil)
 	if code != 400 || !strings.Contains(body, "Pyroscope is not configured") {
 		t.Errorf("services without Pyroscope: HTTP %d %s", code, body)
 	}
-	code, _, body = variable(t, onlyJaeger, "trace_ids(svc)", nil)
-	if code != 502 || !strings.Contains(body, "Jaeger (") {
-		t.Errorf("unreachable Jaeger: HTTP %d %s", code, body)
-	}
-	onlyPyro := newTestDatasource(t, map[string]any{"pyroscopeUrl": closedURL(t)}, nil)
-	code, _, body = variable(t, onlyPyro, "trace_services()", nil)
+	code, _, body = variable(t, unset, "trace_services()", nil)
 	if code != 400 || !strings.Contains(body, "Jaeger is not configured") || !strings.Contains(body, "jsonData.jaegerUrl") {
 		t.Errorf("trace_services without Jaeger: HTTP %d %s", code, body)
 	}
-	code, _, body = variable(t, onlyPyro, "label_names()", nil)
+	// Configured but failing: the upstream's error, 502.
+	down := withSources(t, map[string]any{}, correlate.Sources{
+		Traces:   correlate.Ready[correlate.TraceStore](&memTraces{err: errJaegerDown}),
+		Profiles: correlate.Ready[correlate.ProfileStore](&memProfiles{err: errPyroscopeDown}),
+	})
+	code, _, body = variable(t, down, "trace_ids(svc)", nil)
+	if code != 502 || !strings.Contains(body, "Jaeger (") {
+		t.Errorf("unreachable Jaeger: HTTP %d %s", code, body)
+	}
+	code, _, body = variable(t, down, "label_names()", nil)
 	if code != 502 || !strings.Contains(body, "Pyroscope (") || !strings.Contains(body, "connection refused") {
 		t.Errorf("unreachable Pyroscope: HTTP %d %s", code, body)
 	}

@@ -3,6 +3,7 @@ package prometheus
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
+	"github.com/prometheus/common/model"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/upstream"
@@ -338,5 +340,43 @@ func TestGPULabelValuesUnitesAliasesAndSortsIndexesAsNumbers(t *testing.T) {
 	}
 	if _, err := c.GPULabelValues(context.Background(), "node", models.GPUFilter{}, t0, tEnd); err == nil || !strings.Contains(err.Error(), `unknown GPU label role "node"`) {
 		t.Errorf("unknown role: %v", err)
+	}
+}
+
+// Moved from pkg/plugin's unit tests, whose GPU store is now in memory: each MIG instance of one
+// GPU is a series of its own, labelled with its instance and profile and the parent's UUID and
+// index.
+func TestGPUMetricSplitsEachMIGInstance(t *testing.T) {
+	f := &fakeDCGM{
+		stored: []fakeStream{
+			stored("DCGM_FI_PROF_GR_ENGINE_ACTIVE", migSlices[0], 0.95),
+			stored("DCGM_FI_PROF_GR_ENGINE_ACTIVE", migSlices[1], 0.01),
+		},
+	}
+	f.rangeAnswer = func(read []string, _ string) []fakeStream {
+		var out []fakeStream
+		for _, s := range f.stored {
+			if s.Metric[model.MetricNameLabel] == read[0] {
+				out = append(out, fakeStream{Metric: identity(s.Metric), Values: s.Values})
+			}
+		}
+		return out
+	}
+	c, _ := newFakeDCGM(t, f)
+	res, err := c.GPUMetric(context.Background(), "gr_engine_active", models.GPUFilter{}, "", t0, t0.Add(30*time.Second), 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, s := range res.Series {
+		if s.Labels["uuid"] != migSlices[0]["UUID"] || s.Labels["gpu"] != "0" || s.Labels["host"] != "gpu-node-1" || len(s.Values) == 0 {
+			t.Errorf("series labels %v, values %v", s.Labels, s.Values)
+			continue
+		}
+		got["mig="+s.Labels["mig"]+" mig_profile="+s.Labels["mig_profile"]] = s.Values[0]
+	}
+	want := map[string]float64{"mig=1 mig_profile=3g.20gb": 0.95, "mig=2 mig_profile=1g.5gb": 0.01}
+	if !maps.Equal(got, want) {
+		t.Errorf("series %v, want %v; notices %v", got, want, res.Notices.Texts())
 	}
 }
