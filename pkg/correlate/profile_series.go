@@ -56,8 +56,11 @@ func ProfileSeries(ctx context.Context, pyro ProfileStore, q ProfileSeriesQuery)
 	ans := &ProfileSeriesAnswer{Step: q.Step}
 	if pq.IncludeHeatmap {
 		err := profileHeatmap(ctx, pyro, q, ans)
-		if !errors.Is(err, models.ErrUnsupported) {
-			return ans, err
+		switch {
+		case err == nil:
+			return ans, nil
+		case !errors.Is(err, models.ErrUnsupported):
+			return nil, err
 		}
 		ans.Notices.Warn(pyroscope.HeatmapFallbackNotice(err))
 	}
