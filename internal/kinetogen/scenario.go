@@ -98,15 +98,40 @@ func (t Truth) Of(m Mechanism) int64 {
 
 // Write writes the scenario's trace to w and returns its ground truth.
 func Write(w io.Writer, s Scenario) (Truth, error) {
-	if err := s.normalise(); err != nil {
+	p, t, err := Generate(s)
+	if err != nil {
 		return Truth{}, err
+	}
+	return t, p.g.write(w)
+}
+
+// Generated is a scenario's events, built in memory: their truth is known before they are
+// written, as a profiler's events are recorded before its trace is saved.
+type Generated struct{ g *gen }
+
+// Generate builds the scenario's events and returns their ground truth (its window relative to
+// s.Start as given); Generated.Write writes them later.
+func Generate(s Scenario) (*Generated, Truth, error) {
+	if err := s.normalise(); err != nil {
+		return nil, Truth{}, err
 	}
 	g := &gen{s: s, rng: rand.New(rand.NewPCG(s.Seed, s.Seed^0x9e3779b97f4a7c15)), end: s.Duration.Nanoseconds()}
 	if err := g.generate(); err != nil {
-		return Truth{}, err
+		return nil, Truth{}, err
 	}
-	t := g.truth()
-	return t, g.write(w)
+	return &Generated{g}, g.truth(), nil
+}
+
+// Write writes the events as the trace of the request traceID (and span spanID, "" for none)
+// starting at start: what PyTorch's profiler saves once the profiled step is over.
+func (p *Generated) Write(w io.Writer, start time.Time, traceID, spanID string) error {
+	s := p.g.s
+	s.Start, s.TraceID, s.SpanID = start, traceID, spanID
+	if err := s.normalise(); err != nil {
+		return err
+	}
+	p.g.s = s
+	return p.g.write(w)
 }
 
 func (s *Scenario) normalise() error {

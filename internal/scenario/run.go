@@ -132,6 +132,15 @@ func Run(ctx context.Context, cfg Config, s Spec) (*Result, error) {
 	}
 	prop := propagation.TraceContext{}
 	c := &culprit{spec: s, cfg: cfg, tracer: culpritTracing.Tracer("hsi-scenario"), gpu: gpu, res: res}
+	if m, ok := mechanisms[s.Kind]; ok {
+		// The IDs are placeholders: the trace is written with the request's own after it.
+		if c.kernels, c.truth, err = kinetogen.Generate(kinetogen.Scenario{
+			Mechanism: m, TraceID: "a0000000000000000000000000000000", Duration: s.Injected, Seed: s.Seed,
+		}); err != nil {
+			return nil, err
+		}
+		res.InjectedMs = ms(time.Duration(c.truth.Of(m)))
+	}
 	var handler http.Handler = http.HandlerFunc(c.serve)
 	switch s.Kind {
 	case DownstreamOpaque: // sends no spans: a plain server
@@ -174,8 +183,10 @@ func Run(ctx context.Context, cfg Config, s Spec) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if c.err != nil {
-		return nil, c.err
+	if c.kernels != nil {
+		if err := c.writeKernelTrace(); err != nil {
+			return nil, err
+		}
 	}
 	for _, tp := range []*sdktrace.TracerProvider{callerTP, culpritTP} {
 		if err := tp.ForceFlush(ctx); err != nil {
@@ -217,10 +228,18 @@ type culprit struct {
 	gpu    int
 	res    *Result
 
+	// kernels are the GPU-idle kinds' kernel-trace events, generated before the request; the
+	// span's work takes their time, and they are written after the request, as PyTorch's
+	// profiler saves its trace once the step is over (writing 60,000 kernels is no part of
+	// the request's time).
+	kernels   *kinetogen.Generated
+	truth     kinetogen.Truth
+	workStart time.Time
+	workSpan  trace.SpanContext
+
 	mu         sync.Mutex
 	calls      int
 	serverSpan string
-	err        error
 }
 
 func (c *culprit) serve(w http.ResponseWriter, r *http.Request) {
@@ -255,11 +274,7 @@ func (c *culprit) serve(w http.ResponseWriter, r *http.Request) {
 	case DownstreamQueued:
 		time.Sleep(20 * time.Millisecond)
 	case HostSync, LaunchBound, Copies, HostWork:
-		if err := c.gpuWork(span); err != nil {
-			c.fail(err)
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-			return
-		}
+		c.gpuWork(span)
 	case FailedRetry:
 		start := time.Now()
 		burnCPU(prepCPU)
@@ -278,14 +293,6 @@ func (c *culprit) serve(w http.ResponseWriter, r *http.Request) {
 		time.Sleep(s.Injected / 4) // the retry with a smaller batch
 	}
 	w.WriteHeader(http.StatusOK)
-}
-
-func (c *culprit) fail(err error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.err == nil {
-		c.err = err
-	}
 }
 
 // queue is a vLLM-style engine with one slot, held by another workload for the injected time
@@ -315,24 +322,26 @@ func (c *culprit) queue(ctx context.Context) {
 	)
 }
 
-// gpuWork writes the kernel trace of the span's GPU work, as PyTorch's profiler would for a
-// request (named after the request's trace ID, its annotation naming the trace and the span),
-// and lasts as long as that work: the host sleeps through it, except for host work, which
-// burns the CPU the trace's gaps hold.
-func (c *culprit) gpuWork(span trace.Span) error {
-	s := c.spec
+// gpuWork is the span's GPU work: it lasts as long as its kernel trace says; the host sleeps
+// through it, except for host work, which burns the CPU the trace's gaps hold.
+func (c *culprit) gpuWork(span trace.Span) {
 	burnCPU(prepCPU) // preparing the batch, before the GPU work
-	start := time.Now()
-	sc := span.SpanContext()
-	name := fmt.Sprintf("%s_%s.pt.trace.json", s.Culprit, sc.TraceID())
+	c.workStart, c.workSpan = time.Now(), span.SpanContext()
+	if c.spec.Kind == HostWork {
+		burnCPU(time.Duration(c.truth.HostWork))
+	}
+	time.Sleep(time.Until(c.workStart.Add(c.spec.Injected)))
+}
+
+// writeKernelTrace writes the request's kernel trace (named after the request's trace ID, its
+// annotation naming the trace and the span) into the trace folder, whole or not at all.
+func (c *culprit) writeKernelTrace() error {
+	name := fmt.Sprintf("%s_%s.pt.trace.json", c.spec.Culprit, c.workSpan.TraceID())
 	tmp, err := os.CreateTemp(c.cfg.TraceDir, ".writing-*")
 	if err != nil {
 		return err
 	}
-	truth, err := kinetogen.Write(tmp, kinetogen.Scenario{
-		Mechanism: mechanisms[s.Kind], TraceID: sc.TraceID().String(), SpanID: sc.SpanID().String(),
-		Start: start, Duration: s.Injected, Seed: s.Seed,
-	})
+	err = c.kernels.Write(tmp, c.workStart, c.workSpan.TraceID().String(), c.workSpan.SpanID().String())
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
@@ -345,11 +354,6 @@ func (c *culprit) gpuWork(span trace.Span) error {
 		return fmt.Errorf("writing the kernel trace: %w", err)
 	}
 	c.res.KernelTrace = name
-	c.res.InjectedMs = ms(time.Duration(truth.Of(mechanisms[s.Kind])))
-	if s.Kind == HostWork {
-		burnCPU(time.Duration(truth.HostWork))
-	}
-	time.Sleep(time.Until(start.Add(s.Injected)))
 	return nil
 }
 
