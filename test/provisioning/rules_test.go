@@ -1,9 +1,12 @@
 package provisioning
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // The Prometheus rules users load (alerts, GPU classification) must pass promtool's own checks
@@ -26,6 +29,34 @@ func TestPrometheusRulesPassPromtool(t *testing.T) {
 	for _, f := range tests {
 		if out, err := exec.Command(promtool, "test", "rules", f).CombinedOutput(); err != nil {
 			t.Errorf("promtool test rules %s: %v\n%s", f, err, out)
+		}
+	}
+}
+
+// Every rule file is loaded by at least one unit-test file, so a new rule file cannot ship with
+// only promtool's syntax check.
+func TestEveryRuleFileHasUnitTests(t *testing.T) {
+	rules, _ := filepath.Glob("../../provisioning/prometheus/rules/*.yml")
+	tests, _ := filepath.Glob("../../provisioning/prometheus/tests/*.test.yml")
+	loaded := map[string]bool{}
+	for _, f := range tests {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var test struct {
+			RuleFiles []string `yaml:"rule_files"`
+		}
+		if err := yaml.Unmarshal(raw, &test); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		for _, r := range test.RuleFiles {
+			loaded[filepath.Base(r)] = true
+		}
+	}
+	for _, f := range rules {
+		if !loaded[filepath.Base(f)] {
+			t.Errorf("%s is in no provisioning/prometheus/tests/*.test.yml rule_files: add its promtool unit tests", f)
 		}
 	}
 }
