@@ -11,7 +11,7 @@ import "slices"
 type Source struct {
 	Metric string `json:"metric"`
 	// Scale turns the metric's unit into the catalogue's (1024 for the deprecated KB/s PCIe
-	// series, 0.001 for the energy counter's mJ); 0 means 1.
+	// series, 0.001 for the energy counter's mJ, 1e-6 for DCGM 4.7's clocks in Hz); 0 means 1.
 	Scale float64 `json:"scale,omitempty"`
 	// Counter marks a cumulative counter: the catalogue value is its per-second rate.
 	Counter bool `json:"counter,omitempty"`
@@ -75,15 +75,27 @@ func profiling(classic, ratio string) []Source {
 
 func one(metric string) []Source { return []Source{{Metric: metric}} }
 
+// hzToMHz scales DCGM 4.7's clock fields, in Hz, to the catalogue's MHz.
+const hzToMHz = 1e-6
+
 // catalogue is every metric the plugin knows, in the editor's order. The editors'
 // src/generated/vocabulary.ts is generated from it: after a change run go generate
 // ./cmd/hsi-gen-ts (internal/tsgen's test fails until then). Sources are from
 // dcgm-exporter's default and DCP CSV files and DCGM's field list (dcgm_fields.h): see
 // /work/shared/design/GPU.md §1.
 //
-// Left out on purpose: DCGM_FI_DEV_GPU_UTIL_RATIO (sources disagree whether it is field 203 in
-// percent or a new 0..1 field, and a wrong guess is off by 100×) and
-// DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL (DCGM documents no unit for it).
+// dcgm-exporter 4.9 writes DCGM 4.7's names, some in base units (docs/sources/gpu.md, "dcgm-exporter
+// versions"). A name that says its unit (*_CLOCK_HERTZ, *_ENERGY_JOULES_TOTAL) is read after
+// the classic one and scaled; the classic name stays first because a settings override is read
+// like the first source (overrideSource in pkg/prometheus), and users' own series keep the
+// classic units.
+//
+// Left out on purpose: DCGM_FI_DEV_GPU_UTIL_RATIO (DCGM 4.6's bindings give that name to field
+// 203, an integer percentage; DCGM 4.7 is reported to move it to a new 0..1 field, so the one
+// name is off by 100× on one side or the other), the other utilisation *_RATIO and the
+// framebuffer *_BYTES names dcgm-exporter 4.9 is reported to write (not confirmed in the
+// exporter's or go-dcgm's source), and DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL (DCGM documents no
+// unit for it).
 var catalogue = []Metric{
 	{Name: "gpu_utilization", Title: "GPU utilisation", Unit: "percent", Aggregate: AggAvg,
 		Sources:     one("DCGM_FI_DEV_GPU_UTIL"),
@@ -134,17 +146,17 @@ var catalogue = []Metric{
 		Sources:     []Source{{Metric: "DCGM_FI_DEV_POWER_USAGE"}, {Metric: "DCGM_FI_DEV_BOARD_POWER_WATTS"}},
 		Description: "Board power (W), sampled at each scrape. Host and fleet series are totals."},
 	{Name: "energy", Title: "Energy consumed", Unit: "joule", Aggregate: AggSum,
-		Sources:     []Source{{Metric: "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", Scale: 0.001}},
-		Description: "Energy used since the driver loaded (J, from the mJ counter)."},
+		Sources:     []Source{{Metric: "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", Scale: 0.001}, {Metric: "DCGM_FI_DEV_GPU_ENERGY_JOULES_TOTAL"}},
+		Description: "Energy used since the driver loaded (J, from the mJ counter, or from dcgm-exporter 4.9's DCGM_FI_DEV_GPU_ENERGY_JOULES_TOTAL in J)."},
 	{Name: "energy_power", Title: "Average power", Unit: "watt", Aggregate: AggSum,
-		Sources:     []Source{{Metric: "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", Scale: 0.001, Counter: true}},
+		Sources:     []Source{{Metric: "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", Scale: 0.001, Counter: true}, {Metric: "DCGM_FI_DEV_GPU_ENERGY_JOULES_TOTAL", Counter: true}},
 		Description: "Average power (W) over each step from the energy counter's rate: unlike power, which samples one instant per scrape, it misses no spikes."},
 	{Name: "sm_clock", Title: "SM clock", Unit: "rotmhz", Aggregate: AggAvg,
-		Sources:     one("DCGM_FI_DEV_SM_CLOCK"),
-		Description: "SM clock (MHz); below its usual maximum under load means throttling (see clock_events)."},
+		Sources:     []Source{{Metric: "DCGM_FI_DEV_SM_CLOCK"}, {Metric: "DCGM_FI_DEV_SM_CLOCK_HERTZ", Scale: hzToMHz}},
+		Description: "SM clock (MHz; dcgm-exporter 4.9's DCGM_FI_DEV_SM_CLOCK_HERTZ in Hz is converted); below its usual maximum under load means throttling (see clock_events)."},
 	{Name: "mem_clock", Title: "Memory clock", Unit: "rotmhz", Aggregate: AggAvg,
-		Sources:     one("DCGM_FI_DEV_MEM_CLOCK"),
-		Description: "Memory clock (MHz)."},
+		Sources:     []Source{{Metric: "DCGM_FI_DEV_MEM_CLOCK"}, {Metric: "DCGM_FI_DEV_MEMORY_CLOCK_HERTZ", Scale: hzToMHz}},
+		Description: "Memory clock (MHz; dcgm-exporter 4.9's DCGM_FI_DEV_MEMORY_CLOCK_HERTZ in Hz is converted)."},
 	{Name: "pcie_tx", Title: "PCIe transmit", Unit: "Bps", Aggregate: AggSum,
 		Sources:     []Source{{Metric: "DCGM_FI_PROF_PCIE_TX_BYTES"}, {Metric: "DCGM_FI_DEV_PCIE_TX_THROUGHPUT", Scale: 1024}},
 		Description: "PCIe bytes per second sent by the GPU, headers included (DCGM_FI_PROF_PCIE_TX_BYTES; older exporters' deprecated DCGM_FI_DEV_PCIE_TX_THROUGHPUT in KB/s is converted). Gen4 x16 carries about 31.5 GB/s per direction."},

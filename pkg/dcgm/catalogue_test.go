@@ -2,6 +2,7 @@ package dcgm
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -48,5 +49,52 @@ func TestTheCatalogueIsTheCallersCopy(t *testing.T) {
 	}
 	if (Source{}).Factor() != 1 || (Source{Scale: 0.001}).Factor() != 0.001 {
 		t.Error("an unset scale must mean 1")
+	}
+}
+
+// A source whose name says its unit is converted to its entry's unit: DCGM 4.7's base-unit
+// fields (dcgm-exporter 4.9) sit beside the classic names, and a 0..1 ratio is never read as a
+// percentage.
+func TestUnitsNamedBySourcesAreConverted(t *testing.T) {
+	for _, m := range catalogue {
+		for _, s := range m.Sources {
+			name, f := s.Metric, s.Factor()
+			switch {
+			case strings.HasSuffix(name, "_HERTZ"):
+				if m.Unit != "rotmhz" || f != 1e-6 {
+					t.Errorf("%s: %s in Hz read into %s × %g", m.Name, name, m.Unit, f)
+				}
+			case strings.Contains(name, "_JOULES"):
+				if (m.Unit != "joule" && m.Unit != "watt") || f != 1 {
+					t.Errorf("%s: %s in J read into %s × %g", m.Name, name, m.Unit, f)
+				}
+			case strings.HasSuffix(name, "_RATIO"):
+				if !(m.Unit == "percentunit" && f == 1) && !(m.Unit == "percent" && f == 100) {
+					t.Errorf("%s: the ratio %s read into %s × %g", m.Name, name, m.Unit, f)
+				}
+			case name == "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION":
+				if f != 0.001 {
+					t.Errorf("%s: the mJ counter × %g", m.Name, f)
+				}
+			}
+			if name == "DCGM_FI_DEV_GPU_UTIL_RATIO" {
+				t.Errorf("%s reads %s: DCGM 4.6 gives that name to field 203 in percent, DCGM 4.7 reportedly to a 0..1 field", m.Name, name)
+			}
+		}
+	}
+	sm, _ := Lookup("sm_clock")
+	if len(sm.Sources) != 2 || sm.Sources[0].Factor() != 1 || 1.41e9*sm.Sources[1].Factor() != 1410 {
+		t.Errorf("sm_clock %+v: MHz first, then 1.41 GHz in Hz is 1410 MHz", sm.Sources)
+	}
+	mem, _ := Lookup("mem_clock")
+	if len(mem.Sources) != 2 || mem.Sources[1] != (Source{Metric: "DCGM_FI_DEV_MEMORY_CLOCK_HERTZ", Scale: 1e-6}) {
+		t.Errorf("mem_clock %+v", mem.Sources)
+	}
+	for _, name := range []string{"energy", "energy_power"} {
+		e, _ := Lookup(name)
+		if len(e.Sources) != 2 || e.Sources[0].Factor() != 0.001 || e.Sources[1].Metric != "DCGM_FI_DEV_GPU_ENERGY_JOULES_TOTAL" ||
+			e.Sources[1].Factor() != 1 || e.Sources[0].Counter != e.Sources[1].Counter {
+			t.Errorf("%s %+v: the mJ counter × 0.001 first, then the J counter as it is, both read alike", name, e.Sources)
+		}
 	}
 }

@@ -68,3 +68,20 @@ func TestCatalogueAppliesSettingsOverrides(t *testing.T) {
 		t.Errorf("overrides leaked into the built-in catalogue: %+v", u)
 	}
 }
+
+// An override is read in its entry's unit, like the entry's first source: the classic MHz clock,
+// not dcgm-exporter 4.9's Hz one, unless the override names the Hz series itself.
+func TestClockOverridesKeepTheirUnit(t *testing.T) {
+	cat := NewCatalogue(models.DCGMSettings{MetricNames: map[string]string{
+		"sm_clock":  "node_gpu_sm_clock_mhz",
+		"mem_clock": "DCGM_FI_DEV_MEMORY_CLOCK_HERTZ",
+	}})
+	sm, _ := cat.Lookup("sm_clock")
+	if len(sm.Sources) != 1 || sm.Sources[0] != (Source{Metric: "node_gpu_sm_clock_mhz"}) {
+		t.Errorf("sm_clock sources %+v: a custom clock is read in MHz", sm.Sources)
+	}
+	mem, _ := cat.Lookup("mem_clock")
+	if len(mem.Sources) != 1 || mem.Sources[0] != (Source{Metric: "DCGM_FI_DEV_MEMORY_CLOCK_HERTZ", Scale: 1e-6}) {
+		t.Errorf("mem_clock sources %+v: the known Hz series keeps its scale", mem.Sources)
+	}
+}

@@ -580,3 +580,33 @@ func TestGPUFiguresFailsWhenTheSeriesCallFails(t *testing.T) {
 		t.Errorf("%d figure queries after the series call failed", n)
 	}
 }
+
+// dcgm-exporter 4.9 writes the SM clock in Hz under DCGM 4.7's name: read as stored, it is
+// scaled to MHz per source, so a fleet mixing exporter versions shows one unit.
+func TestGPUFiguresConvertExporter49ClocksFromHz(t *testing.T) {
+	a0, b0 := identity(nodeA0), identity(nodeB0)
+	f := &fakeDCGM{
+		labelNames: mixedFleetLabels,
+		stored: []fakeStream{
+			stored("DCGM_FI_DEV_GPU_UTIL", a0, 95, 96),
+			stored("DCGM_FI_DEV_GPU_UTIL", b0, 40, 41),
+			stored("DCGM_FI_DEV_SM_CLOCK", a0, 1410, 1410),
+			stored("DCGM_FI_DEV_SM_CLOCK_HERTZ", b0, 1.2e9, 1.41e9),
+		},
+	}
+	c, _ := newFakeDCGM(t, f)
+	series, _, err := c.GPUFigures(context.Background(), models.GPUFilter{}, t0, t0.Add(30*time.Second), 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(series) != 2 {
+		t.Fatalf("%d GPUs: %+v", len(series), series)
+	}
+	a, b := series[0], series[1]
+	if got := []float64{a.Samples[0].Figures.SMClockMHz, b.Samples[0].Figures.SMClockMHz, b.Samples[1].Figures.SMClockMHz}; !slices.Equal(got, []float64{1410, 1200, 1410}) {
+		t.Errorf("SM clocks %v MHz: node-b's Hz × 1e-6", got)
+	}
+	if b.Samples[0].Figures.GPUUtil != 40 {
+		t.Errorf("node-b GPU utilisation %v: the percentage as it is", b.Samples[0].Figures.GPUUtil)
+	}
+}

@@ -380,3 +380,27 @@ func TestGPUMetricSplitsEachMIGInstance(t *testing.T) {
 		t.Errorf("series %v, want %v; notices %v", got, want, res.Notices.Texts())
 	}
 }
+
+// dcgm-exporter 4.9 alone: its clocks in Hz are scaled to MHz, its energy counter in J needs no
+// factor.
+func TestGPUMetricConvertsExporter49BaseUnits(t *testing.T) {
+	f := &fakeDCGM{
+		metricNames: []string{"DCGM_FI_DEV_SM_CLOCK_HERTZ", "DCGM_FI_DEV_MEMORY_CLOCK_HERTZ", "DCGM_FI_DEV_GPU_ENERGY_JOULES_TOTAL"},
+		labelNames:  []string{"hostname", "gpu"},
+	}
+	c, _ := newFakeDCGM(t, f)
+	for name, want := range map[string]string{
+		"sm_clock":     `avg(max by (hostname, gpu) (DCGM_FI_DEV_SM_CLOCK_HERTZ * 0.000001)) and on () topk(501,`,
+		"mem_clock":    `avg(max by (hostname, gpu) (DCGM_FI_DEV_MEMORY_CLOCK_HERTZ * 0.000001)) and on () topk(501,`,
+		"energy":       `sum(max by (hostname, gpu) (DCGM_FI_DEV_GPU_ENERGY_JOULES_TOTAL)) and on () topk(501,`,
+		"energy_power": `sum(max by (hostname, gpu) (rate(DCGM_FI_DEV_GPU_ENERGY_JOULES_TOTAL[2m]))) and on () topk(501,`,
+	} {
+		res, err := c.GPUMetric(context.Background(), name, models.GPUFilter{}, models.AggregationFleet, t0, tEnd, time.Minute)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !strings.HasPrefix(res.Query, want) || len(res.Sources) != 1 {
+			t.Errorf("%s: query %s, sources %v", name, res.Query, res.Sources)
+		}
+	}
+}

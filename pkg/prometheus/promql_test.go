@@ -227,9 +227,14 @@ func TestCountersBecomeRatesAndComputedMetricsKeepPrecedence(t *testing.T) {
 	p := testPlan(t, models.GPUFilter{Hosts: []string{"h"}}, map[string][]string{models.RoleHost: {"Hostname"}}, []string{"Hostname"})
 	cat := NewCatalogue(models.DCGMSettings{})
 	ep, _ := cat.Lookup("energy_power")
-	expr, _ := p.metricExpr(ep, func(string) bool { return true })
+	expr, _ := p.metricExpr(ep, func(n string) bool { return n == "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION" })
 	if got := expr.String(); got != `rate(DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{Hostname="h"}[2m]) * 0.001` {
 		t.Errorf("energy_power: %s", got)
+	}
+	// dcgm-exporter 4.9's counter in J: a rate in W as it is, after the mJ counter where both are.
+	expr, _ = p.metricExpr(ep, func(string) bool { return true })
+	if got := expr.String(); got != `(rate(DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{Hostname="h"}[2m]) * 0.001) or rate(DCGM_FI_DEV_GPU_ENERGY_JOULES_TOTAL{Hostname="h"}[2m])` {
+		t.Errorf("energy_power, both names: %s", got)
 	}
 	used, _ := cat.Lookup("fb_used")
 	free, _ := cat.Lookup("fb_free")

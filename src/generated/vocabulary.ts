@@ -601,10 +601,11 @@ export const GPU_CATALOGUE = [
     "unit": "joule",
     "aggregate": "sum",
     "sources": [
-      "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"
+      "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
+      "DCGM_FI_DEV_GPU_ENERGY_JOULES_TOTAL"
     ],
     "computedFrom": [],
-    "description": "Energy used since the driver loaded (J, from the mJ counter)."
+    "description": "Energy used since the driver loaded (J, from the mJ counter, or from dcgm-exporter 4.9's DCGM_FI_DEV_GPU_ENERGY_JOULES_TOTAL in J)."
   },
   {
     "name": "energy_power",
@@ -612,7 +613,8 @@ export const GPU_CATALOGUE = [
     "unit": "watt",
     "aggregate": "sum",
     "sources": [
-      "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"
+      "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
+      "DCGM_FI_DEV_GPU_ENERGY_JOULES_TOTAL"
     ],
     "computedFrom": [],
     "description": "Average power (W) over each step from the energy counter's rate: unlike power, which samples one instant per scrape, it misses no spikes."
@@ -623,10 +625,11 @@ export const GPU_CATALOGUE = [
     "unit": "rotmhz",
     "aggregate": "avg",
     "sources": [
-      "DCGM_FI_DEV_SM_CLOCK"
+      "DCGM_FI_DEV_SM_CLOCK",
+      "DCGM_FI_DEV_SM_CLOCK_HERTZ"
     ],
     "computedFrom": [],
-    "description": "SM clock (MHz); below its usual maximum under load means throttling (see clock_events)."
+    "description": "SM clock (MHz; dcgm-exporter 4.9's DCGM_FI_DEV_SM_CLOCK_HERTZ in Hz is converted); below its usual maximum under load means throttling (see clock_events)."
   },
   {
     "name": "mem_clock",
@@ -634,10 +637,11 @@ export const GPU_CATALOGUE = [
     "unit": "rotmhz",
     "aggregate": "avg",
     "sources": [
-      "DCGM_FI_DEV_MEM_CLOCK"
+      "DCGM_FI_DEV_MEM_CLOCK",
+      "DCGM_FI_DEV_MEMORY_CLOCK_HERTZ"
     ],
     "computedFrom": [],
-    "description": "Memory clock (MHz)."
+    "description": "Memory clock (MHz; dcgm-exporter 4.9's DCGM_FI_DEV_MEMORY_CLOCK_HERTZ in Hz is converted)."
   },
   {
     "name": "pcie_tx",
