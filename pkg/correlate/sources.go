@@ -68,6 +68,17 @@ type Latencies interface {
 	EndpointLatencies(ctx context.Context, q prometheus.LatencyQuery) (prometheus.LatencyResult, error)
 }
 
+// KubeStates reads kube-state-metrics' container terminations of a range (the triage).
+type KubeStates interface {
+	ContainerTerminations(ctx context.Context, f models.GPUFilter, start, end time.Time) (prometheus.KubeAnswer, error)
+}
+
+// FailedRequests lists the services and finds a service's failed traces (the triage).
+type FailedRequests interface {
+	Services(ctx context.Context) (services []string, api string, err error)
+	FailedTraces(ctx context.Context, q models.TraceSearchQuery) ([]*models.Trace, error)
+}
+
 // ProfileStore is Pyroscope as the plugin uses it.
 type ProfileStore interface {
 	Profiles
@@ -85,6 +96,7 @@ type TraceStore interface {
 	Traces
 	TraceSearch
 	SpanSearch
+	FailedRequests
 	Operations(ctx context.Context, service string) ([]string, error)
 }
 
@@ -92,6 +104,7 @@ type TraceStore interface {
 type MetricStore interface {
 	Latencies
 	Engines
+	KubeStates
 	Version(ctx context.Context) (string, error)
 }
 

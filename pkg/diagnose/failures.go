@@ -9,6 +9,7 @@ import (
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/correlate"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/triage"
 )
 
 // Failure classes, as runbook 002 tells them apart: a CUDA allocation that failed while serving
@@ -31,18 +32,6 @@ type attempt struct {
 	what  string
 	retry int // the sibling that repeated the attempt after it ended; -1 when none
 }
-
-// oomTypes are the exception types PyTorch raises for a failed CUDA allocation
-// (torch.cuda.OutOfMemoryError is an alias of torch.OutOfMemoryError since PyTorch 2.5).
-var oomTypes = []string{"torch.OutOfMemoryError", "torch.cuda.OutOfMemoryError"}
-
-// oomTexts are what CUDA, PyTorch and the CUDA runtime say of a failed device allocation, lower
-// case: PyTorch's message, the runtime's error name and its printed form.
-var oomTexts = []string{"cuda out of memory", "cudaerrormemoryallocation", "cuda error: out of memory"}
-
-// loadWords name the operations that load a model: a failure there is an OOM at load, not while
-// serving (lower case).
-var loadWords = []string{"load", "from_pretrained", "warmup"}
 
 // failedAttempts finds the failed attempts of the request: attemptOf[i] is the index in
 // attempts of the attempt span i belongs to (span i or an ancestor of it is the attempt's span),
@@ -112,23 +101,12 @@ func describeAttempt(t *models.Trace, a int, children [][]int) attempt {
 		out.what = "span status ERROR, no message"
 	}
 	out.class = FailureError
-	text := strings.ToLower(msg + " " + s.StatusMessage + " " + t.Spans[a].StatusMessage)
-	oom := false
-	for _, ty := range oomTypes {
-		oom = oom || typ == ty
-	}
-	for _, w := range oomTexts {
-		oom = oom || strings.Contains(text, w)
-	}
-	if oom {
+	if triage.IsCUDAOOM(typ, msg+" "+s.StatusMessage+" "+t.Spans[a].StatusMessage) {
 		out.class = FailureCUDAOOM
 		// At load when the failing span, or a span between it and the attempt, is a model load.
 		for i := out.origin; i >= 0; i = parentIndex(t, i) {
-			op := strings.ToLower(t.Spans[i].Operation)
-			for _, w := range loadWords {
-				if strings.Contains(op, w) {
-					out.class = FailureCUDAOOMLoad
-				}
+			if triage.IsModelLoad(t.Spans[i].Operation) {
+				out.class = FailureCUDAOOMLoad
 			}
 			if i == a {
 				break

@@ -22,6 +22,7 @@ var spanFields = []string{"service", "operation", "minDuration", "percentile", "
 var (
 	gpuMetricsFields = append(slices.Clone(gpuFilterFields), "metrics", "aggregation")
 	gpuClassFields   = append(slices.Clone(gpuFilterFields), "format", "minStep")
+	triageFields     = append(slices.Clone(gpuFilterFields), "view", "services", "classes")
 )
 
 // queryFields are the fields each query type reads (QueryTypeSpecs); anything else in a query is

@@ -29,6 +29,9 @@ const (
 	// RoleMIGProfile is the MIG instance's profile (GPU_I_PROFILE, "1g.10gb"): it describes the
 	// instance RoleMIG names, so it is not one of GPURoles (no filter, picker or override).
 	RoleMIGProfile = "mig_profile"
+	// RoleDriver is the GPU driver's version (dcgm-exporter's DCGM_FI_DRIVER_VERSION label): like
+	// RoleMIGProfile it describes the GPU, so it is not one of GPURoles.
+	RoleDriver = "driver"
 )
 
 // GPURoles lists the roles in the order labels and messages name them.

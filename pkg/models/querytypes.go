@@ -35,6 +35,9 @@ const (
 	// QueryTypeKernels analyses the GPU kernel traces (PyTorch profiler Chrome traces, Nsight
 	// Systems SQLite exports) captured for a request, read from jsonData.traceDirectories.
 	QueryTypeKernels = "kernels"
+	// QueryTypeTriage lists the GPU fleet's failures of a range by runbook 002's classes (OOM
+	// kills, CUDA OOM, XID, ECC, the memory envelope), with evidence, first checks and links.
+	QueryTypeTriage = "triage"
 )
 
 // Families group the query types as the editor does: the types of a family share their fields
@@ -134,6 +137,9 @@ var QueryTypeSpecs = []QueryTypeSpec{
 	{Name: QueryTypeKernels, Label: "GPU kernels", Family: FamilyGPU,
 		Description: "Kernel summary, breakdowns and advice from the GPU kernel traces captured for a request",
 		Fields:      []string{"traceId", "file"}},
+	{Name: QueryTypeTriage, Label: "GPU incidents (triage)", Family: FamilyGPU,
+		Description: "Failures by class: OOM kills, CUDA OOM, XID, ECC, full memory; evidence and first checks",
+		Fields:      triageFields, Bounds: []Bound{filterValuesBound}},
 }
 
 // QueryTypes lists every query type's name in the editor's picker order.

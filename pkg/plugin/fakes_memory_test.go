@@ -330,6 +330,24 @@ func (f *memTraces) FindTraces(_ context.Context, q models.TraceSearchQuery) ([]
 	return out, nil
 }
 
+// FailedTraces answers the traces of the search with a failed span, as jaeger.Client does.
+func (f *memTraces) FailedTraces(_ context.Context, q models.TraceSearchQuery) ([]*models.Trace, error) {
+	if f.err != nil {
+		return nil, f.err
+	}
+	var out []*models.Trace
+	for _, tr := range f.found(models.TraceSearchQuery{Service: q.Service, Operation: q.Operation, Start: q.Start, End: q.End}) {
+		if slices.ContainsFunc(tr.Spans, models.Span.Failed) {
+			tr.Spans = slices.Clone(tr.Spans)
+			out = append(out, &tr)
+		}
+	}
+	if q.Limit > 0 && len(out) > q.Limit {
+		out = out[:q.Limit]
+	}
+	return out, nil
+}
+
 func (f *memTraces) SearchSpans(_ context.Context, q models.TraceSearchQuery) ([]models.Span, error) {
 	if f.err != nil {
 		return nil, f.err
@@ -382,6 +400,8 @@ type memMetrics struct {
 	version   string
 	engines   models.EngineFigures // EngineFigures' answer (none: the engine exports nothing)
 	engineErr error
+	kube      prometheus.KubeAnswer // ContainerTerminations' answer
+	kubeErr   error
 
 	mu  sync.Mutex
 	qs  []prometheus.LatencyQuery
@@ -421,6 +441,13 @@ func (f *memMetrics) EngineFigures(_ context.Context, q models.EngineQuery) (mod
 	f.eng = append(f.eng, q)
 	f.mu.Unlock()
 	return f.engines, f.engineErr
+}
+
+func (f *memMetrics) ContainerTerminations(context.Context, models.GPUFilter, time.Time, time.Time) (prometheus.KubeAnswer, error) {
+	if err := cmp.Or(f.err, f.kubeErr); err != nil {
+		return prometheus.KubeAnswer{}, err
+	}
+	return f.kube, nil
 }
 
 func (f *memMetrics) Version(context.Context) (string, error) {

@@ -41,6 +41,7 @@ func (d *Datasource) queryHandlers() map[string]queryHandler {
 		models.QueryTypeGPUClass:     d.queryGPUClass,
 		models.QueryTypeGPULocal:     d.queryGPULocal,
 		models.QueryTypeKernels:      d.queryKernels,
+		models.QueryTypeTriage:       d.queryTriage,
 	}
 }
 

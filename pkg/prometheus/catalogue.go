@@ -36,6 +36,9 @@ var roleAliases = map[string][]string{
 	models.RoleMIG:       {"GPU_I_ID"},
 	// dcgm-exporter labels a MIG instance's series with its parent's gpu and UUID plus these two.
 	models.RoleMIGProfile: {"GPU_I_PROFILE"},
+	// The driver label dcgm-exporter adds to every series (its counters CSV's "label" rows);
+	// dcgm-exporter 4.9 writes DCGM 4.7's name for the same field.
+	models.RoleDriver: {"DCGM_FI_DRIVER_VERSION", "DCGM_FI_SYSTEM_DRIVER_VERSION"},
 }
 
 // Catalogue is the catalogue (pkg/dcgm) with a data source's overrides applied.

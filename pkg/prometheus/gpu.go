@@ -84,7 +84,7 @@ func counterRateWindow(step time.Duration) time.Duration {
 func gpuGroupingRoles(aggregation string) ([]string, error) {
 	switch aggregation {
 	case models.AggregationGPU, "":
-		return []string{models.RoleHost, models.RoleGPU, models.RoleUUID, models.RoleModel, models.RoleMIG, models.RoleMIGProfile, models.RolePod, models.RoleNamespace, models.RoleContainer}, nil
+		return []string{models.RoleHost, models.RoleGPU, models.RoleUUID, models.RoleModel, models.RoleMIG, models.RoleMIGProfile, models.RoleDriver, models.RolePod, models.RoleNamespace, models.RoleContainer}, nil
 	case models.AggregationHost:
 		return []string{models.RoleHost}, nil
 	case models.AggregationFleet:

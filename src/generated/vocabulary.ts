@@ -14,7 +14,8 @@ export const QUERY_TYPE_NAMES = [
   "gpuMetrics",
   "gpuClass",
   "gpuLocal",
-  "kernels"
+  "kernels",
+  "triage"
 ] as const;
 
 /** Each query type as the picker shows it (label, description), its family (the editor's grouping: the types of a family share fields), the fields the backend reads and the bounds its parser enforces: default (what 0 or unset stands for), min and max (minOpen, maxOpen: excluded), in unit (none: a number; s: whole seconds; items: a list's length; characters). */
@@ -380,6 +381,29 @@ export const QUERY_TYPE_INFO = {
       "file"
     ],
     "bounds": {}
+  },
+  "triage": {
+    "label": "GPU incidents (triage)",
+    "description": "Failures by class: OOM kills, CUDA OOM, XID, ECC, full memory; evidence and first checks",
+    "family": "gpu",
+    "fields": [
+      "hosts",
+      "gpus",
+      "models",
+      "pods",
+      "namespaces",
+      "gpuSelector",
+      "view",
+      "services",
+      "classes"
+    ],
+    "bounds": {
+      "filterValues": {
+        "min": 0,
+        "max": 200,
+        "unit": "items"
+      }
+    }
   }
 } as const;
 

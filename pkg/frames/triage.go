@@ -1,0 +1,179 @@
+package frames
+
+import (
+	"encoding/json"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/grafana/grafana-plugin-sdk-go/data"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/triage"
+)
+
+// Frame names of the triage's views.
+const (
+	TriageFailuresFrameName = "failures"
+	TriageRequestsFrameName = "requests"
+	TriageSignalsFrameName  = "signals"
+)
+
+// TriageLinks says where the triage's links point.
+type TriageLinks struct {
+	// GPUDashboardUID opens the GPU dashboard at the failure's GPU and minute.
+	GPUDashboardUID string
+	// RequestDashboardUID opens a failed request's verdict; TraceDatasourceUID and
+	// TraceDatasourceType open it in the trace data source's Explore instead, when set.
+	RequestDashboardUID, TraceDatasourceUID, TraceDatasourceType string
+}
+
+// gpuLinkWindow is the time around a failure the GPU dashboard opens at.
+const gpuLinkWindow = 5 * time.Minute
+
+// Triage is the triage query's frame in the asked view, with the answer's notices.
+func Triage(ans *triage.Answer, view string, links TriageLinks) data.Frames {
+	var f *data.Frame
+	switch view {
+	case models.TriageRequests:
+		f = triageRequests(ans.Requests, links)
+	case models.TriageSignals:
+		f = triageSignals(ans.Signals)
+	default:
+		f = triageFailures(ans.Failures, links)
+	}
+	f.Meta = &data.FrameMeta{PreferredVisualization: data.VisTypeTable}
+	return withNotices(data.Frames{f}, ans.Notices)
+}
+
+func triageFailures(fs []triage.Failure, links TriageLinks) *data.Frame {
+	n := len(fs)
+	at := make([]time.Time, n)
+	count := make([]int64, n)
+	cols := map[string][]string{}
+	names := []string{"failure", "class", "host", "gpu", "uuid", "pod", "namespace", "container", "service", "operation",
+		"evidence", "first checks", "mitigation", "mapping", "gpu dashboard", "traces", "class id"}
+	for _, c := range names {
+		cols[c] = make([]string, n)
+	}
+	for i, f := range fs {
+		at[i], count[i] = f.At.UTC(), int64(f.Count)
+		set := func(c, v string) { cols[c][i] = v }
+		set("failure", f.Title)
+		set("class", f.Runbook.Title)
+		set("class id", f.Class)
+		set("host", f.Host)
+		set("gpu", f.GPU)
+		set("uuid", f.UUID)
+		set("pod", f.Pod)
+		set("namespace", f.Namespace)
+		set("container", f.Container)
+		set("service", f.Service)
+		set("operation", f.Operation)
+		set("evidence", strings.Join(f.Evidence, "; "))
+		set("first checks", f.Runbook.FirstChecks)
+		set("mitigation", f.Runbook.Mitigation)
+		set("mapping", f.Chain.String())
+		if links.GPUDashboardUID != "" && (f.Host != "" || f.GPU != "") {
+			m := f.At.Truncate(time.Minute)
+			set("gpu dashboard", gpuDashboardURL(links.GPUDashboardUID, f.Host, firstNonEmpty(f.GPU, f.UUID), m.Add(-gpuLinkWindow), m.Add(gpuLinkWindow+time.Minute)))
+		}
+		if len(f.TraceIDs) > 0 {
+			set("traces", traceURL(links, f.TraceIDs[0], f.At))
+		}
+	}
+	fields := []*data.Field{data.NewField("time", nil, at)}
+	for _, c := range names[:10] {
+		fields = append(fields, data.NewField(c, nil, cols[c]))
+	}
+	fields = append(fields, data.NewField("count", nil, count))
+	for _, c := range names[10:] {
+		fields = append(fields, data.NewField(c, nil, cols[c]))
+	}
+	f := data.NewFrame(TriageFailuresFrameName, fields...)
+	for _, fl := range f.Fields {
+		switch fl.Name {
+		case "gpu dashboard":
+			fl.SetConfig(&data.FieldConfig{Links: []data.DataLink{{Title: "GPU dashboard at this GPU and minute", URL: "${__value.raw}"}}})
+		case "traces":
+			fl.SetConfig(&data.FieldConfig{Links: []data.DataLink{{Title: "The latest failed request", URL: "${__value.raw}"}}})
+		case "class id":
+			fl.SetConfig(&data.FieldConfig{Custom: map[string]any{"hidden": true}})
+		}
+	}
+	return f
+}
+
+func triageRequests(rs []triage.Request, links TriageLinks) *data.Frame {
+	n := len(rs)
+	at := make([]time.Time, n)
+	fb := make([]*float64, n)
+	ids, svc, op, class, msg, pod, host, gpu := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	for i, r := range rs {
+		at[i], ids[i], svc[i], op[i], msg[i], host[i], gpu[i] = r.At.UTC(), r.TraceID, r.Service, r.Operation, r.Error, r.Host, r.GPU
+		class[i] = triage.RunbookOf(r.Class).Title
+		if r.Pod != "" && r.Namespace != "" {
+			pod[i] = r.Namespace + "/" + r.Pod
+		} else {
+			pod[i] = r.Pod
+		}
+		fb[i] = num(r.FramebufferUsed)
+	}
+	return data.NewFrame(TriageRequestsFrameName,
+		data.NewField("time", nil, at),
+		data.NewField("trace ID", nil, ids).SetConfig(&data.FieldConfig{Links: slowTraceLinks(SlowTraceLinks{
+			RequestDashboardUID: links.RequestDashboardUID, TraceDatasourceUID: links.TraceDatasourceUID, TraceDatasourceType: links.TraceDatasourceType})}),
+		data.NewField("service", nil, svc),
+		data.NewField("operation", nil, op),
+		data.NewField("class", nil, class),
+		data.NewField("error", nil, msg),
+		data.NewField("pod", nil, pod),
+		data.NewField("host", nil, host),
+		data.NewField("gpu", nil, gpu),
+		data.NewField("framebuffer used", nil, fb).SetConfig(&data.FieldConfig{Unit: "percent"}),
+	)
+}
+
+func triageSignals(ss []triage.Signal) *data.Frame {
+	n := len(ss)
+	class, sig, status, detail := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	for i, s := range ss {
+		class[i], sig[i], status[i], detail[i] = s.Class, s.Signal, s.Status, s.Detail
+	}
+	return data.NewFrame(TriageSignalsFrameName,
+		data.NewField("class", nil, class), data.NewField("signal", nil, sig),
+		data.NewField("status", nil, status), data.NewField("detail", nil, detail))
+}
+
+// traceURL opens a failed request: in the trace data source's Explore when one is set, else in
+// the Request-Level Profiling dashboard, around the failure.
+func traceURL(l TriageLinks, traceID string, at time.Time) string {
+	from, to := at.Add(-15*time.Minute), at.Add(15*time.Minute)
+	if l.TraceDatasourceUID == "" {
+		path := "/d/" + url.PathEscape(l.RequestDashboardUID)
+		if l.RequestDashboardUID == models.DefaultRequestDashboardUID {
+			path += "/" + RequestDashboardSlug
+		}
+		v := url.Values{"var-trace_id": {traceID}, "from": {strconv.FormatInt(from.UnixMilli(), 10)}, "to": {strconv.FormatInt(to.UnixMilli(), 10)}}
+		return path + "?" + v.Encode()
+	}
+	q := map[string]any{"refId": "A", "datasource": map[string]string{"uid": l.TraceDatasourceUID}, "query": traceID}
+	if l.TraceDatasourceType == models.TraceDatasourceTempo {
+		q["queryType"] = "traceql"
+	}
+	panes, _ := json.Marshal(map[string]any{"hsi": map[string]any{
+		"datasource": l.TraceDatasourceUID, "queries": []any{q},
+		"range": map[string]string{"from": strconv.FormatInt(from.UnixMilli(), 10), "to": strconv.FormatInt(to.UnixMilli(), 10)},
+	}})
+	return "/explore?" + url.Values{"schemaVersion": {"1"}, "panes": {string(panes)}}.Encode()
+}
+
+func firstNonEmpty(xs ...string) string {
+	for _, x := range xs {
+		if x != "" {
+			return x
+		}
+	}
+	return ""
+}
