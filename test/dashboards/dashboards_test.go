@@ -24,6 +24,7 @@ var wantUIDs = map[string]string{
 	"hsi-request-level-profiling.json": "hsi-request-profiling",
 	"hsi-profiling-overview.json":      "hsi-profiling-overview",
 	"hsi-gpu-metrics.json":             "hsi-gpu-metrics",
+	"hsi-gpu-incidents.json":           "hsi-gpu-incidents",
 }
 
 // The dashboards' model and reading are shared with the load test (internal/dashboards).
@@ -103,7 +104,7 @@ func TestPanelsUseDefinedVariablesAndProvisionedDataSources(t *testing.T) {
 			if p.Description == "" {
 				t.Errorf("%s: panel %q has no description saying how to read it", d.File, p.Title)
 			}
-			if p.Type == "text" {
+			if p.Type == "text" || p.Type == "row" {
 				continue
 			}
 			// Grafana's Dashboard data source reuses another panel's answer: that panel must be
@@ -192,5 +193,64 @@ func TestEveryPluginQueryPassesTheBackendsValidation(t *testing.T) {
 	}
 	if n < 10 {
 		t.Errorf("only %d queries of this plugin in the dashboards", n)
+	}
+}
+
+// dashboardPath matches a link to a dashboard, /d/<uid> and its slug when it has one.
+var dashboardPath = regexp.MustCompile(`/d/([A-Za-z0-9_-]+)(?:/([A-Za-z0-9_-]+))?`)
+
+// slug is the URL slug Grafana makes of a dashboard's title.
+func slug(title string) string {
+	return strings.Trim(regexp.MustCompile(`[^a-z0-9]+`).ReplaceAllString(strings.ToLower(title), "-"), "-")
+}
+
+func TestDashboardLinksLeadToShippedDashboards(t *testing.T) {
+	ds := load(t)
+	titles := map[string]string{}
+	for _, d := range ds {
+		titles[d.UID] = d.Title
+	}
+	for _, d := range ds {
+		// Header links, text panels and field links alike.
+		raw, _ := os.ReadFile("../../dashboards/" + d.File)
+		for _, m := range dashboardPath.FindAllStringSubmatch(string(raw), -1) {
+			title, ok := titles[m[1]]
+			switch {
+			case !ok:
+				t.Errorf("%s: %s leads to no shipped dashboard", d.File, m[0])
+			case m[2] != "" && m[2] != slug(title):
+				t.Errorf("%s: %s: the slug of %q is %s", d.File, m[0], title, slug(title))
+			}
+		}
+	}
+}
+
+// linkedBothWays are dashboards whose headers link to each other, keeping the time range.
+var linkedBothWays = [][2]string{
+	{"hsi-gpu-incidents", "hsi-gpu-metrics"},
+	{"hsi-gpu-incidents", "hsi-request-profiling"},
+}
+
+func TestDashboardsLinkEachOtherBothWays(t *testing.T) {
+	byUID := map[string]dashboard{}
+	for _, d := range load(t) {
+		byUID[d.UID] = d
+	}
+	links := func(from, to string) bool {
+		for _, l := range byUID[from].Links {
+			url, _ := l["url"].(string)
+			m := dashboardPath.FindStringSubmatch(url)
+			if l["type"] == "link" && m != nil && m[1] == to && l["keepTime"] == true {
+				return true
+			}
+		}
+		return false
+	}
+	for _, pair := range linkedBothWays {
+		for _, dir := range [][2]string{pair, {pair[1], pair[0]}} {
+			if !links(dir[0], dir[1]) {
+				t.Errorf("%s has no header link to /d/%s keeping the time range", dir[0], dir[1])
+			}
+		}
 	}
 }
