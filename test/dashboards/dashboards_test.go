@@ -6,6 +6,7 @@ package dashboards
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"os"
 	"regexp"
 	"slices"
@@ -250,6 +251,95 @@ func TestDashboardsLinkEachOtherBothWays(t *testing.T) {
 		for _, dir := range [][2]string{pair, {pair[1], pair[0]}} {
 			if !links(dir[0], dir[1]) {
 				t.Errorf("%s has no header link to /d/%s keeping the time range", dir[0], dir[1])
+			}
+		}
+	}
+}
+
+// reducers are Grafana's reducer IDs a groupBy may aggregate with (@grafana/data's ReducerID).
+var reducers = map[string]bool{"count": true, "countAll": true, "distinctCount": true, "sum": true, "min": true, "max": true,
+	"mean": true, "first": true, "last": true, "firstNotNull": true, "lastNotNull": true, "allValues": true, "uniqueValues": true}
+
+// TestTransformationsNameTheFieldsTheyMake follows the fields through each panel's groupBy,
+// organize and sortBy as Grafana does (a groupBy aggregate is named "<field> (<reducer>)") and
+// checks that later steps and field overrides name fields that exist by then.
+func TestTransformationsNameTheFieldsTheyMake(t *testing.T) {
+	for _, d := range load(t) {
+		raw, _ := os.ReadFile("../../dashboards/" + d.File)
+		var model struct {
+			Panels []struct {
+				Title           string
+				Transformations []struct {
+					ID      string
+					Options json.RawMessage
+				}
+				FieldConfig struct {
+					Overrides []struct {
+						Matcher struct{ ID, Options string }
+					}
+				}
+			}
+		}
+		if err := json.Unmarshal(raw, &model); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range model.Panels {
+			var names map[string]bool // nil: the query's own fields, unknown here
+			has := func(step, name string) {
+				if names != nil && !names[name] {
+					t.Errorf("%s: %s: %s names %q, not a field by then (%v)", d.File, p.Title, step, name, slices.Sorted(maps.Keys(names)))
+				}
+			}
+			for _, tr := range p.Transformations {
+				switch tr.ID {
+				case "groupBy":
+					var o struct {
+						Fields map[string]struct {
+							Aggregations []string
+							Operation    string
+						}
+					}
+					_ = json.Unmarshal(tr.Options, &o)
+					names = map[string]bool{}
+					for f, c := range o.Fields {
+						switch {
+						case c.Operation == "groupby":
+							names[f] = true
+						case c.Operation == "aggregate" && len(c.Aggregations) > 0:
+							for _, a := range c.Aggregations {
+								if !reducers[a] {
+									t.Errorf("%s: %s: groupBy aggregates %s with %q, not a reducer", d.File, p.Title, f, a)
+								}
+								names[f+" ("+a+")"] = true
+							}
+						default:
+							t.Errorf("%s: %s: groupBy field %s: operation %q with %d aggregations", d.File, p.Title, f, c.Operation, len(c.Aggregations))
+						}
+					}
+				case "organize":
+					var o struct{ RenameByName map[string]string }
+					_ = json.Unmarshal(tr.Options, &o)
+					for from, to := range o.RenameByName {
+						has("organize", from)
+						if names != nil {
+							delete(names, from)
+							names[to] = true
+						}
+					}
+				case "sortBy":
+					var o struct{ Sort []struct{ Field string } }
+					_ = json.Unmarshal(tr.Options, &o)
+					for _, s := range o.Sort {
+						has("sortBy", s.Field)
+					}
+				default:
+					t.Errorf("%s: %s: transformation %q: teach this test its fields", d.File, p.Title, tr.ID)
+				}
+			}
+			for _, o := range p.FieldConfig.Overrides {
+				if o.Matcher.ID == "byName" {
+					has("an override", o.Matcher.Options)
+				}
 			}
 		}
 	}
