@@ -50,6 +50,8 @@ type Panel struct {
 	Datasource  *DSRef            `json:"datasource"`
 	Targets     []json.RawMessage `json:"targets"`
 	Options     map[string]any    `json:"options"`
+	// Panels are a collapsed row's panels; Load lists them beside the row.
+	Panels []Panel `json:"panels"`
 }
 
 // Load reads every dashboard in dir.
@@ -68,6 +70,14 @@ func Load(dir string) ([]Dashboard, error) {
 		if err := json.Unmarshal(raw, &d); err != nil {
 			return nil, fmt.Errorf("%s: %w", f, err)
 		}
+		// A collapsed row holds its panels inside it: list them with the others, so the tests
+		// check and run them too.
+		var flat []Panel
+		for _, p := range d.Panels {
+			flat = append(flat, p)
+			flat = append(flat, p.Panels...)
+		}
+		d.Panels = flat
 		out = append(out, d)
 	}
 	return out, nil
@@ -78,10 +88,12 @@ func Load(dir string) ([]Dashboard, error) {
 var VarRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(?:[:.][^}]*)?\}|\$([A-Za-z_][A-Za-z0-9_]*)|\[\[([A-Za-z_][A-Za-z0-9_]*)\]\]`)
 
 // SampleValues are the values the dashboards' variables take in the tests: the test bed's
-// services, host and GPU, and traceID for the request.
+// services, host and GPU, the pod the bed maps that GPU to (testbed.DemoPods' detector), and
+// traceID for the request.
 func SampleValues(traceID string) map[string]string {
 	return map[string]string{
 		"service": "nemotron-backend", "operation": "GET /api/detect", "trace_id": traceID, "host": "gpu-node-1", "gpu": "0",
+		"namespace": "inference", "pod": "ai-detector-0",
 		"model": "NVIDIA A100-SXM4-80GB", "profile_type": "process_cpu:cpu:nanoseconds:cpu:nanoseconds",
 		"baseline_from": "now-2h", "baseline_to": "now-1h",
 	}

@@ -6,6 +6,7 @@ package dashboards
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"os"
 	"regexp"
 	"slices"
@@ -24,6 +25,7 @@ var wantUIDs = map[string]string{
 	"hsi-request-level-profiling.json": "hsi-request-profiling",
 	"hsi-profiling-overview.json":      "hsi-profiling-overview",
 	"hsi-gpu-metrics.json":             "hsi-gpu-metrics",
+	"hsi-gpu-incidents.json":           "hsi-gpu-incidents",
 }
 
 // The dashboards' model and reading are shared with the load test (internal/dashboards).
@@ -103,7 +105,7 @@ func TestPanelsUseDefinedVariablesAndProvisionedDataSources(t *testing.T) {
 			if p.Description == "" {
 				t.Errorf("%s: panel %q has no description saying how to read it", d.File, p.Title)
 			}
-			if p.Type == "text" {
+			if p.Type == "text" || p.Type == "row" {
 				continue
 			}
 			// Grafana's Dashboard data source reuses another panel's answer: that panel must be
@@ -192,5 +194,153 @@ func TestEveryPluginQueryPassesTheBackendsValidation(t *testing.T) {
 	}
 	if n < 10 {
 		t.Errorf("only %d queries of this plugin in the dashboards", n)
+	}
+}
+
+// dashboardPath matches a link to a dashboard, /d/<uid> and its slug when it has one.
+var dashboardPath = regexp.MustCompile(`/d/([A-Za-z0-9_-]+)(?:/([A-Za-z0-9_-]+))?`)
+
+// slug is the URL slug Grafana makes of a dashboard's title.
+func slug(title string) string {
+	return strings.Trim(regexp.MustCompile(`[^a-z0-9]+`).ReplaceAllString(strings.ToLower(title), "-"), "-")
+}
+
+func TestDashboardLinksLeadToShippedDashboards(t *testing.T) {
+	ds := load(t)
+	titles := map[string]string{}
+	for _, d := range ds {
+		titles[d.UID] = d.Title
+	}
+	for _, d := range ds {
+		// Header links, text panels and field links alike.
+		raw, _ := os.ReadFile("../../dashboards/" + d.File)
+		for _, m := range dashboardPath.FindAllStringSubmatch(string(raw), -1) {
+			title, ok := titles[m[1]]
+			switch {
+			case !ok:
+				t.Errorf("%s: %s leads to no shipped dashboard", d.File, m[0])
+			case m[2] != "" && m[2] != slug(title):
+				t.Errorf("%s: %s: the slug of %q is %s", d.File, m[0], title, slug(title))
+			}
+		}
+	}
+}
+
+// linkedBothWays are dashboards whose headers link to each other, keeping the time range.
+var linkedBothWays = [][2]string{
+	{"hsi-gpu-incidents", "hsi-gpu-metrics"},
+	{"hsi-gpu-incidents", "hsi-request-profiling"},
+}
+
+func TestDashboardsLinkEachOtherBothWays(t *testing.T) {
+	byUID := map[string]dashboard{}
+	for _, d := range load(t) {
+		byUID[d.UID] = d
+	}
+	links := func(from, to string) bool {
+		for _, l := range byUID[from].Links {
+			url, _ := l["url"].(string)
+			m := dashboardPath.FindStringSubmatch(url)
+			if l["type"] == "link" && m != nil && m[1] == to && l["keepTime"] == true {
+				return true
+			}
+		}
+		return false
+	}
+	for _, pair := range linkedBothWays {
+		for _, dir := range [][2]string{pair, {pair[1], pair[0]}} {
+			if !links(dir[0], dir[1]) {
+				t.Errorf("%s has no header link to /d/%s keeping the time range", dir[0], dir[1])
+			}
+		}
+	}
+}
+
+// reducers are Grafana's reducer IDs a groupBy may aggregate with (@grafana/data's ReducerID).
+var reducers = map[string]bool{"count": true, "countAll": true, "distinctCount": true, "sum": true, "min": true, "max": true,
+	"mean": true, "first": true, "last": true, "firstNotNull": true, "lastNotNull": true, "allValues": true, "uniqueValues": true}
+
+// TestTransformationsNameTheFieldsTheyMake follows the fields through each panel's groupBy,
+// organize and sortBy as Grafana does (a groupBy aggregate is named "<field> (<reducer>)") and
+// checks that later steps and field overrides name fields that exist by then.
+func TestTransformationsNameTheFieldsTheyMake(t *testing.T) {
+	for _, d := range load(t) {
+		raw, _ := os.ReadFile("../../dashboards/" + d.File)
+		var model struct {
+			Panels []struct {
+				Title           string
+				Transformations []struct {
+					ID      string
+					Options json.RawMessage
+				}
+				FieldConfig struct {
+					Overrides []struct {
+						Matcher struct{ ID, Options string }
+					}
+				}
+			}
+		}
+		if err := json.Unmarshal(raw, &model); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range model.Panels {
+			var names map[string]bool // nil: the query's own fields, unknown here
+			has := func(step, name string) {
+				if names != nil && !names[name] {
+					t.Errorf("%s: %s: %s names %q, not a field by then (%v)", d.File, p.Title, step, name, slices.Sorted(maps.Keys(names)))
+				}
+			}
+			for _, tr := range p.Transformations {
+				switch tr.ID {
+				case "groupBy":
+					var o struct {
+						Fields map[string]struct {
+							Aggregations []string
+							Operation    string
+						}
+					}
+					_ = json.Unmarshal(tr.Options, &o)
+					names = map[string]bool{}
+					for f, c := range o.Fields {
+						switch {
+						case c.Operation == "groupby":
+							names[f] = true
+						case c.Operation == "aggregate" && len(c.Aggregations) > 0:
+							for _, a := range c.Aggregations {
+								if !reducers[a] {
+									t.Errorf("%s: %s: groupBy aggregates %s with %q, not a reducer", d.File, p.Title, f, a)
+								}
+								names[f+" ("+a+")"] = true
+							}
+						default:
+							t.Errorf("%s: %s: groupBy field %s: operation %q with %d aggregations", d.File, p.Title, f, c.Operation, len(c.Aggregations))
+						}
+					}
+				case "organize":
+					var o struct{ RenameByName map[string]string }
+					_ = json.Unmarshal(tr.Options, &o)
+					for from, to := range o.RenameByName {
+						has("organize", from)
+						if names != nil {
+							delete(names, from)
+							names[to] = true
+						}
+					}
+				case "sortBy":
+					var o struct{ Sort []struct{ Field string } }
+					_ = json.Unmarshal(tr.Options, &o)
+					for _, s := range o.Sort {
+						has("sortBy", s.Field)
+					}
+				default:
+					t.Errorf("%s: %s: transformation %q: teach this test its fields", d.File, p.Title, tr.ID)
+				}
+			}
+			for _, o := range p.FieldConfig.Overrides {
+				if o.Matcher.ID == "byName" {
+					has("an override", o.Matcher.Options)
+				}
+			}
+		}
 	}
 }
