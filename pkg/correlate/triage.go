@@ -28,8 +28,9 @@ const MaxTriageTraces = 200
 const triageConcurrency = 4
 
 // Triage reads the range's container terminations, failed requests and GPU health series in
-// parallel, then classifies them (triage.Triage).
-func Triage(ctx context.Context, src TriageSources, q *models.TriageQuery, join models.SpanMatch, from, to time.Time, step time.Duration) *triage.Answer {
+// parallel, then classifies them (triage.Triage). It fails only when every store did (or none
+// is set up), with the GPU store's reason first.
+func Triage(ctx context.Context, src TriageSources, q *models.TriageQuery, join models.SpanMatch, from, to time.Time, step time.Duration) (*triage.Answer, error) {
 	ev := &triage.Evidence{Start: from, End: to, Join: join, Scope: q.GPUFilter, GPU: map[string]*models.GPUMetricResult{}}
 	var notes notices.List
 	safe.ForEach("triage", 3, 0, func(part int) error {
@@ -54,9 +55,12 @@ func Triage(ctx context.Context, src TriageSources, q *models.TriageQuery, join 
 		}
 		return nil
 	})
+	if ev.GPUErr != nil && ev.Kube.Err != nil && ev.Traces.Err != nil {
+		return nil, fmt.Errorf("%w; kube-state-metrics: %w; failed requests: %w", ev.GPUErr, ev.Kube.Err, ev.Traces.Err)
+	}
 	ans := triage.Triage(ev, q.Classes)
 	ans.Notices = append(notes, ans.Notices...)
-	return ans
+	return ans, nil
 }
 
 // triageGPUs reads triage.GPUMetrics per GPU; a metric that fails is as good as absent, and the

@@ -19,11 +19,14 @@ func (d *Datasource) queryTriage(ctx context.Context, q backend.DataQuery) (data
 	if err != nil {
 		return nil, models.InvalidQuery(err)
 	}
-	ans := correlate.Triage(ctx, correlate.TriageSources{
+	ans, err := correlate.Triage(ctx, correlate.TriageSources{
 		GPUs:   correlate.Narrow[correlate.GPUMetrics](d.src.GPUs),
 		Kube:   correlate.Narrow[correlate.KubeStates](d.src.Metrics),
 		Traces: correlate.Narrow[correlate.FailedRequests](d.src.Traces),
 	}, tq, d.settings.Join.SpanMatch, q.TimeRange.From, q.TimeRange.To, max(q.Interval, time.Second))
+	if err != nil {
+		return nil, err
+	}
 	j := d.settings.Join
 	return frames.Triage(ans, tq.View, frames.TriageLinks{GPUDashboardUID: j.GPUDashboardUID, RequestDashboardUID: j.RequestDashboardUID,
 		TraceDatasourceUID: j.TraceDatasourceUID, TraceDatasourceType: j.TraceDatasourceType}), nil
