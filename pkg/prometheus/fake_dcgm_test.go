@@ -32,6 +32,9 @@ type fakeDCGM struct {
 	// rangeAnswer answers any other range query, given the metric names the query (before its
 	// series-limit part) reads; nil answers an empty matrix.
 	rangeAnswer func(metrics []string, query string) []fakeStream
+	// instantAnswer answers instant queries, each stream's last value as the sample; nil
+	// answers an empty vector.
+	instantAnswer func(query string) []fakeStream
 	status      int    // non-zero: every request fails with it
 	failPath    string // with status: only requests to this path fail
 	warnings    []string
@@ -98,6 +101,14 @@ func (f *fakeDCGM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			result = append(result, map[string]any{"metric": s.Metric, "values": s.Values})
 		}
 		reply(map[string]any{"resultType": "matrix", "result": result})
+	case r.URL.Path == "/api/v1/query":
+		result := []map[string]any{}
+		if f.instantAnswer != nil {
+			for _, s := range f.instantAnswer(req.Query) {
+				result = append(result, map[string]any{"metric": s.Metric, "value": s.Values[len(s.Values)-1]})
+			}
+		}
+		reply(map[string]any{"resultType": "vector", "result": result})
 	default:
 		http.NotFound(w, r)
 	}
