@@ -91,7 +91,9 @@ func decideUnit(rule dcgm.HelpUnit, entries []promv1.Metadata) unitDecision {
 }
 
 // metadataCache holds Prometheus' metadata of metric names, a minute each (as the inventory):
-// shared by all copies of one Client (WithDCGM), one per data source instance.
+// shared by all copies of one Client (WithDCGM), one per data source instance. Only names of
+// sources with a unit rule are asked for (the catalogue's few, or an override naming one of
+// them), so it needs no bound beyond dropping stale entries.
 type metadataCache struct {
 	mu      sync.Mutex
 	entries map[string]metadataEntry
