@@ -11,11 +11,25 @@ import "slices"
 type Source struct {
 	Metric string `json:"metric"`
 	// Scale turns the metric's unit into the catalogue's (1024 for the deprecated KB/s PCIe
-	// series, 0.001 for the energy counter's mJ, 1e-6 for DCGM 4.7's clocks in Hz); 0 means 1.
+	// series, 0.001 for the energy counter's mJ, 1e-6 for DCGM 4.7's clocks in Hz, 2^-20 for
+	// its framebuffer in bytes); 0 means 1.
 	Scale float64 `json:"scale,omitempty"`
 	// Counter marks a cumulative counter: the catalogue value is its per-second rate.
 	Counter bool `json:"counter,omitempty"`
+	// UnitFromHelp, when set, says the name alone does not fix the unit (exporter versions
+	// write it in different units): the series' own HELP text, from Prometheus' metadata, picks
+	// the scale, and Scale is unused. A series whose HELP text says neither unit is not read.
+	UnitFromHelp HelpUnit `json:"unitFromHelp,omitempty"`
 }
+
+// HelpUnit is a rule that decides a source's scale from its HELP text.
+type HelpUnit string
+
+// PercentOrRatio reads a series whose HELP text says a percentage as it is and one whose HELP
+// text says a 0..1 ratio × 100, into an entry in percent. dcgm-exporter writes its counters
+// CSV's third column as HELP, and DCGM_FI_DEV_GPU_UTIL_RATIO is an integer percentage under
+// DCGM 4.6 (field 203) and a 0..1 ratio under DCGM 4.7 (dcgm-exporter 4.9).
+const PercentOrRatio HelpUnit = "percentOrRatio"
 
 // Factor is what a value of the source is multiplied by: Scale, 1 when unset.
 func (s Source) Factor() float64 {
@@ -75,6 +89,16 @@ func profiling(classic, ratio string) []Source {
 
 func one(metric string) []Source { return []Source{{Metric: metric}} }
 
+// utilisation returns a percentage's sources: the classic name, then DCGM 4.7's *_UTIL_RATIO
+// spelling, whose unit its HELP text decides (PercentOrRatio).
+func utilisation(classic, ratio string) []Source {
+	return []Source{{Metric: classic}, {Metric: ratio, UnitFromHelp: PercentOrRatio}}
+}
+
+// bytesToMiB scales DCGM 4.7's framebuffer fields, in bytes, to the catalogue's MiB (DCGM's
+// classic framebuffer fields say "MB" and are MiB).
+const bytesToMiB = 1.0 / (1 << 20)
+
 // hzToMHz scales DCGM 4.7's clock fields, in Hz, to the catalogue's MHz.
 const hzToMHz = 1e-6
 
@@ -85,24 +109,23 @@ const hzToMHz = 1e-6
 // /work/shared/design/GPU.md §1.
 //
 // dcgm-exporter 4.9 writes DCGM 4.7's names, some in base units (docs/sources/gpu.md, "dcgm-exporter
-// versions"). A name that says its unit (*_CLOCK_HERTZ, *_ENERGY_JOULES_TOTAL) is read after
-// the classic one and scaled; the classic name stays first because a settings override is read
-// like the first source (overrideSource in pkg/prometheus), and users' own series keep the
-// classic units.
+// versions"). Each is read after the classic name, which stays first because a settings
+// override is read like the first source (overrideSource in pkg/prometheus) and users' own
+// series keep the classic units. A name that says its unit (*_CLOCK_HERTZ,
+// *_ENERGY_JOULES_TOTAL, *_BYTES) is scaled by Scale. The utilisation *_UTIL_RATIO names do
+// not fix their unit: DCGM 4.6's bindings give DCGM_FI_DEV_GPU_UTIL_RATIO to field 203, an
+// integer percentage, DCGM 4.7 to a 0..1 field; those are read under PercentOrRatio, the
+// series' HELP text deciding, and not at all when it says neither.
 //
-// Left out on purpose: DCGM_FI_DEV_GPU_UTIL_RATIO (DCGM 4.6's bindings give that name to field
-// 203, an integer percentage; DCGM 4.7 is reported to move it to a new 0..1 field, so the one
-// name is off by 100× on one side or the other), the other utilisation *_RATIO and the
-// framebuffer *_BYTES names dcgm-exporter 4.9 is reported to write (not confirmed in the
-// exporter's or go-dcgm's source), and DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL (DCGM documents no
-// unit for it).
+// Left out: DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL and its DCGM 4.7 successor (DCGM documents no
+// unit for the classic one), and DCGM_FI_DEV_FB_CAPACITY_BYTES (the catalogue has no total).
 var catalogue = []Metric{
 	{Name: "gpu_utilization", Title: "GPU utilisation", Unit: "percent", Aggregate: AggAvg,
-		Sources:     one("DCGM_FI_DEV_GPU_UTIL"),
-		Description: "Share of time one or more kernels ran (DCGM_FI_DEV_GPU_UTIL). Coarse: one small kernel counts as busy; prefer sm_active where profiling metrics are on."},
+		Sources:     utilisation("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_GPU_UTIL_RATIO"),
+		Description: "Share of time one or more kernels ran (DCGM_FI_DEV_GPU_UTIL; dcgm-exporter 4.9's DCGM_FI_DEV_GPU_UTIL_RATIO in the unit its HELP text says). Coarse: one small kernel counts as busy; prefer sm_active where profiling metrics are on."},
 	{Name: "mem_copy_utilization", Title: "Memory copy utilisation", Unit: "percent", Aggregate: AggAvg,
-		Sources:     one("DCGM_FI_DEV_MEM_COPY_UTIL"),
-		Description: "Share of time device memory was read or written (DCGM_FI_DEV_MEM_COPY_UTIL); not a bandwidth, and not reported under MIG (use dram_active)."},
+		Sources:     utilisation("DCGM_FI_DEV_MEM_COPY_UTIL", "DCGM_FI_DEV_MEMORY_UTIL_RATIO"),
+		Description: "Share of time device memory was read or written (DCGM_FI_DEV_MEM_COPY_UTIL; DCGM_FI_DEV_MEMORY_UTIL_RATIO in the unit its HELP text says); not a bandwidth, and not reported under MIG (use dram_active)."},
 	{Name: "sm_active", Title: "SM active", Unit: "percentunit", Aggregate: AggAvg,
 		Sources:     profiling("DCGM_FI_PROF_SM_ACTIVE", "DCGM_FI_PROF_SM_UTIL_RATIO"),
 		Description: "Ratio of cycles an SM had at least one warp assigned, averaged over SMs; below 0.5 the GPU is used ineffectively. Off by default in dcgm-exporter."},
@@ -128,11 +151,11 @@ var catalogue = []Metric{
 		Sources:     profiling("DCGM_FI_PROF_PIPE_FP16_ACTIVE", "DCGM_FI_PROF_FP16_UTIL_RATIO"),
 		Description: "Ratio of cycles the FP16 pipe (not HMMA) was active. Off by default in dcgm-exporter."},
 	{Name: "fb_used", Title: "Framebuffer used", Unit: "mbytes", Aggregate: AggSum,
-		Sources:     one("DCGM_FI_DEV_FB_USED"),
-		Description: "Device memory in use (MiB). Host and fleet series are totals."},
+		Sources:     []Source{{Metric: "DCGM_FI_DEV_FB_USED"}, {Metric: "DCGM_FI_DEV_FB_USED_BYTES", Scale: bytesToMiB}},
+		Description: "Device memory in use (MiB; dcgm-exporter 4.9's DCGM_FI_DEV_FB_USED_BYTES is converted). Host and fleet series are totals."},
 	{Name: "fb_free", Title: "Framebuffer free", Unit: "mbytes", Aggregate: AggSum,
-		Sources:     one("DCGM_FI_DEV_FB_FREE"),
-		Description: "Device memory free (MiB). Host and fleet series are totals."},
+		Sources:     []Source{{Metric: "DCGM_FI_DEV_FB_FREE"}, {Metric: "DCGM_FI_DEV_FB_FREE_BYTES", Scale: bytesToMiB}},
+		Description: "Device memory free (MiB; dcgm-exporter 4.9's DCGM_FI_DEV_FB_FREE_BYTES is converted). Host and fleet series are totals."},
 	{Name: "fb_used_percent", Title: "Framebuffer used", Unit: "percent", Aggregate: AggAvg,
 		ComputedFrom: []string{"fb_used", "fb_free"}, Combine: PercentOfTotal,
 		Description: "used / (used + free) × 100; near 100 precedes CUDA out-of-memory errors. Host and fleet series average the GPUs."},
@@ -185,23 +208,23 @@ var catalogue = []Metric{
 		Sources:     []Source{{Metric: "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL"}, {Metric: "DCGM_FI_DEV_ECC_DBE_AGG_TOTAL"}},
 		Description: "Double-bit (uncorrectable) ECC errors since the driver loaded (volatile; else the lifetime total): any is a reason to drain the GPU. Off in dcgm-exporter's default counters."},
 	{Name: "remapped_rows_correctable", Title: "Remapped rows (correctable)", Unit: "short", Aggregate: AggSum,
-		Sources:     one("DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS"),
+		Sources:     []Source{{Metric: "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS"}, {Metric: "DCGM_FI_DEV_ROW_REMAP_CORRECTABLE_TOTAL"}},
 		Description: "Memory rows remapped after correctable errors (A100 and newer)."},
 	{Name: "remapped_rows_uncorrectable", Title: "Remapped rows (uncorrectable)", Unit: "short", Aggregate: AggSum,
-		Sources:     one("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS"),
+		Sources:     []Source{{Metric: "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS"}, {Metric: "DCGM_FI_DEV_ROW_REMAP_UNCORRECTABLE_TOTAL"}},
 		Description: "Memory rows remapped after uncorrectable errors: the GPU needs a reset for the remap to take effect."},
 	{Name: "row_remap_failure", Title: "Row remap failure", Unit: "none", Aggregate: AggMax,
-		Sources:     one("DCGM_FI_DEV_ROW_REMAP_FAILURE"),
+		Sources:     []Source{{Metric: "DCGM_FI_DEV_ROW_REMAP_FAILURE"}, {Metric: "DCGM_FI_DEV_ROW_REMAP_FAILED"}},
 		Description: "1 when remapping a row failed: the GPU should be replaced."},
 	{Name: "clock_events", Title: "Clock event reasons", Unit: "hex0x", Aggregate: AggMax,
 		Sources:     []Source{{Metric: "DCGM_FI_DEV_CLOCKS_EVENT_REASONS"}, {Metric: "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS"}},
 		Description: "Why clocks are held down, a bitmask: 0x1 idle, 0x4 SW power cap, 0x8 HW slowdown, 0x20 SW thermal, 0x40 HW thermal, 0x80 power brake. Host and fleet series show the largest mask, not a union."},
 	{Name: "enc_utilization", Title: "Encoder utilisation", Unit: "percent", Aggregate: AggAvg,
-		Sources:     one("DCGM_FI_DEV_ENC_UTIL"),
-		Description: "Video encoder utilisation (%)."},
+		Sources:     utilisation("DCGM_FI_DEV_ENC_UTIL", "DCGM_FI_DEV_ENC_UTIL_RATIO"),
+		Description: "Video encoder utilisation (%; DCGM_FI_DEV_ENC_UTIL_RATIO in the unit its HELP text says)."},
 	{Name: "dec_utilization", Title: "Decoder utilisation", Unit: "percent", Aggregate: AggAvg,
-		Sources:     one("DCGM_FI_DEV_DEC_UTIL"),
-		Description: "Video decoder utilisation (%)."},
+		Sources:     utilisation("DCGM_FI_DEV_DEC_UTIL", "DCGM_FI_DEV_DEC_UTIL_RATIO"),
+		Description: "Video decoder utilisation (%; DCGM_FI_DEV_DEC_UTIL_RATIO in the unit its HELP text says)."},
 }
 
 // Metrics lists the entries in the editor's order; the copy is the caller's.

@@ -68,17 +68,26 @@ func TestUnitsNamedBySourcesAreConverted(t *testing.T) {
 				if (m.Unit != "joule" && m.Unit != "watt") || f != 1 {
 					t.Errorf("%s: %s in J read into %s × %g", m.Name, name, m.Unit, f)
 				}
+			case s.UnitFromHelp != "":
+				// A name whose unit differs between exporter versions: its HELP text decides.
+				if s.UnitFromHelp != PercentOrRatio || m.Unit != "percent" || s.Scale != 0 || s == m.Sources[0] {
+					t.Errorf("%s: %s is read under %q into %s (scale %g); only a later source in percent may be", m.Name, name, s.UnitFromHelp, m.Unit, s.Scale)
+				}
 			case strings.HasSuffix(name, "_RATIO"):
 				if !(m.Unit == "percentunit" && f == 1) && !(m.Unit == "percent" && f == 100) {
 					t.Errorf("%s: the ratio %s read into %s × %g", m.Name, name, m.Unit, f)
+				}
+			case strings.HasSuffix(name, "_BYTES"):
+				if !(m.Unit == "mbytes" && f*(1<<20) == 1) && !(m.Unit == "Bps" && f == 1) {
+					t.Errorf("%s: %s in bytes read into %s × %g", m.Name, name, m.Unit, f)
 				}
 			case name == "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION":
 				if f != 0.001 {
 					t.Errorf("%s: the mJ counter × %g", m.Name, f)
 				}
 			}
-			if name == "DCGM_FI_DEV_GPU_UTIL_RATIO" {
-				t.Errorf("%s reads %s: DCGM 4.6 gives that name to field 203 in percent, DCGM 4.7 reportedly to a 0..1 field", m.Name, name)
+			if strings.HasSuffix(name, "_UTIL_RATIO") && strings.HasPrefix(name, "DCGM_FI_DEV_") && s.UnitFromHelp != PercentOrRatio {
+				t.Errorf("%s reads %s without its HELP text: DCGM 4.6 gives DCGM_FI_DEV_GPU_UTIL_RATIO to field 203 in percent, DCGM 4.7 to a 0..1 field", m.Name, name)
 			}
 		}
 	}
@@ -96,5 +105,38 @@ func TestUnitsNamedBySourcesAreConverted(t *testing.T) {
 			e.Sources[1].Factor() != 1 || e.Sources[0].Counter != e.Sources[1].Counter {
 			t.Errorf("%s %+v: the mJ counter × 0.001 first, then the J counter as it is, both read alike", name, e.Sources)
 		}
+	}
+}
+
+// dcgm-exporter 4.9's utilisation and framebuffer names come after the classic ones: the
+// classic name wins where a GPU exports both, and an override is read like the first source.
+func TestDCGM47NamesFollowTheClassicOnes(t *testing.T) {
+	want := map[string][]string{
+		"gpu_utilization":             {"DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_GPU_UTIL_RATIO"},
+		"mem_copy_utilization":        {"DCGM_FI_DEV_MEM_COPY_UTIL", "DCGM_FI_DEV_MEMORY_UTIL_RATIO"},
+		"enc_utilization":             {"DCGM_FI_DEV_ENC_UTIL", "DCGM_FI_DEV_ENC_UTIL_RATIO"},
+		"dec_utilization":             {"DCGM_FI_DEV_DEC_UTIL", "DCGM_FI_DEV_DEC_UTIL_RATIO"},
+		"fb_used":                     {"DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_USED_BYTES"},
+		"fb_free":                     {"DCGM_FI_DEV_FB_FREE", "DCGM_FI_DEV_FB_FREE_BYTES"},
+		"remapped_rows_correctable":   {"DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "DCGM_FI_DEV_ROW_REMAP_CORRECTABLE_TOTAL"},
+		"remapped_rows_uncorrectable": {"DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "DCGM_FI_DEV_ROW_REMAP_UNCORRECTABLE_TOTAL"},
+		"row_remap_failure":           {"DCGM_FI_DEV_ROW_REMAP_FAILURE", "DCGM_FI_DEV_ROW_REMAP_FAILED"},
+	}
+	for name, metrics := range want {
+		m, _ := Lookup(name)
+		var got []string
+		for _, s := range m.Sources {
+			got = append(got, s.Metric)
+		}
+		if !slices.Equal(got, metrics) {
+			t.Errorf("%s reads %v, want %v", name, got, metrics)
+		}
+		if m.Sources[0] != (Source{Metric: metrics[0]}) {
+			t.Errorf("%s: the classic %+v must be read as it is", name, m.Sources[0])
+		}
+	}
+	fb, _ := Lookup("fb_used")
+	if mib := 80 * float64(1<<30) * fb.Sources[1].Factor(); mib != 80*1024 {
+		t.Errorf("80 GiB in bytes is %g MiB, want 81920", mib)
 	}
 }

@@ -23,6 +23,8 @@ type Client struct {
 	cat *Catalogue
 	// cache holds label detections (inventory.go), shared by every copy of the client.
 	cache *inventoryCache
+	// meta holds metric metadata (units.go), shared the same way.
+	meta *metadataCache
 }
 
 // New returns a client for the upstream's URL using hc (built by upstream.NewHTTPClient).
@@ -35,7 +37,7 @@ func New(u models.Upstream, hc *http.Client) (*Client, error) {
 }
 
 func newClient(url string, api promv1.API) *Client {
-	return &Client{url: url, api: api, cat: NewCatalogue(models.DCGMSettings{}), cache: newInventoryCache()}
+	return &Client{url: url, api: api, cat: NewCatalogue(models.DCGMSettings{}), cache: newInventoryCache(), meta: newMetadataCache()}
 }
 
 // WithDCGM returns a copy of the client that names DCGM metrics and labels as the data source

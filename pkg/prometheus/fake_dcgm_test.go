@@ -35,9 +35,12 @@ type fakeDCGM struct {
 	// instantAnswer answers instant queries, each stream's last value as the sample; nil
 	// answers an empty vector.
 	instantAnswer func(query string) []fakeStream
-	status      int    // non-zero: every request fails with it
-	failPath    string // with status: only requests to this path fail
-	warnings    []string
+	// metadata answers /api/v1/metadata: per metric name, one entry per distinct HELP text, as
+	// Prometheus keeps what its targets' exposition says (# HELP, # TYPE, # UNIT).
+	metadata map[string][]promv1.Metadata
+	status   int    // non-zero: every request fails with it
+	failPath string // with status: only requests to this path fail
+	warnings []string
 
 	mu       sync.Mutex
 	requests []fakeRequest
@@ -91,6 +94,14 @@ func (f *fakeDCGM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case strings.HasPrefix(r.URL.Path, "/api/v1/label/") && strings.HasSuffix(r.URL.Path, "/values"):
 		name := strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/api/v1/label/"), "/values")
 		reply(nonNilStrings(f.labelValues[name]))
+	case r.URL.Path == "/api/v1/metadata":
+		out := map[string][]promv1.Metadata{}
+		for name, md := range f.metadata {
+			if m := r.Form.Get("metric"); m == "" || m == name {
+				out[name] = md
+			}
+		}
+		reply(out)
 	case r.URL.Path == "/api/v1/query_range":
 		streams, plain := f.selected(req.Query)
 		if !plain && f.rangeAnswer != nil {

@@ -96,6 +96,14 @@ func (c *Client) GPUFigures(ctx context.Context, filter models.GPUFilter, start,
 	}
 	found.Merge(w.notes)
 	found.Merge(q.notes)
+	var figureMetrics []Metric
+	for _, fig := range gpuFigures {
+		if m, ok := c.catalogue().Lookup(fig.metric); ok {
+			figureMetrics = append(figureMetrics, m)
+		}
+	}
+	inv, unitNotes := c.withUnits(ctx, inv, figureMetrics)
+	found.Merge(unitNotes)
 	jobs, read, missing, err := c.figureJobs(inv, q.plan)
 	if err != nil {
 		return nil, nil, err
@@ -201,6 +209,7 @@ func (c *Client) figureJobs(inv *inventory, p gpuPlan) (jobs []figureJob, read [
 		if !ok {
 			return nil, nil, nil, fmt.Errorf("catalogue lacks %s", fig.metric)
 		}
+		m = inv.resolve(m)
 		expr, used, tried := c.gpuMetricQuery(m, inv, p)
 		if expr == nil {
 			missing.Warn(gpuMissingNotice(m, tried) + "; its figure is NaN")

@@ -610,3 +610,32 @@ func TestGPUFiguresConvertExporter49ClocksFromHz(t *testing.T) {
 		t.Errorf("node-b GPU utilisation %v: the percentage as it is", b.Samples[0].Figures.GPUUtil)
 	}
 }
+
+// dcgm-exporter 4.9 writes the framebuffer in bytes under DCGM 4.7's names: read as MiB per
+// source, beside node-a's classic MiB.
+func TestGPUFiguresConvertExporter49FramebufferFromBytes(t *testing.T) {
+	a0, b0 := identity(nodeA0), identity(nodeB0)
+	f := &fakeDCGM{
+		labelNames: mixedFleetLabels,
+		stored: []fakeStream{
+			stored("DCGM_FI_DEV_GPU_UTIL", a0, 95),
+			stored("DCGM_FI_DEV_GPU_UTIL", b0, 40),
+			stored("DCGM_FI_DEV_FB_USED", a0, 30000),
+			stored("DCGM_FI_DEV_FB_FREE", a0, 51920),
+			stored("DCGM_FI_DEV_FB_USED_BYTES", b0, 8*(1<<30)),
+			stored("DCGM_FI_DEV_FB_FREE_BYTES", b0, 7*(1<<30)),
+		},
+	}
+	c, _ := newFakeDCGM(t, f)
+	series, _, err := c.GPUFigures(context.Background(), models.GPUFilter{}, t0, t0, 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(series) != 2 {
+		t.Fatalf("%d GPUs: %+v", len(series), series)
+	}
+	a, b := series[0].Samples[0].Figures, series[1].Samples[0].Figures
+	if got := []float64{a.FBUsed, a.FBFree, b.FBUsed, b.FBFree}; !slices.Equal(got, []float64{30000, 51920, 8192, 7168}) {
+		t.Errorf("framebuffer %v MiB: node-b's bytes ÷ 2^20", got)
+	}
+}

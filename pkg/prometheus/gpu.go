@@ -174,6 +174,7 @@ func gpuFilterField(role string) string {
 // names used and the names tried; nil expression when a needed source is missing.
 func (c *Client) gpuMetricQuery(m Metric, inv *inventory, p gpuPlan) (expr parser.Expr, used, tried []string) {
 	if len(m.ComputedFrom) == 0 {
+		m = inv.resolve(m)
 		for _, s := range m.Sources {
 			tried = append(tried, s.Metric)
 		}
@@ -244,9 +245,11 @@ func (c *Client) GPUMetric(ctx context.Context, name string, filter models.GPUFi
 	if err != nil {
 		return nil, err
 	}
+	inv, unitNotes := c.withUnits(ctx, inv, []Metric{m})
 	res = &models.GPUMetricResult{Metric: models.GPUMetricInfo{Name: m.Name, Title: m.Title, Unit: m.Unit}, Aggregation: aggregation, Step: w.step}
 	res.Notices.Merge(w.notes)
 	res.Notices.Merge(q.notes)
+	res.Notices.Merge(unitNotes)
 	expr, used, tried := c.gpuMetricQuery(m, inv, q.plan)
 	res.Sources = used
 	if expr == nil {

@@ -150,7 +150,7 @@ func TestGPUMetricNotExportedIsANoticeNamingTheDCGMNamesTried(t *testing.T) {
 	c, _ := newFakeDCGM(t, f)
 	for name, tried := range map[string]string{
 		"sm_active":       "DCGM_FI_PROF_SM_ACTIVE or DCGM_FI_PROF_SM_UTIL_RATIO",
-		"fb_used_percent": "computed from fb_used and fb_free,: Prometheus has no series of DCGM_FI_DEV_FB_USED or DCGM_FI_DEV_FB_FREE",
+		"fb_used_percent": "computed from fb_used and fb_free,: Prometheus has no series of DCGM_FI_DEV_FB_USED or DCGM_FI_DEV_FB_USED_BYTES or DCGM_FI_DEV_FB_FREE or DCGM_FI_DEV_FB_FREE_BYTES",
 	} {
 		res, err := c.GPUMetric(context.Background(), name, models.GPUFilter{}, "", t0, tEnd, time.Minute)
 		if err != nil {

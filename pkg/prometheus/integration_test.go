@@ -22,6 +22,7 @@ import (
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/internal/testbed"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/classify"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/dcgm"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 )
 
@@ -197,5 +198,37 @@ func TestRealSharedGPUCountsOnce(t *testing.T) {
 				t.Errorf("%s %v: power %v W, the GPU reads %v W (query %s)", agg, s.Labels, got, power, res.Query)
 			}
 		}
+	}
+}
+
+// The bed's Prometheus scrapes the live GPU simulator, which writes dcgm-exporter's HELP and
+// TYPE lines (internal/gpusim): its metadata API must give each HELP text back, and the unit
+// rule must read it as dcgm-exporter's CSV means it. The percentage stays a percentage, a
+// profiling ratio reads as a ratio, and a HELP text that names no unit leaves the name unread.
+func TestRealMetadataGivesTheUnitOfTheExportersHelp(t *testing.T) {
+	ac, err := api.NewClient(api.Config{Address: bed.PrometheusURL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newClient(bed.PrometheusURL, promv1.NewAPI(ac))
+	for metric, want := range map[string]unitDecision{
+		"DCGM_FI_DEV_GPU_UTIL":          {scale: 1},   // "GPU utilization (in %)."
+		"DCGM_FI_DEV_MEM_COPY_UTIL":     {scale: 1},   // "Memory utilization (in %)."
+		"DCGM_FI_PROF_GR_ENGINE_ACTIVE": {scale: 100}, // "Ratio of time the graphics engine is active."
+	} {
+		md, err := c.metadata(context.Background(), metric)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := decideUnit(dcgm.PercentOrRatio, md); got != want {
+			t.Errorf("%s: metadata %+v decided %+v, want %+v", metric, md, got, want)
+		}
+	}
+	md, err := c.metadata(context.Background(), "DCGM_FI_DEV_XID_ERRORS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := decideUnit(dcgm.PercentOrRatio, md); !strings.Contains(got.skip, "says neither") {
+		t.Errorf("DCGM_FI_DEV_XID_ERRORS (%+v): %+v, want not read", md, got)
 	}
 }

@@ -19,6 +19,9 @@ import (
 type inventory struct {
 	metrics map[string]bool
 	labels  map[string]bool
+	// units are the decided units of the sources that read theirs from their HELP text
+	// (units.go); set on a query's copy by withUnits, never in the cache.
+	units map[string]unitDecision
 }
 
 func (inv *inventory) hasMetric(name string) bool { return inv.metrics[name] }

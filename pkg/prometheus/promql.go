@@ -255,12 +255,13 @@ func (p gpuPlan) sourceExpr(s Source) parser.Expr {
 }
 
 // metricExpr is a plain entry's per-GPU expression over the sources present (present says
-// which metric names Prometheus holds); nil when none is.
+// which metric names Prometheus holds); nil when none is. A source whose unit is still to be
+// read from its HELP text (inventory.resolve decides it) is never read.
 func (p gpuPlan) metricExpr(m Metric, present func(string) bool) (parser.Expr, []string) {
 	var es []parser.Expr
 	var used []string
 	for _, s := range m.Sources {
-		if present(s.Metric) {
+		if present(s.Metric) && s.UnitFromHelp == "" {
 			es = append(es, p.sourceExpr(s))
 			used = append(used, s.Metric)
 		}

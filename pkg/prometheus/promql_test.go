@@ -238,8 +238,9 @@ func TestCountersBecomeRatesAndComputedMetricsKeepPrecedence(t *testing.T) {
 	}
 	used, _ := cat.Lookup("fb_used")
 	free, _ := cat.Lookup("fb_free")
-	u, _ := p.metricExpr(used, func(string) bool { return true })
-	f, _ := p.metricExpr(free, func(string) bool { return true })
+	classic := func(n string) bool { return !strings.HasSuffix(n, "_BYTES") }
+	u, _ := p.metricExpr(used, classic)
+	f, _ := p.metricExpr(free, classic)
 	pct := combineParts(dcgm.PercentOfTotal, []parser.Expr{u, f})
 	got := pct.String()
 	if want := `(DCGM_FI_DEV_FB_USED{Hostname="h"} / (DCGM_FI_DEV_FB_USED{Hostname="h"} + DCGM_FI_DEV_FB_FREE{Hostname="h"})) * 100`; got != want {
@@ -248,14 +249,19 @@ func TestCountersBecomeRatesAndComputedMetricsKeepPrecedence(t *testing.T) {
 	reparse(t, got)
 	// With several aliases each part is an "or", which must stay grouped inside + and /.
 	p2 := testPlan(t, models.GPUFilter{Hosts: []string{"h"}}, bothHostLabels, nil)
-	u2, _ := p2.metricExpr(used, func(string) bool { return true })
-	f2, _ := p2.metricExpr(free, func(string) bool { return true })
+	u2, _ := p2.metricExpr(used, classic)
+	f2, _ := p2.metricExpr(free, classic)
 	got2 := combineParts(dcgm.PercentOfTotal, []parser.Expr{u2, f2}).String()
 	want2 := `((DCGM_FI_DEV_FB_USED{Hostname="h"} or DCGM_FI_DEV_FB_USED{hostname="h"}) / ((DCGM_FI_DEV_FB_USED{Hostname="h"} or DCGM_FI_DEV_FB_USED{hostname="h"}) + (DCGM_FI_DEV_FB_FREE{Hostname="h"} or DCGM_FI_DEV_FB_FREE{hostname="h"}))) * 100`
 	if got2 != want2 {
 		t.Errorf("fb_used_percent, two aliases:\ngot  %s\nwant %s", got2, want2)
 	}
 	reparse(t, got2)
+	// dcgm-exporter 4.9's framebuffer in bytes, in MiB after the classic name where both are.
+	u3, _ := p.metricExpr(used, func(string) bool { return true })
+	if got, want := u3.String(), `DCGM_FI_DEV_FB_USED{Hostname="h"} or (DCGM_FI_DEV_FB_USED_BYTES{Hostname="h"} * 0.00000095367431640625)`; got != want {
+		t.Errorf("fb_used, both names:\ngot  %s\nwant %s", got, want)
+	}
 }
 
 func TestFleetAggregationMatchesOnNoLabels(t *testing.T) {

@@ -437,10 +437,11 @@ export const GPU_CATALOGUE = [
     "unit": "percent",
     "aggregate": "avg",
     "sources": [
-      "DCGM_FI_DEV_GPU_UTIL"
+      "DCGM_FI_DEV_GPU_UTIL",
+      "DCGM_FI_DEV_GPU_UTIL_RATIO"
     ],
     "computedFrom": [],
-    "description": "Share of time one or more kernels ran (DCGM_FI_DEV_GPU_UTIL). Coarse: one small kernel counts as busy; prefer sm_active where profiling metrics are on."
+    "description": "Share of time one or more kernels ran (DCGM_FI_DEV_GPU_UTIL; dcgm-exporter 4.9's DCGM_FI_DEV_GPU_UTIL_RATIO in the unit its HELP text says). Coarse: one small kernel counts as busy; prefer sm_active where profiling metrics are on."
   },
   {
     "name": "mem_copy_utilization",
@@ -448,10 +449,11 @@ export const GPU_CATALOGUE = [
     "unit": "percent",
     "aggregate": "avg",
     "sources": [
-      "DCGM_FI_DEV_MEM_COPY_UTIL"
+      "DCGM_FI_DEV_MEM_COPY_UTIL",
+      "DCGM_FI_DEV_MEMORY_UTIL_RATIO"
     ],
     "computedFrom": [],
-    "description": "Share of time device memory was read or written (DCGM_FI_DEV_MEM_COPY_UTIL); not a bandwidth, and not reported under MIG (use dram_active)."
+    "description": "Share of time device memory was read or written (DCGM_FI_DEV_MEM_COPY_UTIL; DCGM_FI_DEV_MEMORY_UTIL_RATIO in the unit its HELP text says); not a bandwidth, and not reported under MIG (use dram_active)."
   },
   {
     "name": "sm_active",
@@ -555,10 +557,11 @@ export const GPU_CATALOGUE = [
     "unit": "mbytes",
     "aggregate": "sum",
     "sources": [
-      "DCGM_FI_DEV_FB_USED"
+      "DCGM_FI_DEV_FB_USED",
+      "DCGM_FI_DEV_FB_USED_BYTES"
     ],
     "computedFrom": [],
-    "description": "Device memory in use (MiB). Host and fleet series are totals."
+    "description": "Device memory in use (MiB; dcgm-exporter 4.9's DCGM_FI_DEV_FB_USED_BYTES is converted). Host and fleet series are totals."
   },
   {
     "name": "fb_free",
@@ -566,10 +569,11 @@ export const GPU_CATALOGUE = [
     "unit": "mbytes",
     "aggregate": "sum",
     "sources": [
-      "DCGM_FI_DEV_FB_FREE"
+      "DCGM_FI_DEV_FB_FREE",
+      "DCGM_FI_DEV_FB_FREE_BYTES"
     ],
     "computedFrom": [],
-    "description": "Device memory free (MiB). Host and fleet series are totals."
+    "description": "Device memory free (MiB; dcgm-exporter 4.9's DCGM_FI_DEV_FB_FREE_BYTES is converted). Host and fleet series are totals."
   },
   {
     "name": "fb_used_percent",
@@ -779,7 +783,8 @@ export const GPU_CATALOGUE = [
     "unit": "short",
     "aggregate": "sum",
     "sources": [
-      "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS"
+      "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS",
+      "DCGM_FI_DEV_ROW_REMAP_CORRECTABLE_TOTAL"
     ],
     "computedFrom": [],
     "description": "Memory rows remapped after correctable errors (A100 and newer)."
@@ -790,7 +795,8 @@ export const GPU_CATALOGUE = [
     "unit": "short",
     "aggregate": "sum",
     "sources": [
-      "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS"
+      "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS",
+      "DCGM_FI_DEV_ROW_REMAP_UNCORRECTABLE_TOTAL"
     ],
     "computedFrom": [],
     "description": "Memory rows remapped after uncorrectable errors: the GPU needs a reset for the remap to take effect."
@@ -801,7 +807,8 @@ export const GPU_CATALOGUE = [
     "unit": "none",
     "aggregate": "max",
     "sources": [
-      "DCGM_FI_DEV_ROW_REMAP_FAILURE"
+      "DCGM_FI_DEV_ROW_REMAP_FAILURE",
+      "DCGM_FI_DEV_ROW_REMAP_FAILED"
     ],
     "computedFrom": [],
     "description": "1 when remapping a row failed: the GPU should be replaced."
@@ -824,10 +831,11 @@ export const GPU_CATALOGUE = [
     "unit": "percent",
     "aggregate": "avg",
     "sources": [
-      "DCGM_FI_DEV_ENC_UTIL"
+      "DCGM_FI_DEV_ENC_UTIL",
+      "DCGM_FI_DEV_ENC_UTIL_RATIO"
     ],
     "computedFrom": [],
-    "description": "Video encoder utilisation (%)."
+    "description": "Video encoder utilisation (%; DCGM_FI_DEV_ENC_UTIL_RATIO in the unit its HELP text says)."
   },
   {
     "name": "dec_utilization",
@@ -835,10 +843,11 @@ export const GPU_CATALOGUE = [
     "unit": "percent",
     "aggregate": "avg",
     "sources": [
-      "DCGM_FI_DEV_DEC_UTIL"
+      "DCGM_FI_DEV_DEC_UTIL",
+      "DCGM_FI_DEV_DEC_UTIL_RATIO"
     ],
     "computedFrom": [],
-    "description": "Video decoder utilisation (%)."
+    "description": "Video decoder utilisation (%; DCGM_FI_DEV_DEC_UTIL_RATIO in the unit its HELP text says)."
   }
 ] as const;
 
