@@ -93,6 +93,10 @@ func queryCases(traceID string, spanIDs []string) []queryCase {
 		{name: "gpuClass summary", uses: []string{"Prometheus"}, json: with(map[string]any{"queryType": "gpuClass", "format": "summary"}, gpu)},
 		{name: "gpuLocal", json: map[string]any{"queryType": "gpuLocal"}},
 		{name: "kernels", window: time.Hour, json: map[string]any{"queryType": "kernels", "traceId": traceID}},
+		// The fixtures' XID, ECC and OOM-kill failures come from Prometheus alone; with Jaeger at
+		// fault they stay, and the failed requests' signal says why they are missing.
+		{name: "triage", window: 3 * time.Hour, uses: []string{"Prometheus", "Jaeger"}, json: map[string]any{"queryType": "triage"},
+			keep: map[string][]part{"Jaeger": {{"failures", "class"}}}},
 	}
 }
 

@@ -394,7 +394,7 @@ func checkCoverage(t *testing.T, calls []*call) {
 		}
 	}
 	for _, k := range []string{"profile (labelSelector)", "profile (spanSelector)", "profile (traceId)", "profile (traceId, perService)",
-		"metrics", "both", "diff", "trace", "slowRequests", "gpuMetrics", "gpuClass", "gpuLocal", "kernels",
+		"metrics", "both", "diff", "trace", "slowRequests", "gpuMetrics", "gpuClass", "gpuLocal", "kernels", "triage",
 		"resource variable", "resource services", "resource label-values", "resource traces"} {
 		if !have[k] {
 			t.Errorf("the workload has no %s request", k)

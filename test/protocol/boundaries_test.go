@@ -138,6 +138,7 @@ func TestBinaryStaysWithinItsBoundaries(t *testing.T) {
 		add(map[string]any{"queryType": "kernels", "traceId": v})
 		add(map[string]any{"queryType": "kernels", "file": v})
 		add(map[string]any{"queryType": "slowRequests", "service": v, "endpoint": v})
+		add(map[string]any{"queryType": "triage", "services": []string{v}, "pods": []string{v}, "namespaces": []string{v}})
 		add(map[string]any{"queryType": "gpuMetrics", "hosts": []string{v}, "gpuSelector": v})
 		add(map[string]any{"queryType": "diff", "baseline": map[string]any{"traceId": v}, "comparison": map[string]any{"from": v}})
 		add(map[string]any{"queryType": "profile", "pyroscopeUrl": v, "url": v, "path": v})
