@@ -19,7 +19,7 @@ func signals(ev *Evidence, gpus []*gpu, requests []request) []Signal {
 		case ev.Kube.Err != nil:
 			add(class, what, SignalFailed, ev.Kube.Err.Error())
 		case ev.Kube.Missing:
-			add(class, what, SignalMissing, "Prometheus holds no kube-state-metrics series ("+what+"): run kube-state-metrics and scrape it, so container kills and restarts can be told apart")
+			add(class, what, SignalMissing, "Prometheus holds no kube-state-metrics series in the range: run kube-state-metrics and scrape it (honor_labels: true), so container kills and restarts can be told apart")
 		default:
 			add(class, what, SignalPresent, ev.Kube.Detail)
 		}

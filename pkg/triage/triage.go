@@ -148,7 +148,7 @@ func Triage(ev *Evidence, classes []string) *Answer {
 			ans.Notices.Warnf("%s: %s could not be read, so this class may miss failures: %s", RunbookOf(s.Class).Title, s.Signal, s.Detail)
 		case SignalMissing:
 			if rb, ok := runbooks[s.Class]; ok {
-				ans.Notices.Infof("%s cannot be seen: %s is missing (%s)", rb.Title, s.Signal, s.Detail)
+				ans.Notices.Infof("%s cannot be seen: %s", rb.Title, s.Detail)
 			}
 		}
 	}
