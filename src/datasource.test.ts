@@ -13,6 +13,7 @@ const vars: Record<string, string | string[]> = {
   window: '1h',
   min: '500ms',
   metric: 'gpu_utilization',
+  classes: ['xid', 'ecc'],
   empty: '',
 };
 const replace = jest.fn((s: string, _scoped?: unknown, format?: string) =>
@@ -117,6 +118,29 @@ describe('DataSource', () => {
       pods: ['nemotron-backend-0'],
       namespaces: ['nemotron-backend'],
       aggregation: 'host',
+    });
+  });
+
+  it('interpolates the triage services and classes, a multi-value variable becoming several', () => {
+    const out = ds.applyTemplateVariables(
+      {
+        refId: 'A',
+        queryType: 'triage',
+        view: 'failures',
+        services: ['$service', '$empty'],
+        // A classes variable: the backend checks the classes it stands for.
+        classes: ['cudaOOM', '$classes' as 'xid'],
+        hosts: ['$hosts'],
+      },
+      {}
+    );
+    expect(out).toEqual({
+      refId: 'A',
+      queryType: 'triage',
+      view: 'failures',
+      services: ['nemotron-backend'],
+      classes: ['cudaOOM', 'xid', 'ecc'],
+      hosts: ['gpu-node-1', 'gpu-node-2'],
     });
   });
 

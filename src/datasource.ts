@@ -65,6 +65,9 @@ export class DataSource extends DataSourceWithBackend<HsiQuery, HsiOptions> {
       models: list(query.models),
       pods: list(query.pods),
       namespaces: list(query.namespaces),
+      services: list(query.services),
+      // Classes may hold a variable ($class): the backend checks what it is replaced by.
+      classes: list(query.classes) as HsiQuery['classes'],
       file: text(query.file),
     };
   }

@@ -15,6 +15,8 @@ import {
   QUERY_TYPE_INFO,
   QUERY_TYPE_NAMES,
   TRACE_DATASOURCE_TYPES as GENERATED_TRACE_DATASOURCE_TYPES,
+  TRIAGE_CLASSES,
+  TRIAGE_VIEWS,
 } from './generated/vocabulary';
 
 /**
@@ -41,6 +43,24 @@ export type GpuRole = 'host' | 'gpu' | 'model' | 'pod' | 'namespace';
  * GPULocalViews); unset: devices.
  */
 export type GpuLocalView = (typeof GPU_LOCAL_VIEWS)[number];
+
+/**
+ * GPU incidents (triage): one row per failure (the default), per failed request, or what each
+ * class reads (pkg/models/triage_query.go, TriageViews).
+ */
+export type TriageView = (typeof TRIAGE_VIEWS)[number];
+
+/** GPU incidents (triage): the failure classes of runbook 002 (TriageClasses). */
+export type TriageClass = (typeof TRIAGE_CLASSES)[number];
+
+/**
+ * The views of the query types that have a view field: each type's parser refuses the others',
+ * so a view is only carried over to a type that has it.
+ */
+export const QUERY_VIEWS: Partial<Record<QueryType, readonly string[]>> = {
+  gpuLocal: GPU_LOCAL_VIEWS,
+  triage: TRIAGE_VIEWS,
+};
 
 /** GPU metrics: one series per GPU, per host, or one for the fleet. */
 export type GpuAggregation = (typeof GPU_AGGREGATIONS)[number];
@@ -124,14 +144,18 @@ export interface HsiQuery extends DataQuery {
   /** GPU metrics: names from the gpu-metrics catalogue. */
   metrics?: string[];
   aggregation?: GpuAggregation;
-  /** GPU metrics and class: label filters, each item a value or a variable (GPU index or UUID). */
+  /** GPU metrics, class and triage: label filters, each item a value or a variable (GPU index or UUID). */
   hosts?: string[];
   gpus?: string[];
   models?: string[];
   pods?: string[];
   namespaces?: string[];
-  /** Local GPUs (NVML): the view; unset: devices. */
-  view?: GpuLocalView;
+  /** Local GPUs (NVML): the view; unset: devices. Triage: the view; unset: failures. */
+  view?: GpuLocalView | TriageView;
+  /** Triage: the Jaeger services searched for failed requests; unset: every service. */
+  services?: string[];
+  /** Triage: only these failure classes; unset: all. */
+  classes?: TriageClass[];
   /** GPU kernels: a trace file, relative to a configured trace directory (else found by traceId). */
   file?: string;
 }

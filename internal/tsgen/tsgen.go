@@ -64,6 +64,10 @@ func Generate() ([]byte, error) {
 		"DEFAULT_ALLOC_TYPE", models.DefaultAllocTypeID, false)
 	w.decl("What the gpuLocal query shows; unset: the first.",
 		"GPU_LOCAL_VIEWS", strs(models.GPULocalViews), true)
+	w.decl("What the triage query shows (pkg/models/triage_query.go); unset: the first.",
+		"TRIAGE_VIEWS", strs(models.TriageViews), true)
+	w.decl("The triage query's failure classes (its classes field); none chosen: all.",
+		"TRIAGE_CLASSES", strs(models.TriageClasses), true)
 	w.decl("How a gpuMetrics query combines GPUs: one series per GPU (the default), per host, or one for the fleet.",
 		"GPU_AGGREGATIONS", strs([]string{models.AggregationGPU, models.AggregationHost, models.AggregationFleet}), true)
 

@@ -4,6 +4,7 @@ import { DataSourceInstanceSettings, dateTime } from '@grafana/data';
 
 import { QueryEditor } from './QueryEditor';
 import { DataSource } from '../datasource';
+import { QUERY_TYPE_INFO, TRIAGE_CLASSES } from '../generated/vocabulary';
 import { HsiOptions, HsiQuery, QUERY_TYPES, QueryType, TraceSummary } from '../types';
 
 jest.mock('@grafana/runtime', () => ({
@@ -13,7 +14,8 @@ jest.mock('@grafana/runtime', () => ({
 
 beforeAll(() => {
   // Combobox virtualises its menu (sized by clientHeight) and watches scrolling; jsdom has neither.
-  Object.defineProperty(HTMLElement.prototype, 'clientHeight', { configurable: true, value: 400 });
+  // Tall enough that the menu draws every query type, each with its description.
+  Object.defineProperty(HTMLElement.prototype, 'clientHeight', { configurable: true, value: 1000 });
   Object.defineProperty(HTMLElement.prototype, 'clientWidth', { configurable: true, value: 400 });
   Object.assign(global, {
     IntersectionObserver: class {
@@ -177,6 +179,7 @@ describe('QueryEditor', () => {
       expect.stringMatching(/^GPU class/),
       expect.stringMatching(/^Local GPUs \(NVML\)/),
       expect.stringMatching(/^GPU kernels/),
+      expect.stringMatching(/^GPU incidents \(triage\)/),
     ]);
   });
 
@@ -986,6 +989,105 @@ describe('QueryEditor', () => {
       );
       fireEvent.change(screen.getByLabelText('Trace ID'), { target: { value: '4bf92f35' } });
       expect(screen.getByText('A trace ID has 16 or 32 hex digits')).toBeInTheDocument();
+    });
+  });
+  describe('GPU incidents (triage)', () => {
+    /** What the backend reads of a triage query (pkg/models/fields.go), and what Grafana adds. */
+    const triageKeys = ['refId', 'queryType', ...QUERY_TYPE_INFO.triage.fields];
+
+    it('writes the view, classes by label, services from Jaeger and the GPU filters', async () => {
+      const { ds, getResource } = fakeDatasource();
+      const { last, onRunQuery } = await renderEditor({ refId: 'A' }, ds);
+      await pick('Query type', /^GPU incidents \(triage\)/);
+      expect(last()).toEqual({ refId: 'A', queryType: 'triage' });
+      // The backend's default view, shown without writing it.
+      expect(screen.getByRole('radio', { name: 'Failures' })).toBeChecked();
+      expect(screen.queryByLabelText('Label selector')).not.toBeInTheDocument();
+      expect(screen.queryByLabelText('Metrics')).not.toBeInTheDocument();
+      const runs = onRunQuery.mock.calls.length;
+      fireEvent.click(screen.getByRole('radio', { name: 'Signals' }));
+      expect(last()).toEqual({ refId: 'A', queryType: 'triage', view: 'signals' });
+      expect(onRunQuery).toHaveBeenCalledTimes(runs + 1);
+
+      fireEvent.click(screen.getByLabelText('Classes'));
+      const options = await screen.findAllByRole('option');
+      expect(options.map((o) => o.textContent)).toEqual([
+        expect.stringMatching(/^Container OOM kill/),
+        expect.stringMatching(/^CUDA OOM while serving/),
+        expect.stringMatching(/^CUDA OOM at model load/),
+        expect.stringMatching(/^XID error/),
+        expect.stringMatching(/^Uncorrectable ECC/),
+        expect.stringMatching(/^Row-remap failure/),
+        expect.stringMatching(/^PCIe replays/),
+        expect.stringMatching(/^Memory envelope/),
+      ]);
+      await act(async () => {
+        fireEvent.click(screen.getByRole('option', { name: /^CUDA OOM at model load/ }));
+      });
+      await pick('Services', 'api');
+      expect(getResource).toHaveBeenCalledWith('trace-services');
+      await pick('Hosts', 'gpu-node-1');
+      await pick('Namespaces', 'inference');
+      const query = last();
+      expect(query).toEqual({
+        refId: 'A',
+        queryType: 'triage',
+        view: 'signals',
+        classes: ['cudaOOMLoad'],
+        services: ['api'],
+        hosts: ['gpu-node-1'],
+        namespaces: ['inference'],
+      });
+      // Only fields the backend reads, with values its parser takes.
+      expect(Object.keys(query).filter((k) => !triageKeys.includes(k))).toEqual([]);
+      expect(query.classes?.every((c) => TRIAGE_CLASSES.includes(c))).toBe(true);
+    });
+
+    it.each([
+      ['Requests', 'requests'],
+      ['Signals', 'signals'],
+    ])('writes the %s view as %s, and back to failures', async (label, view) => {
+      const { last } = await renderEditor({ refId: 'A', queryType: 'triage' });
+      fireEvent.click(screen.getByRole('radio', { name: label }));
+      expect(last()).toEqual({ refId: 'A', queryType: 'triage', view });
+      expect(screen.getByRole('radio', { name: label })).toBeChecked();
+      fireEvent.click(screen.getByRole('radio', { name: 'Failures' }));
+      expect(last()).toEqual({ refId: 'A', queryType: 'triage', view: 'failures' });
+    });
+
+    it('shows the chosen classes by label, a variable as it is, before the menu opens', async () => {
+      const { ds, getResource } = fakeDatasource();
+      await renderEditor({ refId: 'A', queryType: 'triage', classes: ['xid'] }, ds);
+      expect(screen.getByText('XID error')).toBeInTheDocument();
+      cleanup();
+      await renderEditor({ refId: 'A', queryType: 'triage', classes: ['$class' as 'xid'] }, ds);
+      expect(screen.getByText('$class')).toBeInTheDocument();
+      expect(getResource).not.toHaveBeenCalled();
+    });
+
+    it('removes the last class and service from the query', async () => {
+      const { last } = await renderEditor({ refId: 'A', queryType: 'triage', classes: ['ecc'], services: ['api'] });
+      fireEvent.click(screen.getByRole('button', { name: /Remove Uncorrectable ECC/ }));
+      fireEvent.click(screen.getByRole('button', { name: /Remove api/ }));
+      expect(last()).toEqual({ refId: 'A', queryType: 'triage', classes: undefined, services: undefined });
+    });
+
+    it("keeps the filters when the type is switched, but not another type's view", async () => {
+      const { last } = await renderEditor({ refId: 'A', queryType: 'gpuLocal', view: 'xid' });
+      await pick('Query type', /^GPU incidents \(triage\)/);
+      // gpuLocal's view would be refused by the triage parser.
+      expect(last().view).toBeUndefined();
+      expect(screen.getByRole('radio', { name: 'Failures' })).toBeChecked();
+      fireEvent.click(screen.getByRole('radio', { name: 'Requests' }));
+      await pick('Hosts', 'gpu-node-2');
+      await pick('Query type', /^GPU class/);
+      expect(last()).toEqual({ refId: 'A', queryType: 'gpuClass', view: 'requests', hosts: ['gpu-node-2'] });
+      await pick('Query type', /^GPU incidents \(triage\)/);
+      expect(screen.getByRole('radio', { name: 'Requests' })).toBeChecked();
+      expect(last()).toEqual({ refId: 'A', queryType: 'triage', view: 'requests', hosts: ['gpu-node-2'] });
+      await pick('Query type', /^Local GPUs \(NVML\)/);
+      expect(last().view).toBeUndefined();
+      expect(screen.getByRole('radio', { name: 'Devices' })).toBeChecked();
     });
   });
 });

@@ -3,7 +3,7 @@ import { QueryEditorProps } from '@grafana/data';
 import { Combobox, InlineField, InlineFieldRow } from '@grafana/ui';
 
 import { DataSource } from '../datasource';
-import { HsiOptions, HsiQuery, QUERY_TYPES, QueryType, queryFamily } from '../types';
+import { HsiOptions, HsiQuery, QUERY_TYPES, QUERY_VIEWS, QueryType, queryFamily } from '../types';
 import { DiffFields } from './query/DiffFields';
 import { GpuFilterFields, GpuLocalFields, GpuMetricsFields } from './query/GpuFields';
 import { KernelFields } from './query/KernelFields';
@@ -13,6 +13,7 @@ import { FieldsProps, SelectorFields } from './query/SelectorFields';
 import { SlowRequestFields } from './query/SlowRequestFields';
 import { SpanFields } from './query/SpanFields';
 import { TraceFields } from './query/TraceFields';
+import { TriageFields } from './query/TriageFields';
 import { LABEL_WIDTH, MultiPicker, NumberField, stringOptions } from './query/fields';
 
 type Props = QueryEditorProps<DataSource, HsiQuery, HsiOptions>;
@@ -38,8 +39,13 @@ export function QueryEditor({ query, onChange, onRunQuery, datasource, range }: 
   const isProfile = family === 'profile';
   const hasSeries = queryType === 'metrics' || queryType === 'both';
   const isSpans = family === 'spans';
-  // The editor keeps the fields of other types when the type changes (the backend ignores them).
-  const switchType = (t: QueryType) => update({ queryType: t });
+  // The editor keeps the fields of other types when the type changes (the backend ignores them),
+  // but a view only for a type that has it: gpuLocal's and triage's parsers refuse each other's.
+  const switchType = (t: QueryType) => {
+    const views = QUERY_VIEWS[t];
+    const otherView = query.view !== undefined && views !== undefined && !views.includes(query.view);
+    update(otherView ? { queryType: t, view: undefined } : { queryType: t });
+  };
   const id = useId();
 
   return (
@@ -67,6 +73,7 @@ export function QueryEditor({ query, onChange, onRunQuery, datasource, range }: 
       {queryType === 'gpuClass' && <GpuFilterFields {...fields} />}
       {queryType === 'gpuLocal' && <GpuLocalFields {...fields} />}
       {queryType === 'kernels' && <KernelFields {...fields} />}
+      {queryType === 'triage' && <TriageFields {...fields} />}
     </>
   );
 }

@@ -422,6 +422,25 @@ export const GPU_LOCAL_VIEWS = [
   "class"
 ] as const;
 
+/** What the triage query shows (pkg/models/triage_query.go); unset: the first. */
+export const TRIAGE_VIEWS = [
+  "failures",
+  "requests",
+  "signals"
+] as const;
+
+/** The triage query's failure classes (its classes field); none chosen: all. */
+export const TRIAGE_CLASSES = [
+  "containerOOM",
+  "cudaOOM",
+  "cudaOOMLoad",
+  "xid",
+  "ecc",
+  "rowRemap",
+  "pcieReplay",
+  "memoryEnvelope"
+] as const;
+
 /** How a gpuMetrics query combines GPUs: one series per GPU (the default), per host, or one for the fleet. */
 export const GPU_AGGREGATIONS = [
   "gpu",

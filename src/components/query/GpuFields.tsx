@@ -37,7 +37,7 @@ const FILTER_ROWS: Filter[][] = [
 
 /** What the pickers show of each aggregation and view; the values and their order are the backend's. */
 type Text = { label: string; description: string };
-const withText = <T extends string>(values: readonly T[], text: Record<T, Text>) =>
+export const withText = <T extends string>(values: readonly T[], text: Record<T, Text>) =>
   values.map((value) => ({ value, ...text[value] }));
 
 const AGGREGATIONS = withText<GpuAggregation>(GPU_AGGREGATIONS, {
@@ -57,6 +57,10 @@ const LOCAL_VIEWS = withText<GpuLocalView>(GPU_LOCAL_VIEWS, {
   },
 });
 
+/** The value if it is one of values: a view of another query type, or a typo, is none of them. */
+export const oneOf = <T extends string>(values: readonly T[], value?: string): T | undefined =>
+  values.find((v) => v === value);
+
 /** Local GPUs (NVML): the view of the Grafana host's GPUs; needs jsonData.nvmlEnabled. */
 export function GpuLocalFields({ query, update }: FieldsProps) {
   return (
@@ -69,7 +73,7 @@ export function GpuLocalFields({ query, update }: FieldsProps) {
         <RadioButtonGroup<GpuLocalView>
           aria-label="View"
           options={LOCAL_VIEWS}
-          value={query.view ?? 'devices'}
+          value={query.view === undefined ? 'devices' : oneOf(GPU_LOCAL_VIEWS, query.view)}
           onChange={(view) => update({ view })}
         />
       </InlineField>
