@@ -94,9 +94,11 @@ var (
 	spanLimitBound    = Bound{Name: "limit", Default: DefaultSpanTraces, Min: 1, Max: MaxSpanTraces}
 	percentileBound   = Bound{Name: "percentile", Min: 0, Max: 100, MinOpen: true, MaxOpen: true}
 	// minStepBound: below a second, steps only repeat DCGM's samples.
-	minStepBound       = Bound{Name: "minStep", Default: int64(DCGMCollectInterval / time.Second), Min: 1, Unit: "s"}
-	filterValuesBound  = Bound{Name: "filterValues", Max: MaxGPUFilterValues, Unit: "items"}
-	profileQueryBounds = []Bound{maxNodesBound, profileLimitBound, profileIDsBound, callSiteBound, functionNameBound}
+	minStepBound      = Bound{Name: "minStep", Default: int64(DCGMCollectInterval / time.Second), Min: 1, Unit: "s"}
+	filterValuesBound = Bound{Name: "filterValues", Max: MaxGPUFilterValues, Unit: "items"}
+	// triageServicesBound: each service is one trace search.
+	triageServicesBound = Bound{Name: "services", Max: MaxTriageServices, Unit: "items"}
+	profileQueryBounds  = []Bound{maxNodesBound, profileLimitBound, profileIDsBound, callSiteBound, functionNameBound}
 )
 
 // QueryTypeSpecs are every query type, in the editor's picker order.
@@ -139,7 +141,7 @@ var QueryTypeSpecs = []QueryTypeSpec{
 		Fields:      []string{"traceId", "file"}},
 	{Name: QueryTypeTriage, Label: "GPU incidents (triage)", Family: FamilyGPU,
 		Description: "Failures by class: OOM kills, CUDA OOM, XID, ECC, full memory; evidence and first checks",
-		Fields:      triageFields, Bounds: []Bound{filterValuesBound}},
+		Fields:      triageFields, Bounds: []Bound{filterValuesBound, triageServicesBound}},
 }
 
 // QueryTypes lists every query type's name in the editor's picker order.

@@ -95,8 +95,8 @@ func ParseTriageQuery(raw json.RawMessage) (*TriageQuery, error) {
 	if q.Services, err = normalizeValues("services", rest.Services); err != nil {
 		return nil, err
 	}
-	if len(q.Services) > MaxTriageServices {
-		return nil, fmt.Errorf("field \"services\" lists %d services; the most is %d (each is one trace search)", len(q.Services), MaxTriageServices)
+	if len(q.Services) > int(triageServicesBound.Max) {
+		return nil, fmt.Errorf("field \"services\" lists %d services; the most is %d (each is one trace search)", len(q.Services), triageServicesBound.Max)
 	}
 	for i, c := range rest.Classes {
 		c = strings.TrimSpace(c)

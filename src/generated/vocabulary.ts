@@ -402,6 +402,11 @@ export const QUERY_TYPE_INFO = {
         "min": 0,
         "max": 200,
         "unit": "items"
+      },
+      "services": {
+        "min": 0,
+        "max": 50,
+        "unit": "items"
       }
     }
   }
