@@ -270,3 +270,23 @@ func WriteKubeStateFixtures(out io.Writer, start, end time.Time, step time.Durat
 	w.WriteString("# EOF\n")
 	return w.Flush()
 }
+
+// KubeStateContainer is a container of the kube-state-metrics fixtures.
+type KubeStateContainer struct {
+	Namespace, Pod, Container, Node string
+	// GPU is the index of the fixture-node-d GPU its pod holds; UsesGPU says whether this
+	// container has it (nvidia.com/gpu limit).
+	GPU     int
+	UsesGPU bool
+	// MemoryLimitBytes is its memory limit.
+	MemoryLimitBytes float64
+}
+
+// KubeStateContainers lists the containers of the kube-state-metrics fixtures.
+func KubeStateContainers() []KubeStateContainer {
+	var out []KubeStateContainer
+	for _, c := range kubeContainers {
+		out = append(out, KubeStateContainer{fixtureNamespace, c.pod, c.container, FixtureHostD, c.gpu, c.usesGPU, c.memLimitBytes})
+	}
+	return out
+}
