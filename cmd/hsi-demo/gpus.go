@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log"
 	"maps"
 	"net/http"
@@ -24,9 +25,11 @@ import (
 //	hsi-demo gpus --listen ADDR --host gpu-node-1 --gpus 2
 //	    serves /metrics as dcgm-exporter 4.x does, every series labelled simulated="true"; the
 //	    GPUs move through the seven classes on a 14-minute cycle (gpusim.Live).
-//	hsi-demo gpus --history 2h --step 15s --end UNIX --out FILE
-//	    writes the test fixtures (hosts fixture-node-a and fixture-node-b) for [end-history, end]
-//	    in OpenMetrics, for `promtool tsdb create-blocks-from openmetrics FILE DIR`.
+//	hsi-demo gpus --history 2h --step 15s --end UNIX --out FILE [--kube-out FILE2]
+//	    writes the test fixtures (hosts fixture-node-a to fixture-node-d) for [end-history, end]
+//	    in OpenMetrics, for `promtool tsdb create-blocks-from openmetrics FILE DIR`; with
+//	    --kube-out, also the kube-state-metrics series of fixture-node-d's pods (a second file,
+//	    backfilled the same way).
 func gpus(args []string) error {
 	fs := flag.NewFlagSet("gpus", flag.ExitOnError)
 	listen := fs.String("listen", "127.0.0.1:9400", "address to serve /metrics on")
@@ -36,6 +39,7 @@ func gpus(args []string) error {
 	step := fs.Duration("step", gpusim.FixtureStep, "fixtures: time between samples")
 	end := fs.String("end", "", "fixtures: end of the window, Unix seconds (default now)")
 	out := fs.String("out", "-", "fixtures: output file (- for standard output)")
+	kubeOut := fs.String("kube-out", "", "fixtures: also write fixture-node-d's kube-state-metrics series to this file")
 	pods := fs.String("pods", "", `GPUs mapped to Kubernetes pods, as dcgm-exporter's pod mapping labels them: "0=namespace/pod,1=namespace/pod"`)
 	_ = fs.Parse(args)
 
@@ -48,7 +52,13 @@ func gpus(args []string) error {
 			}
 			endTime = time.Unix(sec, 0)
 		}
-		return writeFixtures(*out, endTime.Add(-*history), endTime, *step)
+		if err := writeFixtures(*out, gpusim.WriteFixtures, endTime.Add(-*history), endTime, *step); err != nil {
+			return err
+		}
+		if *kubeOut != "" {
+			return writeFixtures(*kubeOut, gpusim.WriteKubeStateFixtures, endTime.Add(-*history), endTime, *step)
+		}
+		return nil
 	}
 	if *count < 1 {
 		return fmt.Errorf("--gpus must be at least 1")
@@ -101,10 +111,10 @@ func mapPods(sim *gpusim.Simulator, spec string) error {
 	return nil
 }
 
-func writeFixtures(path string, start, end time.Time, step time.Duration) error {
+func writeFixtures(path string, write func(io.Writer, time.Time, time.Time, time.Duration) error, start, end time.Time, step time.Duration) error {
 	if path == "-" {
 		w := bufio.NewWriter(os.Stdout)
-		if err := gpusim.WriteFixtures(w, start, end, step); err != nil {
+		if err := write(w, start, end, step); err != nil {
 			return err
 		}
 		return w.Flush()
@@ -113,7 +123,7 @@ func writeFixtures(path string, start, end time.Time, step time.Duration) error 
 	if err != nil {
 		return err
 	}
-	if err := gpusim.WriteFixtures(f, start, end, step); err != nil {
+	if err := write(f, start, end, step); err != nil {
 		f.Close()
 		return err
 	}

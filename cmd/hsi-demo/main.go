@@ -3,12 +3,14 @@
 // instrument theirs: OpenTelemetry spans to Jaeger over OTLP, span profiles to Pyroscope with
 // pyroscope-go + otel-profiling-go, request-duration histograms for Prometheus. Some requests are
 // slow on purpose, in named functions (serializeResponse, dbQuery, modelPredict), so a user (and
-// the tests) can find the cause with the plugin.
+// the tests) can find the cause with the plugin; a request with ?tokens= above MaxTokens fails in
+// the detector with PyTorch's CUDA out-of-memory error (cudaoom.go).
 //
 //	hsi-demo serve   --service backend|detector|enrichment --listen ADDR ...
-//	hsi-demo traffic --backend URL [--requests N] [--every D] [--slow-every K]
+//	hsi-demo traffic --backend URL [--requests N] [--every D] [--slow-every K] [--oom-every M]
 //	hsi-demo gpus    --listen ADDR --host gpu-node-1 --gpus 2      (simulated dcgm-exporter)
-//	hsi-demo gpus    --history 2h --step 15s --end UNIX --out FILE  (GPU test fixtures)
+//	hsi-demo gpus    --history 2h --step 15s --end UNIX --out FILE [--kube-out FILE2]
+//	                                                               (GPU and kube-state-metrics test fixtures)
 //	hsi-demo scenario --kind KIND --otlp ADDR --pyroscope URL ...   (one slow request of a known cause)
 package main
 

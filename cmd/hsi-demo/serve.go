@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log"
 	"net/http"
 	"os"
@@ -225,10 +226,24 @@ func (s *service) call(ctx context.Context, url string) (map[string]any, error) 
 	}
 	defer res.Body.Close()
 	if res.StatusCode != 200 {
-		return nil, fmt.Errorf("%s answered %s", url, res.Status)
+		body, _ := io.ReadAll(io.LimitReader(res.Body, 4096))
+		return nil, &statusError{url: url, code: res.StatusCode, status: res.Status, body: strings.TrimSpace(string(body))}
 	}
 	out := map[string]any{}
 	return out, json.NewDecoder(res.Body).Decode(&out)
+}
+
+// statusError is an answer other than 200 from another service.
+type statusError struct {
+	url, status, body string
+	code              int
+}
+
+func (e *statusError) Error() string {
+	if e.body == "" {
+		return e.url + " answered " + e.status
+	}
+	return e.url + " answered " + e.status + ": " + e.body
 }
 
 func (s *service) span(ctx context.Context, name string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {

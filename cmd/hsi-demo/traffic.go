@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -22,8 +23,17 @@ const (
 	BurstTokens   = 100
 )
 
+// DefaultOOMEvery: one request in 50 fails with a CUDA out-of-memory error, printed with step
+// StepCUDAOOM.
+const (
+	DefaultOOMEvery = 50
+	StepCUDAOOM     = "cuda-oom"
+)
+
 // traffic sends requests to the backend and prints one line per request: trace ID, slow step,
-// duration. Every slowEvery-th request is slow, cycling through the slow steps.
+// duration. Every slowEvery-th request is slow, cycling through the slow steps; every
+// oomEvery-th asks for OOMTokens tokens instead and fails with a CUDA out-of-memory error in
+// the detector (HTTP 500, step "cuda-oom").
 func traffic(args []string) error {
 	fs := flag.NewFlagSet("traffic", flag.ExitOnError)
 	backend := fs.String("backend", "http://127.0.0.1:8080", "backend base URL")
@@ -31,6 +41,7 @@ func traffic(args []string) error {
 	requests := fs.Int("requests", 20, "number of requests; 0 means until interrupted")
 	every := fs.Duration("every", 200*time.Millisecond, "pause between requests")
 	slowEvery := fs.Int("slow-every", 4, "every N-th request is slow (0: none)")
+	oomEvery := fs.Int("oom-every", DefaultOOMEvery, "every N-th request fails with a CUDA out-of-memory error (0: none)")
 	stepList := fs.String("steps", "", "slow steps to cycle through, comma-separated (default: serialize,db,model, then generate,queue with --engine)")
 	_ = fs.Parse(args)
 
@@ -56,9 +67,13 @@ func traffic(args []string) error {
 	defer stop()
 	client := &http.Client{Timeout: 30 * time.Second}
 	for i := 1; *requests == 0 || i <= *requests; i++ {
-		slow := ""
+		slow, query := "", ""
 		if *slowEvery > 0 && i%*slowEvery == 0 {
 			slow = steps[(i / *slowEvery)%len(steps)]
+		}
+		oom := *oomEvery > 0 && i%*oomEvery == 0
+		if oom {
+			slow, query = "", "&tokens="+strconv.Itoa(OOMTokens)
 		}
 		var burst sync.WaitGroup
 		if slow == SlowQueue {
@@ -66,7 +81,7 @@ func traffic(args []string) error {
 			time.Sleep(50 * time.Millisecond) // the burst reaches the engine first
 		}
 		start := time.Now()
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, *backend+"/api/detect?slow="+slow, nil)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, *backend+"/api/detect?slow="+slow+query, nil)
 		res, err := client.Do(req)
 		if ctx.Err() != nil {
 			return nil
@@ -77,8 +92,14 @@ func traffic(args []string) error {
 		_, _ = io.Copy(io.Discard, res.Body)
 		res.Body.Close()
 		burst.Wait()
-		if res.StatusCode != 200 {
+		switch {
+		case oom && res.StatusCode != http.StatusInternalServerError:
+			return fmt.Errorf("backend answered %s to a request of %d tokens, want 500 (CUDA out of memory)", res.Status, OOMTokens)
+		case !oom && res.StatusCode != 200:
 			return fmt.Errorf("backend answered %s", res.Status)
+		}
+		if oom {
+			slow = StepCUDAOOM
 		}
 		if slow == "" {
 			slow = "-"

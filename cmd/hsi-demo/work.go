@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -58,13 +59,22 @@ func (s *service) handleDetect(w http.ResponseWriter, r *http.Request) {
 	rows := dbQuery(dctx, cost(dbCost, slow, SlowDB))
 	sp.End()
 
-	q := url.Values{"slow": {slow}}.Encode()
-	detections, err := s.call(ctx, s.detector+"/detect?"+q)
+	q := url.Values{"slow": {slow}}
+	if tokens := r.URL.Query().Get("tokens"); tokens != "" {
+		q.Set("tokens", tokens)
+	}
+	detections, err := s.call(ctx, s.detector+"/detect?"+q.Encode())
 	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadGateway)
+		// The detector's own failure (a CUDA out-of-memory error) is the request's: 500.
+		status := http.StatusBadGateway
+		var se *statusError
+		if errors.As(err, &se) && se.code == http.StatusInternalServerError {
+			status = http.StatusInternalServerError
+		}
+		http.Error(w, err.Error(), status)
 		return
 	}
-	enriched, err := s.call(ctx, s.enrichment+"/enrich?"+q)
+	enriched, err := s.call(ctx, s.enrichment+"/enrich?"+url.Values{"slow": {slow}}.Encode())
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadGateway)
 		return
@@ -88,9 +98,20 @@ func (s *service) handleDetect(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(body)
 }
 
-// handleDetector runs the object-detection "model" on GPU 0.
+// handleDetector runs the object-detection "model" on GPU 0; with ?tokens= above MaxTokens its
+// allocation fails with PyTorch's CUDA out-of-memory error (cudaoom.go) and it answers 500.
 func (s *service) handleDetector(w http.ResponseWriter, r *http.Request) {
 	ctx, sp := s.span(r.Context(), "model.predict", attribute.String("model", "yolo26"), attribute.String("gpu.index", "0"))
+	if tokens, size, oom := cudaAllocation(r); tokens > 0 {
+		sp.SetAttributes(attribute.Int("demo.tokens", tokens))
+		if oom {
+			modelPredict(ctx, oomCost)
+			msg := recordCUDAOOM(sp, 0, size)
+			sp.End()
+			http.Error(w, CUDAOOMType+": "+msg, http.StatusInternalServerError)
+			return
+		}
+	}
 	score := modelPredict(ctx, cost(detectCost, r.URL.Query().Get("slow"), SlowModel))
 	sp.End()
 	writeJSON(w, map[string]any{"objects": 3, "score": score})

@@ -30,6 +30,11 @@ type Sample struct {
 	XID         float64 // DCGM_FI_DEV_XID_ERRORS, last XID
 	FBTotalMiB  float64
 	FBReserved  float64
+	// Memory errors: the ECC counters (volatile since the driver loaded, aggregate over the
+	// GPU's life) and the row remapper's state. Zero on a healthy GPU.
+	ECCSBEVol, ECCDBEVol, ECCSBEAgg, ECCDBEAgg float64
+	RowsUncorrectable, RowsCorrectable         float64
+	RowRemapFailure                            float64 // 1 when a row could not be remapped
 }
 
 // The series, in the order of dcgm-exporter's counter files.
@@ -46,21 +51,32 @@ var (
 	mGPUUtil   = Metric{"DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %).", "gauge", false, func(s *Sample) float64 { return s.GPUUtil }}
 	mMemCopy   = Metric{"DCGM_FI_DEV_MEM_COPY_UTIL", "Memory utilization (in %).", "gauge", false, func(s *Sample) float64 { return s.MemCopyUtil }}
 	mXID       = Metric{"DCGM_FI_DEV_XID_ERRORS", "Value of the last XID error encountered.", "gauge", false, func(s *Sample) float64 { return s.XID }}
-	// Remapped rows: on by default in dcgm-exporter; the simulated GPUs' memory is healthy.
-	mRowsUncorr = Metric{"DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "Number of remapped rows for uncorrectable errors.", "counter", false, func(*Sample) float64 { return 0 }}
-	mRowsCorr   = Metric{"DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "Number of remapped rows for correctable errors.", "counter", false, func(*Sample) float64 { return 0 }}
-	mRowRemapKO = Metric{"DCGM_FI_DEV_ROW_REMAP_FAILURE", "whether remapping of rows has failed.", "gauge", false, func(*Sample) float64 { return 0 }}
-	mFBFree     = Metric{"DCGM_FI_DEV_FB_FREE", "Framebuffer memory free (in MiB).", "gauge", false, func(s *Sample) float64 { return s.FBTotalMiB - s.FBReserved - s.FBUsedMiB }}
-	mFBUsed     = Metric{"DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB).", "gauge", false, func(s *Sample) float64 { return s.FBUsedMiB }}
-	mFBRsvd     = Metric{"DCGM_FI_DEV_FB_RESERVED", "Framebuffer memory reserved (in MiB).", "gauge", false, func(s *Sample) float64 { return s.FBReserved }}
-	mClockEvts  = Metric{"DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "Current clock event reasons.", "gauge", false, func(s *Sample) float64 { return s.ClockEvents }}
-	mGrEngine   = Metric{"DCGM_FI_PROF_GR_ENGINE_ACTIVE", "Ratio of time the graphics engine is active.", "gauge", true, func(s *Sample) float64 { return s.GrEngine }}
-	mSMActive   = Metric{"DCGM_FI_PROF_SM_ACTIVE", "The ratio of cycles an SM has at least 1 warp assigned.", "gauge", true, func(s *Sample) float64 { return s.SMActive }}
-	mTensor     = Metric{"DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "Ratio of cycles the tensor (HMMA) pipe is active.", "gauge", true, func(s *Sample) float64 { return s.Tensor }}
-	mDRAM       = Metric{"DCGM_FI_PROF_DRAM_ACTIVE", "Ratio of cycles the device memory interface is active sending or receiving data.", "gauge", true, func(s *Sample) float64 { return s.DRAMActive }}
-	mPCIeTx     = Metric{"DCGM_FI_PROF_PCIE_TX_BYTES", "The rate of data transmitted over the PCIe bus - including both protocol headers and data payloads - in bytes per second.", "gauge", false, func(s *Sample) float64 { return s.PCIeTx }}
-	mPCIeRx     = Metric{"DCGM_FI_PROF_PCIE_RX_BYTES", "The rate of data received over the PCIe bus - including both protocol headers and data payloads - in bytes per second.", "gauge", false, func(s *Sample) float64 { return s.PCIeRx }}
+	// Remapped rows: on by default in dcgm-exporter (A100 and later); zero unless a fixture fault
+	// sets them.
+	mRowsUncorr = Metric{"DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "Number of remapped rows for uncorrectable errors.", "counter", false, func(s *Sample) float64 { return s.RowsUncorrectable }}
+	mRowsCorr   = Metric{"DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "Number of remapped rows for correctable errors.", "counter", false, func(s *Sample) float64 { return s.RowsCorrectable }}
+	mRowRemapKO = Metric{"DCGM_FI_DEV_ROW_REMAP_FAILURE", "whether remapping of rows has failed.", "gauge", false, func(s *Sample) float64 { return s.RowRemapFailure }}
+	// ECC counters: commented out in dcgm-exporter's etc/default-counters.csv, so only an exporter
+	// whose counters file enables them sends them (fixture-node-d's).
+	mECCSBEVol = Metric{"DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "Total number of single-bit volatile ECC errors.", "counter", false, func(s *Sample) float64 { return s.ECCSBEVol }}
+	mECCDBEVol = Metric{"DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "Total number of double-bit volatile ECC errors.", "counter", false, func(s *Sample) float64 { return s.ECCDBEVol }}
+	mECCSBEAgg = Metric{"DCGM_FI_DEV_ECC_SBE_AGG_TOTAL", "Total number of single-bit persistent ECC errors.", "counter", false, func(s *Sample) float64 { return s.ECCSBEAgg }}
+	mECCDBEAgg = Metric{"DCGM_FI_DEV_ECC_DBE_AGG_TOTAL", "Total number of double-bit persistent ECC errors.", "counter", false, func(s *Sample) float64 { return s.ECCDBEAgg }}
+	mFBFree    = Metric{"DCGM_FI_DEV_FB_FREE", "Framebuffer memory free (in MiB).", "gauge", false, func(s *Sample) float64 { return s.FBTotalMiB - s.FBReserved - s.FBUsedMiB }}
+	mFBUsed    = Metric{"DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB).", "gauge", false, func(s *Sample) float64 { return s.FBUsedMiB }}
+	mFBRsvd    = Metric{"DCGM_FI_DEV_FB_RESERVED", "Framebuffer memory reserved (in MiB).", "gauge", false, func(s *Sample) float64 { return s.FBReserved }}
+	mClockEvts = Metric{"DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "Current clock event reasons.", "gauge", false, func(s *Sample) float64 { return s.ClockEvents }}
+	mGrEngine  = Metric{"DCGM_FI_PROF_GR_ENGINE_ACTIVE", "Ratio of time the graphics engine is active.", "gauge", true, func(s *Sample) float64 { return s.GrEngine }}
+	mSMActive  = Metric{"DCGM_FI_PROF_SM_ACTIVE", "The ratio of cycles an SM has at least 1 warp assigned.", "gauge", true, func(s *Sample) float64 { return s.SMActive }}
+	mTensor    = Metric{"DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "Ratio of cycles the tensor (HMMA) pipe is active.", "gauge", true, func(s *Sample) float64 { return s.Tensor }}
+	mDRAM      = Metric{"DCGM_FI_PROF_DRAM_ACTIVE", "Ratio of cycles the device memory interface is active sending or receiving data.", "gauge", true, func(s *Sample) float64 { return s.DRAMActive }}
+	mPCIeTx    = Metric{"DCGM_FI_PROF_PCIE_TX_BYTES", "The rate of data transmitted over the PCIe bus - including both protocol headers and data payloads - in bytes per second.", "gauge", false, func(s *Sample) float64 { return s.PCIeTx }}
+	mPCIeRx    = Metric{"DCGM_FI_PROF_PCIE_RX_BYTES", "The rate of data received over the PCIe bus - including both protocol headers and data payloads - in bytes per second.", "gauge", false, func(s *Sample) float64 { return s.PCIeRx }}
 )
+
+// ECCMetrics are the ECC counters an exporter sends when its counters file enables them
+// (dcgm-exporter's default counters file has them commented out).
+var ECCMetrics = []Metric{mECCSBEVol, mECCDBEVol, mECCSBEAgg, mECCDBEAgg}
 
 // Exporter is a dcgm-exporter flavour: which series it sends and how it names labels.
 type Exporter int
@@ -117,10 +133,14 @@ func NewGPU(host string, index int, m Model, e Exporter, driver string, labels m
 	}
 }
 
-// pciBusID follows real machines: a DGX A100's SXM4 slots, an AWS g4dn.12xlarge's T4s.
+// pciBusID follows real machines: a DGX A100's SXM4 slots, a DGX H100's, an AWS g4dn.12xlarge's T4s.
 func pciBusID(m Model, index int) string {
 	if m.Name == TeslaT4.Name {
 		return fmt.Sprintf("00000000:00:%02X.0", 0x1B+index)
+	}
+	if m.Name == H10080GBHBM3.Name { // a DGX H100's SXM5 slots
+		buses := []int{0x18, 0x2A, 0x3A, 0x5D, 0x9A, 0xAB, 0xBA, 0xDB}
+		return fmt.Sprintf("00000000:%02X:00.0", buses[index%len(buses)]+0x100*(index/len(buses)))
 	}
 	buses := []int{0x07, 0x0F, 0x47, 0x4E, 0x87, 0x90, 0xB7, 0xBD}
 	return fmt.Sprintf("00000000:%02X:00.0", buses[index%len(buses)]+0x100*(index/len(buses)))

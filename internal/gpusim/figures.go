@@ -31,6 +31,14 @@ var (
 		MaxSMClock: 1410, IdleSMClock: 210, MemClock: 1593, ThermalSMClock: 1100, PowerCapSMClock: 1275,
 		PowerLimitW: 400, IdlePowerW: 56, PCIeBytesPerSec: 31.5e9, HBM: true,
 	}
+	// H10080GBHBM3: an H100 SXM5 as nvidia-smi shows it (81559 MiB), PCIe Gen5 x16 (~63 GB/s per
+	// direction), 700 W, 1980 MHz boost. The reserved framebuffer is a plausible figure, not a
+	// measured one.
+	H10080GBHBM3 = Model{
+		Name: "NVIDIA H100 80GB HBM3", FBTotalMiB: 81559, FBReservedMiB: 329,
+		MaxSMClock: 1980, IdleSMClock: 345, MemClock: 2619, ThermalSMClock: 1500, PowerCapSMClock: 1755,
+		PowerLimitW: 700, IdlePowerW: 72, PCIeBytesPerSec: 63e9, HBM: true,
+	}
 	// TeslaT4: PCIe Gen3 x16 (~15.75 GB/s per direction), 70 W, 1590 MHz boost, GDDR6.
 	TeslaT4 = Model{
 		Name: "Tesla T4", FBTotalMiB: 15360, FBReservedMiB: 257,

@@ -4,13 +4,15 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strconv"
 	"time"
 )
 
-// The fixture hosts. They stand for real exporters (no simulated label): their label sets are
-// the exporters' own, plus job and instance as a Prometheus scrape adds them.
+// The fixture hosts. Hosts A to C stand for real exporters (no simulated label): their label
+// sets are the exporters' own, plus job and instance as a Prometheus scrape adds them. Host D's
+// series, and the kube-state-metrics fixtures of its pods, also carry simulated="true".
 const (
 	// FixtureHostA runs a current dcgm-exporter on seven A100s, one class per GPU.
 	FixtureHostA = "fixture-node-a"
@@ -20,6 +22,11 @@ const (
 	// time-sliced between two pods: each series comes once per pod, same value, with that pod's
 	// pod, namespace, container and vgpu labels.
 	FixtureHostC = "fixture-node-c"
+	// FixtureHostD runs a current dcgm-exporter with the ECC counters enabled on four H100s of
+	// an inference service that fail during the window (XID 79, double-bit ECC errors with a
+	// row-remap failure and PCIe replays, a framebuffer near full while its pod restarts); every
+	// series of it is labelled simulated="true". FixtureIncidents says what happens when.
+	FixtureHostD = "fixture-node-d"
 	// FixtureJob is the job label of every fixture series; instance is "<host>:9400".
 	FixtureJob = "dcgm"
 )
@@ -40,6 +47,29 @@ type FixtureGPU struct {
 	// SharedBy are the Kubernetes labels of each pod sharing the GPU, when the exporter copies
 	// its series per pod (--kubernetes-virtual-gpus); empty for a GPU exported once.
 	SharedBy []map[string]string
+	// ECC: the exporter's counters file enables the ECC counters (ECCMetrics), off in
+	// dcgm-exporter's default counters.
+	ECC bool
+	// fault changes the GPU's sample at t (an XID, memory errors, a full framebuffer); nil for a
+	// healthy GPU.
+	fault func(s *Sample, class string, t, start, end time.Time)
+}
+
+// Metrics are the series the GPU's exporter sends: its flavour's, plus the ECC counters where
+// enabled.
+func (g FixtureGPU) Metrics() []Metric {
+	ms := g.Exporter.Metrics()
+	if g.ECC {
+		ms = append(ms, ECCMetrics...)
+	}
+	return ms
+}
+
+// fraction is the moment num/den of the way through [start, end], rounded up to the nanosecond
+// as Phases cuts phases: a sample at t is at or after it when !t.Before(fraction(...)).
+func fraction(start, end time.Time, num, den int64) time.Time {
+	w := end.Sub(start).Nanoseconds()
+	return start.Add(time.Duration((w*num + den - 1) / den))
 }
 
 // LabelSets are the label sets the exporter writes the GPU's series under: one, or one per pod
@@ -76,6 +106,10 @@ var fixtureGPUs = func() []FixtureGPU {
 	a := func(i int, labels map[string]string, shows string, phases []phaseDef) FixtureGPU {
 		return FixtureGPU{GPU: NewGPU(FixtureHostA, i, A100SXM480GB, Current, driverA, labels), Shows: shows, phases: phases}
 	}
+	d := func(i int, pod, shows string, phases []phaseDef, fault func(*Sample, string, time.Time, time.Time, time.Time)) FixtureGPU {
+		labels := map[string]string{"pod": pod, "namespace": "inference", "container": "server", "simulated": "true"}
+		return FixtureGPU{GPU: NewGPU(FixtureHostD, i, H10080GBHBM3, Current, driverA, labels), Shows: shows, phases: phases, ECC: true, fault: fault}
+	}
 	b := func(i int, labels map[string]string, shows string, phases []phaseDef) FixtureGPU {
 		return FixtureGPU{GPU: NewGPU(FixtureHostB, i, TeslaT4, Old, driverB, labels), Shows: shows, phases: phases}
 	}
@@ -94,16 +128,71 @@ var fixtureGPUs = func() []FixtureGPU {
 			[]phaseDef{{1, 12, Balanced}, {1, 1, ThermalThrottled}}),
 		b(3, k8sOld("nemotron-backend-0", "backend"), "balanced (util 60, mem-copy 40) with no samples at all in the middle third",
 			[]phaseDef{{1, 3, Balanced}, {2, 3, NoData}, {1, 1, Balanced}}),
-		{NewGPU(FixtureHostC, 0, A100SXM480GB, Current, driverA, nil),
-			"compute-bound all window, time-sliced between two pods: every series twice, once per pod (vgpu 0 and 1), same value",
-			whole(ComputeBound), []map[string]string{
+		{GPU: NewGPU(FixtureHostC, 0, A100SXM480GB, Current, driverA, nil),
+			Shows:  "compute-bound all window, time-sliced between two pods: every series twice, once per pod (vgpu 0 and 1), same value",
+			phases: whole(ComputeBound), SharedBy: []map[string]string{
 				{"pod": "triton-shared-0", "namespace": "inference", "container": "triton", "vgpu": "0"},
 				{"pod": "embedder-shared-0", "namespace": "inference", "container": "embedder", "vgpu": "1"},
 			}},
+		d(0, "llm-decode-0", "balanced until 3/4 of the window, then XID 79 (fallen off the bus): DCGM_FI_DEV_XID_ERRORS 79 from then on, util and SM_ACTIVE 0, power at idle",
+			[]phaseDef{{3, 4, Balanced}, {1, 1, Idle}}, faultXID),
+		d(1, "llm-decode-1", "memory-bound all window; from 7/10: 2 double-bit ECC errors (volatile and aggregate), 1 uncorrectable remapped row, row-remap failure 1, PCIe replays +50/min",
+			whole(MemoryBound), faultMemoryErrors),
+		d(2, "llm-prefill-0", "compute-bound all window; framebuffer ~64 % used, from 3/5 ~96 % (~78,600 of 81,559 MiB) while its pod's container restarts at 4/5 and 9/10 (kube-state-metrics, reason Error)",
+			whole(ComputeBound), faultFramebufferFull),
+		d(3, "embedder-0", "compute-bound all window, no fault; its pod's container tokenizer (not on the GPU) is OOM-killed at 17/20 (kube-state-metrics)",
+			whole(ComputeBound), nil),
 	}
 }()
 
-// FixtureGPUs lists the fixture GPUs: host A's seven, host B's four, host C's shared one.
+// Host D's faults, at fractions of the window (FixtureIncidents lists them with their times).
+var (
+	xidAt         = [2]int64{3, 4}
+	memErrorsAt   = [2]int64{7, 10}
+	fbFullAt      = [2]int64{3, 5}
+	restartsAt    = [][2]int64{{4, 5}, {9, 10}}
+	oomKillAt     = [2]int64{17, 20}
+	replaysPerMin = 50.0
+	fbFullMiB     = 78600.0
+)
+
+// The XID code of host D's GPU 0: 79, "GPU has fallen off the bus".
+const fixtureXID = 79
+
+func after(t, start, end time.Time, at [2]int64) bool {
+	return !t.Before(fraction(start, end, at[0], at[1]))
+}
+
+// faultXID: from the XID on the GPU does no work (its phase is idle) and reports XID 79.
+func faultXID(s *Sample, _ string, t, start, end time.Time) {
+	if !after(t, start, end, xidAt) {
+		return
+	}
+	s.XID = fixtureXID
+	s.GPUUtil, s.MemCopyUtil, s.SMActive, s.GrEngine, s.Tensor, s.DRAMActive = 0, 0, 0, 0, 0, 0
+}
+
+// faultMemoryErrors: two uncorrectable (double-bit) ECC errors, a row remapped for them and a
+// failed remap, and a PCIe link replaying fast.
+func faultMemoryErrors(s *Sample, _ string, t, start, end time.Time) {
+	if !after(t, start, end, memErrorsAt) {
+		return
+	}
+	s.ECCDBEVol, s.ECCDBEAgg = 2, 2
+	s.RowsUncorrectable, s.RowRemapFailure = 1, 1
+	s.PCIeReplays = math.Round(replaysPerMin * t.Sub(fraction(start, end, memErrorsAt[0], memErrorsAt[1])).Minutes())
+}
+
+// faultFramebufferFull: the framebuffer ~96 % used (the class's noise kept, scaled).
+func faultFramebufferFull(s *Sample, class string, t, start, end time.Time) {
+	if !after(t, start, end, fbFullAt) {
+		return
+	}
+	s.FBUsedMiB = math.Round(s.FBUsedMiB * fbFullMiB / Nominal(class, H10080GBHBM3).FBUsedMiB)
+}
+
+// FixtureGPUs lists the fixture GPUs: host A's seven, host B's four, host C's shared one, host
+// D's four.
 func FixtureGPUs() []FixtureGPU { return slices.Clone(fixtureGPUs) }
 
 // Phase is an interval in which a GPU shows one class: [From, To), the last phase of a window
@@ -167,7 +256,7 @@ func FixtureClass(host string, gpu int, t, start, end time.Time) string {
 
 // fixtureMetrics is every series of either flavour, in the order the file lists them.
 var fixtureMetrics = []Metric{mSMClock, mMemClock, mMemTemp, mGPUTemp, mPower, mEnergy, mPCIeTxOld, mPCIeRxOld,
-	mReplay, mGPUUtil, mMemCopy, mXID, mFBFree, mFBUsed, mFBRsvd, mRowsUncorr, mRowsCorr, mRowRemapKO, mClockEvts,
+	mReplay, mGPUUtil, mMemCopy, mXID, mFBFree, mFBUsed, mFBRsvd, mECCSBEVol, mECCDBEVol, mECCSBEAgg, mECCDBEAgg, mRowsUncorr, mRowsCorr, mRowRemapKO, mClockEvts,
 	mGrEngine, mSMActive, mTensor, mDRAM,
 	mPCIeTx, mPCIeRx}
 
@@ -200,6 +289,9 @@ func WriteFixtures(out io.Writer, start, end time.Time, step time.Duration) erro
 			r := Noisy(Nominal(class, g.Model), class, g.Host+"/"+strconv.Itoa(g.Index)+"/"+strconv.FormatInt(t.UnixMilli(), 10))
 			power = r.PowerW
 			s := newSample(g.GPU, r, energy)
+			if g.fault != nil {
+				g.fault(&s, class, t, start, end)
+			}
 			samples[gi][k] = &s
 		}
 	}
@@ -211,7 +303,7 @@ func WriteFixtures(out io.Writer, start, end time.Time, step time.Duration) erro
 	for _, m := range fixtureMetrics {
 		header := false
 		for gi, g := range fixtureGPUs {
-			if !slices.ContainsFunc(g.Exporter.Metrics(), func(x Metric) bool { return x.Name == m.Name }) {
+			if !slices.ContainsFunc(g.Metrics(), func(x Metric) bool { return x.Name == m.Name }) {
 				continue
 			}
 			if !header {

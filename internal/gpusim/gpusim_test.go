@@ -171,6 +171,10 @@ var wantHelp = map[string][2]string{
 	"DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS": {"Number of remapped rows for uncorrectable errors.", "counter"},
 	"DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS":   {"Number of remapped rows for correctable errors.", "counter"},
 	"DCGM_FI_DEV_ROW_REMAP_FAILURE":           {"whether remapping of rows has failed.", "gauge"},
+	"DCGM_FI_DEV_ECC_SBE_VOL_TOTAL":           {"Total number of single-bit volatile ECC errors.", "counter"},
+	"DCGM_FI_DEV_ECC_DBE_VOL_TOTAL":           {"Total number of double-bit volatile ECC errors.", "counter"},
+	"DCGM_FI_DEV_ECC_SBE_AGG_TOTAL":           {"Total number of single-bit persistent ECC errors.", "counter"},
+	"DCGM_FI_DEV_ECC_DBE_AGG_TOTAL":           {"Total number of double-bit persistent ECC errors.", "counter"},
 	"DCGM_FI_DEV_CLOCKS_EVENT_REASONS":        {"Current clock event reasons.", "gauge"},
 	"DCGM_FI_PROF_GR_ENGINE_ACTIVE":           {"Ratio of time the graphics engine is active.", "gauge"},
 	"DCGM_FI_PROF_SM_ACTIVE":                  {"The ratio of cycles an SM has at least 1 warp assigned.", "gauge"},
@@ -411,17 +415,17 @@ func TestFixtures(t *testing.T) {
 	for _, g := range FixtureGPUs() {
 		gpu := string(rune('0' + g.Index))
 		where := g.Host + " gpu " + gpu
-		// Label sets: the exporter's own, no simulated label.
+		// Label sets: the exporter's own; simulated="true" on host D only.
 		for _, m := range fixtureMetrics {
 			ls, ok := labelSets[m.Name+"/"+g.Host+"/"+gpu]
-			has := slices.ContainsFunc(g.Exporter.Metrics(), func(x Metric) bool { return x.Name == m.Name })
+			has := slices.ContainsFunc(g.Metrics(), func(x Metric) bool { return x.Name == m.Name })
 			if ok != has {
 				t.Errorf("%s: %s present %v, want %v", where, m.Name, ok, has)
 			}
 			if !ok {
 				continue
 			}
-			if ls.Has("simulated") || ls.Get("job") != "dcgm" || ls.Get("instance") != g.Host+":9400" || ls.Get("modelName") != g.Model.Name {
+			if ls.Get("simulated") != map[bool]string{true: "true"}[g.Host == FixtureHostD] || ls.Get("job") != "dcgm" || ls.Get("instance") != g.Host+":9400" || ls.Get("modelName") != g.Model.Name {
 				t.Errorf("%s: labels %s", where, ls)
 			}
 			if g.Exporter == Current {
@@ -447,8 +451,8 @@ func TestFixtures(t *testing.T) {
 				continue
 			}
 			n++
-			if len(f) != len(g.Exporter.Metrics()) {
-				t.Errorf("%s at %s: %d series, want %d", where, at, len(f), len(g.Exporter.Metrics()))
+			if len(f) != len(g.Metrics()) {
+				t.Errorf("%s at %s: %d series, want %d", where, at, len(f), len(g.Metrics()))
 				continue
 			}
 			checkClass(t, where+" at "+at.Format(time.TimeOnly), class, f, g.Model, g.Exporter)
@@ -473,6 +477,8 @@ func TestFixtures(t *testing.T) {
 			want = map[string]int{Balanced: 40, ThermalThrottled: 441}
 		case g.Host == FixtureHostB && g.Index == 3:
 			want = map[string]int{Balanced: 321, NoData: 160}
+		case g.Host == FixtureHostD && g.Index == 0:
+			want = map[string]int{Balanced: 360, Idle: 121} // the XID at 90 min of 120
 		default:
 			want = map[string]int{g.phases[0].class: steps}
 		}

@@ -16,7 +16,7 @@ import (
 )
 
 // The bed's GPU series through Prometheus' API: the fixtures backfilled with promtool (both
-// exporter flavours) and the simulator's live series.
+// exporter flavours; fixture-node-d's simulated="true") and the simulator's live series.
 
 type promSample struct {
 	Metric map[string]string `json:"metric"`
@@ -90,7 +90,7 @@ func TestGPUFixturesInPrometheus(t *testing.T) {
 				names = append(names, name)
 				byName[name] = s.value(t)
 				m := s.Metric
-				if m["simulated"] != "" || m["modelName"] != g.Model.Name || m["UUID"] != g.UUID || m["instance"] != g.Host+":9400" {
+				if m["simulated"] != g.Labels["simulated"] || m["modelName"] != g.Model.Name || m["UUID"] != g.UUID || m["instance"] != g.Host+":9400" {
 					t.Errorf("%s: labels %v", where, m)
 				}
 				if g.Exporter == gpusim.Current {
@@ -112,7 +112,7 @@ func TestGPUFixturesInPrometheus(t *testing.T) {
 			sort.Strings(names)
 			// A shared GPU's series come once per pod sharing it.
 			var want []string
-			for _, n := range metricNames(g.Exporter.Metrics()) {
+			for _, n := range metricNames(g.Metrics()) {
 				for range g.LabelSets() {
 					want = append(want, n)
 				}
@@ -156,6 +156,8 @@ func TestGPUFixturesInPrometheus(t *testing.T) {
 		`{__name__=~"DCGM_FI_DEV_PCIE_.X_THROUGHPUT",hostname="fixture-node-b"}`:                   2 * 4,
 		`{__name__=~"DCGM_FI_.*",hostname="fixture-node-b"}`:                                       len(gpusim.Old.Metrics()) * 4,
 		`{__name__=~"DCGM_FI_.*",Hostname="fixture-node-a"}`:                                       len(gpusim.Current.Metrics()) * 7,
+		`{__name__=~"DCGM_FI_.*",Hostname="fixture-node-d",simulated="true"}`:                      (len(gpusim.Current.Metrics()) + len(gpusim.ECCMetrics)) * 4,
+		`{__name__=~"DCGM_FI_DEV_ECC_.*",Hostname=~"fixture-node-[abc]"}`:                          0,
 		`{__name__=~"DCGM_FI_DEV_PCIE_.X_THROUGHPUT",Hostname="fixture-node-a"}`:                   0,
 	} {
 		q := url.Values{"match[]": {match}, "start": {strconv.FormatInt(start.Unix(), 10)}, "end": {strconv.FormatInt(end.Unix(), 10)}}

@@ -3,6 +3,7 @@ package testbed
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"os/exec"
@@ -17,10 +18,12 @@ import (
 //
 //   - live: `hsi-demo gpus` simulates dcgm-exporter for GPUSimHost (the demo's host.name) with
 //     GPUSimCount GPUs, every series labelled simulated="true"; classes follow gpusim.Live;
-//   - recorded: the fixtures of internal/gpusim (hosts fixture-node-a and fixture-node-b) for
+//   - recorded: the fixtures of internal/gpusim (hosts fixture-node-a to fixture-node-d) for
 //     the two hours before the bed starts, one sample every 15 s, backfilled with promtool into
 //     Prometheus' data folder before Prometheus starts. Endpoints.FixtureStart/FixtureEnd give
-//     the window; gpusim.FixtureClass says which class each GPU shows when.
+//     the window; gpusim.FixtureClass says which class each GPU shows when. With them, under job
+//     "kube-state-metrics", the kube-state-metrics series of fixture-node-d's pods;
+//     gpusim.FixtureIncidents says which failures both show when.
 const (
 	GPUSimHost  = "gpu-node-1"
 	GPUSimCount = 2
@@ -43,26 +46,40 @@ func (b *Bed) loadGPUFixtures(ctx context.Context, dataDir string) error {
 	defer cancel()
 	end := time.Now().Truncate(gpusim.FixtureStep)
 	start := end.Add(-gpusim.FixtureHistory)
-	path := filepath.Join(b.Dir, "gpu-fixtures.om")
+	// The DCGM fixtures, then the kube-state-metrics series of fixture-node-d's pods: two files,
+	// each backfilled into the same folder (overlapping blocks are allowed).
+	for _, file := range []struct {
+		name  string
+		write func(io.Writer, time.Time, time.Time, time.Duration) error
+	}{{"gpu-fixtures.om", gpusim.WriteFixtures}, {"kube-state-fixtures.om", gpusim.WriteKubeStateFixtures}} {
+		if err := backfill(ctx, filepath.Join(b.Dir, file.name), dataDir, start, end, file.write); err != nil {
+			return err
+		}
+	}
+	b.FixtureStart, b.FixtureEnd = start, end
+	b.opts.Log("GPU fixtures %s..%s backfilled (hosts %s, %s, %s, %s; kube-state-metrics of %s's pods)", start.Format(time.TimeOnly), end.Format(time.TimeOnly),
+		gpusim.FixtureHostA, gpusim.FixtureHostB, gpusim.FixtureHostC, gpusim.FixtureHostD, gpusim.FixtureHostD)
+	return nil
+}
+
+// backfill writes one fixture file at path and loads it into dataDir with promtool.
+func backfill(ctx context.Context, path, dataDir string, start, end time.Time, write func(io.Writer, time.Time, time.Time, time.Duration) error) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	err = gpusim.WriteFixtures(f, start, end, gpusim.FixtureStep)
+	err = write(f, start, end, gpusim.FixtureStep)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("writing the GPU fixtures: %w", err)
+		return fmt.Errorf("writing the fixtures %s: %w", filepath.Base(path), err)
 	}
-	defer os.Remove(path) // ~30 MB; the blocks hold the data
+	defer os.Remove(path) // ~60 MB for the DCGM series; the blocks hold the data
 	cmd := exec.CommandContext(ctx, "promtool", "tsdb", "create-blocks-from", "openmetrics", path, dataDir)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("backfilling the GPU fixtures with promtool: %v\n%s", err, out)
+		return fmt.Errorf("backfilling the fixtures %s with promtool: %v\n%s", filepath.Base(path), err, out)
 	}
-	b.FixtureStart, b.FixtureEnd = start, end
-	b.opts.Log("GPU fixtures %s..%s backfilled (hosts %s, %s, %s)", start.Format(time.TimeOnly), end.Format(time.TimeOnly),
-		gpusim.FixtureHostA, gpusim.FixtureHostB, gpusim.FixtureHostC)
 	return nil
 }
 
@@ -80,6 +97,15 @@ func checkGPUFixtures(ctx context.Context, e Endpoints) error {
 		if got != n {
 			return fmt.Errorf("prometheus has %d fixture GPUs with %s at %s, want %d", got, selector, e.FixtureEnd, n)
 		}
+	}
+	// The kube-state-metrics fixtures: one restart counter per container of host D's pods.
+	sel := `kube_pod_container_status_restarts_total{job="` + gpusim.KubeStateJob + `",simulated="true"}`
+	got, err := countSeries(ctx, e.PrometheusURL, sel, e.FixtureEnd)
+	if err != nil {
+		return fmt.Errorf("prometheus: %w", err)
+	}
+	if want := len(gpusim.KubeStateContainers()); got != want {
+		return fmt.Errorf("prometheus has %d series %s at %s, want %d", got, sel, e.FixtureEnd, want)
 	}
 	return nil
 }

@@ -37,7 +37,8 @@ import (
 
 // The gpuClass query and the recording rules against the test bed's real Prometheus: the
 // fixtures (fixture-node-a: current exporter with profiling metrics and the bitmask;
-// fixture-node-b: old exporter, hostname, no bitmask, PCIe in KB/s) and the live simulator.
+// fixture-node-b: old exporter, hostname, no bitmask, PCIe in KB/s; fixture-node-c: one shared
+// GPU; fixture-node-d: H100s, one of them idle after its XID) and the live simulator.
 
 const gcStep = 15 * time.Second // the fixtures' sample interval
 
@@ -45,7 +46,7 @@ const gcStep = 15 * time.Second // the fixtures' sample interval
 func gcFixtureQuery(t *testing.T, format string) backend.DataQuery {
 	start, end := fixtureWindow(t)
 	return backend.DataQuery{RefID: "A", QueryType: models.QueryTypeGPUClass,
-		JSON:     json.RawMessage(`{"queryType":"gpuClass","hosts":["fixture-node-a","fixture-node-b","fixture-node-c"],"minStep":"15s","format":"` + format + `"}`),
+		JSON:     json.RawMessage(`{"queryType":"gpuClass","hosts":["fixture-node-a","fixture-node-b","fixture-node-c","fixture-node-d"],"minStep":"15s","format":"` + format + `"}`),
 		Interval: gcStep, TimeRange: backend.TimeRange{From: start, To: end}}
 }
 
