@@ -19,11 +19,14 @@ import (
 // the tag error=true, and its v1 search matches tags in any span of a trace.
 const errorTags = `{"error":"true"}`
 
-// FailedTraces searches one service's traces that hold a failed span, most recent first as
-// Jaeger's search returns them (at most q.Limit), each with every span Jaeger holds of it. Only
-// the v1 search filters by tag (the v3 HTTP API ignores attributes), so it is asked even of a v3
-// server; a server without it is searched through v3 and its traces are filtered here, which
-// reaches only the q.Limit most recent traces of the service.
+// FailedTraces searches one service's traces that hold a failed span, each with every span
+// Jaeger holds of it, in two searches: Jaeger's tag search error=true (how Jaeger stores
+// OpenTelemetry's status ERROR; only its v1 API filters by tag, so it is asked even of a v3
+// server), and the service's q.Limit most recent traces, whose failed ones are kept here. The
+// second is needed because Jaeger's in-memory storage reads the tag's "true" as false (it
+// converts v1 tags to string attributes, then takes the error attribute's boolean), so there
+// the tag search answers traces with an OK span instead (jaegertracing/jaeger#8553); with it
+// the triage still sees the most recent failures.
 func (c *Client) FailedTraces(ctx context.Context, q models.TraceSearchQuery) (traces []*models.Trace, err error) {
 	if q.Service == "" {
 		return nil, errors.New("a trace search needs a service (Jaeger searches one service at a time): set the service")
@@ -35,14 +38,18 @@ func (c *Client) FailedTraces(ctx context.Context, q models.TraceSearchQuery) (t
 	if err != nil {
 		return nil, err
 	}
-	spans, err := c.findFailedV1(ctx, q)
+	tagged, err := c.findFailedV1(ctx, q)
 	if st, ok := errors.AsType[*upstream.HTTPStatusError](err); ok && st.Status == http.StatusNotFound && api == APIv3 {
-		spans, err = c.findV3(ctx, q)
+		tagged, err = nil, nil // no v1 search: the recent traces only
 	}
 	if err != nil {
 		return nil, err
 	}
-	return failedOnly(spans, api), nil
+	recent, err := c.search(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	return failedOnly(append(tagged, recent...), api), nil
 }
 
 func (c *Client) findFailedV1(ctx context.Context, q models.TraceSearchQuery) ([]models.Span, error) {
@@ -64,16 +71,24 @@ func (c *Client) findFailedV1(ctx context.Context, q models.TraceSearchQuery) ([
 	return reply.spans(path)
 }
 
-// failedOnly groups spans by trace and keeps the traces with a failed span, each sorted.
+// failedOnly groups spans by trace (each span once: both searches may answer a trace) and keeps
+// the traces with a failed span, each sorted.
 func failedOnly(spans []models.Span, api string) []*models.Trace {
 	byID := map[string]*models.Trace{}
 	var order []string
+	seen := map[[2]string]bool{}
 	for _, s := range spans {
-		t := byID[s.TraceID]
+		id := padTraceID(s.TraceID)
+		k := [2]string{id, s.SpanID}
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		t := byID[id]
 		if t == nil {
-			t = &models.Trace{TraceID: padTraceID(s.TraceID), API: api}
-			byID[s.TraceID] = t
-			order = append(order, s.TraceID)
+			t = &models.Trace{TraceID: id, API: api}
+			byID[id] = t
+			order = append(order, id)
 		}
 		t.Spans = append(t.Spans, s)
 	}
