@@ -33,6 +33,8 @@ func main() {
 		err = gpus(os.Args[2:])
 	case "scenario":
 		err = scenarioCmd(os.Args[2:])
+	case "kube-state":
+		err = kubeState(os.Args[2:])
 	default:
 		usage()
 	}
@@ -43,6 +45,6 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: hsi-demo serve|traffic|gpus|scenario [flags] (see -h of each)")
+	fmt.Fprintln(os.Stderr, "usage: hsi-demo serve|traffic|gpus|scenario|kube-state [flags] (see -h of each)")
 	os.Exit(2)
 }

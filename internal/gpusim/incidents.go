@@ -65,6 +65,7 @@ const (
 
 // kubeContainer is one container of host D's pods and how it ends.
 type kubeContainer struct {
+	namespace, node       string // "": the fixtures' (inference, fixture-node-d)
 	pod, container, image string
 	gpu                   int // the pod's GPU on host D
 	usesGPU               bool
@@ -130,8 +131,8 @@ func FixtureIncidents(start, end time.Time) []Incident {
 }
 
 // podUID is a pod's uid, derived from its name.
-func podUID(pod string) string {
-	sum := sha256.Sum256([]byte(fixtureNamespace + "/" + pod))
+func podUID(namespace, pod string) string {
+	sum := sha256.Sum256([]byte(namespace + "/" + pod))
 	h := fmt.Sprintf("%x", sum[:16])
 	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
 }
@@ -147,7 +148,7 @@ type kubeFamily struct {
 var kubeFamilies = []kubeFamily{
 	{"kube_pod_info", "[STABLE] Information about pod.", "gauge", true,
 		func(c kubeContainer, _ int, _ *termination, _ time.Time) ([]Label, float64, bool) {
-			return []Label{{"host_ip", "10.0.4.13"}, {"pod_ip", "10.244.3." + strconv.Itoa(10+c.gpu)}, {"node", FixtureHostD},
+			return []Label{{"host_ip", "10.0.4.13"}, {"pod_ip", "10.244.3." + strconv.Itoa(10+c.gpu)}, {"node", c.nodeName()},
 				{"created_by_kind", "StatefulSet"}, {"created_by_name", statefulSet(c.pod)}, {"host_network", "false"}}, 1, true
 		}},
 	{"kube_pod_container_info", "[STABLE] Information about a container in a pod.", "gauge", false,
@@ -184,13 +185,27 @@ var kubeFamilies = []kubeFamily{
 		}},
 	{"kube_pod_container_resource_limits", "[EXPERIMENTAL] The number of requested limit resource by a container. It is recommended to use the kube_pod_resource_limits metric exposed by kube-scheduler instead, as it is more precise.", "gauge", false,
 		func(c kubeContainer, _ int, _ *termination, _ time.Time) ([]Label, float64, bool) {
-			return []Label{{"node", FixtureHostD}, {"resource", "memory"}, {"unit", "byte"}}, c.memLimitBytes, true
+			return []Label{{"node", c.nodeName()}, {"resource", "memory"}, {"unit", "byte"}}, c.memLimitBytes, true
 		}},
 	{"kube_pod_container_resource_limits", "", "", false,
 		func(c kubeContainer, _ int, _ *termination, _ time.Time) ([]Label, float64, bool) {
 			// kube-state-metrics writes the extended resource nvidia.com/gpu sanitised.
-			return []Label{{"node", FixtureHostD}, {"resource", "nvidia_com_gpu"}, {"unit", "integer"}}, 1, c.usesGPU
+			return []Label{{"node", c.nodeName()}, {"resource", "nvidia_com_gpu"}, {"unit", "integer"}}, 1, c.usesGPU
 		}},
+}
+
+func (c kubeContainer) nodeName() string {
+	if c.node == "" {
+		return FixtureHostD
+	}
+	return c.node
+}
+
+func (c kubeContainer) namespaceName() string {
+	if c.namespace == "" {
+		return fixtureNamespace
+	}
+	return c.namespace
 }
 
 // statefulSet is the StatefulSet of a pod named <set>-<ordinal>.
@@ -229,7 +244,7 @@ func WriteKubeStateFixtures(out io.Writer, start, end time.Time, step time.Durat
 				}
 				seenPod[c.pod] = true
 			}
-			base := []Label{{"namespace", fixtureNamespace}, {"pod", c.pod}, {"uid", podUID(c.pod)}}
+			base := []Label{{"namespace", fixtureNamespace}, {"pod", c.pod}, {"uid", podUID(fixtureNamespace, c.pod)}}
 			if !f.perPod {
 				base = append(base, Label{"container", c.container})
 			}

@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/internal/gpusim"
 )
 
 // Endpoints are the URLs of a running bed.
@@ -138,14 +140,14 @@ func Start(ctx context.Context, opts Options) (b *Bed, err error) {
 	ctx, cancel := context.WithTimeout(ctx, ReadyTimeout)
 	defer cancel()
 
-	ports, err := freePorts(15)
+	ports, err := freePorts(16)
 	if err != nil {
 		return nil, err
 	}
 	promPort, pyroHTTP, pyroGRPC, pyroMember := ports[0], ports[1], ports[2], ports[3]
 	jOTLPgrpc, jOTLPhttp, jQueryHTTP, jQueryGRPC, jHealth := ports[4], ports[5], ports[6], ports[7], ports[8]
 	demoPorts := map[string]int{"backend": ports[9], "detector": ports[10], "enrichment": ports[11], "engine": ports[12]}
-	gpuSimPort, scenarioGPUPort := ports[13], ports[14]
+	gpuSimPort, scenarioGPUPort, kubeStatePort := ports[13], ports[14], ports[15]
 
 	b.PrometheusURL = "http://" + addr(promPort)
 	b.PyroscopeURL = "http://" + addr(pyroHTTP)
@@ -159,6 +161,7 @@ func Start(ctx context.Context, opts Options) (b *Bed, err error) {
 			jobs[DemoJob] = append(jobs[DemoJob], addr(demoPorts[s]))
 		}
 		jobs[GPUJob] = []string{addr(gpuSimPort), addr(scenarioGPUPort)}
+		jobs[gpusim.KubeStateJob] = []string{addr(kubeStatePort)}
 		b.GPUSimulatorURL = "http://" + addr(gpuSimPort)
 		b.ScenarioGPUsURL = "http://" + addr(scenarioGPUPort)
 		// Before Prometheus opens its data folder, so it loads the blocks.
@@ -195,7 +198,7 @@ func Start(ctx context.Context, opts Options) (b *Bed, err error) {
 		if err := checkGPUFixtures(ctx, b.Endpoints); err != nil {
 			return nil, err
 		}
-		if err := b.startDemo(ctx, root, demoPorts, gpuSimPort, scenarioGPUPort); err != nil {
+		if err := b.startDemo(ctx, root, demoPorts, gpuSimPort, scenarioGPUPort, kubeStatePort); err != nil {
 			return nil, err
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/internal/gpusim"
@@ -99,7 +100,7 @@ func checkGPUFixtures(ctx context.Context, e Endpoints) error {
 		}
 	}
 	// The kube-state-metrics fixtures: one restart counter per container of host D's pods.
-	sel := `kube_pod_container_status_restarts_total{job="` + gpusim.KubeStateJob + `",simulated="true"}`
+	sel := `kube_pod_container_status_restarts_total{job="` + gpusim.KubeStateJob + `",instance="` + gpusim.KubeStateInstance + `",simulated="true"}`
 	got, err := countSeries(ctx, e.PrometheusURL, sel, e.FixtureEnd)
 	if err != nil {
 		return fmt.Errorf("prometheus: %w", err)
@@ -148,6 +149,21 @@ func (b *Bed) startGPUSimulator(ctx context.Context, bin string, port int) error
 	return nil
 }
 
+// startKubeState runs the simulated kube-state-metrics of the demo's pods on port (the detector's
+// pod first: its tokenizer container is OOM-killed gpusim.KubeOOMKillAfter after the start).
+func (b *Bed) startKubeState(ctx context.Context, bin string, port int) error {
+	pods := []string{DemoPods["detector"], DemoPods["engine"], DemoPods["enrichment"], DemoPods["backend"]}
+	p, err := b.start("kube-state", nil, bin, "kube-state", "--listen="+addr(port), "--node="+GPUSimHost, "--pods="+strings.Join(pods, ","))
+	if err != nil {
+		return err
+	}
+	if err := p.waitReady(ctx, "http://"+addr(port)+"/metrics", statusOK); err != nil {
+		return err
+	}
+	b.opts.Log("simulated kube-state-metrics: the demo's pods on %s at http://%s", GPUSimHost, addr(port))
+	return nil
+}
+
 // startScenarioGPUs runs the scenarios' simulated dcgm-exporter (no pods) on port.
 func (b *Bed) startScenarioGPUs(ctx context.Context, bin string, port int) error {
 	p, err := b.start("scenario-gpus", nil, bin, "gpus",
@@ -184,6 +200,15 @@ func gpuSimDataReady(ctx context.Context, e Endpoints) error {
 	}
 	if n != GPUScenarioCount {
 		return fmt.Errorf("prometheus has %d simulated GPUs on %s scraped for %s, want %d", n, GPUScenarioHost, gpuSimHistory, GPUScenarioCount)
+	}
+	// The live kube-state-metrics has OOM-killed the detector pod's tokenizer.
+	_, pod, _ := strings.Cut(DemoPods["detector"], "/")
+	sel = `kube_pod_container_status_last_terminated_reason{job="` + gpusim.KubeStateJob + `",pod="` + pod + `",container="` + gpusim.KubeLiveTokenizer + `",reason="OOMKilled",simulated="true"}`
+	if n, err = countSeries(ctx, e.PrometheusURL, sel, time.Time{}); err != nil {
+		return fmt.Errorf("prometheus: %w", err)
+	}
+	if n != 1 {
+		return fmt.Errorf("prometheus has not scraped the simulated OOM kill yet (%s)", sel)
 	}
 	return nil
 }

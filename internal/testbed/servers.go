@@ -142,7 +142,7 @@ func (b *Bed) startJaeger(bin string, otlpGRPC, otlpHTTP, queryHTTP, queryGRPC, 
 // startDemo builds cmd/hsi-demo and runs its three services, each its own process (CPU profiles
 // are per process), pointed at the bed's Pyroscope and Jaeger, then the simulated dcgm-exporters
 // (the demo's host, and the scenarios').
-func (b *Bed) startDemo(ctx context.Context, root string, ports map[string]int, gpuSimPort, scenarioGPUPort int) error {
+func (b *Bed) startDemo(ctx context.Context, root string, ports map[string]int, gpuSimPort, scenarioGPUPort, kubeStatePort int) error {
 	bin := filepath.Join(b.Dir, "hsi-demo")
 	b.DemoBinary = bin
 	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/hsi-demo")
@@ -172,6 +172,9 @@ func (b *Bed) startDemo(ctx context.Context, root string, ports map[string]int, 
 	}
 	b.opts.Log("demo workload: backend %s (detector, enrichment, simulated LLM engine %s behind it)", b.DemoURL, b.EngineURL)
 	if err := b.startGPUSimulator(ctx, bin, gpuSimPort); err != nil {
+		return err
+	}
+	if err := b.startKubeState(ctx, bin, kubeStatePort); err != nil {
 		return err
 	}
 	return b.startScenarioGPUs(ctx, bin, scenarioGPUPort)
