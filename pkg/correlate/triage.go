@@ -32,7 +32,7 @@ const triageConcurrency = 4
 // is set up), with the GPU store's reason first.
 func Triage(ctx context.Context, src TriageSources, q *models.TriageQuery, join models.SpanMatch, from, to time.Time, step time.Duration) (*triage.Answer, error) {
 	ev := &triage.Evidence{Start: from, End: to, Join: join, Scope: q.GPUFilter, GPU: map[string]*models.GPUMetricResult{}}
-	var notes notices.List
+	parts := make([]notices.List, 3) // each part's own: they run in parallel
 	safe.ForEach("triage", 3, 0, func(part int) error {
 		switch part {
 		case 0:
@@ -45,12 +45,12 @@ func Triage(ctx context.Context, src TriageSources, q *models.TriageQuery, join 
 			if err == nil && !k.Missing {
 				ev.Kube.Detail = fmt.Sprintf("%d container restarts in the range, dated to %s steps", len(k.Terminations), k.Step)
 			}
-			notes = append(notes, k.Notices...)
+			parts[part] = k.Notices
 		case 2:
 			var partial error
 			ev.FailedTraces, ev.Traces, partial = failedTraces(ctx, src.Traces, q.Services, from, to)
 			if partial != nil {
-				notes.Warnf("Failed requests may be missing: %v", partial)
+				parts[part].Warnf("Failed requests may be missing: %v", partial)
 			}
 		}
 		return nil
@@ -59,6 +59,10 @@ func Triage(ctx context.Context, src TriageSources, q *models.TriageQuery, join 
 		return nil, fmt.Errorf("%w; kube-state-metrics: %w; failed requests: %w", ev.GPUErr, ev.Kube.Err, ev.Traces.Err)
 	}
 	ans := triage.Triage(ev, q.Classes)
+	var notes notices.List
+	for _, p := range parts {
+		notes = append(notes, p...)
+	}
 	ans.Notices = append(notes, ans.Notices...)
 	return ans, nil
 }
