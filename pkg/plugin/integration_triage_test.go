@@ -3,6 +3,7 @@
 package plugin
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,8 +14,12 @@ import (
 	"time"
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/internal/gpusim"
+	"github.com/hsi-profiling/hsi-profiling-datasource/internal/testbed"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 )
 
@@ -188,5 +193,48 @@ func TestRealTriageListsTheRequestThatRanOutOfGPUMemory(t *testing.T) {
 	}
 	if !linked {
 		t.Errorf("no CUDA OOM failure of ai-detector's model.predict on GPU 0 with its evidence and link")
+	}
+}
+
+// A model server that runs out of GPU memory while loading its model, sent to the bed's Jaeger
+// over OTLP as an instrumented server records it: the triage calls it an OOM at model load, on
+// the GPU its span names, with the pod from its resource.
+func TestRealTriageTellsAnOOMAtModelLoad(t *testing.T) {
+	ds := bedDatasource(t)
+	service := fmt.Sprintf("hsi-loader-%d", time.Now().UnixNano())
+	res := []attribute.KeyValue{attribute.String("host.name", "gpu-node-1"), attribute.String("k8s.pod.name", "nemotron-llm-0"),
+		attribute.String("k8s.namespace.name", "inference")}
+	start := time.Now().Add(-3 * time.Second)
+	traceID, err := testbed.SendSpans(context.Background(), bed.JaegerOTLP, start, []testbed.SentSpan{
+		{Service: service, Name: "POST /v2/repository/models/llama/load", Kind: trace.SpanKindServer, Parent: -1, End: 2 * time.Second,
+			Resource: res, Status: codes.Error, StatusMessage: "failed to load model"},
+		{Service: service, Name: "load_model", Parent: 0, Start: 10 * time.Millisecond, End: 1900 * time.Millisecond, Resource: res,
+			Attributes: []attribute.KeyValue{attribute.String("gpu.index", "1"), attribute.String("model.name", "llama-3-70b"), attribute.String("model.version", "3")},
+			Events: []testbed.SentEvent{{Name: "exception", At: 1890 * time.Millisecond, Attributes: []attribute.KeyValue{
+				attribute.String("exception.type", testbed.OOMExceptionType), attribute.String("exception.message", testbed.OOMExceptionMessage)}}},
+			Status: codes.Error, StatusMessage: testbed.OOMStatusMessage},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var row map[string]string
+	for deadline := time.Now().Add(time.Minute); row == nil; time.Sleep(time.Second) {
+		now := time.Now()
+		for _, r := range triageRows(t, run2(t, ds, backend.DataQuery{RefID: "A", QueryType: models.QueryTypeTriage, Interval: 15 * time.Second,
+			JSON:      json.RawMessage(`{"queryType":"triage","services":["` + service + `"]}`),
+			TimeRange: backend.TimeRange{From: now.Add(-10 * time.Minute), To: now.Add(time.Minute)}}), "failures") {
+			if strings.Contains(r["traces"], traceID) {
+				row = r
+			}
+		}
+		if row == nil && time.Now().After(deadline) {
+			t.Fatalf("the failed load %s is not listed after a minute", traceID)
+		}
+	}
+	if row["class id"] != models.ClassCUDAOOMLoad || row["operation"] != "load_model" || row["gpu"] != "1" || row["host"] != "gpu-node-1" || row["pod"] != "nemotron-llm-0" {
+		t.Errorf("load OOM row: %v", row)
+	}
+	if !strings.Contains(row["mapping"], "model llama-3-70b version 3") || !strings.Contains(row["first checks"], "artifact") {
+		t.Errorf("load OOM row's chain and first checks: %q, %q", row["mapping"], row["first checks"])
 	}
 }
