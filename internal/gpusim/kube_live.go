@@ -2,7 +2,6 @@ package gpusim
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
 	"io"
 	"net/http"
@@ -86,22 +85,5 @@ func (k *KubeStateLive) WriteMetrics(out io.Writer, t time.Time) error {
 
 // ServeHTTP serves /metrics and /health.
 func (k *KubeStateLive) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	switch r.URL.Path {
-	case "/metrics":
-		now := time.Now
-		if k.Now != nil {
-			now = k.Now
-		}
-		var buf bytes.Buffer
-		if err := k.WriteMetrics(&buf, now()); err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-			return
-		}
-		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-		_, _ = w.Write(buf.Bytes())
-	case "/health":
-		_, _ = w.Write([]byte("OK"))
-	default:
-		http.NotFound(w, r)
-	}
+	serveExporter(w, r, k.WriteMetrics, k.Now)
 }

@@ -70,18 +70,23 @@ func (s *Simulator) WriteMetrics(w io.Writer, t time.Time) error {
 
 // ServeHTTP answers GET /metrics (the exporter's path) and GET /health.
 func (s *Simulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	serveExporter(w, r, s.WriteMetrics, s.Now)
+}
+
+// serveExporter answers an exporter's GET /metrics with write's text at now() (time.Now when
+// nil) and GET /health with OK.
+func serveExporter(w http.ResponseWriter, r *http.Request, write func(io.Writer, time.Time) error, now func() time.Time) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
 	switch r.URL.Path {
 	case "/metrics":
-		now := time.Now
-		if s.Now != nil {
-			now = s.Now
+		if now == nil {
+			now = time.Now
 		}
 		var buf bytes.Buffer
-		if err := s.WriteMetrics(&buf, now()); err != nil {
+		if err := write(&buf, now()); err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
 		}

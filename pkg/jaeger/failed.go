@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"net/url"
 	"slices"
-	"strconv"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -38,7 +36,7 @@ func (c *Client) FailedTraces(ctx context.Context, q models.TraceSearchQuery) (t
 	if err != nil {
 		return nil, err
 	}
-	tagged, err := c.findFailedV1(ctx, q)
+	tagged, err := c.findV1(ctx, q, errorTags)
 	if st, ok := errors.AsType[*upstream.HTTPStatusError](err); ok && st.Status == http.StatusNotFound && api == APIv3 {
 		tagged, err = nil, nil // no v1 search: the recent traces only
 	}
@@ -50,25 +48,6 @@ func (c *Client) FailedTraces(ctx context.Context, q models.TraceSearchQuery) (t
 		return nil, err
 	}
 	return failedOnly(append(tagged, recent...), api), nil
-}
-
-func (c *Client) findFailedV1(ctx context.Context, q models.TraceSearchQuery) ([]models.Span, error) {
-	const path = "/api/traces"
-	params := url.Values{
-		"service": {q.Service},
-		"start":   {strconv.FormatInt(q.Start.UnixMicro(), 10)},
-		"end":     {strconv.FormatInt(q.End.UnixMicro(), 10)},
-		"limit":   {strconv.Itoa(q.Limit)},
-		"tags":    {errorTags},
-	}
-	if q.Operation != "" {
-		params.Set("operation", q.Operation)
-	}
-	var reply v1Reply
-	if err := c.getJSON(ctx, path, params, &reply); err != nil {
-		return nil, err
-	}
-	return reply.spans(path)
 }
 
 // failedOnly groups spans by trace (each span once: both searches may answer a trace) and keeps

@@ -42,7 +42,7 @@ func (c *Client) search(ctx context.Context, q models.TraceSearchQuery) ([]model
 	if api == APIv3 {
 		return c.findV3(ctx, q)
 	}
-	return c.findV1(ctx, q)
+	return c.findV1(ctx, q, "")
 }
 
 // Operations lists the span names (operations) of a service, sorted, for the editor's picker.

@@ -153,7 +153,8 @@ func (c *Client) findV3(ctx context.Context, q models.TraceSearchQuery) ([]model
 	return reply.spans(path)
 }
 
-func (c *Client) findV1(ctx context.Context, q models.TraceSearchQuery) ([]models.Span, error) {
+// findV1 searches through the v1 API; tags, when set, is its tag filter (JSON: {"key":"value"}).
+func (c *Client) findV1(ctx context.Context, q models.TraceSearchQuery, tags string) ([]models.Span, error) {
 	const path = "/api/traces"
 	params := url.Values{
 		"service": {q.Service},
@@ -166,6 +167,9 @@ func (c *Client) findV1(ctx context.Context, q models.TraceSearchQuery) ([]model
 	}
 	if q.MinDuration > 0 {
 		params.Set("minDuration", q.MinDuration.String())
+	}
+	if tags != "" {
+		params.Set("tags", tags)
 	}
 	var reply v1Reply
 	if err := c.getJSON(ctx, path, params, &reply); err != nil {
