@@ -36,7 +36,7 @@ func Triage(ctx context.Context, src TriageSources, q *models.TriageQuery, join 
 	safe.ForEach("triage", 3, 0, func(part int) error {
 		switch part {
 		case 0:
-			ev.GPU, ev.GPUErr = triageGPUs(ctx, src.GPUs, q.GPUFilter, from, to, step)
+			ev.GPU, ev.GPUFailed, ev.GPUErr = triageGPUs(ctx, src.GPUs, q.GPUFilter, from, to, step)
 		case 1:
 			k, err := get(src.Kube, func(k KubeStates) (prometheus.KubeAnswer, error) {
 				return k.ContainerTerminations(ctx, q.GPUFilter, from, to)
@@ -67,28 +67,33 @@ func Triage(ctx context.Context, src TriageSources, q *models.TriageQuery, join 
 	return ans, nil
 }
 
-// triageGPUs reads triage.GPUMetrics per GPU; a metric that fails is as good as absent, and the
-// answer fails only when every metric did.
-func triageGPUs(ctx context.Context, src Source[GPUMetrics], f models.GPUFilter, from, to time.Time, step time.Duration) (map[string]*models.GPUMetricResult, error) {
+// triageGPUs reads triage.GPUMetrics per GPU, all at once: they ask one Prometheus, so a slow
+// one costs one timeout, not one per wave of metrics. A metric that fails is filed in failed (its
+// signal says so); the answer fails only when every metric did.
+func triageGPUs(ctx context.Context, src Source[GPUMetrics], f models.GPUFilter, from, to time.Time, step time.Duration) (map[string]*models.GPUMetricResult, map[string]error, error) {
 	gpus, err := src.Get()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	res, failures, err := GPUMetricsOf(ctx, gpus, &models.GPUMetricsQuery{GPUFilter: f, Metrics: triage.GPUMetrics, Aggregation: models.AggregationGPU}, from, to, step)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]*models.GPUMetricResult{}
-	for _, r := range res {
-		out[r.Metric.Name] = r
-	}
-	for _, name := range triage.GPUMetrics {
-		if out[name] == nil {
-			// GPUMetricsOf said why in failures; the signal shows it.
-			out[name] = &models.GPUMetricResult{Metric: models.GPUMetricInfo{Name: name}, Notices: failures}
+	names := triage.GPUMetrics
+	results := make([]*models.GPUMetricResult, len(names))
+	errs := safe.ForEach("triage GPU series", len(names), 0, func(i int) (err error) {
+		results[i], err = gpus.GPUMetric(ctx, names[i], f, models.AggregationGPU, from, to, step)
+		return err
+	})
+	out, failed := map[string]*models.GPUMetricResult{}, map[string]error{}
+	for i, name := range names {
+		if errs[i] != nil {
+			failed[name] = errs[i]
+			out[name] = &models.GPUMetricResult{Metric: models.GPUMetricInfo{Name: name}}
+			continue
 		}
+		out[name] = results[i]
 	}
-	return out, nil
+	if len(failed) == len(names) {
+		return nil, nil, errs[0]
+	}
+	return out, failed, nil
 }
 
 // failedTraces searches each service (or every service the trace store knows, at most

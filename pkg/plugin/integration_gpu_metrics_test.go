@@ -136,9 +136,14 @@ func TestRealGPUMetricsNormaliseOldAndNewExporters(t *testing.T) {
 			t.Errorf("%s: frame %q unit %q", frameKey(f), f.Name, f.Fields[1].Config.Unit)
 		}
 		for name := range f.Fields[1].Labels {
-			if !slices.Contains(models.GPURoles, name) {
+			// The roles, and what describes a GPU: its MIG profile, its driver.
+			if !slices.Contains(models.GPURoles, name) && name != models.RoleMIGProfile && name != models.RoleDriver {
 				t.Errorf("%s: label %q is not a role name", frameKey(f), name)
 			}
+		}
+		// Both exporters label every series with the driver (DCGM_FI_DRIVER_VERSION).
+		if f.Fields[1].Labels[models.RoleDriver] == "" {
+			t.Errorf("%s: no driver label in %v", frameKey(f), f.Fields[1].Labels)
 		}
 	}
 	// Hosts A and B: one series per GPU (the shared GPU of host C has one per pod).

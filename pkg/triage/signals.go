@@ -95,6 +95,8 @@ func gpuSignal(ev *Evidence, class, metric string, add func(class, signal, statu
 	}
 	r := ev.GPU[metric]
 	switch {
+	case ev.GPUFailed[metric] != nil:
+		add(class, metric, SignalFailed, ev.GPUFailed[metric].Error())
 	case r == nil:
 		add(class, metric, SignalFailed, "not asked")
 	case len(r.Sources) == 0:

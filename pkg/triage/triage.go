@@ -57,6 +57,8 @@ type Evidence struct {
 	// sharing it); GPUErr is why there is none.
 	GPU    map[string]*models.GPUMetricResult
 	GPUErr error
+	// GPUFailed is why a metric of GPU could not be read, while others were.
+	GPUFailed map[string]error
 	// Join maps spans to hosts and GPUs, as the trace join does.
 	Join models.SpanMatch
 	// Scope is the query's filter, applied to the spans and terminations the stores cannot filter.

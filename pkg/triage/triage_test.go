@@ -191,7 +191,7 @@ func TestTriageFindsEachInjectedFailureOnRandomFleets(t *testing.T) {
 				n := 1 + rng.IntN(3)
 				in := injected{class: class, host: g.host, gpu: g.index, pod: g.pod}
 				for k := range n {
-					at := f.at(1+rng.IntN(f.steps()-2)).Add(time.Duration(k) * time.Millisecond)
+					at := f.at(1 + rng.IntN(f.steps()-2)).Add(time.Duration(k) * time.Millisecond)
 					o := oomTexts[rng.IntN(len(oomTexts))]
 					tr := failedTrace(rng, word(rng), svc, op, g, at, o.typ, o.msg)
 					f.ev.FailedTraces = append(f.ev.FailedTraces, tr)
@@ -346,7 +346,7 @@ func TestTriageSaysWhichSignalsAreMissingOrFailed(t *testing.T) {
 	for k, want := range map[string]string{
 		"ecc ecc_dbe": SignalMissing,
 		"containerOOM kube_pod_container_status_last_terminated_reason, kube_pod_container_status_restarts_total": SignalMissing,
-		"cudaOOM failed spans in the trace store (error=true)":                                                      SignalFailed,
+		"cudaOOM failed spans in the trace store (error=true)":                                                    SignalFailed,
 		"xid xid_errors": SignalPresent,
 	} {
 		if status[k] != want {
