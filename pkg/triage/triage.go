@@ -117,6 +117,8 @@ func Triage(ev *Evidence, classes []string) *Answer {
 	gpus := gpusOf(ev)
 	ans := &Answer{}
 	requests := failedRequests(ev, gpus)
+	// Newest first, so that each failure's traces are too (its link opens the latest).
+	slices.SortStableFunc(requests, func(a, b request) int { return cmp.Or(b.At.Compare(a.At), cmp.Compare(a.TraceID, b.TraceID)) })
 	var failures []Failure
 	failures = append(failures, containerOOMs(ev, gpus)...)
 	failures = append(failures, cudaOOMs(requests, gpus)...)
@@ -136,9 +138,6 @@ func Triage(ev *Evidence, classes []string) *Answer {
 	}
 	slices.SortStableFunc(ans.Failures, func(a, b Failure) int {
 		return cmp.Or(b.At.Compare(a.At), cmp.Compare(a.Class, b.Class), cmp.Compare(a.Host, b.Host), cmp.Compare(a.GPU, b.GPU), cmp.Compare(a.Pod, b.Pod))
-	})
-	slices.SortStableFunc(ans.Requests, func(a, b Request) int {
-		return cmp.Or(b.At.Compare(a.At), cmp.Compare(a.TraceID, b.TraceID))
 	})
 	ans.Signals = signals(ev, gpus, requests)
 	for _, s := range ans.Signals {
@@ -184,7 +183,7 @@ func attribute(requests []request, health []Failure, notes *notices.List) []requ
 		}
 		f := &health[best]
 		r.Class = f.Class
-		f.TraceIDs = append([]string{r.TraceID}, f.TraceIDs...)
+		f.TraceIDs = append(f.TraceIDs, r.TraceID)
 		out = append(out, r)
 	}
 	for i := range health {
