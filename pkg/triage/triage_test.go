@@ -268,6 +268,18 @@ func TestTriageFindsEachInjectedFailureOnRandomFleets(t *testing.T) {
 					}
 				}
 			}
+			for i := 1; i < len(ans.Requests); i++ {
+				if ans.Requests[i].At.After(ans.Requests[i-1].At) {
+					t.Errorf("requests not newest first: %s before %s", ans.Requests[i-1].At, ans.Requests[i].At)
+				}
+			}
+			for _, fl := range ans.Failures {
+				for i := 1; i < len(fl.TraceIDs); i++ {
+					if at(ans.Requests, fl.TraceIDs[i]).After(at(ans.Requests, fl.TraceIDs[i-1])) {
+						t.Errorf("%s: traces not newest first: %v", fl.Class, fl.TraceIDs)
+					}
+				}
+			}
 			if listed != oomRequests {
 				t.Errorf("%d CUDA OOM requests listed, want %d", listed, oomRequests)
 			}
@@ -415,4 +427,14 @@ func TestTriageScope(t *testing.T) {
 			t.Errorf("scope %+v: %d failures, want host a's CUDA OOM and OOM kill", scope, len(ans.Failures))
 		}
 	}
+}
+
+// at is the time of the listed request with this trace ID.
+func at(rs []Request, traceID string) time.Time {
+	for _, r := range rs {
+		if r.TraceID == traceID {
+			return r.At
+		}
+	}
+	return time.Time{}
 }
