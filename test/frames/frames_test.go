@@ -84,7 +84,10 @@ func TestWriteTheFlameGraphsGrafanaReads(t *testing.T) {
 	h := startPlugin(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	write := func(name string, f fixture, res *backend.QueryDataResponse) { t.Helper(); writeAnswer(t, dir, name, f, res) }
+	write := func(name string, f fixture, res *backend.QueryDataResponse) {
+		t.Helper()
+		writeAnswer(t, dir, name, f, res)
+	}
 
 	now := time.Now()
 	service := map[string]any{"queryType": "profile", "profileTypeId": cpuType, "labelSelector": `{service_name="` + demoBackend + `"}`}

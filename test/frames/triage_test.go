@@ -50,7 +50,10 @@ func TestWriteTheTriageGrafanaReads(t *testing.T) {
 			}
 		}
 	}
-	write := func(name string, f fixture, res *backend.QueryDataResponse) { t.Helper(); writeAnswer(t, dir, name, f, res) }
+	write := func(name string, f fixture, res *backend.QueryDataResponse) {
+		t.Helper()
+		writeAnswer(t, dir, name, f, res)
+	}
 	write("triage", fixture{Query: fixtureHost, From: start.UnixMilli(), To: end.UnixMilli()}, res)
 
 	// A demo request that runs out of GPU memory, listed once its spans reach Jaeger.
