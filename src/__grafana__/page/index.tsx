@@ -282,13 +282,7 @@ function Dashboard({ panels, fixture }: { panels: DashboardPanel[]; fixture: Fix
     return null;
   }
   return (
-    <DashboardPanels
-      panels={panels}
-      series={series}
-      transformed={transformed}
-      gridWidth={gridWidth()}
-      theme={theme}
-    />
+    <DashboardPanels panels={panels} series={series} transformed={transformed} gridWidth={gridWidth()} theme={theme} />
   );
 }
 
