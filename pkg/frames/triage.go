@@ -92,12 +92,14 @@ func triageFailures(fs []triage.Failure, links TriageLinks) *data.Frame {
 		fields = append(fields, data.NewField(c, nil, cols[c]))
 	}
 	f := data.NewFrame(TriageFailuresFrameName, fields...)
+	// The links' titles are what a table's cell shows (the incident dashboard's columns are sized
+	// for them); a panel's override adds its links to these rather than replacing them.
 	for _, fl := range f.Fields {
 		switch fl.Name {
 		case "gpu dashboard":
-			fl.SetConfig(&data.FieldConfig{Links: []data.DataLink{{Title: "GPU dashboard at this GPU and minute", URL: "${__value.raw}"}}})
+			fl.SetConfig(&data.FieldConfig{Links: []data.DataLink{{Title: "GPU Metrics", URL: "${__value.raw}"}}})
 		case "traces":
-			fl.SetConfig(&data.FieldConfig{Links: []data.DataLink{{Title: "The latest failed request", URL: "${__value.raw}"}}})
+			fl.SetConfig(&data.FieldConfig{Links: []data.DataLink{{Title: "Traces", URL: "${__value.raw}"}}})
 		case "class id":
 			fl.SetConfig(&data.FieldConfig{Custom: map[string]any{"hidden": true}})
 		}

@@ -349,18 +349,27 @@ func TestTransformationsNameTheFieldsTheyMake(t *testing.T) {
 	}
 }
 
-// TestTriageTablesHideWhatTheFramesHide: Grafana 13's table ignores a data source's own
+// TestTriageTablesKeepTheFramesFieldConfig: Grafana 13's table ignores a data source's own
 // custom.hidden, so each field the triage's frames mark hidden (the failures' class id) must be
-// hidden by the table panels that show the view, or it shows as a column beside the class.
-func TestTriageTablesHideWhatTheFramesHide(t *testing.T) {
+// hidden by the table panels that show the view, or it shows as a column beside the class; and a
+// panel's links override adds its links to a field's own (applyFieldOverrides merges arrays), so
+// a field that carries links must not get more, or each cell shows two links to one URL.
+func TestTriageTablesKeepTheFramesFieldConfig(t *testing.T) {
 	hiddenBy := map[string][]string{} // view → fields the frame marks hidden
+	linked := map[string][]string{}   // view → fields with the frame's own links
 	ans := &triage.Answer{Failures: []triage.Failure{{}}, Requests: []triage.Request{{}}, Signals: []triage.Signal{{}}}
 	for _, view := range models.TriageViews {
 		for _, f := range frames.Triage(ans, view, frames.TriageLinks{})[0].Fields {
 			if f.Config != nil && f.Config.Custom["hidden"] == true {
 				hiddenBy[view] = append(hiddenBy[view], f.Name)
 			}
+			if f.Config != nil && len(f.Config.Links) > 0 {
+				linked[view] = append(linked[view], f.Name)
+			}
 		}
+	}
+	if len(linked[models.TriageFailures]) == 0 {
+		t.Fatal("the failures frame links no field: this test reads the wrong frame")
 	}
 	if len(hiddenBy[models.TriageFailures]) == 0 {
 		t.Fatal("the failures frame hides no field: this test reads the wrong frame")
@@ -391,6 +400,13 @@ func TestTriageTablesHideWhatTheFramesHide(t *testing.T) {
 				continue
 			}
 			view := cmp.Or(p.Targets[0].View, models.TriageFailures)
+			for _, o := range p.FieldConfig.Overrides {
+				for _, prop := range o.Properties {
+					if o.Matcher.ID == "byName" && prop.ID == "links" && slices.Contains(linked[view], o.Matcher.Options) {
+						t.Errorf("%s: %s: an override adds links to %q, which carries the frame's own: each cell would show both", d.File, p.Title, o.Matcher.Options)
+					}
+				}
+			}
 			for _, name := range hiddenBy[view] {
 				hidden := false
 				for _, o := range p.FieldConfig.Overrides {
