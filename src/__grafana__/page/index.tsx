@@ -41,6 +41,8 @@ export type Scene =
 declare global {
   interface Window {
     hsiRender: (scene: Scene) => void;
+    /** The page's theme's colour of a name (green, orange, ...), as hex. */
+    hsiColorByName: (name: string) => string;
     __grafana_public_path__: string;
   }
 }
@@ -307,6 +309,8 @@ function SceneView({ scene }: { scene: Scene }) {
 
 /** The dashboard grid's width: the window's, less the page's padding (and any scroll bar). */
 const gridWidth = () => document.documentElement.clientWidth - 2 * PAGE_PADDING;
+
+window.hsiColorByName = (name: string) => theme.visualization.getColorByName(name);
 
 window.hsiRender = (scene: Scene) => {
   const root = document.getElementById('root')!;
