@@ -33,7 +33,11 @@ module.exports = {
     {
       ...shared,
       displayName: 'grafana',
-      testMatch: ['<rootDir>/src/__grafana__/flamegraph.test.ts', '<rootDir>/src/__grafana__/heatmap.test.ts'],
+      testMatch: [
+        '<rootDir>/src/__grafana__/flamegraph.test.ts',
+        '<rootDir>/src/__grafana__/heatmap.test.ts',
+        '<rootDir>/src/__grafana__/incidents.test.ts',
+      ],
     },
     {
       ...shared,

@@ -74,7 +74,7 @@ func triageFailures(fs []triage.Failure, links TriageLinks) *data.Frame {
 		set("evidence", strings.Join(f.Evidence, "; "))
 		set("first checks", f.Runbook.FirstChecks)
 		set("mitigation", f.Runbook.Mitigation)
-		set("mapping", f.Chain.String())
+		set("mapping", mappingText(f.Chain))
 		if links.GPUDashboardUID != "" && (f.Host != "" || f.GPU != "") {
 			m := f.At.Truncate(time.Minute)
 			set("gpu dashboard", gpuDashboardURL(links.GPUDashboardUID, f.Host, firstNonEmpty(f.GPU, f.UUID), m.Add(-gpuLinkWindow), m.Add(gpuLinkWindow+time.Minute)))
@@ -92,12 +92,14 @@ func triageFailures(fs []triage.Failure, links TriageLinks) *data.Frame {
 		fields = append(fields, data.NewField(c, nil, cols[c]))
 	}
 	f := data.NewFrame(TriageFailuresFrameName, fields...)
+	// The links' titles are what a table's cell shows (the incident dashboard's columns are sized
+	// for them); a panel's override adds its links to these rather than replacing them.
 	for _, fl := range f.Fields {
 		switch fl.Name {
 		case "gpu dashboard":
-			fl.SetConfig(&data.FieldConfig{Links: []data.DataLink{{Title: "GPU dashboard at this GPU and minute", URL: "${__value.raw}"}}})
+			fl.SetConfig(&data.FieldConfig{Links: []data.DataLink{{Title: "GPU Metrics", URL: "${__value.raw}"}}})
 		case "traces":
-			fl.SetConfig(&data.FieldConfig{Links: []data.DataLink{{Title: "The latest failed request", URL: "${__value.raw}"}}})
+			fl.SetConfig(&data.FieldConfig{Links: []data.DataLink{{Title: "Traces", URL: "${__value.raw}"}}})
 		case "class id":
 			fl.SetConfig(&data.FieldConfig{Custom: map[string]any{"hidden": true}})
 		}
@@ -167,6 +169,26 @@ func traceURL(l TriageLinks, traceID string, at time.Time) string {
 		"range": map[string]string{"from": strconv.FormatInt(from.UnixMilli(), 10), "to": strconv.FormatInt(to.UnixMilli(), 10)},
 	}})
 	return "/explore?" + url.Values{"schemaVersion": {"1"}, "panes": {string(panes)}}.Encode()
+}
+
+// mappingText is a failure's mapping chain as the user manual shows it (incidents.md, "The mapping
+// chain"): the request's trace ID and the GPU's UUID shortened to their first characters, each
+// whole elsewhere (the traces link, the uuid column). Whole, each is one word wider than the
+// dashboard's wrapping column, and ran past its edge.
+func mappingText(c triage.Chain) string {
+	c.Request = shortID(c.Request)
+	if id, rest, _ := strings.Cut(c.GPU, " "); strings.HasPrefix(id, "GPU-") || strings.HasPrefix(id, "MIG-") {
+		c.GPU = strings.TrimSpace(shortID(id) + " " + rest)
+	}
+	return c.String()
+}
+
+// shortID is an ID's first 8 characters and an ellipsis, or the ID when that is no shorter.
+func shortID(id string) string {
+	if len(id) <= 9 {
+		return id
+	}
+	return id[:8] + "…"
 }
 
 func firstNonEmpty(xs ...string) string {

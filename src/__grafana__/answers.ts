@@ -1,7 +1,21 @@
 import type { BackendDataSourceResponse } from '@grafana/runtime';
 
 /** The answers test/frames writes: each one a query and what the plugin binary answered. */
-export const ANSWERS = ['service', 'span', 'request', 'diff', 'empty', 'trace', 'spanHeatmap', 'spanProfile'] as const;
+export const ANSWERS = [
+  'service',
+  'span',
+  'request',
+  'diff',
+  'empty',
+  'trace',
+  'spanHeatmap',
+  'spanProfile',
+  // The GPU incident dashboard's: fixture-node-d's failures, and gpu-node-1's with a CUDA OOM request.
+  'triage',
+  'triageDemo',
+  'triageRequests',
+  'triageSignals',
+] as const;
 export type AnswerName = (typeof ANSWERS)[number];
 
 export interface Fixture {

@@ -236,5 +236,9 @@ export async function look(
   expect(problems).toEqual([]);
 }
 
+/** Leaves one more screenshot of the page as it is now, beside look's (name without .png). */
+export const screenshot = (page: Page, name: string) =>
+  page.screenshot({ path: join(screenshots, `${name}.png`), fullPage: true });
+
 /** The scene's text as the user sees it. */
 export const text = (page: Page) => page.$eval('[data-testid="scene"]', (e) => (e as HTMLElement).innerText);

@@ -4,6 +4,7 @@
 package dashboards
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"maps"
@@ -17,7 +18,10 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 
 	shipped "github.com/hsi-profiling/hsi-profiling-datasource/internal/dashboards"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/frames"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/plugin"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/triage"
 )
 
 // wantUIDs are the dashboards' uids: links, the README and users' bookmarks depend on them.
@@ -342,5 +346,84 @@ func TestTransformationsNameTheFieldsTheyMake(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestTriageTablesKeepTheFramesFieldConfig: Grafana 13's table ignores a data source's own
+// custom.hidden, so each field the triage's frames mark hidden (the failures' class id) must be
+// hidden by the table panels that show the view, or it shows as a column beside the class; and a
+// panel's links override adds its links to a field's own (applyFieldOverrides merges arrays), so
+// a field that carries links must not get more, or each cell shows two links to one URL.
+func TestTriageTablesKeepTheFramesFieldConfig(t *testing.T) {
+	hiddenBy := map[string][]string{} // view → fields the frame marks hidden
+	linked := map[string][]string{}   // view → fields with the frame's own links
+	ans := &triage.Answer{Failures: []triage.Failure{{}}, Requests: []triage.Request{{}}, Signals: []triage.Signal{{}}}
+	for _, view := range models.TriageViews {
+		for _, f := range frames.Triage(ans, view, frames.TriageLinks{})[0].Fields {
+			if f.Config != nil && f.Config.Custom["hidden"] == true {
+				hiddenBy[view] = append(hiddenBy[view], f.Name)
+			}
+			if f.Config != nil && len(f.Config.Links) > 0 {
+				linked[view] = append(linked[view], f.Name)
+			}
+		}
+	}
+	if len(linked[models.TriageFailures]) == 0 {
+		t.Fatal("the failures frame links no field: this test reads the wrong frame")
+	}
+	if len(hiddenBy[models.TriageFailures]) == 0 {
+		t.Fatal("the failures frame hides no field: this test reads the wrong frame")
+	}
+	checked := 0
+	for _, d := range load(t) {
+		raw, _ := os.ReadFile("../../dashboards/" + d.File)
+		var model struct {
+			Panels []struct {
+				Title, Type string
+				Targets     []struct{ QueryType, View string }
+				FieldConfig struct {
+					Overrides []struct {
+						Matcher    struct{ ID, Options string }
+						Properties []struct {
+							ID    string
+							Value any
+						}
+					}
+				}
+			}
+		}
+		if err := json.Unmarshal(raw, &model); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range model.Panels {
+			if p.Type != "table" || len(p.Targets) != 1 || p.Targets[0].QueryType != models.QueryTypeTriage {
+				continue
+			}
+			view := cmp.Or(p.Targets[0].View, models.TriageFailures)
+			for _, o := range p.FieldConfig.Overrides {
+				for _, prop := range o.Properties {
+					if o.Matcher.ID == "byName" && prop.ID == "links" && slices.Contains(linked[view], o.Matcher.Options) {
+						t.Errorf("%s: %s: an override adds links to %q, which carries the frame's own: each cell would show both", d.File, p.Title, o.Matcher.Options)
+					}
+				}
+			}
+			for _, name := range hiddenBy[view] {
+				hidden := false
+				for _, o := range p.FieldConfig.Overrides {
+					for _, prop := range o.Properties {
+						hidden = hidden || (o.Matcher.ID == "byName" && o.Matcher.Options == name &&
+							(prop.ID == "custom.hidden" || prop.ID == "custom.hideFrom.viz") && prop.Value == true)
+					}
+				}
+				if !hidden {
+					t.Errorf("%s: %s: the %s view's field %q is hidden by the frame only: Grafana 13's table shows it; hide it with an override (custom.hidden)",
+						d.File, p.Title, view, name)
+				}
+				checked++
+			}
+		}
+	}
+	if checked == 0 {
+		t.Error("no triage table panel shows a field its frame hides: this test checks nothing")
 	}
 }

@@ -81,30 +81,12 @@ func TestWriteTheFlameGraphsGrafanaReads(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	h, err := pluginhost.Start(binary, pluginhost.DataSource{UID: "hsi-frames", Name: "HSI Profiling", JSONData: map[string]any{
-		"pyroscopeUrl": bed.PyroscopeURL, "prometheusUrl": bed.PrometheusURL, "jaegerUrl": bed.JaegerURL,
-	}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Stop()
+	h := startPlugin(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-
 	write := func(name string, f fixture, res *backend.QueryDataResponse) {
 		t.Helper()
-		raw, err := json.Marshal(res)
-		if err != nil {
-			t.Fatal(err)
-		}
-		f.Response = raw
-		out, err := json.MarshalIndent(f, "", " ")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, name+".json"), out, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		writeAnswer(t, dir, name, f, res)
 	}
 
 	now := time.Now()
@@ -196,10 +178,47 @@ func TestWriteTheFlameGraphsGrafanaReads(t *testing.T) {
 	t.Logf("frames for the frontend tests written to %s", dir)
 }
 
+// startPlugin starts the plugin binary as Grafana does, on the bed's Pyroscope, Prometheus and
+// Jaeger; it stops when the test ends.
+func startPlugin(t *testing.T) *pluginhost.Host {
+	t.Helper()
+	h, err := pluginhost.Start(binary, pluginhost.DataSource{UID: "hsi-frames", Name: "HSI Profiling", JSONData: map[string]any{
+		"pyroscopeUrl": bed.PyroscopeURL, "prometheusUrl": bed.PrometheusURL, "jaegerUrl": bed.JaegerURL,
+	}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.Stop)
+	return h
+}
+
+// writeAnswer writes one answer as dir/name.json: the fixture with the plugin's answer in it.
+func writeAnswer(t *testing.T, dir, name string, f fixture, res *backend.QueryDataResponse) {
+	t.Helper()
+	raw, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Response = raw
+	out, err := json.MarshalIndent(f, "", " ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+".json"), out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // query sends one query as refId A and fails the test on a transport or query error.
 func query(t *testing.T, ctx context.Context, h *pluginhost.Host, model map[string]any, from, to time.Time) *backend.QueryDataResponse {
 	t.Helper()
-	proto, err := h.QueryData(ctx, pluginhost.Query{RefID: "A", JSON: model, From: from, To: to})
+	return queryEvery(t, ctx, h, model, from, to, 0)
+}
+
+// queryEvery is query with the panel's interval (0: none).
+func queryEvery(t *testing.T, ctx context.Context, h *pluginhost.Host, model map[string]any, from, to time.Time, interval time.Duration) *backend.QueryDataResponse {
+	t.Helper()
+	proto, err := h.QueryData(ctx, pluginhost.Query{RefID: "A", JSON: model, From: from, To: to, Interval: interval})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import {
   cacheFieldDisplayNames,
   DataFrame,
   dataLinksOverrideProcessor,
+  DataTransformerConfig,
   DisplayValueAlignmentFactors,
   displayNameOverrideProcessor,
   FieldConfigOptionsRegistry,
@@ -18,12 +19,14 @@ import {
   FieldType,
   getDisplayValueAlignmentFactors,
   getFieldDisplayValues,
+  getFieldDisplayValuesProxy,
   getFrameDisplayName,
   GrafanaTheme2,
   identityOverrideProcessor,
   numberOverrideProcessor,
   ReduceDataOptions,
   renderTextPanelMarkdown,
+  ScopedVars,
   stringOverrideProcessor,
   thresholdsOverrideProcessor,
   ThresholdsMode,
@@ -51,6 +54,8 @@ export interface DashboardPanel {
   gridPos: { x: number; y: number; w: number; h: number };
   options?: Record<string, unknown>;
   fieldConfig?: FieldConfigSource;
+  /** Applied to the frames before the field config (transform.ts applies them as Grafana does). */
+  transformations?: DataTransformerConfig[];
 }
 
 // react-grid-layout as Grafana's dashboard grid sets it up (public/app/core/constants.ts).
@@ -198,6 +203,50 @@ export function withPluginDefaults(fieldConfig: FieldConfigSource, type: string)
   return fc;
 }
 
+/** The page's time range, as ${__url_time_range} writes it. */
+export const URL_TIME_RANGE = 'from=now-1h&to=now';
+
+// @grafana/scenes' UriEncode format (variables/interpolation/formatRegistry.ts): encodeURI, then
+// the sub-delims it leaves.
+const encodeURIStrict = (s: string) =>
+  encodeURI(s).replace(/[!'()*]/g, (c) => '%' + c.charCodeAt(0).toString(16).toUpperCase());
+
+/**
+ * What Grafana 13 does with a data link's ${...} expressions (@grafana/scenes' sceneInterpolator
+ * and its macros, variables/macros/dataMacros.ts): ${__value.raw} is the cell's value,
+ * ${__value.text} its display text, ${__data.fields.x} the row's value of field x,
+ * ${__url_time_range} the dashboard's range; each value formatted as the expression or the caller
+ * asks (getLinksSupplier asks for the URL percent-encoded as a URI). The page has no template
+ * variables: any other expression stays as written.
+ */
+export function interpolate(target: string, scopedVars?: ScopedVars, format?: string | Function): string {
+  if (!target) {
+    return target ?? '';
+  }
+  return target.replace(
+    /\$(\w+)|\[\[(\w+?)(?::(\w+))?\]\]|\${(\w+)(?:\.([^:^}]+))?(?::([^}]+))?}/g,
+    (match, var1, var2, fmt2, var3, path, fmt3) => {
+      const name = var1 || var2 || var3;
+      const fmt = fmt2 || fmt3 || format;
+      let value: unknown = match;
+      const context = scopedVars?.__dataContext?.value;
+      if (name === '__url_time_range') {
+        return URL_TIME_RANGE;
+      } else if (name === '__value' && context?.rowIndex !== undefined && context.field) {
+        const raw = context.field.values[context.rowIndex];
+        value = path === 'raw' ? raw : String(context.field.display?.(raw).text ?? raw);
+      } else if (name === '__data' && context?.rowIndex !== undefined && path?.startsWith('fields.')) {
+        const fields = getFieldDisplayValuesProxy({ frame: context.frame, rowIndex: context.rowIndex });
+        value = fields[path.slice('fields.'.length)] ?? '';
+      } else {
+        return match;
+      }
+      const text = value === null || value === undefined ? '' : String(value);
+      return fmt === 'uriencode' ? encodeURIStrict(text) : text;
+    }
+  );
+}
+
 /** PanelQueryRunner's last step: the panel's field config applied to the frames it got. */
 function withFieldConfig(
   series: DataFrame[],
@@ -209,7 +258,7 @@ function withFieldConfig(
     data: series,
     fieldConfig,
     fieldConfigRegistry: registry(panel.type),
-    replaceVariables: (v: string) => v,
+    replaceVariables: interpolate,
     theme,
     timeZone: 'utc',
   });
@@ -367,11 +416,14 @@ export function DashboardPanels({
   series,
   gridWidth,
   theme,
+  transformed,
 }: {
   panels: DashboardPanel[];
   series: DataFrame[];
   gridWidth: number;
   theme: GrafanaTheme2;
+  /** A panel's frames after its transformations, by panel id; the others get series. */
+  transformed?: Record<number, DataFrame[]>;
 }) {
   const top = Math.min(...panels.map((p) => p.gridPos.y));
   const bottom = Math.max(...panels.map((p) => p.gridPos.y + p.gridPos.h));
@@ -387,7 +439,7 @@ export function DashboardPanels({
         const b = box(p, gridWidth, top);
         const saved = p.fieldConfig ?? { defaults: {}, overrides: [] };
         const fieldConfig = withPluginDefaults(p.type === 'table' ? migrateTablePanel(saved) : saved, p.type);
-        const shown = p.type === 'text' ? [] : withFieldConfig(series, p, fieldConfig, theme);
+        const shown = p.type === 'text' ? [] : withFieldConfig(transformed?.[p.id] ?? series, p, fieldConfig, theme);
         return (
           <div key={p.id} data-panel-id={p.id} data-panel-type={p.type} style={{ position: 'absolute', ...b }}>
             <PanelChrome title={p.title} width={b.width} height={b.height}>

@@ -8,6 +8,7 @@ import {
   applyFieldOverrides,
   createTheme,
   DataSourceInstanceSettings,
+  DataFrame,
   DataSourceSettings,
   dateTime,
   PanelData,
@@ -25,6 +26,7 @@ import { GPU_CATALOGUE } from '../../generated/vocabulary';
 import { HsiOptions, HsiQuery, HsiSecureJsonData } from '../../types';
 import { Fixture } from '../answers';
 import { toFrames } from '../frames';
+import { applyTransformations } from '../transform';
 import { DashboardPanel, DashboardPanels, PAGE_PADDING } from './dashboard';
 
 export type Scene =
@@ -39,6 +41,8 @@ export type Scene =
 declare global {
   interface Window {
     hsiRender: (scene: Scene) => void;
+    /** The page's theme's colour of a name (green, orange, ...), as hex. */
+    hsiColorByName: (name: string) => string;
     __grafana_public_path__: string;
   }
 }
@@ -257,6 +261,33 @@ function TablePanel({ title, fixture, frameName }: { title: string; fixture: Fix
   );
 }
 
+/**
+ * A dashboard's panels on one answer: a panel with transformations (one that reuses another's
+ * answer through the Dashboard data source) is drawn once @grafana/data has applied them.
+ */
+function Dashboard({ panels, fixture }: { panels: DashboardPanel[]; fixture: Fixture }) {
+  const [series] = useState(() => toFrames(fixture));
+  const [transformed, setTransformed] = useState<Record<number, DataFrame[]>>();
+  const [failed, setFailed] = useState<string>();
+  useEffect(() => {
+    const each = panels.map(async (p) => [p.id, await applyTransformations(p.transformations ?? [], series)] as const);
+    Promise.all(each)
+      .then((done) => setTransformed(Object.fromEntries(done)))
+      .catch((e) => setFailed(String(e)));
+  }, [panels, series]);
+  if (failed) {
+    // A console error fails the test; the message says which.
+    console.error(`transformations: ${failed}`);
+    return <div data-testid="panel-message">{failed}</div>;
+  }
+  if (!transformed) {
+    return null;
+  }
+  return (
+    <DashboardPanels panels={panels} series={series} transformed={transformed} gridWidth={gridWidth()} theme={theme} />
+  );
+}
+
 function SceneView({ scene }: { scene: Scene }) {
   switch (scene.kind) {
     case 'editor':
@@ -272,14 +303,14 @@ function SceneView({ scene }: { scene: Scene }) {
     case 'table':
       return <TablePanel title={scene.title} fixture={scene.fixture} frameName={scene.frameName} />;
     case 'dashboard':
-      return (
-        <DashboardPanels panels={scene.panels} series={toFrames(scene.fixture)} gridWidth={gridWidth()} theme={theme} />
-      );
+      return <Dashboard panels={scene.panels} fixture={scene.fixture} />;
   }
 }
 
 /** The dashboard grid's width: the window's, less the page's padding (and any scroll bar). */
 const gridWidth = () => document.documentElement.clientWidth - 2 * PAGE_PADDING;
+
+window.hsiColorByName = (name: string) => theme.visualization.getColorByName(name);
 
 window.hsiRender = (scene: Scene) => {
   const root = document.getElementById('root')!;
