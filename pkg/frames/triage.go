@@ -1,7 +1,6 @@
 package frames
 
 import (
-	"encoding/json"
 	"net/url"
 	"strconv"
 	"strings"
@@ -80,7 +79,7 @@ func triageFailures(fs []triage.Failure, links TriageLinks) *data.Frame {
 			set("gpu dashboard", gpuDashboardURL(links.GPUDashboardUID, f.Host, firstNonEmpty(f.GPU, f.UUID), m.Add(-gpuLinkWindow), m.Add(gpuLinkWindow+time.Minute)))
 		}
 		if len(f.TraceIDs) > 0 {
-			set("traces", traceURL(links, f.TraceIDs[0], f.At))
+			set("traces", verdictURL(links.RequestDashboardUID, f.TraceIDs[0], f.At))
 		}
 	}
 	fields := []*data.Field{data.NewField("time", nil, at)}
@@ -148,32 +147,23 @@ func triageSignals(ss []triage.Signal) *data.Frame {
 		data.NewField("status", nil, status), data.NewField("detail", nil, detail))
 }
 
-// traceURL opens a failed request: in the trace data source's Explore when one is set, else in
-// the Request-Level Profiling dashboard, around the failure.
-func traceURL(l TriageLinks, traceID string, at time.Time) string {
-	from, to := at.Add(-15*time.Minute), at.Add(15*time.Minute)
-	if l.TraceDatasourceUID == "" {
-		path := "/d/" + url.PathEscape(l.RequestDashboardUID)
-		if l.RequestDashboardUID == models.DefaultRequestDashboardUID {
-			path += "/" + RequestDashboardSlug
-		}
-		v := url.Values{"var-trace_id": {traceID}, "from": {strconv.FormatInt(from.UnixMilli(), 10)}, "to": {strconv.FormatInt(to.UnixMilli(), 10)}}
-		return path + "?" + v.Encode()
+// verdictURL opens the latest failed request's verdict in the Request-Level Profiling dashboard,
+// around the failure; that dashboard links on to the trace in the trace data source. The URL is
+// the cell's value, which Grafana's ${__value.raw} interpolation encodes once more: it holds
+// nothing that encoding would change (no "%"), and an empty cell makes no link.
+func verdictURL(uid, traceID string, at time.Time) string {
+	path := "/d/" + url.PathEscape(uid)
+	if uid == models.DefaultRequestDashboardUID {
+		path += "/" + RequestDashboardSlug
 	}
-	q := map[string]any{"refId": "A", "datasource": map[string]string{"uid": l.TraceDatasourceUID}, "query": traceID}
-	if l.TraceDatasourceType == models.TraceDatasourceTempo {
-		q["queryType"] = "traceql"
-	}
-	panes, _ := json.Marshal(map[string]any{"hsi": map[string]any{
-		"datasource": l.TraceDatasourceUID, "queries": []any{q},
-		"range": map[string]string{"from": strconv.FormatInt(from.UnixMilli(), 10), "to": strconv.FormatInt(to.UnixMilli(), 10)},
-	}})
-	return "/explore?" + url.Values{"schemaVersion": {"1"}, "panes": {string(panes)}}.Encode()
+	v := url.Values{"var-trace_id": {traceID}, "from": {strconv.FormatInt(at.Add(-15*time.Minute).UnixMilli(), 10)},
+		"to": {strconv.FormatInt(at.Add(15*time.Minute).UnixMilli(), 10)}}
+	return path + "?" + v.Encode()
 }
 
 // mappingText is a failure's mapping chain as the user manual shows it (incidents.md, "The mapping
 // chain"): the request's trace ID and the GPU's UUID shortened to their first characters, each
-// whole elsewhere (the traces link, the uuid column). Whole, each is one word wider than the
+// whole elsewhere (the traces column, the uuid column). Whole, each is one word wider than the
 // dashboard's wrapping column, and ran past its edge.
 func mappingText(c triage.Chain) string {
 	c.Request = shortID(c.Request)

@@ -51,14 +51,14 @@ func TestTriageFramesGolden(t *testing.T) {
 	}
 }
 
-// The trace link opens Explore when a trace data source is set, the Request-Level dashboard
-// otherwise; the GPU link the GPU dashboard around the failure's minute.
+// The traces cell opens the latest failed request's verdict (no link without one); the GPU
+// link opens the GPU dashboard around the failure's minute.
 func TestTriageLinks(t *testing.T) {
 	ans := triageAnswer()
 	explore := Triage(ans, models.TriageFailures, TriageLinks{GPUDashboardUID: "gpu", TraceDatasourceUID: "jaeger-1", RequestDashboardUID: "req"})[0]
 	traces, _ := explore.FieldByName("traces")
-	if u := traces.At(1).(string); !strings.HasPrefix(u, "/explore?") || !strings.Contains(u, "jaeger-1") || !strings.Contains(u, "4bf92f3577b34da6a3ce929d0e0e4736") {
-		t.Errorf("explore link %q", u)
+	if u := traces.At(1).(string); u != "/d/req?from=1795749931153&to=1795751731153&var-trace_id=4bf92f3577b34da6a3ce929d0e0e4736" || strings.Contains(u, "%") {
+		t.Errorf("traces cell %q, want the latest request's verdict around the failure, nothing Grafana would encode again", u)
 	}
 	if u := traces.At(0).(string); u != "" {
 		t.Errorf("a failure without requests links %q", u)

@@ -133,8 +133,12 @@ func TestTriageAnswersEachViewFromItsStores(t *testing.T) {
 	if !strings.HasPrefix(links[1], "/d/hsi-gpu-metrics?") || !strings.Contains(links[1], "var-host=node-a") || !strings.Contains(links[1], "var-gpu=0") {
 		t.Errorf("XID's GPU link %q", links[1])
 	}
-	if tr := triageColumn(f, "traces")[0]; !strings.HasPrefix(tr, "/explore?") || !strings.Contains(tr, "4bf92f3577b34da6a3ce929d0e0e4736") || !strings.Contains(tr, "jaeger-uid") {
+	if tr := triageColumn(f, "traces")[0]; !strings.HasPrefix(tr, "/d/hsi-request-profiling/") || !strings.Contains(tr, "var-trace_id=4bf92f3577b34da6a3ce929d0e0e4736") {
 		t.Errorf("CUDA OOM's trace link %q", tr)
+	}
+	reqIDs, _ := run2(t, ds, triageQuery(start, `,"view":"requests"`)).Frames[0].FieldByName("trace ID")
+	if l := reqIDs.Config.Links; len(l) != 2 || l[1].Internal == nil || l[1].Internal.DatasourceUID != "jaeger-uid" {
+		t.Errorf("a failed request's links %+v: want its verdict and the trace data source (jaeger-uid)", l)
 	}
 	evidence := strings.Join(triageColumn(f, "evidence"), "\n")
 	for _, want := range []string{"torch.OutOfMemoryError: CUDA out of memory", "60%", "= 79", "OOMKilled, exit code 137, memory limit 4.0 GiB"} {
