@@ -94,7 +94,9 @@ func describe(t *models.Trace, j models.SpanMatch) (request, bool) {
 	}
 	if IsCUDAOOM(typ, msg+" "+s.StatusMessage) {
 		r.Class = models.ClassCUDAOOM
-		for i, n := best, 0; i >= 0 && n <= len(t.Spans); i, n = parent(i), n+1 {
+		// At load when the failing span, or an ancestor in its service, loads a model: a caller's
+		// span elsewhere (a gateway's "POST /models/load") says what it asked, not what failed.
+		for i, n := best, 0; i >= 0 && n <= len(t.Spans) && t.Spans[i].Service == s.Service; i, n = parent(i), n+1 {
 			if IsModelLoad(t.Spans[i].Operation) {
 				r.Class = models.ClassCUDAOOMLoad
 				break

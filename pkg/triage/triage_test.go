@@ -438,3 +438,24 @@ func at(rs []Request, traceID string) time.Time {
 	}
 	return time.Time{}
 }
+
+// A caller's span that names a load ("POST /v1/models/load" in the gateway) does not make the
+// model server's OOM one at load; the server's own load span does.
+func TestOOMAtLoadIsTheFailingServicesOwn(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	f := newFleet(time.Unix(1_790_000_000, 0).UTC(), 20, 30*time.Second)
+	g := &fleetGPU{host: "n1", index: "0", uuid: "GPU-0", pod: "p-0", namespace: "ns"}
+	f.addGPU(g, 40)
+	f.flush([]*fleetGPU{g})
+	serving := failedTrace(rng, "gw", "llm", "generate", g, f.at(5), "torch.OutOfMemoryError", "CUDA out of memory")
+	serving.Spans[0].Operation = "POST /v1/models/load"
+	loading := failedTrace(rng, "gw", "llm", "from_pretrained", g, f.at(6), "torch.OutOfMemoryError", "CUDA out of memory")
+	f.ev.FailedTraces = []*models.Trace{serving, loading}
+	got := map[string]string{}
+	for _, r := range Triage(f.ev, nil).Requests {
+		got[r.TraceID] = r.Class
+	}
+	if got[serving.TraceID] != models.ClassCUDAOOM || got[loading.TraceID] != models.ClassCUDAOOMLoad {
+		t.Errorf("classes %v: want the gateway's load call to stay a serving OOM and the server's own load an OOM at load", got)
+	}
+}
