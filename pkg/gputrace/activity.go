@@ -92,6 +92,12 @@ func isSyncCall(name string) bool {
 	return strings.Contains(name, "Synchronize") || strings.HasPrefix(name, "cudaMemcpy") && !strings.Contains(name, "Async")
 }
 
+// isLaunchCall names the runtime and driver calls that launch a kernel (cudaLaunchKernel,
+// cudaLaunchKernelExC, cudaLaunchCooperativeKernel, cuLaunchKernel, cuLaunchKernelEx, ...).
+func isLaunchCall(name string) bool {
+	return strings.Contains(name, "LaunchKernel") || strings.Contains(name, "LaunchCooperativeKernel")
+}
+
 // blocksHost tells the cuda_sync records that mirror a blocking host call (Kineto names them
 // after CUPTI's synchronisation types) from "Stream Wait Event", which makes a stream wait for
 // an event on the GPU while the host carries on, and "Unknown".

@@ -72,11 +72,22 @@ func advise(r *Result) []Advice {
 				t.Percent(copyBusy), dur(copyBusy), copies, pageable),
 		})
 	}
-	if t.Span > 0 && r.Sync.Calls > 0 && t.Percent(r.Sync.Time) >= adviceSyncShare {
+	// The host's blocking calls against the traced time: the GPUs' span, or the host calls'
+	// window when longer (one sync around a short kernel outlasts the GPU's span).
+	base, of := t.Span, "the GPU span"
+	if r.HostWindow > base {
+		base, of = r.HostWindow, "the host's traced calls"
+	}
+	if base > 0 && r.Sync.Calls > 0 && 100*float64(r.Sync.Time)/float64(base) >= adviceSyncShare {
+		calls := "synchronising calls"
+		if r.Sync.Calls == 1 {
+			calls = "synchronising call"
+		}
 		out = append(out, Advice{
-			Pattern:  "cuda synchronize bars",
-			Remedy:   "remove synchronisations (.item(), .cpu(), explicit synchronize) from the hot path",
-			Evidence: fmt.Sprintf("%d synchronising calls took %s, %.1f%% of the GPU span", r.Sync.Calls, dur(r.Sync.Time), t.Percent(r.Sync.Time)),
+			Pattern: "cuda synchronize bars",
+			Remedy:  "remove synchronisations (.item(), .cpu(), explicit synchronize) from the hot path",
+			Evidence: fmt.Sprintf("%d %s took %s, %.1f%% of %s (%s)", r.Sync.Calls, calls, dur(r.Sync.Time),
+				100*float64(r.Sync.Time)/float64(base), of, dur(base)),
 		})
 	}
 	return out

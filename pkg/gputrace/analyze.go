@@ -99,9 +99,13 @@ type Result struct {
 	// Sync counts the host calls that block on the GPU (cudaStreamSynchronize,
 	// cudaDeviceSynchronize, cudaEventSynchronize, blocking cudaMemcpy, their driver forms)
 	// once each, with their summed duration.
-	Sync     struct{ Calls, Time int64 }
-	Advice   []Advice
-	TraceIDs []TraceID
+	Sync struct{ Calls, Time int64 }
+	// HostWindow is the time from the host's first runtime or driver call to its last: the
+	// synchronising calls' share is of this or the GPUs' span, whichever is longer (host calls
+	// may outlast a short GPU span).
+	HostWindow int64
+	Advice     []Advice
+	TraceIDs   []TraceID
 	// Annotations and ByTraceID attribute kernels to the host annotations they were
 	// launched in, and to the request trace IDs those annotations name.
 	Annotations []AnnotationKernels
@@ -138,6 +142,9 @@ func (c *Collector) Result(o AnalysisOptions) *Result {
 	r.Launch = c.launchStats()
 	r.Idle = c.idle(o.KernelWaitThreshold)
 	r.Sync.Calls, r.Sync.Time = c.syncs()
+	if c.hostSeen {
+		r.HostWindow = c.hostLast - c.hostFirst
+	}
 	var inner, traced []int32
 	r.Annotations, r.ByTraceID, inner, traced = c.attribute()
 	r.GPUIdle = c.idleMechanisms(inner, traced, r.Annotations, r.ByTraceID)

@@ -260,7 +260,7 @@ func TestAdvice(t *testing.T) {
 		"long CUDA kernel gaps":  "longest gap on a stream 1.998ms",
 		"small frequent kernels": "200 kernels; 100% shorter than their launch call; typical median 2µs; median launch delay 1µs",
 		"cudaMemcpy significant": "(100ms over 1 copies, 1 from pageable memory)",
-		"cuda synchronize bars":  "1 synchronising calls took 50ms",
+		"cuda synchronize bars":  "1 synchronising call took 50ms",
 	} {
 		if !strings.Contains(got[pattern], evidence) {
 			t.Errorf("%s: evidence %q, want %q", pattern, got[pattern], evidence)

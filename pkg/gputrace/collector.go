@@ -88,6 +88,13 @@ type Collector struct {
 	syncCount   int64
 	syncTime    int64
 	runtimeTime int64
+	// hostFirst and hostLast bound the host's runtime and driver calls (hostSeen: any); the
+	// synchronising calls' share is of this window or the GPUs', whichever is longer.
+	hostFirst, hostLast int64
+	hostSeen            bool
+	// launchCalls counts the kernel launch calls on the host, to tell a trace whose GPU side
+	// was not recorded from one without work.
+	launchCalls int64
 	// syncCalls holds the correlations of the blocking host calls counted, and syncRecords the
 	// blocking cuda_sync records: Kineto writes both for one call, so a record counts only when
 	// no call of its correlation was seen (known once the whole trace is read).
@@ -141,6 +148,16 @@ func (c *Collector) Add(a Activity) {
 		c.addInterval(a)
 	case KindRuntime, KindDriver:
 		c.runtimeTime += a.End - a.Start
+		if !c.hostSeen || a.Start < c.hostFirst {
+			c.hostFirst = a.Start
+		}
+		if !c.hostSeen || a.End > c.hostLast {
+			c.hostLast = a.End
+		}
+		c.hostSeen = true
+		if isLaunchCall(a.Name) {
+			c.launchCalls++
+		}
 		if isSyncCall(a.Name) {
 			c.syncCount++
 			c.syncTime += a.End - a.Start
@@ -268,6 +285,9 @@ func (c *Collector) finishNotices() notices.List {
 	}
 	if c.dropped.annotations > 0 {
 		n.Warn(annotationNotice(c.dropped.annotations))
+	}
+	if len(c.kernels) == 0 && c.launchCalls > 0 {
+		n.Warnf("%d kernel launches on the host but no kernel records on the GPU: the profiler did not record GPU activity (CUPTI's activity tracing was off, as in a CUPTI-profiler or range-profiling run, or the GPU events were dropped), so there is no kernel summary, breakdown or idle time; record with CUDA activities on (torch.profiler's ProfilerActivity.CUDA, nsys --trace=cuda)", c.launchCalls)
 	}
 	if c.dropped.samples > 0 {
 		n.Warnf("kernel names with more than %d instances: their medians are estimated from a sample of %d", c.limits.MaxSamplesPerKernel, c.limits.MaxSamplesPerKernel)

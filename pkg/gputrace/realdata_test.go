@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/csv"
 	"encoding/json"
+	"fmt"
 	"math"
 	"math/big"
 	"os"
@@ -414,5 +415,38 @@ func TestEventQueryPollsAreNotBlockingCalls(t *testing.T) {
 	r := analyzeReal(t, "event_sync_multi_stream.json.gz")
 	if r.Sync.Calls != 1 || r.Sync.Time != 20_000 {
 		t.Errorf("sync %+v, want the one cudaDeviceSynchronize of 20 µs", r.Sync)
+	}
+}
+
+// Triton's example: one synchronising call of 16.8 µs around a 1.76 µs kernel. Its share is of
+// the host's traced calls, which outlast the GPU's span, so no advice says over 100%.
+func TestSyncShareOfAShortGPUSpanStaysAShare(t *testing.T) {
+	r := analyzeReal(t, "triton_example.json.gz")
+	if r.Sync.Calls != 1 || r.HostWindow <= r.Temporal.Span {
+		t.Fatalf("sync %+v, host window %d ns, GPU span %d ns: want one call, the host's calls longer than the GPU span", r.Sync, r.HostWindow, r.Temporal.Span)
+	}
+	for _, a := range r.Advice {
+		if strings.Contains(a.Evidence, "calls took") || strings.Contains(a.Evidence, "call took") {
+			share := 100 * float64(r.Sync.Time) / float64(r.HostWindow)
+			if share > 100 || !strings.Contains(a.Evidence, fmt.Sprintf("%.1f%% of the host's traced calls", share)) {
+				t.Errorf("advice %q: want the share of the host's traced calls (%.1f%%)", a.Evidence, share)
+			}
+		}
+	}
+}
+
+// A CUPTI-profiler run records 77 kernel launches on the host and no kernel on the GPU: the
+// answer says why its GPU figures are empty instead of an empty summary without a word.
+func TestLaunchesWithoutKernelRecordsSaySo(t *testing.T) {
+	r := analyzeReal(t, "cupti_profiler_no_kernels.json.gz")
+	if len(r.Kernels) != 0 {
+		t.Fatalf("%d kernels, want none", len(r.Kernels))
+	}
+	if !hasNotice(r, "77 kernel launches on the host but no kernel records on the GPU") {
+		t.Errorf("notices %q: want the launches without kernel records said", r.Notices)
+	}
+	// A trace with kernels says nothing of the kind.
+	if hasNotice(analyzeReal(t, "triton_example.json.gz"), "no kernel records") {
+		t.Error("a trace with kernel records is said to have none")
 	}
 }
