@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Installs the test bed's servers, once: Prometheus from Debian's package, Pyroscope and Jaeger
-# built from their Go modules (testbed/tools/*). Binaries are cached outside the clone, under
+# Installs the test bed's servers, once: Prometheus from Debian's package, Pyroscope, Jaeger and
+# SeaweedFS (the bed's S3-compatible object store) built from their Go modules (testbed/tools/*). Binaries are cached outside the clone, under
 # $HSI_TESTBED_CACHE/bin (default ~/.cache/hsi-profiling/bin) keyed by version, so later runs and
 # other clones take seconds.
 set -euo pipefail
@@ -33,4 +33,5 @@ build() { # name version package
 
 build pyroscope "$PYROSCOPE_VERSION" github.com/grafana/pyroscope/cmd/pyroscope
 build jaeger "$JAEGER_VERSION" github.com/jaegertracing/jaeger/cmd/jaeger
-log "ready: $(prometheus --version 2>&1 | head -1); pyroscope $PYROSCOPE_VERSION; jaeger $JAEGER_VERSION"
+build seaweedfs "$SEAWEEDFS_VERSION" github.com/seaweedfs/seaweedfs/weed
+log "ready: $(prometheus --version 2>&1 | head -1); pyroscope $PYROSCOPE_VERSION; jaeger $JAEGER_VERSION; seaweedfs $SEAWEEDFS_VERSION"
