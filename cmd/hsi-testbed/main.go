@@ -1,6 +1,6 @@
-// Command hsi-testbed runs the test bed (Prometheus, Pyroscope, Jaeger and the demo workload) in
-// the foreground until interrupted, and writes the endpoints to an env file that the scripts and
-// tests read. Stopping it (Ctrl-C, SIGTERM) stops every server it started.
+// Command hsi-testbed runs the test bed (Prometheus, Pyroscope, Jaeger, the S3 object store and the
+// demo workload) in the foreground until interrupted, and writes the endpoints to an env file that
+// the scripts and tests read. Stopping it (Ctrl-C, SIGTERM) stops every server it started.
 //
 //	hsi-testbed [--env-file PATH] [--demo=true] [--traffic=true] [--for DURATION]
 package main
@@ -72,14 +72,15 @@ func runTraffic(ctx context.Context, bed *testbed.Bed, logf func(string, ...any)
 	}
 }
 
-// writeEnv writes atomically, so a reader never sees half a file.
+// writeEnv writes atomically, so a reader never sees half a file; readable by its user only, as it
+// holds the bed's S3 keys.
 func writeEnv(path string, bed *testbed.Bed) error {
 	content := strings.Join(append(bed.Env(), "HSI_TESTBED_FOLDER="+bed.Dir), "\n") + "\n"
 	tmp := path + ".tmp"
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
+	if err := os.WriteFile(tmp, []byte(content), 0o600); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	return os.Rename(tmp, path)

@@ -1,5 +1,6 @@
 // Package testbed starts and stops the real servers the tests and the demo run against:
-// Prometheus, Pyroscope 1.12 and Jaeger v2, on 127.0.0.1 with free ports, plus the demo
+// Prometheus, Pyroscope 1.12, Jaeger v2 and an S3-compatible object store (SeaweedFS, see
+// objectstore.go), on 127.0.0.1 with free ports, plus the demo
 // workload (cmd/hsi-demo) whose traces, profiles and metrics they hold, plus GPU series without a
 // GPU (a simulated dcgm-exporter and recorded fixtures, see gpus.go). Binaries come from
 // testbed/install.sh; everything a bed writes lives in one temporary folder, removed on Stop.
@@ -34,6 +35,10 @@ type Endpoints struct {
 	// demo's binary (hsi-demo scenario runs them). Both "" without the demo.
 	ScenarioGPUsURL string
 	DemoBinary      string
+	// S3Endpoint is the bed's S3-compatible object store (SeaweedFS), host:port over plain HTTP
+	// with path-style buckets; S3AccessKey and S3SecretKey are its keys, made for each bed;
+	// S3Bucket (the S3Bucket constant) is created at start.
+	S3Endpoint, S3AccessKey, S3SecretKey, S3Bucket string
 	// FixtureStart and FixtureEnd are the window of the GPU fixtures backfilled into Prometheus
 	// (gpusim.FixtureClass takes them); zero without the demo.
 	FixtureStart, FixtureEnd time.Time
@@ -46,6 +51,10 @@ func (e Endpoints) Env() []string {
 		"HSI_TESTBED_PYROSCOPE_URL=" + e.PyroscopeURL,
 		"HSI_TESTBED_JAEGER_URL=" + e.JaegerURL,
 		"HSI_TESTBED_JAEGER_OTLP=" + e.JaegerOTLP,
+		"HSI_TESTBED_S3_ENDPOINT=" + e.S3Endpoint,
+		"HSI_TESTBED_S3_ACCESS_KEY=" + e.S3AccessKey,
+		"HSI_TESTBED_S3_SECRET_KEY=" + e.S3SecretKey,
+		"HSI_TESTBED_S3_BUCKET=" + e.S3Bucket,
 		"HSI_TESTBED_DEMO_URL=" + e.DemoURL,
 		"HSI_TESTBED_ENGINE_URL=" + e.EngineURL,
 		"HSI_TESTBED_GPU_SIMULATOR_URL=" + e.GPUSimulatorURL,
@@ -80,6 +89,10 @@ func FromEnv() (Endpoints, bool) {
 		PyroscopeURL:  os.Getenv("HSI_TESTBED_PYROSCOPE_URL"),
 		JaegerURL:     os.Getenv("HSI_TESTBED_JAEGER_URL"),
 		JaegerOTLP:    os.Getenv("HSI_TESTBED_JAEGER_OTLP"),
+		S3Endpoint:    os.Getenv("HSI_TESTBED_S3_ENDPOINT"),
+		S3AccessKey:   os.Getenv("HSI_TESTBED_S3_ACCESS_KEY"),
+		S3SecretKey:   os.Getenv("HSI_TESTBED_S3_SECRET_KEY"),
+		S3Bucket:      os.Getenv("HSI_TESTBED_S3_BUCKET"),
 		DemoURL:       os.Getenv("HSI_TESTBED_DEMO_URL"),
 		EngineURL:     os.Getenv("HSI_TESTBED_ENGINE_URL"),
 
@@ -109,6 +122,10 @@ type Bed struct {
 	Dir   string
 	procs []*process
 	opts  Options
+	// seaweed is the object store's weed process, seaweedPorts its listeners (tests check that
+	// Stop leaves neither behind).
+	seaweed      *process
+	seaweedPorts seaweedPorts
 }
 
 // ReadyTimeout bounds how long a bed may take to start, servers and demo together.
@@ -139,8 +156,9 @@ func Start(ctx context.Context, opts Options) (b *Bed, err error) {
 	}()
 	ctx, cancel := context.WithTimeout(ctx, ReadyTimeout)
 	defer cancel()
+	started := time.Now()
 
-	ports, err := freePorts(16)
+	ports, err := freePorts(24)
 	if err != nil {
 		return nil, err
 	}
@@ -148,11 +166,16 @@ func Start(ctx context.Context, opts Options) (b *Bed, err error) {
 	jOTLPgrpc, jOTLPhttp, jQueryHTTP, jQueryGRPC, jHealth := ports[4], ports[5], ports[6], ports[7], ports[8]
 	demoPorts := map[string]int{"backend": ports[9], "detector": ports[10], "enrichment": ports[11], "engine": ports[12]}
 	gpuSimPort, scenarioGPUPort, kubeStatePort := ports[13], ports[14], ports[15]
+	weedPorts := seaweedPorts{master: ports[16], masterGRPC: ports[17], volume: ports[18], volumeGRPC: ports[19],
+		filer: ports[20], filerGRPC: ports[21], s3: ports[22], s3GRPC: ports[23]}
 
 	b.PrometheusURL = "http://" + addr(promPort)
 	b.PyroscopeURL = "http://" + addr(pyroHTTP)
 	b.JaegerURL = "http://" + addr(jQueryHTTP)
 	b.JaegerOTLP = addr(jOTLPgrpc)
+	b.S3Endpoint = addr(weedPorts.s3)
+	b.S3AccessKey, b.S3SecretKey = newS3Keys()
+	b.S3Bucket = S3Bucket
 
 	promData := filepath.Join(dir, "prometheus-data")
 	jobs := map[string][]string{}
@@ -181,7 +204,11 @@ func Start(ctx context.Context, opts Options) (b *Bed, err error) {
 	if err != nil {
 		return nil, err
 	}
-	opts.Log("waiting for Prometheus, Pyroscope and Jaeger")
+	weed, err := b.startSeaweed(bins.seaweedfs, weedPorts)
+	if err != nil {
+		return nil, err
+	}
+	opts.Log("waiting for Prometheus, Pyroscope, Jaeger and SeaweedFS")
 	if err := prom.waitReady(ctx, b.PrometheusURL+"/-/ready", statusOK); err != nil {
 		return nil, err
 	}
@@ -193,7 +220,11 @@ func Start(ctx context.Context, opts Options) (b *Bed, err error) {
 	}); err != nil {
 		return nil, err
 	}
-	opts.Log("Prometheus %s · Pyroscope %s · Jaeger %s", b.PrometheusURL, b.PyroscopeURL, b.JaegerURL)
+	if err := b.waitS3Ready(ctx, weed); err != nil {
+		return nil, err
+	}
+	opts.Log("Prometheus %s · Pyroscope %s · Jaeger %s · S3 (SeaweedFS) %s bucket %s, ready after %s",
+		b.PrometheusURL, b.PyroscopeURL, b.JaegerURL, b.S3Endpoint, b.S3Bucket, time.Since(started).Round(100*time.Millisecond))
 	if opts.Demo {
 		if err := checkGPUFixtures(ctx, b.Endpoints); err != nil {
 			return nil, err
@@ -211,6 +242,7 @@ func (b *Bed) Stop() {
 		b.procs[i].stop(10 * time.Second)
 	}
 	b.procs = nil
+	b.removeSeaweedSockets()
 	if !b.opts.KeepDir && b.Dir != "" {
 		os.RemoveAll(b.Dir)
 	}
@@ -227,7 +259,7 @@ func (b *Bed) start(name string, env []string, bin string, args ...string) (*pro
 
 func statusOK(status int, _ []byte) bool { return status == 200 }
 
-type serverBinaries struct{ pyroscope, jaeger string }
+type serverBinaries struct{ pyroscope, jaeger, seaweedfs string }
 
 // binaries finds the servers built by testbed/install.sh.
 func binaries(root string) (serverBinaries, error) {
@@ -239,8 +271,9 @@ func binaries(root string) (serverBinaries, error) {
 	bins := serverBinaries{
 		pyroscope: filepath.Join(dir, "pyroscope-"+versions["PYROSCOPE_VERSION"]),
 		jaeger:    filepath.Join(dir, "jaeger-"+versions["JAEGER_VERSION"]),
+		seaweedfs: filepath.Join(dir, "seaweedfs-"+versions["SEAWEEDFS_VERSION"]),
 	}
-	for _, p := range []string{bins.pyroscope, bins.jaeger} {
+	for _, p := range []string{bins.pyroscope, bins.jaeger, bins.seaweedfs} {
 		if _, err := os.Stat(p); err != nil {
 			return bins, fmt.Errorf("test bed server %s is missing: run testbed/install.sh first", p)
 		}

@@ -19,6 +19,8 @@ type process struct {
 	cmd  *exec.Cmd
 	log  string
 	done chan error
+	// grace, when set, replaces the bed's grace period between SIGTERM and SIGKILL.
+	grace time.Duration
 }
 
 func startProcess(name, dir string, env []string, bin string, args ...string) (*process, error) {
@@ -46,18 +48,28 @@ func startProcess(name, dir string, env []string, bin string, args ...string) (*
 	return p, nil
 }
 
-// stop asks the process group to end and kills it after grace.
+// stop asks the process group to end (SIGTERM) and kills the whole group (SIGKILL) after grace
+// (p.grace when set); once the leader has ended it kills whatever is left of its group too, so
+// no child outlives the bed. It returns when the leader has been reaped.
 func (p *process) stop(grace time.Duration) {
 	if p == nil || p.cmd.Process == nil {
 		return
 	}
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(grace):
-		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-		<-p.done
+	if p.grace > 0 {
+		grace = p.grace
 	}
+	pgid := p.cmd.Process.Pid
+	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	select {
+	case err := <-p.done:
+		p.done <- err
+	case <-time.After(grace):
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		err := <-p.done
+		p.done <- err
+	}
+	// The leader is gone; members of its group that ignored SIGTERM are not.
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 }
 
 // exited reports whether the process has already ended, and how.
