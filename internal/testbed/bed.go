@@ -204,11 +204,16 @@ func Start(ctx context.Context, opts Options) (b *Bed, err error) {
 	if err != nil {
 		return nil, err
 	}
+	weedStarted := time.Now()
 	weed, err := b.startSeaweed(bins.seaweedfs, weedPorts)
 	if err != nil {
 		return nil, err
 	}
 	opts.Log("waiting for Prometheus, Pyroscope, Jaeger and SeaweedFS")
+	if err := b.waitS3Ready(ctx, weed); err != nil {
+		return nil, err
+	}
+	opts.Log("SeaweedFS's S3 gateway ready, bucket %s created, %s after weed started", b.S3Bucket, time.Since(weedStarted).Round(100*time.Millisecond))
 	if err := prom.waitReady(ctx, b.PrometheusURL+"/-/ready", statusOK); err != nil {
 		return nil, err
 	}
@@ -220,11 +225,8 @@ func Start(ctx context.Context, opts Options) (b *Bed, err error) {
 	}); err != nil {
 		return nil, err
 	}
-	if err := b.waitS3Ready(ctx, weed); err != nil {
-		return nil, err
-	}
-	opts.Log("Prometheus %s · Pyroscope %s · Jaeger %s · S3 (SeaweedFS) %s bucket %s, ready after %s",
-		b.PrometheusURL, b.PyroscopeURL, b.JaegerURL, b.S3Endpoint, b.S3Bucket, time.Since(started).Round(100*time.Millisecond))
+	opts.Log("Prometheus %s · Pyroscope %s · Jaeger %s · S3 %s, all ready %s after the start",
+		b.PrometheusURL, b.PyroscopeURL, b.JaegerURL, b.S3Endpoint, time.Since(started).Round(100*time.Millisecond))
 	if opts.Demo {
 		if err := checkGPUFixtures(ctx, b.Endpoints); err != nil {
 			return nil, err
@@ -239,7 +241,11 @@ func Start(ctx context.Context, opts Options) (b *Bed, err error) {
 // Stop ends every process of the bed and removes its folder (unless KeepDir).
 func (b *Bed) Stop() {
 	for i := len(b.procs) - 1; i >= 0; i-- {
+		start := time.Now()
 		b.procs[i].stop(10 * time.Second)
+		if b.opts.Log != nil {
+			b.opts.Log("stopped %s in %s", b.procs[i].name, time.Since(start).Round(100*time.Millisecond))
+		}
 	}
 	b.procs = nil
 	b.removeSeaweedSockets()
