@@ -194,10 +194,12 @@ func s3Ready(ctx context.Context, client *minio.Client, bucket string) error {
 			return fmt.Errorf("creating bucket %s: %w", bucket, err)
 		}
 	}
+	// One page of one key is an answer; the deferred cancel ends the lister.
 	for obj := range client.ListObjects(ctx, bucket, minio.ListObjectsOptions{MaxKeys: 1}) {
 		if obj.Err != nil {
 			return fmt.Errorf("listing bucket %s: %w", bucket, obj.Err)
 		}
+		break
 	}
 	return ctx.Err()
 }
