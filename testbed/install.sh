@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs the test bed's servers, once: Prometheus from Debian's package, Pyroscope, Jaeger and
-# SeaweedFS (the bed's S3-compatible object store) built from their Go modules (testbed/tools/*). Binaries are cached outside the clone, under
-# $HSI_TESTBED_CACHE/bin (default ~/.cache/hsi-profiling/bin) keyed by version, so later runs and
-# other clones take seconds.
+# SeaweedFS (the bed's S3-compatible object store) built from their Go modules (testbed/tools/*).
+# Binaries are cached outside the clone, under $HSI_TESTBED_CACHE/bin (default
+# ~/.cache/hsi-profiling/bin) keyed by version, so later runs and other clones take seconds.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
