@@ -70,14 +70,19 @@ func gpus(args []string) error {
 	if err := mapPods(sim, *pods); err != nil {
 		return err
 	}
-	srv := &http.Server{Addr: *listen, Handler: sim, ReadHeaderTimeout: 5 * time.Second}
+	log.Printf("simulated dcgm-exporter: %d GPU(s) on host %s, /metrics on %s (simulated=\"true\")", *count, *host, *listen)
+	return serveUntilStopped(ctx, *listen, sim)
+}
+
+// serveUntilStopped serves h on addr until ctx ends (SIGINT, SIGTERM), then shuts down within 5 s.
+func serveUntilStopped(ctx context.Context, addr string, h http.Handler) error {
+	srv := &http.Server{Addr: addr, Handler: h, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		<-ctx.Done()
 		c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(c)
 	}()
-	log.Printf("simulated dcgm-exporter: %d GPU(s) on host %s, /metrics on %s (simulated=\"true\")", *count, *host, *listen)
 	if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"log"
-	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -41,17 +40,7 @@ func kubeState(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	sim := &gpusim.KubeStateLive{Node: *node, Pods: list, Started: time.Now()}
-	srv := &http.Server{Addr: *listen, Handler: sim, ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		<-ctx.Done()
-		c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(c)
-	}()
 	log.Printf("simulated kube-state-metrics: %d pod(s) on node %s, /metrics on %s (simulated=\"true\"; %s's %s OOM-killed after %s)",
 		len(list), *node, *listen, list[0], gpusim.KubeLiveTokenizer, gpusim.KubeOOMKillAfter)
-	if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return serveUntilStopped(ctx, *listen, sim)
 }

@@ -56,7 +56,7 @@ func Triage(ctx context.Context, src TriageSources, q *models.TriageQuery, join 
 		return nil
 	})
 	if ev.GPUErr != nil && ev.Kube.Err != nil && ev.Traces.Err != nil {
-		return nil, fmt.Errorf("%w; kube-state-metrics: %w; failed requests: %w", ev.GPUErr, ev.Kube.Err, ev.Traces.Err)
+		return nil, fmt.Errorf("GPU series: %w; kube-state-metrics: %w; failed requests: %w", ev.GPUErr, ev.Kube.Err, ev.Traces.Err)
 	}
 	ans := triage.Triage(ev, q.Classes)
 	var notes notices.List
