@@ -323,12 +323,15 @@ func (c *culprit) queue(ctx context.Context) {
 }
 
 // gpuWork is the span's GPU work: it lasts as long as its kernel trace says; the host sleeps
-// through it, except for host work, which burns the CPU the trace's gaps hold.
+// through it, except for host work, which keeps the CPU busy for the wall time the trace's gaps
+// hold. Wall time, not CPU time: the trace's gaps are wall time, and on a loaded machine a CPU
+// budget would stretch the span past its kernel trace (the tail then reads as GPU idle outside
+// the trace, which it is, but not the request this scenario means to make).
 func (c *culprit) gpuWork(span trace.Span) {
 	burnCPU(prepCPU) // preparing the batch, before the GPU work
 	c.workStart, c.workSpan = time.Now(), span.SpanContext()
 	if c.spec.Kind == HostWork {
-		burnCPU(time.Duration(c.truth.HostWork))
+		spinUntil(c.workStart.Add(time.Duration(c.truth.HostWork)))
 	}
 	time.Sleep(time.Until(c.workStart.Add(c.spec.Injected)))
 }
@@ -377,6 +380,21 @@ func burnCPU(d time.Duration) {
 }
 
 var sink uint64
+
+// spinUntil keeps this thread busy until the wall clock reaches t.
+//
+//go:noinline
+func spinUntil(t time.Time) {
+	x := uint64(88172645463325252)
+	for time.Now().Before(t) {
+		for range 20000 {
+			x ^= x << 13
+			x ^= x >> 7
+			x ^= x << 17
+		}
+	}
+	sink = x
+}
 
 func tracerProvider(ctx context.Context, otlp, service, host string) (*sdktrace.TracerProvider, error) {
 	if otlp == "" {
