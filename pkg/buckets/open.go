@@ -19,6 +19,10 @@ import (
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 )
 
+// maxRetries bounds the retries of one call: a query waits on a bucket that is down for
+// seconds, not for the provider's default ten tries.
+const maxRetries = 2
+
 // component is how the providers name the plugin in their user agent.
 const component = "hsi-profiling"
 
@@ -46,14 +50,17 @@ func open(ctx context.Context, b models.KernelBucket) (objstore.Bucket, error) {
 			}
 		}
 		c.AccessKey, c.SecretKey = b.AccessKey, b.SecretKey
+		c.MaxRetries = maxRetries
 		return s3.NewBucketWithConfig(logger, c, component, nil)
 	case models.ProviderGCS:
 		c := gcs.DefaultConfig
 		c.Bucket, c.ServiceAccount = b.Bucket, b.ServiceAccount
+		c.MaxRetries = maxRetries
 		return gcs.NewBucketWithConfig(ctx, logger, c, component, nil)
 	case models.ProviderAzure:
 		c := azure.DefaultConfig
 		c.ContainerName, c.StorageAccountName, c.StorageAccountKey = b.Bucket, b.Account, b.StorageAccountKey
+		c.MaxRetries = maxRetries
 		if b.Endpoint != "" {
 			c.Endpoint = b.Endpoint
 		}
