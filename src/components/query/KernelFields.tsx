@@ -27,7 +27,8 @@ export const fileOption = (f: KernelFile): ComboboxOption<string> => ({
   value: f.file,
   label: f.file,
   description: [
-    size(f.size),
+    // A bucket's objects are listed without their size (it is read when one is opened).
+    f.size > 0 ? size(f.size) : '',
     written(f.modified),
     f.traceIds.length ? `${f.traceIds.length === 1 ? 'trace' : 'traces'} ${f.traceIds.join(', ')}` : '',
   ]
