@@ -67,6 +67,7 @@ type faultBucket struct {
 	listErr  error         // IterWithAttributes fails
 	getErr   error         // Get fails
 	slow     time.Duration // every call waits this long (or for its context)
+	slowGet  time.Duration // Get waits this long (or for its context)
 	truncate int           // Get's body fails after this many bytes (0: whole)
 	garbage  bool          // Get answers bytes that are no trace
 	lists    int           // listings made
@@ -100,6 +101,13 @@ func (f *faultBucket) IterWithAttributes(ctx context.Context, dir string, fn fun
 func (f *faultBucket) Get(ctx context.Context, name string) (io.ReadCloser, error) {
 	if err := f.wait(ctx); err != nil {
 		return nil, err
+	}
+	if f.slowGet > 0 {
+		select {
+		case <-time.After(f.slowGet):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
 	if f.getErr != nil {
 		return nil, f.getErr
@@ -290,6 +298,7 @@ func TestBucketFaultsAreNoticesAndTheRestStands(t *testing.T) {
 		{"down", func(f *faultBucket) { f.listErr = errors.New("dial tcp 10.0.0.9:9000: connect: connection refused") }, "bucket broken: cannot list it: dial tcp 10.0.0.9:9000: connect: connection refused"},
 		{"refusing the listing", func(f *faultBucket) { f.listErr = errDenied }, "bucket broken: cannot list it: access denied (403)"},
 		{"slow", func(f *faultBucket) { f.slow = time.Second }, "bucket broken: cannot list it: no answer within 50ms"},
+		{"slow to open the object", func(f *faultBucket) { f.slowGet = time.Second }, "bucket:broken/infer/2026-11-27/infer_" + storeTraceID + ".pt.trace.json.gz: no answer within 50ms"},
 		{"refusing the object", func(f *faultBucket) { f.getErr = errDenied }, "bucket:broken/infer/2026-11-27/infer_" + storeTraceID + ".pt.trace.json.gz: access denied (403)"},
 		{"garbage", func(f *faultBucket) { f.garbage = true }, "bucket:broken/infer/2026-11-27/infer_" + storeTraceID + ".pt.trace.json.gz: gputrace: "},
 		{"truncated", func(f *faultBucket) { f.truncate = 20 }, "bucket:broken/infer/2026-11-27/infer_" + storeTraceID + ".pt.trace.json.gz: the transfer failed after 20 bytes: unexpected EOF"},

@@ -19,12 +19,15 @@ var bucketSecrets = map[string]string{
 	"kernelBucket.down.secretKey":   "down-secret-key-value-04",
 }
 
-// deniedS3 answers every S3 request as a store refusing the credentials does.
+// deniedS3 answers every S3 request as a store refusing the credentials does, and repeats the
+// access key it was sent in its message, as some stores do: the plugin must not pass it on.
 func deniedS3(t *testing.T) string {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, cred, _ := strings.Cut(r.Header.Get("Authorization"), "Credential=")
+		key, _, _ := strings.Cut(cred, "/")
 		w.Header().Set("Content-Type", "application/xml")
 		w.WriteHeader(http.StatusForbidden)
-		_, _ = w.Write([]byte(`<?xml version="1.0" encoding="UTF-8"?><Error><Code>AccessDenied</Code><Message>Access Denied.</Message><Resource>/traces</Resource><RequestId>1</RequestId></Error>`))
+		_, _ = w.Write([]byte(`<?xml version="1.0" encoding="UTF-8"?><Error><Code>AccessDenied</Code><Message>Access Denied for ` + key + `.</Message><Resource>/traces</Resource><RequestId>1</RequestId></Error>`))
 	}))
 	t.Cleanup(srv.Close)
 	return strings.TrimPrefix(srv.URL, "http://")
