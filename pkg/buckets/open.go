@@ -26,12 +26,12 @@ const maxRetries = 2
 // component is how the providers name the plugin in their user agent.
 const component = "hsi-profiling"
 
-// Open makes the client of one bucket; it reads nothing yet (the first listing does). Its
-// errors never carry a credential.
+// Open makes the client of one bucket (azure's asks for its container; the others call
+// nothing yet). Its errors never carry a credential.
 func Open(ctx context.Context, b models.KernelBucket) (objstore.Bucket, error) {
 	bkt, err := open(ctx, b)
 	if err != nil {
-		return nil, fmt.Errorf("bucket %s: cannot make its %s client: %s", b.Name, b.Provider, Redact(err.Error(), b.Secrets()))
+		return nil, fmt.Errorf("cannot make its %s client: %s", b.Provider, Redact(err.Error(), b.Secrets()))
 	}
 	return bkt, nil
 }

@@ -24,10 +24,10 @@ func TestOpenMakesTheS3AndFilesystemClientsWithoutCallingThem(t *testing.T) {
 	}
 }
 
-func TestOpenErrorsNameTheBucketAndNeverACredential(t *testing.T) {
+func TestOpenErrorsNameTheProviderAndNeverACredential(t *testing.T) {
 	secret := `{"type":"service_account","private_key":"VERY-SECRET-PRIVATE-KEY"`
 	_, err := Open(context.Background(), models.KernelBucket{Name: "g", Provider: models.ProviderGCS, Bucket: "b", ServiceAccount: secret})
-	if err == nil || !strings.HasPrefix(err.Error(), "bucket g: cannot make its gcs client: ") || strings.Contains(err.Error(), "VERY-SECRET") {
+	if err == nil || !strings.HasPrefix(err.Error(), "cannot make its gcs client: ") || strings.Contains(err.Error(), "VERY-SECRET") {
 		t.Fatalf("%v", err)
 	}
 	if got := Redact("key AKIA-1234 refused", []string{"AKIA-1234", "ab"}); got != "key [redacted] refused" {

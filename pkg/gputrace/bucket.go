@@ -114,7 +114,7 @@ func (b *Bucket) Close() error {
 // client is the bucket's client, made on first use; an error says why it cannot be used.
 func (b *Bucket) client(ctx context.Context) (objstore.Bucket, error) {
 	if b.broken != nil {
-		return nil, fmt.Errorf("bucket %s cannot be used: %s", b.name, b.broken.Error())
+		return nil, fmt.Errorf("bucket %s: cannot be used: %s", b.name, b.broken.Error())
 	}
 	b.openMu.Lock()
 	defer b.openMu.Unlock()
@@ -125,7 +125,7 @@ func (b *Bucket) client(ctx context.Context) (objstore.Bucket, error) {
 	defer cancel()
 	bkt, err := b.open(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("bucket %s cannot be used: %s", b.name, b.redact(err.Error()))
+		return nil, fmt.Errorf("bucket %s: cannot be used: %s", b.name, b.redact(err.Error()))
 	}
 	b.bkt = bkt
 	return bkt, nil
@@ -300,9 +300,9 @@ func (b *Bucket) resolve(ctx context.Context, rel string, maxBytes int64) (Trace
 	if err != nil {
 		return TraceFile{}, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, b.opts.Timeout)
+	callCtx, cancel := context.WithTimeout(ctx, b.opts.Timeout)
 	defer cancel()
-	attrs, err := bkt.Attributes(ctx, b.key(rel))
+	attrs, err := bkt.Attributes(callCtx, b.key(rel))
 	if err != nil {
 		if bkt.IsObjNotFoundErr(err) {
 			return TraceFile{}, fmt.Errorf("trace file %s not found in bucket %s", b.ref(rel), b.name)

@@ -346,11 +346,11 @@ func TestBucketChecksAndBrokenBuckets(t *testing.T) {
 	}
 	s := NewStore(nil, 100, 1<<20).WithBuckets(
 		NewBucket("disk", fs, BucketOptions{Prefix: "svc"}),
-		BrokenBucket("cloud", errors.New("bucket cloud: cannot make its gcs client: no credentials")),
+		BrokenBucket("cloud", errors.New("cannot make its gcs client: no credentials")),
 		NewBucket("denied", &faultBucket{Bucket: objstore.NewInMemBucket(), listErr: errDenied}, BucketOptions{}))
 	checks := s.CheckBuckets(context.Background())
 	if len(checks) != 3 || checks[0].Name != "disk" || checks[0].Objects != 3 || checks[0].Err != nil ||
-		checks[1].Err == nil || !strings.Contains(checks[1].Err.Error(), "no credentials") ||
+		checks[1].Err == nil || checks[1].Err.Error() != "bucket cloud: cannot be used: cannot make its gcs client: no credentials" ||
 		checks[2].Err == nil || !strings.Contains(checks[2].Err.Error(), "bucket denied: cannot list it: access denied (403)") {
 		t.Fatalf("checks %+v", checks)
 	}

@@ -124,6 +124,15 @@ func TestCheckHealthNamesEachBucket(t *testing.T) {
 	}
 	assertNoSecret(t, "the health message", res.Message+string(res.JSONDetails))
 
+	// A client that cannot be made (a service account that is no JSON key) is its bucket's line.
+	key := `{"type":"service_account","private_key":"GCS-PRIVATE-KEY-SECRET-05"`
+	gcs := newTestDatasource(t, map[string]any{"kernelBuckets": []map[string]any{{"name": "g", "provider": "gcs", "bucket": "b"}}},
+		map[string]string{"kernelBucket.g.serviceAccount": key})
+	res = checkHealth(t, gcs)
+	if !strings.Contains(res.Message, "bucket g: cannot be used: cannot make its gcs client: ") || strings.Contains(res.Message, "GCS-PRIVATE-KEY") {
+		t.Errorf("gcs without a usable key: %q", res.Message)
+	}
+
 	bad := newTestDatasource(t, map[string]any{"kernelBuckets": []map[string]any{{"name": "x", "provider": "s4", "bucket": "b"}}}, nil)
 	if res := checkHealth(t, bad); !strings.Contains(res.Message, `GPU kernel traces: jsonData.kernelBuckets item 1 ("x"): unknown provider "s4"`) {
 		t.Errorf("invalid bucket settings: %q", res.Message)
