@@ -62,10 +62,13 @@ type BucketOptions struct {
 }
 
 type bucketListing struct {
-	objects   []bucketObject
-	at        time.Time
-	truncated bool
+	objects []bucketObject // the most recent, at most the bound
+	seen    int            // trace objects under the prefix
+	at      time.Time
 }
+
+// truncated says whether objects were left out for the bound.
+func (l *bucketListing) truncated() bool { return l.seen > len(l.objects) }
 
 type bucketObject struct {
 	key      string // under the prefix
@@ -195,8 +198,6 @@ func (b *Bucket) listing(ctx context.Context, maxObjects int, force bool) (l *bu
 	return next, true, nil, nil
 }
 
-var errEnough = errors.New("enough objects listed")
-
 func (b *Bucket) list(ctx context.Context, bkt objstore.BucketReader, maxObjects int) (*bucketListing, error) {
 	ctx, cancel := context.WithTimeout(ctx, b.opts.Timeout)
 	defer cancel()
@@ -221,18 +222,29 @@ func (b *Bucket) list(ctx context.Context, bkt objstore.BucketReader, maxObjects
 		if !ok || strings.HasSuffix(rel, "/") || !IsTraceFile(rel) || !safeKey(rel) {
 			return nil
 		}
-		if len(out.objects) >= maxObjects {
-			out.truncated = true
-			return errEnough
-		}
 		modified, _ := a.LastModified()
+		out.seen++
 		out.objects = append(out.objects, bucketObject{key: rel, modified: modified.UTC()})
+		if len(out.objects) >= 2*maxObjects {
+			out.objects = newest(out.objects, maxObjects)
+		}
 		return nil
 	}, opts...)
-	if err != nil && !errors.Is(err, errEnough) {
+	if err != nil {
 		return nil, err
 	}
+	out.objects = newest(out.objects, maxObjects)
 	return out, nil
+}
+
+// newest keeps the n most recent objects: a bucket lists in key order, and the bound must
+// leave out old days, not new ones. Memory stays within twice the bound while listing.
+func newest(objects []bucketObject, n int) []bucketObject {
+	sort.SliceStable(objects, func(i, j int) bool { return objects[i].modified.After(objects[j].modified) })
+	if len(objects) > n {
+		objects = objects[:n:n]
+	}
+	return objects
 }
 
 // safeKey says whether a key under the prefix can be named and read without leaving it: no
@@ -263,8 +275,8 @@ func (b *Bucket) List(ctx context.Context, maxObjects int) ([]TraceFile, notices
 	if a := b.opts.Now().Sub(l.at); !fresh && a >= time.Second {
 		missed.Infof("bucket %s: object list from %s ago (listed again after %s)", b.name, age(a), b.opts.TTL)
 	}
-	if l.truncated {
-		missed.Warnf("bucket %s: more than %d trace objects: the rest were not looked at (jsonData.traceMaxFiles)", b.name, len(l.objects))
+	if l.truncated() {
+		missed.Warnf("bucket %s: %d trace objects under its prefix: only the %d most recent were looked at (jsonData.traceMaxFiles)", b.name, l.seen, len(l.objects))
 	}
 	out := make([]TraceFile, 0, len(l.objects))
 	for _, o := range l.objects {
@@ -285,7 +297,7 @@ func (b *Bucket) Check(ctx context.Context, maxObjects int) (int, bool, error) {
 	if err != nil {
 		return 0, false, err
 	}
-	return len(l.objects), l.truncated, nil
+	return l.seen, l.truncated(), nil
 }
 
 // resolve finds one object named by its key under the prefix.

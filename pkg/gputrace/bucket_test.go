@@ -212,10 +212,21 @@ func TestBucketListingIsCachedAndItsAgeSaid(t *testing.T) {
 	if len(files) != 3 || !missed.Has("bucket fleet: cannot list it: connection refused; using its list from 2m0s ago") {
 		t.Fatalf("failed listing: %q, notices %q", rels(files), missed.Texts())
 	}
-	// The cache is bounded: at most MaxObjects objects, the cap said.
-	capped := NewStore(nil, 1, 1<<20).WithBuckets(NewBucket("fleet", fleetBucket(t), BucketOptions{Prefix: "gpu"}))
+	// The cache is bounded: the most recent traceMaxFiles objects (key order would keep the
+	// oldest days), the cap said.
+	mem := objstore.NewInMemBucket()
+	day := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	for i := range 9 {
+		key := fmt.Sprintf("infer/2026-11-%02d/step.json", i+1)
+		upload(t, mem, key, []byte(storeTrace("s", "k")))
+		if err := mem.ChangeLastModified(key, day.AddDate(0, 0, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	capped := NewStore(nil, 2, 1<<20).WithBuckets(NewBucket("fleet", mem, BucketOptions{}))
 	files, missed = capped.List(context.Background())
-	if len(files) != 1 || !missed.Has("bucket fleet: more than 1 trace objects: the rest were not looked at (jsonData.traceMaxFiles)") {
+	if !slices.Equal(rels(files), []string{"bucket:fleet/infer/2026-11-09/step.json", "bucket:fleet/infer/2026-11-08/step.json"}) ||
+		!missed.Has("bucket fleet: 9 trace objects under its prefix: only the 2 most recent were looked at (jsonData.traceMaxFiles)") {
 		t.Fatalf("capped: %q, notices %q", rels(files), missed.Texts())
 	}
 }

@@ -218,7 +218,7 @@ func (s *Store) listBuckets(ctx context.Context, missed *notices.List) []TraceFi
 type BucketCheck struct {
 	Name      string
 	Objects   int  // trace objects seen under its prefix
-	Truncated bool // more than traceMaxFiles
+	Truncated bool // more than traceMaxFiles: only the most recent are kept
 	Err       error
 }
 

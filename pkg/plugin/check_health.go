@@ -122,7 +122,7 @@ func (d *Datasource) bucketHealth(ctx context.Context) []upstreamHealth {
 		case c.Err != nil:
 			h.Message = strings.TrimPrefix(c.Err.Error(), h.Upstream+": ")
 		case c.Truncated:
-			h.OK, h.Message = true, fmt.Sprintf("OK (listed; more than %d trace objects)", c.Objects)
+			h.OK, h.Message = true, fmt.Sprintf("OK (listed; %d trace objects seen, the most recent kept)", c.Objects)
 		default:
 			h.OK, h.Message = true, fmt.Sprintf("OK (listed; %d trace objects seen)", c.Objects)
 		}
