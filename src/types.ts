@@ -277,6 +277,8 @@ interface BehaviourJsonData {
   traceMaxFileBytes?: number;
   /** Trace files looked at per query (default 10000). */
   traceMaxFiles?: number;
+  /** GPU kernel traces in object storage, read beside the directories (at most 16). */
+  kernelBuckets?: KernelBucket[];
 
   /** Span resource attribute naming the host (default host.name). */
   joinHostAttribute?: string;
@@ -300,8 +302,31 @@ interface BehaviourJsonData {
 
 export interface HsiOptions extends DataSourceJsonData, UpstreamJsonData, BehaviourJsonData {}
 
+export type BucketProvider = 's3' | 'gcs' | 'azure' | 'filesystem';
+
+/** One bucket of jsonData.kernelBuckets (pkg/models/settings_buckets.go); credentials are secrets. */
+export interface KernelBucket {
+  name: string;
+  provider: BucketProvider;
+  /** The bucket (s3, gcs) or container (azure). */
+  bucket?: string;
+  prefix?: string;
+  /** s3: host[:port] of an S3-compatible store; azure: the endpoint suffix. */
+  endpoint?: string;
+  region?: string;
+  /** azure: the storage account. */
+  account?: string;
+  /** s3: plain HTTP. */
+  insecure?: boolean;
+  /** filesystem: an absolute directory. */
+  directory?: string;
+}
+
+/** A bucket's credential, under secureJsonData's kernelBucket.<name>.<credential>. */
+export type BucketCredential = 'accessKey' | 'secretKey' | 'serviceAccount' | 'storageAccountKey';
+
 /** Secrets: stored encrypted by Grafana, sent only to the backend, never back to the browser. */
-export type HsiSecureJsonData = {
+export type HsiSecureJsonData = { [K in `kernelBucket.${string}`]?: string } & {
   [K in UpstreamKey as `${K}BasicAuthPassword`]?: string;
 } & { [K in UpstreamKey as `${K}BearerToken`]?: string } & {
   [K in UpstreamKey as `${K}TlsCACert`]?: string;

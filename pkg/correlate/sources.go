@@ -115,11 +115,15 @@ type GPUStore interface {
 	GPULabelValues(ctx context.Context, role string, filter models.GPUFilter, start, end time.Time) ([]string, error)
 }
 
-// KernelStore is the configured GPU kernel trace directories.
+// KernelStore is the configured GPU kernel trace directories and buckets.
 type KernelStore interface {
 	KernelTraces
 	FilesOf(ctx context.Context, traceID string) ([]gputrace.TraceFile, notices.List)
 	TracesOf(ctx context.Context, file, traceID string) ([]gputrace.Found, notices.List, error)
+	// CheckBuckets lists each bucket afresh (the health check).
+	CheckBuckets(ctx context.Context) []gputrace.BucketCheck
+	// Close closes the buckets' clients.
+	Close() error
 }
 
 // Sources are every store a query can read, each available or with the reason it is not.
@@ -128,7 +132,7 @@ type Sources struct {
 	Traces    Source[TraceStore]   // Jaeger
 	Metrics   Source[MetricStore]  // the application's Prometheus
 	GPUs      Source[GPUStore]     // the GPUs' Prometheus, DCGM names applied
-	Kernels   Source[KernelStore]  // GPU kernel trace directories
+	Kernels   Source[KernelStore]  // GPU kernel trace directories and buckets
 	LocalGPUs Source[nvml.Source]  // this host's GPUs through NVML
 }
 

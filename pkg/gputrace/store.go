@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/notices"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/safe"
 )
 
 // ErrOutsideDirectory is a trace file that lies, or resolves, outside its trace directory (an
@@ -33,8 +34,12 @@ const MaxContentScan = 20
 // resolved at each call (repointing one changes what is read), links inside it are followed only
 // to files that stay inside (linked directories are not entered), and reads go through an
 // os.Root of the directory.
+//
+// Buckets (object storage, WithBuckets) are read beside the directories: a bucket's failure is
+// a notice naming it, and the directories' and the other buckets' answers stand.
 type Store struct {
 	dirs         []string
+	buckets      []*Bucket
 	maxFiles     int
 	maxFileBytes int64
 }
@@ -45,14 +50,41 @@ func NewStore(dirs []string, maxFiles int, maxFileBytes int64) *Store {
 	return &Store{dirs: dirs, maxFiles: maxFiles, maxFileBytes: maxFileBytes}
 }
 
-// TraceFile is one trace file found under a configured directory.
+// WithBuckets adds object-storage buckets to the store.
+func (s *Store) WithBuckets(b ...*Bucket) *Store {
+	s.buckets = append(s.buckets, b...)
+	return s
+}
+
+// Close closes the buckets' clients.
+func (s *Store) Close() error {
+	var errs []error
+	for _, b := range s.buckets {
+		errs = append(errs, b.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// TraceFile is one trace file found under a configured directory, or one object of a bucket
+// (Rel is then bucket:<name>/<key under its prefix>, and Size 0 until it is opened).
 type TraceFile struct {
 	Dir      string    `json:"-"` // the configured directory, resolved
 	Rel      string    `json:"file"`
 	Abs      string    `json:"-"` // resolved path, inside Dir
+	Key      string    `json:"-"` // a bucket object's key under the bucket's prefix
 	Size     int64     `json:"size"`
 	Modified time.Time `json:"modified"`
 	TraceIDs []string  `json:"traceIds"`
+
+	bucket *Bucket
+}
+
+// Bucket is the name of the bucket the file is an object of, "" for a file of a directory.
+func (f TraceFile) Bucket() string {
+	if f.bucket == nil {
+		return ""
+	}
+	return f.bucket.name
 }
 
 // Found is one trace file and its analysis (Err: a per-file error; Result may then cover what
@@ -158,15 +190,72 @@ func (s *Store) List(ctx context.Context) ([]TraceFile, notices.List) {
 			break
 		}
 	}
+	out = append(out, s.listBuckets(ctx, &skipped)...)
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Modified.After(out[j].Modified) })
 	return out, skipped
 }
 
+// listBuckets lists every bucket at once; each failure is its own notice.
+func (s *Store) listBuckets(ctx context.Context, missed *notices.List) []TraceFile {
+	files := make([][]TraceFile, len(s.buckets))
+	notes := make([]notices.List, len(s.buckets))
+	errs := safe.ForEach("kernel trace buckets", len(s.buckets), 4, func(i int) error {
+		files[i], notes[i] = s.buckets[i].List(ctx, s.maxFiles)
+		return nil
+	})
+	var out []TraceFile
+	for i := range s.buckets {
+		if errs[i] != nil {
+			missed.Warnf("bucket %s: %v", s.buckets[i].name, errs[i])
+		}
+		missed.Merge(notes[i])
+		out = append(out, files[i]...)
+	}
+	return out
+}
+
+// BucketCheck is one bucket's line in the health check.
+type BucketCheck struct {
+	Name      string
+	Objects   int  // trace objects seen under its prefix
+	Truncated bool // more than traceMaxFiles: only the most recent are kept
+	Err       error
+}
+
+// CheckBuckets lists each bucket afresh: how many trace objects it holds, or why it could not
+// be listed.
+func (s *Store) CheckBuckets(ctx context.Context) []BucketCheck {
+	out := make([]BucketCheck, len(s.buckets))
+	errs := safe.ForEach("kernel trace bucket check", len(s.buckets), 4, func(i int) (err error) {
+		out[i].Name = s.buckets[i].name
+		out[i].Objects, out[i].Truncated, err = s.buckets[i].Check(ctx, s.maxFiles)
+		return err
+	})
+	for i := range out {
+		out[i].Name, out[i].Err = s.buckets[i].name, errs[i]
+	}
+	return out
+}
+
 // Resolve finds a file given relative to one of the directories (the first that has it); it
-// must resolve inside that directory.
+// must resolve inside that directory. A bucket object (bucket:<name>/<key>) must lie under its
+// bucket's prefix.
 func (s *Store) Resolve(file string) (TraceFile, error) {
+	return s.resolve(context.Background(), file)
+}
+
+func (s *Store) resolve(ctx context.Context, file string) (TraceFile, error) {
 	if file == "" {
 		return TraceFile{}, errors.New("no file given")
+	}
+	if ref, ok := strings.CutPrefix(file, BucketRef); ok {
+		name, rel, _ := strings.Cut(ref, "/")
+		for _, b := range s.buckets {
+			if b.name == name {
+				return b.resolve(ctx, rel, s.maxFileBytes)
+			}
+		}
+		return TraceFile{}, fmt.Errorf("no bucket named %q in the data source settings (jsonData.kernelBuckets)", name)
 	}
 	rel := filepath.Clean(file)
 	if filepath.IsAbs(rel) || strings.ContainsRune(rel, 0) {
@@ -231,8 +320,8 @@ func (s *Store) FindByTraceID(ctx context.Context, traceID string) ([]Found, not
 		if scanned >= MaxContentScan || ctx.Err() != nil {
 			break
 		}
-		if len(f.TraceIDs) > 0 {
-			continue // names another request
+		if len(f.TraceIDs) > 0 || f.bucket != nil {
+			continue // names another request, or an object: a bucket is never downloaded to look inside
 		}
 		scanned++
 		res, err := s.Analyze(ctx, f)
@@ -279,6 +368,9 @@ func (s *Store) KernelTracesOf(ctx context.Context, traceID string) ([]*Result, 
 // between for a symlink leading out of the directory, the Root refuses to follow it, so nothing
 // outside the directory is ever read.
 func (s *Store) Open(f TraceFile) (*os.File, error) {
+	if f.bucket != nil {
+		return nil, errors.New("a bucket object is not a file: analyse it with Analyze")
+	}
 	root, err := os.OpenRoot(f.Dir)
 	if err != nil {
 		return nil, fmt.Errorf("trace directory %s: %w", f.Dir, err)
@@ -309,6 +401,9 @@ func (s *Store) Open(f TraceFile) (*os.File, error) {
 
 // Analyze opens a listed file inside its directory (Open) and analyses what it opened.
 func (s *Store) Analyze(ctx context.Context, f TraceFile) (*Result, error) {
+	if f.bucket != nil {
+		return f.bucket.analyze(ctx, f, s.maxFileBytes)
+	}
 	file, err := s.Open(f)
 	if err != nil {
 		return nil, err
@@ -327,7 +422,7 @@ func (s *Store) TracesOf(ctx context.Context, file, traceID string) ([]Found, no
 		missed notices.List
 	)
 	if file != "" {
-		f, err := s.Resolve(file)
+		f, err := s.resolve(ctx, file)
 		if err != nil {
 			return nil, nil, chosenFileError{err}
 		}
@@ -346,9 +441,20 @@ func (s *Store) TracesOf(ctx context.Context, file, traceID string) ([]Found, no
 		}
 	}
 	if read == 0 && traceID != "" {
-		missed.Warnf("no GPU kernel trace found for trace %s in the trace directories", traceID)
+		missed.Warnf("no GPU kernel trace found for trace %s in the trace %s", traceID, s.where())
 	}
 	return files, missed, nil
+}
+
+// where says where traces are looked for, in a notice.
+func (s *Store) where() string {
+	switch {
+	case len(s.buckets) == 0:
+		return "directories"
+	case len(s.dirs) == 0:
+		return "buckets"
+	}
+	return "directories and buckets"
 }
 
 // ErrChosenFile is what every error about the file a query names is (errors.Is): not a trace

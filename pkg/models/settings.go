@@ -156,7 +156,7 @@ func LoadSettings(s backend.DataSourceInstanceSettings) (*Settings, Invalid, err
 	out.MinStep, bad.MinStep = loadMinStep(j)
 	bad.Join = loadJoin(j, &out.Join)
 	bad.GPU = errors.Join(loadDCGM(j, &out.DCGM), loadClassify(j, &out.Classify), bad.Join)
-	bad.Kernels = loadKernelTraces(j, &out.Kernels)
+	bad.Kernels = loadKernelTraces(j, s.DecryptedSecureJSONData, &out.Kernels)
 	if out.NVMLEnabled, bad.NVML = j.boolean("nvmlEnabled"); bad.NVML != nil {
 		bad.NVML = fmt.Errorf("%v: set it to true or false in the data source settings", bad.NVML)
 	}

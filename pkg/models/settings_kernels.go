@@ -18,6 +18,9 @@ type KernelTraceSettings struct {
 	MaxFileBytes int64
 	// MaxFiles bounds the files scanned per query (jsonData.traceMaxFiles, default 10000).
 	MaxFiles int
+	// Buckets are the object-storage buckets read beside the directories
+	// (jsonData.kernelBuckets, settings_buckets.go).
+	Buckets []KernelBucket
 }
 
 // Defaults of the trace settings.
@@ -28,7 +31,7 @@ const (
 )
 
 // loadKernelTraces reads the KernelTraceSettings keys of jsonData; errors name the key.
-func loadKernelTraces(j jsonFields, out *KernelTraceSettings) error {
+func loadKernelTraces(j jsonFields, secure map[string]string, out *KernelTraceSettings) error {
 	*out = KernelTraceSettings{MaxFileBytes: DefaultTraceMaxFileBytes, MaxFiles: DefaultTraceMaxFiles}
 	var errs []error
 	if raw, ok := j["traceDirectories"]; ok && string(raw) != "null" {
@@ -64,6 +67,10 @@ func loadKernelTraces(j jsonFields, out *KernelTraceSettings) error {
 		errs = append(errs, fmt.Errorf("jsonData.traceMaxFiles must be a positive whole number (at most 10000000), got %v", v))
 	} else if v > 0 {
 		out.MaxFiles = int(v)
+	}
+	var err error
+	if out.Buckets, err = loadKernelBuckets(j, secure); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

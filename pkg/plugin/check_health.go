@@ -56,6 +56,7 @@ func (d *Datasource) CheckHealth(ctx context.Context, _ *backend.CheckHealthRequ
 	if h, ok := d.nvmlHealth(); ok {
 		results = append(results, h)
 	}
+	results = append(results, d.bucketHealth(ctx)...)
 
 	status := backend.HealthStatusOk
 	configured := 0
@@ -102,6 +103,32 @@ func (d *Datasource) nvmlHealth() (upstreamHealth, bool) {
 		}
 	}
 	return h, true
+}
+
+// bucketHealth is one line per kernel-trace bucket: listed, with the trace objects seen under
+// its prefix, or why not; invalid kernel-trace settings are one line of their own.
+func (d *Datasource) bucketHealth(ctx context.Context) []upstreamHealth {
+	if d.invalid.Kernels != nil {
+		return []upstreamHealth{{Upstream: "GPU kernel traces", Configured: true, Message: d.invalid.Kernels.Error()}}
+	}
+	store, err := d.src.Kernels.Get()
+	if err != nil {
+		return nil
+	}
+	var out []upstreamHealth
+	for _, c := range store.CheckBuckets(ctx) {
+		h := upstreamHealth{Upstream: "bucket " + c.Name, Configured: true}
+		switch {
+		case c.Err != nil:
+			h.Message = strings.TrimPrefix(c.Err.Error(), h.Upstream+": ")
+		case c.Truncated:
+			h.OK, h.Message = true, fmt.Sprintf("OK (listed; %d trace objects seen, the most recent kept)", c.Objects)
+		default:
+			h.OK, h.Message = true, fmt.Sprintf("OK (listed; %d trace objects seen)", c.Objects)
+		}
+		out = append(out, h)
+	}
+	return out
 }
 
 // checkUpstream makes the upstream's cheap call and returns what to say after "OK".

@@ -58,7 +58,7 @@ func NewDatasource(_ context.Context, s backend.DataSourceInstanceSettings) (ins
 	return ds, nil
 }
 
-// Dispose closes the upstream clients' idle connections and stops the NVML sampler; Grafana calls it when the settings
+// Dispose closes the upstream clients' idle connections and the kernel-trace buckets' clients, and stops the NVML sampler; Grafana calls it when the settings
 // change or the data source is deleted.
 func (d *Datasource) Dispose() {
 	for _, hc := range d.httpClients {
@@ -66,6 +66,9 @@ func (d *Datasource) Dispose() {
 	}
 	if gpus, err := d.src.LocalGPUs.Get(); err == nil {
 		gpus.Close()
+	}
+	if kernels, err := d.src.Kernels.Get(); err == nil {
+		_ = kernels.Close()
 	}
 }
 

@@ -1,11 +1,14 @@
 package plugin
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
+	"github.com/thanos-io/objstore"
 
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/buckets"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/correlate"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/jaeger"
@@ -90,17 +93,25 @@ func source[T any, C interface {
 }
 
 // traceDirsOffMessage answers kernels queries while no trace directory is configured.
-const traceDirsOffMessage = "GPU kernel traces: jsonData.traceDirectories is not configured for this data source: add a directory under \"GPU kernel traces\" in its settings (jsonData.traceDirectories, a list of absolute paths such as the PYTORCH_PROFILE_DIR of the PyTorch profiler's trace handler)"
+const traceDirsOffMessage = "GPU kernel traces: jsonData.traceDirectories is not configured for this data source: add a directory under \"GPU kernel traces\" in its settings (jsonData.traceDirectories, a list of absolute paths such as the PYTORCH_PROFILE_DIR of the PyTorch profiler's trace handler), or a bucket (jsonData.kernelBuckets)"
 
-// kernelStore is the store of the configured trace directories, or why there is none.
+// kernelStore is the store of the configured trace directories and buckets, or why there is
+// none. A bucket's client is made on its first use (some providers call the bucket as they
+// make it), so no upstream is waited on here.
 func kernelStore(ks models.KernelTraceSettings, invalid error) correlate.Source[correlate.KernelStore] {
 	switch {
 	case invalid != nil:
 		return correlate.Unavailable[correlate.KernelStore](backend.DownstreamError(fmt.Errorf("invalid GPU kernel trace settings: %w", invalid)))
-	case len(ks.Directories) == 0:
+	case len(ks.Directories) == 0 && len(ks.Buckets) == 0:
 		return correlate.Unavailable[correlate.KernelStore](backend.DownstreamError(errors.New(traceDirsOffMessage)))
 	}
-	return correlate.Ready[correlate.KernelStore](gputrace.NewStore(ks.Directories, ks.MaxFiles, ks.MaxFileBytes))
+	store := gputrace.NewStore(ks.Directories, ks.MaxFiles, ks.MaxFileBytes)
+	for _, b := range ks.Buckets {
+		store.WithBuckets(gputrace.OpenBucket(b.Name, func(ctx context.Context) (objstore.Bucket, error) {
+			return buckets.Open(ctx, b)
+		}, gputrace.BucketOptions{Prefix: b.Prefix, Secrets: b.Secrets()}))
+	}
+	return correlate.Ready[correlate.KernelStore](store)
 }
 
 const nvmlOffMessage = "local GPUs (NVML) are off for this data source: turn on \"Local GPUs (NVML)\" in its settings (jsonData.nvmlEnabled: true); it reads the GPUs of the host Grafana runs on and needs the NVIDIA driver there"

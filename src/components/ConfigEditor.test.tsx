@@ -603,3 +603,66 @@ describe('ConfigEditor local GPUs (NVML)', () => {
     expect(screen.queryByText(/Not true or false/)).not.toBeInTheDocument();
   });
 });
+
+describe('ConfigEditor kernel trace buckets', () => {
+  it('adds a bucket with its fields in jsonData and its credentials in secureJsonData only', () => {
+    const { last } = renderEditor(settings());
+    open('GPU kernel traces in buckets');
+    fireEvent.click(screen.getByRole('button', { name: 'Add bucket' }));
+    fireEvent.change(screen.getByLabelText('bucket 1 name'), { target: { value: 'fleet' } });
+    fireEvent.change(screen.getByLabelText('bucket 1 bucket'), { target: { value: 'gpu-traces' } });
+    fireEvent.change(screen.getByLabelText('bucket 1 prefix'), { target: { value: 'kernels' } });
+    fireEvent.change(screen.getByLabelText('bucket 1 endpoint'), { target: { value: 'seaweedfs:8333' } });
+    fireEvent.click(screen.getByLabelText('bucket 1 plain HTTP'));
+    fireEvent.change(screen.getByLabelText('bucket 1 access key'), { target: { value: 'AKIA123' } });
+    fireEvent.change(screen.getByLabelText('bucket 1 secret key'), { target: { value: 'sekrit' } });
+    expect(last().jsonData.kernelBuckets).toEqual([
+      {
+        name: 'fleet',
+        provider: 's3',
+        bucket: 'gpu-traces',
+        prefix: 'kernels',
+        endpoint: 'seaweedfs:8333',
+        insecure: true,
+      },
+    ]);
+    expect(last().secureJsonData).toEqual({
+      'kernelBucket.fleet.accessKey': 'AKIA123',
+      'kernelBucket.fleet.secretKey': 'sekrit',
+    });
+    expect(JSON.stringify(last().jsonData)).not.toContain('sekrit');
+  });
+
+  it("shows each provider's own fields and flags what the backend refuses", () => {
+    renderEditor(
+      settings({
+        jsonData: {
+          kernelBuckets: [
+            { name: 'az', provider: 'azure', bucket: 'c' },
+            { name: 'disk', provider: 'filesystem', directory: 'relative' },
+            { name: 'g', provider: 'gcs', bucket: 'b' },
+          ],
+        },
+        secureJsonFields: { 'kernelBucket.g.serviceAccount': true },
+      })
+    );
+    expect(screen.getByText('Set the storage account')).toBeInTheDocument();
+    expect(screen.getByLabelText('bucket 1 account key')).toBeInTheDocument();
+    expect(screen.getByText('The filesystem provider needs an absolute directory')).toBeInTheDocument();
+    expect(screen.queryByLabelText('bucket 2 access key')).not.toBeInTheDocument();
+    expect(screen.getByLabelText('bucket 3 service account')).toHaveValue('configured');
+  });
+
+  it('forgets a removed bucket and its stored credentials', () => {
+    const { last } = renderEditor(
+      settings({
+        jsonData: { kernelBuckets: [{ name: 'fleet', provider: 's3', bucket: 'b' }] },
+        secureJsonFields: { 'kernelBucket.fleet.accessKey': true, 'kernelBucket.fleet.secretKey': true },
+      })
+    );
+    fireEvent.click(screen.getByRole('button', { name: 'Remove bucket 1' }));
+    expect(last().jsonData.kernelBuckets).toBeUndefined();
+    expect(last().secureJsonFields['kernelBucket.fleet.accessKey']).toBe(false);
+    expect(last().secureJsonData).toEqual({ 'kernelBucket.fleet.accessKey': '', 'kernelBucket.fleet.secretKey': '' });
+  });
+});

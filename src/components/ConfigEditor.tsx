@@ -73,7 +73,16 @@ export function ConfigEditor(props: Props) {
         description="Optional: each keeps its default until you change it. A section with a setting opens by itself."
       >
         <Stack direction="column" gap={2}>
-          <SettingsSections jsonData={jsonData} onChange={patchJson} />
+          <SettingsSections
+            jsonData={jsonData}
+            onChange={patchJson}
+            secrets={{
+              secureJsonData: options.secureJsonData ?? {},
+              secureJsonFields: options.secureJsonFields ?? {},
+              setSecret,
+              resetSecrets,
+            }}
+          />
         </Stack>
       </ConfigSection>
     </div>

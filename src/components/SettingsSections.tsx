@@ -4,6 +4,7 @@ import { HsiOptions } from '../types';
 import { DCGM_KEYS, DcgmSection } from './config/DcgmSection';
 import { SettingsProps } from './config/fields';
 import { JOIN_KEYS, JoinSection } from './config/JoinSection';
+import { BucketSecretsProps, KernelBucketsSection } from './config/KernelBucketsSection';
 import { NvmlSection } from './config/NvmlSection';
 import { ProfilesSection } from './config/ProfilesSection';
 import { SelfProfilingSection } from './config/SelfProfilingSection';
@@ -18,7 +19,7 @@ export type { JsonPatch } from './config/fields';
  * field writes the jsonData key the backend reads (pkg/models/settings*.go) with its JSON type;
  * an empty field removes its key.
  */
-export function SettingsSections({ jsonData, onChange }: SettingsProps) {
+export function SettingsSections({ jsonData, onChange, secrets }: SettingsProps & { secrets: BucketSecretsProps }) {
   const has = (...keys: Array<keyof HsiOptions>) => keys.some((k) => jsonData[k] !== undefined);
   return (
     <>
@@ -30,6 +31,7 @@ export function SettingsSections({ jsonData, onChange }: SettingsProps) {
         onChange={onChange}
         open={has('traceDirectories', 'traceMaxFileBytes', 'traceMaxFiles')}
       />
+      <KernelBucketsSection jsonData={jsonData} onChange={onChange} open={has('kernelBuckets')} {...secrets} />
       <ThresholdsSection jsonData={jsonData} onChange={onChange} open={has('gpuThresholds')} />
       <JoinSection jsonData={jsonData} onChange={onChange} open={has(...JOIN_KEYS)} />
       <SlowRequestsSection jsonData={jsonData} onChange={onChange} open={has(...SLOW_KEYS)} />

@@ -27,7 +27,8 @@ export const fileOption = (f: KernelFile): ComboboxOption<string> => ({
   value: f.file,
   label: f.file,
   description: [
-    size(f.size),
+    // A bucket's objects are listed without their size (it is read when one is opened).
+    f.size > 0 ? size(f.size) : '',
     written(f.modified),
     f.traceIds.length ? `${f.traceIds.length === 1 ? 'trace' : 'traces'} ${f.traceIds.join(', ')}` : '',
   ]
@@ -37,7 +38,7 @@ export const fileOption = (f: KernelFile): ComboboxOption<string> => ({
 
 /**
  * GPU kernels: the request's trace ID (its traces are found by name or content in the configured
- * trace directories), or one trace file picked from the kernel-files resource.
+ * trace directories, by name in the buckets), or one trace file picked from the kernel-files resource.
  */
 export function KernelFields({ query, update, datasource }: FieldsProps) {
   return (
@@ -56,7 +57,7 @@ export function KernelFields({ query, update, datasource }: FieldsProps) {
         label="File"
         value={query.file}
         placeholder="Found by trace ID"
-        tooltip="One trace file, relative to a configured trace directory; it takes precedence over the trace ID"
+        tooltip="One trace file, relative to a configured trace directory, or a bucket object (bucket:<name>/<key>); it takes precedence over the trace ID"
         width={48}
         clearable
         load={async () => (await datasource.getKernelFiles(query.traceId)).map(fileOption)}
