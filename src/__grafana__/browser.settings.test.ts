@@ -183,6 +183,73 @@ describe('the settings page', () => {
       );
     });
 
+    it(`kernel-trace buckets, ${width} px wide: stored buckets shown, credentials as configured, added and checked`, async () => {
+      const jsonData = {
+        kernelBuckets: [
+          {
+            name: 'fleet',
+            provider: 's3',
+            bucket: 'gpu-traces',
+            prefix: 'kernels',
+            endpoint: 'seaweedfs:8333',
+            region: 'eu-west-1',
+            insecure: true,
+          },
+          { name: 'lab', provider: 'gcs', bucket: 'lab-traces' },
+        ],
+      } as HsiOptions;
+      const secureJsonFields = { 'kernelBucket.fleet.accessKey': true, 'kernelBucket.fleet.secretKey': true };
+      await look(
+        `settings-buckets-${width}`,
+        { kind: 'config', jsonData, secureJsonFields },
+        'input',
+        async (page) => {
+          const values = await inputValues(page);
+          for (const v of ['fleet', 'gpu-traces', 'kernels', 'seaweedfs:8333', 'eu-west-1', 'lab', 'lab-traces']) {
+            expect(values).toContain(v);
+          }
+          const secret = (label: string) =>
+            page.$eval(`[aria-label="${label}"]`, (e) => (e as HTMLInputElement | HTMLTextAreaElement).value);
+          expect(await secret('bucket 1 access key')).toBe('configured');
+          expect(await secret('bucket 1 secret key')).toBe('configured');
+          expect(await secret('bucket 2 service account')).toBe(''); // GCS: not set yet
+          expect(await page.$eval('[aria-label="bucket 1 plain HTTP"]', (e) => (e as HTMLInputElement).checked)).toBe(
+            true
+          );
+          const shown = await text(page);
+          expect(shown).toMatch(/GPU kernel traces[^]*Trace directories[^]*Buckets/);
+          expect(shown).not.toMatch(/Set the bucket|needs an absolute directory|Another bucket is named/);
+          expect(await labelsThatDoNotFit(page)).toEqual([]);
+
+          // A third bucket: S3 by default, its credentials empty; a name the backend would refuse
+          // is said under the field; Azure asks for its container and account.
+          await page.$$eval('[data-testid="scene"] button', (bs) =>
+            (bs.find((b) => (b as HTMLElement).innerText.trim() === 'Add bucket') as HTMLElement).click()
+          );
+          await page.waitForSelector('[aria-label="bucket 3 name"]');
+          expect(await secret('bucket 3 access key')).toBe('');
+          expect(await text(page)).toContain('Set the bucket');
+          await page.$eval('[aria-label="bucket 3 name"]', (e) => (e as HTMLInputElement).select());
+          await page.type('[aria-label="bucket 3 name"]', 'fleet');
+          await page.waitForFunction(() => document.body.innerText.includes('Another bucket is named fleet'));
+          await page.$$eval('[aria-label="bucket 3"] label', (ls) =>
+            (ls.find((l) => (l as HTMLElement).innerText.trim() === 'Azure') as HTMLElement).click()
+          );
+          await page.waitForSelector('[aria-label="bucket 3 storage account"]');
+          expect(await secret('bucket 3 account key')).toBe('');
+          expect(await text(page)).toContain('Container');
+          await page.screenshot({ path: join(screenshots, `settings-buckets-added-${width}.png`), fullPage: true });
+          expect(await labelsThatDoNotFit(page)).toEqual([]);
+
+          // Removed, it is gone with its fields.
+          await click(page, 'Remove bucket 3');
+          await page.waitForFunction(() => !document.querySelector('[aria-label="bucket 3 name"]'));
+          expect(await inputValues(page)).toContain('lab-traces');
+        },
+        width
+      );
+    });
+
     it(`invalid, ${width} px wide: says what the backend would refuse, under the field`, async () => {
       const jsonData = {
         pyroscopeUrl: 'pyroscope:4040',

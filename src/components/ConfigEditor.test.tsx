@@ -607,7 +607,7 @@ describe('ConfigEditor local GPUs (NVML)', () => {
 describe('ConfigEditor kernel trace buckets', () => {
   it('adds a bucket with its fields in jsonData and its credentials in secureJsonData only', () => {
     const { last } = renderEditor(settings());
-    open('GPU kernel traces in buckets');
+    open('GPU kernel traces');
     fireEvent.click(screen.getByRole('button', { name: 'Add bucket' }));
     fireEvent.change(screen.getByLabelText('bucket 1 name'), { target: { value: 'fleet' } });
     fireEvent.change(screen.getByLabelText('bucket 1 bucket'), { target: { value: 'gpu-traces' } });

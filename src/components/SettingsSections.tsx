@@ -4,7 +4,7 @@ import { HsiOptions } from '../types';
 import { DCGM_KEYS, DcgmSection } from './config/DcgmSection';
 import { SettingsProps } from './config/fields';
 import { JOIN_KEYS, JoinSection } from './config/JoinSection';
-import { BucketSecretsProps, KernelBucketsSection } from './config/KernelBucketsSection';
+import { BucketSecretsProps } from './config/KernelBuckets';
 import { NvmlSection } from './config/NvmlSection';
 import { ProfilesSection } from './config/ProfilesSection';
 import { SelfProfilingSection } from './config/SelfProfilingSection';
@@ -29,9 +29,9 @@ export function SettingsSections({ jsonData, onChange, secrets }: SettingsProps 
       <TraceDirectoriesSection
         jsonData={jsonData}
         onChange={onChange}
-        open={has('traceDirectories', 'traceMaxFileBytes', 'traceMaxFiles')}
+        open={has('traceDirectories', 'traceMaxFileBytes', 'traceMaxFiles', 'kernelBuckets')}
+        {...secrets}
       />
-      <KernelBucketsSection jsonData={jsonData} onChange={onChange} open={has('kernelBuckets')} {...secrets} />
       <ThresholdsSection jsonData={jsonData} onChange={onChange} open={has('gpuThresholds')} />
       <JoinSection jsonData={jsonData} onChange={onChange} open={has(...JOIN_KEYS)} />
       <SlowRequestsSection jsonData={jsonData} onChange={onChange} open={has(...SLOW_KEYS)} />

@@ -2,6 +2,7 @@ import React from 'react';
 import { InlineField, InlineFieldRow, TextArea } from '@grafana/ui';
 import { TRACE_FILE_DEFAULTS } from '../../generated/vocabulary';
 import { LABEL_WIDTH, SectionProps, Section, NumberSetting } from './fields';
+import { BucketSecretsProps, KernelBuckets } from './KernelBuckets';
 
 /** One absolute directory a line; only absolute paths are kept by the backend. */
 function traceDirsError(dirs?: string[]): string | undefined {
@@ -9,13 +10,16 @@ function traceDirsError(dirs?: string[]): string | undefined {
   return bad === undefined ? undefined : `Not an absolute path: ${bad}`;
 }
 
-/** GPU kernel traces: where the kernels query reads PyTorch profiler traces and Nsight Systems exports. */
-export function TraceDirectoriesSection({ jsonData, onChange, open }: SectionProps) {
+/**
+ * GPU kernel traces: the directories and buckets where the kernels query reads PyTorch profiler
+ * traces and Nsight Systems exports.
+ */
+export function TraceDirectoriesSection({ jsonData, onChange, open, ...secrets }: SectionProps & BucketSecretsProps) {
   const dirs = jsonData.traceDirectories;
   return (
     <Section
       title="GPU kernel traces"
-      summary="Where the GPU kernels query finds PyTorch profiler traces and Nsight Systems exports."
+      summary="Where the GPU kernels query finds PyTorch profiler traces and Nsight Systems exports: directories, buckets."
       open={open}
     >
       <InlineField
@@ -60,6 +64,7 @@ export function TraceDirectoriesSection({ jsonData, onChange, open }: SectionPro
           onChange={(v) => onChange({ traceMaxFiles: v })}
         />
       </InlineFieldRow>
+      <KernelBuckets jsonData={jsonData} onChange={onChange} {...secrets} />
     </Section>
   );
 }

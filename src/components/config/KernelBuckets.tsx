@@ -1,5 +1,6 @@
 import React from 'react';
 import {
+  Box,
   Button,
   InlineField,
   InlineFieldRow,
@@ -9,10 +10,11 @@ import {
   SecretInput,
   SecretTextArea,
   Stack,
+  Text,
 } from '@grafana/ui';
 
 import { BucketCredential, BucketProvider, HsiSecureJsonData, KernelBucket } from '../../types';
-import { JsonPatch, LABEL_WIDTH, Note, Section, SectionProps } from './fields';
+import { JsonPatch, LABEL_WIDTH, Note, SectionProps } from './fields';
 
 type SecureKey = keyof HsiSecureJsonData;
 
@@ -71,10 +73,15 @@ export function bucketError(b: KernelBucket, all: KernelBucket[]): string | unde
 const asList = (v: unknown): KernelBucket[] => (Array.isArray(v) ? v : []);
 
 /**
- * GPU kernel traces in buckets: S3 (or an S3-compatible store), GCS, Azure Blob, or a directory
- * standing in for one. Credentials go to secureJsonData as kernelBucket.<name>.<credential>.
+ * GPU kernel traces in buckets, in the kernel traces' section below the directories: S3 (or an
+ * S3-compatible store), GCS, Azure Blob, or a directory standing in for one. Credentials go to
+ * secureJsonData as kernelBucket.<name>.<credential>.
  */
-export function KernelBucketsSection({ jsonData, onChange, open, ...secrets }: SectionProps & BucketSecretsProps) {
+export function KernelBuckets({
+  jsonData,
+  onChange,
+  ...secrets
+}: Pick<SectionProps, 'jsonData' | 'onChange'> & BucketSecretsProps) {
   const list = asList(jsonData.kernelBuckets);
   const write = (next: KernelBucket[]) => onChange({ kernelBuckets: next.length ? next : undefined });
   const update = (i: number, patch: Partial<KernelBucket>) => {
@@ -93,11 +100,10 @@ export function KernelBucketsSection({ jsonData, onChange, open, ...secrets }: S
     secrets.resetSecrets(keys, { kernelBuckets: next.length ? next : undefined });
   };
   return (
-    <Section
-      title="GPU kernel traces in buckets"
-      summary="Object storage (S3, GCS, Azure Blob) the GPU kernels query reads beside the trace directories."
-      open={open}
-    >
+    <>
+      <Box marginTop={2}>
+        <Text element="h6">Buckets</Text>
+      </Box>
       <Note>
         Name each upload for its request (the trace ID in the object name) under a prefix per service and day: a
         request&apos;s traces are then found in a cached listing of the bucket, never by downloading objects.
@@ -118,12 +124,15 @@ export function KernelBucketsSection({ jsonData, onChange, open, ...secrets }: S
                     onChange={(e) => update(i, { name: e.currentTarget.value.trim() })}
                   />
                 </InlineField>
-                <RadioButtonGroup<BucketProvider>
-                  aria-label={`bucket ${n} provider`}
-                  options={PROVIDERS}
-                  value={b.provider}
-                  onChange={(provider) => update(i, { provider })}
-                />
+                {/* Its own box: a name's error under the field must not stretch the buttons. */}
+                <div style={{ alignSelf: 'flex-start' }}>
+                  <RadioButtonGroup<BucketProvider>
+                    aria-label={`bucket ${n} provider`}
+                    options={PROVIDERS}
+                    value={b.provider}
+                    onChange={(provider) => update(i, { provider })}
+                  />
+                </div>
                 <Button
                   variant="secondary"
                   icon="trash-alt"
@@ -233,7 +242,7 @@ export function KernelBucketsSection({ jsonData, onChange, open, ...secrets }: S
           </div>
         )}
       </Stack>
-    </Section>
+    </>
   );
 }
 
