@@ -60,7 +60,7 @@ else
   set -a; . "$work/env"; set +a
 fi
 
-log "integration benchmarks against the bed: a real traceId profile; gpuClass on 64 GPUs × 24 h (own Prometheus)"
+log "integration benchmarks against the bed: a real traceId profile; gpuClass on 64 GPUs × 24 h (own Prometheus); a 200 MB trace from its S3 bucket"
 bench integration -tags integration -bench '^BenchmarkReal' ./pkg/plugin/
 
 # The load test's long form: its figures (latency under load beside the same requests one at a
@@ -99,6 +99,8 @@ RealGPUClass64GPUs24h|fetch-ms/op|same: fetching the figures through `GPUFigures
 Chrome200MB|parse-s/op|200 MB Kineto trace: reading and analysing it|s|tokenise-s/op|`encoding/json` merely tokenising it
 Chrome200MB|parse-peak-heap-MB|peak heap while reading it|MB|file-MB|the file's size
 Chrome200MB|retained-heap-MB|heap kept after reading it|MB|file-MB|the file's size
+RealBucket200MB|bucket-s/op|the same 200 MB trace as an object of the bed's S3 bucket (SeaweedFS, the plugin's s3 client): reading and analysing it|s|disk-s/op|the same file from disk, same analysis
+RealBucket200MB|bucket-peak-heap-MB|same: peak heap while reading it|MB|disk-peak-heap-MB|the same file from disk
 ChromeMemoryVsSize/20MB|peak-heap-MB|20 MB trace, kept intervals capped at 10,000: peak heap|MB|file-MB|the file's size
 ChromeMemoryVsSize/80MB|peak-heap-MB|80 MB trace, same caps: peak heap|MB|file-MB|the file's size
 Load|p50-ms|load test through the plugin protocol (every query type, the bed): median latency under load|ms|alone-p50-ms|the same requests one at a time

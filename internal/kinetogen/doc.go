@@ -1,8 +1,9 @@
 // Package kinetogen writes GPU kernel traces the way PyTorch's profiler (Kineto) does, for tests
-// and the demo workload: Writer writes them event by event, and Write writes the trace of one
-// request's GPU work showing one mechanism of GPU idleness, with its ground truth. It does not
-// import pkg/gputrace: gputrace's own tests use it, and the ground truth is computed here by the
-// rules below, independently of gputrace's analysis, so that each checks the other.
+// and the demo workload: Writer writes them event by event, Write writes the trace of one request's
+// GPU work showing one mechanism of GPU idleness, with its ground truth, and WriteBig a large
+// trace for the benchmarks. It does not import pkg/gputrace: gputrace's own tests use it, and the
+// ground truth is computed here by the rules below, independently of gputrace's analysis, so that
+// each checks the other.
 //
 // # The trace
 //

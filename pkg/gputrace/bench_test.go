@@ -4,92 +4,33 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
-	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/hsi-profiling/hsi-profiling-datasource/internal/heapwatch"
 	"github.com/hsi-profiling/hsi-profiling-datasource/internal/kinetogen"
 )
 
-type countingWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (c *countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
-}
-
-// writeBigTrace writes a Kineto trace of at least size bytes: 4 streams, 300 kernel names, a
-// launch call and flow pair per kernel, a memcpy every 20 kernels.
+// writeBigTrace writes kinetogen.WriteBig's trace of at least size bytes to path.
 func writeBigTrace(tb testing.TB, path string, size int64) {
 	f, err := os.Create(path)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	defer f.Close()
-	cw := &countingWriter{w: f}
-	k := kinetogen.NewWriter(cw, kinetogen.EpochBase, map[string]string{"rank": "0"})
-	rng := rand.New(rand.NewPCG(7, 7))
-	names := make([]string, 300)
-	for i := range names {
-		names[i] = fmt.Sprintf("void at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_impl_%d>(int, Func)", i)
+	if err := kinetogen.WriteBig(f, size); err != nil {
+		f.Close()
+		tb.Fatal(err)
 	}
-	var at [4]int64
-	for corr := 1; ; corr++ {
-		if corr%1000 == 0 {
-			k.Flush()
-			if cw.n >= size {
-				break
-			}
-		}
-		s := corr % 4
-		start := at[s] + int64(rng.IntN(3000))
-		end := start + 1 + int64(rng.IntN(50_000))
-		k.Runtime("cudaLaunchKernel", start-4000, start-1000, corr)
-		if corr%20 == 0 {
-			k.Memcpy("Memcpy DtoH (Device -> Pinned)", s+7, start, end, corr, 1<<20)
-		} else {
-			k.Kernel(names[rng.IntN(len(names))], s+7, start, end, corr)
-		}
-		at[s] = end
-	}
-	if err := k.Close("big", at[0]); err != nil {
+	if err := f.Close(); err != nil {
 		tb.Fatal(err)
 	}
 }
 
-// peakHeap samples the heap while f runs; the peak is what f needed at once.
-func peakHeap(f func()) uint64 {
-	runtime.GC()
-	var base runtime.MemStats
-	runtime.ReadMemStats(&base)
-	var peak atomic.Uint64
-	done := make(chan struct{})
-	go func() {
-		var m runtime.MemStats
-		for {
-			runtime.ReadMemStats(&m)
-			if m.HeapAlloc > peak.Load() {
-				peak.Store(m.HeapAlloc)
-			}
-			select {
-			case <-done:
-				return
-			case <-time.After(20 * time.Millisecond):
-			}
-		}
-	}()
-	f()
-	close(done)
-	return max(peak.Load(), base.HeapAlloc) - base.HeapAlloc
-}
+// peakHeap is the heap f needed at once (heapwatch.Peak).
+func peakHeap(f func()) uint64 { return heapwatch.Peak(f) }
 
 // BenchmarkChrome200MB reads a generated 200 MB trace and, side by side in each iteration, merely
 // tokenises it with encoding/json's Decoder.Token: the least any reader of the file must do.
