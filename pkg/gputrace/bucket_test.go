@@ -486,3 +486,21 @@ func TestBucketCallersShareTheListingUnderWay(t *testing.T) {
 	}
 }
 
+// An object's notice says whether its figures cover part of it or nothing of it was read.
+func TestBucketObjectNoticeSaysWhatWasRead(t *testing.T) {
+	for _, c := range []struct {
+		fault func(*faultBucket)
+		want  string
+	}{
+		{func(f *faultBucket) { f.getErr = errDenied }, "access denied (403): the credentials may not read this bucket (nothing of it was read)"},
+		{func(f *faultBucket) { f.truncate = 20 }, "(unexpected EOF) (figures cover what was read before it)"},
+	} {
+		fb := &faultBucket{Bucket: fleetBucket(t)}
+		c.fault(fb)
+		s := NewStore(nil, 100, 1<<20).WithBuckets(NewBucket("fleet", fb, BucketOptions{Prefix: "gpu"}))
+		_, missed, err := s.TracesOf(context.Background(), "", storeTraceID)
+		if err != nil || !strings.Contains(strings.Join(missed.Texts(), "\n"), c.want) {
+			t.Errorf("%v, notices %q; want %q", err, missed.Texts(), c.want)
+		}
+	}
+}
