@@ -1,15 +1,21 @@
 // Package faultproxy is a reverse proxy on 127.0.0.1 in front of one real upstream (Pyroscope,
-// Prometheus or Jaeger) whose fault can be switched while it runs: the upstream down, slow,
-// answering 5xx or 4xx, sending a cut-short, invalid or mislabelled body, or a body far beyond
-// any response limit. Tests put one in front of each upstream of the test bed to see what the
-// plugin makes of each fault. It also checks that each request carried the configured
-// credentials and records what it saw, so that a test can tell the secrets were in use.
+// Prometheus, Jaeger or an S3-compatible object store) whose fault can be switched while it
+// runs: the upstream down, slow, answering 5xx or 4xx, sending a cut-short, invalid or
+// mislabelled body, or a body far beyond any response limit. A fault may hit every request or
+// only some (SetFor: an object store's object reads but not its listings, say). Tests put one in
+// front of each upstream of the test bed to see what the plugin makes of each fault. It also
+// checks that each request carried the configured credentials and records what it saw, so that
+// a test can tell the secrets were in use.
+//
+// Requests are forwarded with the Host header the client sent (the proxy's own address), so a
+// request signed over its Host header (S3's Signature Version 4) stays valid.
 package faultproxy
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"encoding/xml"
 	"errors"
 	"fmt"
 	"io"
@@ -35,7 +41,7 @@ const (
 	Down        Fault = "down"       // nothing listens: connection refused
 	Slow        Fault = "slow"       // no reply until the client gives up
 	ServerError Fault = "5xx"        // 503 with a plain-text body, as a load balancer sends
-	ClientError Fault = "4xx"        // 4xx (Options.ClientErrorStatus) whose JSON body echoes the Authorization header
+	ClientError Fault = "4xx"        // 4xx (Options.ClientErrorStatus) whose body echoes the Authorization header (JSON; S3's XML for a SigV4-signed request)
 	Truncated   Fault = "truncated"  // the real reply cut in the middle, connection dropped
 	Invalid     Fault = "invalid"    // bytes that are no valid reply, under the real reply's content type
 	WrongType   Fault = "wrong-type" // a 200 HTML page where the API reply belongs
@@ -51,8 +57,12 @@ var Faults = []Fault{Down, Slow, ServerError, ClientError, Truncated, Invalid, W
 // Options configure a proxy.
 type Options struct {
 	// Authorization is the header value each request must carry ("Basic ...", "Bearer ...");
-	// empty means requests must carry none.
+	// empty means requests must carry none (unless AuthorizationPrefix is set).
 	Authorization string
+	// AuthorizationPrefix, when set, is what each request's Authorization header must start
+	// with instead, for credentials that sign each request: S3's "AWS4-HMAC-SHA256
+	// Credential=<access key>/".
+	AuthorizationPrefix string
 	// ClientErrorStatus is the status of the ClientError fault; 0 means 401.
 	ClientErrorStatus int
 	// HugeBytes is the size of the Huge fault's body; 0 means 1 GiB.
@@ -75,8 +85,9 @@ type Proxy struct {
 
 	mu       sync.Mutex
 	fault    Fault
-	server   *http.Server  // nil while Down
-	release  chan struct{} // closed to let Slow's held requests go
+	match    func(*http.Request) bool // the requests fault hits; nil: all
+	server   *http.Server             // nil while Down
+	release  chan struct{}            // closed to let Slow's held requests go
 	requests []Request
 	retries  int
 }
@@ -112,13 +123,20 @@ func New(target string, opts Options) (*Proxy, error) {
 // URL is the proxy's base URL, to configure in place of the upstream's.
 func (p *Proxy) URL() string { return "http://" + p.addr }
 
-// Set switches the fault; requests already held by Slow are let go.
-func (p *Proxy) Set(f Fault) error {
+// Set switches the fault, for every request; requests already held by Slow are let go.
+func (p *Proxy) Set(f Fault) error { return p.SetFor(f, nil) }
+
+// SetFor switches the fault for the requests match says yes to (every request when match is
+// nil); the others pass through as with None. Down cannot be limited: nothing listens.
+func (p *Proxy) SetFor(f Fault, match func(*http.Request) bool) error {
+	if f == Down && match != nil {
+		return errors.New("faultproxy: Down refuses every connection; it cannot be limited to some requests")
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	close(p.release)
 	p.release = make(chan struct{})
-	p.fault = f
+	p.fault, p.match = f, match
 	switch {
 	case f == Down && p.server != nil:
 		// Close drops open connections too, so pooled keep-alive connections fail as well.
@@ -163,8 +181,10 @@ func (p *Proxy) serve(ln net.Listener) {
 func (p *Proxy) handle(w http.ResponseWriter, r *http.Request) {
 	p.mu.Lock()
 	fault, release := p.fault, p.release
-	p.requests = append(p.requests, Request{Method: r.Method, Path: r.URL.Path, Fault: fault,
-		AuthOK: r.Header.Get("Authorization") == p.opts.Authorization})
+	if p.match != nil && !p.match(r) {
+		fault = None
+	}
+	p.requests = append(p.requests, Request{Method: r.Method, Path: r.URL.Path, Fault: fault, AuthOK: p.authOK(r)})
 	p.mu.Unlock()
 
 	switch fault {
@@ -204,11 +224,28 @@ func (p *Proxy) handle(w http.ResponseWriter, r *http.Request) {
 	p.forward.ServeHTTP(w, r.WithContext(withFault(r.Context(), fault)))
 }
 
+// authOK says whether r carried the configured credentials.
+func (p *Proxy) authOK(r *http.Request) bool {
+	got := r.Header.Get("Authorization")
+	if p.opts.AuthorizationPrefix != "" {
+		return strings.HasPrefix(got, p.opts.AuthorizationPrefix)
+	}
+	return got == p.opts.Authorization
+}
+
+// sigV4 is how a request signed with S3's Signature Version 4 starts its Authorization header.
+const sigV4 = "AWS4-HMAC-SHA256 "
+
 // clientError answers with a JSON error body in the shapes of Connect ({code, message}) and of
 // Prometheus ({status, errorType, error}), quoting the Authorization header as some servers do
-// when they reject it: the realistic way a secret ends up in an error message.
+// when they reject it: the realistic way a secret ends up in an error message. A request signed
+// for S3 gets S3's XML error instead (AccessDenied for 403), quoting the header the same way.
 func (p *Proxy) clientError(w http.ResponseWriter, r *http.Request) {
 	msg := fmt.Sprintf("credentials rejected: Authorization %q is not valid for %s", r.Header.Get("Authorization"), r.URL.Path)
+	if strings.HasPrefix(r.Header.Get("Authorization"), sigV4) {
+		s3Error(w, r, p.opts.ClientErrorStatus, msg)
+		return
+	}
 	body, _ := json.Marshal(map[string]string{
 		"code": "unauthenticated", "message": msg,
 		"status": "error", "errorType": "unauthorized", "error": msg,
@@ -216,6 +253,33 @@ func (p *Proxy) clientError(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(p.opts.ClientErrorStatus)
 	_, _ = w.Write(body)
+}
+
+// s3Error answers as an S3 store does: <Error> with the code of the status, the message, the
+// resource and a request ID. A HEAD reply has no body.
+func s3Error(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	code := map[int]string{
+		http.StatusBadRequest: "InvalidRequest", http.StatusUnauthorized: "Unauthorized",
+		http.StatusForbidden: "AccessDenied", http.StatusNotFound: "NoSuchKey",
+	}[status]
+	if code == "" {
+		code = http.StatusText(status)
+	}
+	var buf bytes.Buffer
+	buf.WriteString(xml.Header)
+	_ = xml.NewEncoder(&buf).Encode(struct {
+		XMLName   xml.Name `xml:"Error"`
+		Code      string
+		Message   string
+		Resource  string
+		RequestID string `xml:"RequestId"`
+	}{Code: code, Message: msg, Resource: r.URL.Path, RequestID: "faultproxy-1"})
+	w.Header().Set("Content-Type", "application/xml")
+	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
+	w.WriteHeader(status)
+	if r.Method != http.MethodHead {
+		_, _ = w.Write(buf.Bytes())
+	}
 }
 
 // modifyResponse damages the real reply for Truncated and Invalid.

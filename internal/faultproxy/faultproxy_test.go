@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"encoding/xml"
 	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -275,5 +277,108 @@ func TestTruncatedCutsARealSuccessEvenWhenTheServerFailedFirst(t *testing.T) {
 	}
 	if p.RealRetries() != 2 || calls != 3 {
 		t.Errorf("retries %d, real calls %d; want 2 and 3", p.RealRetries(), calls)
+	}
+}
+
+// An S3 request is signed over its Host header (SigV4): the real server must see the Host the
+// client signed, the proxy's address, or it would reject every request the proxy forwards.
+func TestForwardingKeepsTheHostTheClientSigned(t *testing.T) {
+	var hosts []string
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hosts = append(hosts, r.Host)
+		_, _ = w.Write(backendBody)
+	}))
+	t.Cleanup(backend.Close)
+	p, err := New(backend.URL, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	for _, f := range []Fault{None, Truncated, Invalid} {
+		set(t, p, f)
+		res, err := http.Get(p.URL() + "/bucket/key.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+	}
+	want := strings.TrimPrefix(p.URL(), "http://")
+	if len(hosts) != 3 || hosts[0] != want || hosts[1] != want || hosts[2] != want {
+		t.Errorf("the backend saw Host %q, want %q each time", hosts, want)
+	}
+}
+
+// SetFor limits a fault to some requests (an object store's object reads, not its listings);
+// the others get the real reply.
+func TestSetForHitsOnlyTheMatchingRequests(t *testing.T) {
+	p := start(t, Options{})
+	objects := func(r *http.Request) bool { return strings.HasPrefix(r.URL.Path, "/bucket/") }
+	if err := p.SetFor(Invalid, objects); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		path string
+		want bool
+	}{{"/bucket/key.json", false}, {"/bucket", true}, {"/api/v1/query", true}} {
+		path, want := c.path, c.want
+		res, err := http.Get(p.URL() + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if got := bytes.Equal(body, backendBody); got != want {
+			t.Errorf("%s: real reply %v, want %v (%q)", path, got, want, body)
+		}
+	}
+	var faults []Fault
+	for _, r := range p.Requests() {
+		faults = append(faults, r.Fault)
+	}
+	if !slices.Equal(faults, []Fault{Invalid, None, None}) {
+		t.Errorf("recorded faults %q, want invalid for the object only", faults)
+	}
+	if err := p.SetFor(Down, objects); err == nil {
+		t.Error("Down limited to some requests: want an error, nothing can listen for some only")
+	}
+	// Set lifts the limit.
+	set(t, p, Invalid)
+	if _, body, err := get(t, p, nil); err != nil || bytes.Equal(body, backendBody) {
+		t.Errorf("Set after SetFor: %v %q, want every request invalid", err, body)
+	}
+}
+
+// A request signed for S3 (SigV4) is checked by the prefix of its Authorization header, and the
+// 4xx fault answers it as S3 does: XML, AccessDenied for 403, quoting the header.
+func TestS3ClientErrorAndSignedCredentials(t *testing.T) {
+	const sig = "AWS4-HMAC-SHA256 Credential=AKIAFAULTPROXY0001/20260101/us-east-1/s3/aws4_request, SignedHeaders=host, Signature=abc"
+	p := start(t, Options{AuthorizationPrefix: "AWS4-HMAC-SHA256 Credential=AKIAFAULTPROXY0001/", ClientErrorStatus: http.StatusForbidden})
+	set(t, p, ClientError)
+	for _, method := range []string{http.MethodGet, http.MethodHead} {
+		req, _ := http.NewRequest(method, p.URL()+"/bucket/key.json", nil)
+		req.Header.Set("Authorization", sig)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		var reply struct{ Code, Message, Resource string }
+		switch {
+		case res.StatusCode != http.StatusForbidden || res.Header.Get("Content-Type") != "application/xml":
+			t.Errorf("%s: %s %q, want 403 application/xml", method, res.Status, res.Header.Get("Content-Type"))
+		case method == http.MethodHead && len(body) != 0:
+			t.Errorf("HEAD: a body %q", body)
+		case method == http.MethodGet && (xml.Unmarshal(body, &reply) != nil || reply.Code != "AccessDenied" || !strings.Contains(reply.Message, sig) || reply.Resource != "/bucket/key.json"):
+			t.Errorf("GET: %q, want S3's <Error> with AccessDenied quoting the Authorization header", body)
+		}
+	}
+	if _, _, err := get(t, p, nil); err != nil { // Bearer: not signed for S3
+		t.Fatal(err)
+	}
+	reqs := p.Requests()
+	if len(reqs) != 3 || !reqs[0].AuthOK || !reqs[1].AuthOK || reqs[2].AuthOK {
+		t.Errorf("requests %+v: want the two signed ones with their credentials, the bearer one without", reqs)
 	}
 }

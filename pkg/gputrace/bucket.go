@@ -2,9 +2,12 @@ package gputrace
 
 import (
 	"context"
+	"encoding/xml"
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/url"
 	"os"
 	"path"
 	"sort"
@@ -15,6 +18,7 @@ import (
 	"github.com/thanos-io/objstore"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/notices"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/safe"
 )
 
 // BucketRef starts the file reference of a bucket object: bucket:<name>/<key under the prefix>.
@@ -46,8 +50,19 @@ type Bucket struct {
 	openMu sync.Mutex
 	bkt    objstore.Bucket
 
-	mu    sync.Mutex
-	cache *bucketListing
+	mu       sync.Mutex
+	cache    *bucketListing
+	inflight *listCall // the listing running now, which every caller meanwhile shares
+}
+
+// listCall is one listing of the bucket and its outcome, shared by the callers that come while
+// it runs: panels of one dashboard asking at once wait for one listing, not each for the one
+// before theirs, so none waits past the bucket's timeout.
+type listCall struct {
+	done chan struct{} // closed once l or err is set
+	at   time.Time
+	l    *bucketListing
+	err  error // naming the bucket, its cause in words
 }
 
 // BucketOptions tune a Bucket; zero fields take the defaults.
@@ -145,7 +160,8 @@ func (b *Bucket) key(rel string) string {
 // ref is an object's file reference.
 func (b *Bucket) ref(rel string) string { return BucketRef + b.name + "/" + rel }
 
-// cause says what went wrong with a call to the bucket, in words, without credentials.
+// cause says what went wrong with a call to the bucket, in words, without credentials: the
+// provider's own error where none of these fits.
 func (b *Bucket) cause(ctx context.Context, err error) string {
 	switch {
 	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
@@ -154,6 +170,30 @@ func (b *Bucket) cause(ctx context.Context, err error) string {
 		return "access denied (403): the credentials may not read this bucket"
 	case b.bkt != nil && b.bkt.IsObjNotFoundErr(err):
 		return "not found (deleted since it was listed?)"
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "reply cut short: the connection ended before the whole reply arrived (unexpected EOF)"
+	}
+	if op, ok := errors.AsType[*net.OpError](err); ok {
+		if op.Op == "dial" {
+			return "unreachable (" + b.redact(op.Error()) + ")"
+		}
+		return "the connection failed (" + b.redact(op.Error()) + ")"
+	}
+	if dns, ok := errors.AsType[*net.DNSError](err); ok {
+		return "unreachable (" + b.redact(dns.Error()) + ")"
+	}
+	if xe, ok := errors.AsType[*xml.SyntaxError](err); ok {
+		return "invalid reply, not the XML the store sends (" + b.redact(xe.Error()) + ")"
+	}
+	// The provider's error, less the request URL its HTTP client puts first (Get "http://…":),
+	// which repeats the endpoint and the query string.
+	if ue, ok := errors.AsType[*url.Error](err); ok {
+		inner := strings.TrimSpace(ue.Err.Error())
+		if strings.HasPrefix(inner, "Connection closed by foreign host") {
+			// minio-go's words (with the URL again) for a connection closed before any reply.
+			return "the connection closed before any reply arrived (EOF)"
+		}
+		return b.redact(inner)
 	}
 	return b.redact(err.Error())
 }
@@ -168,34 +208,71 @@ func (b *Bucket) redact(text string) string {
 }
 
 // listing lists the bucket's trace objects under its prefix (recursively), or reuses the last
-// listing younger than the TTL; fresh says which. A failed listing falls back on an older one,
-// with a warning.
+// listing younger than the TTL; fresh says which. A caller that comes while a listing runs
+// waits for that one (at most its own context allows). A failed listing falls back on an older
+// one, with a warning; force (the health check) asks for a fresh listing, and its failure.
 func (b *Bucket) listing(ctx context.Context, maxObjects int, force bool) (l *bucketListing, fresh bool, warn notices.List, err error) {
 	bkt, err := b.client(ctx)
 	if err != nil {
 		return nil, false, nil, err
 	}
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	now := b.opts.Now()
 	if !force && b.cache != nil && now.Sub(b.cache.at) < b.opts.TTL {
+		defer b.mu.Unlock()
 		return b.cache, false, nil, nil
 	}
 	if b.opts.MaxObjects > 0 {
 		maxObjects = b.opts.MaxObjects
 	}
-	next, err := b.list(ctx, bkt, maxObjects)
-	if err != nil {
-		err = fmt.Errorf("bucket %s: cannot list it: %s", b.name, b.cause(ctx, err))
-		if b.cache != nil && ctx.Err() == nil {
-			warn.Warnf("%v; using its list from %s ago", err, age(now.Sub(b.cache.at)))
-			return b.cache, false, warn, nil
-		}
-		return nil, false, nil, err
+	call := b.inflight
+	if call == nil {
+		call = &listCall{done: make(chan struct{}), at: now}
+		b.inflight = call
+		// Bounded by the bucket's timeout, not by this caller's context: a query that gives
+		// up does not fail the others waiting on the same listing.
+		go b.runListing(context.WithoutCancel(ctx), bkt, maxObjects, call)
 	}
-	next.at = now
-	b.cache = next
-	return next, true, nil, nil
+	b.mu.Unlock()
+
+	select {
+	case <-call.done:
+	case <-ctx.Done():
+		return nil, false, nil, fmt.Errorf("bucket %s: cannot list it: %s", b.name, b.cause(ctx, ctx.Err()))
+	}
+	if call.err == nil {
+		return call.l, true, nil, nil
+	}
+	if force || ctx.Err() != nil {
+		return nil, false, nil, call.err
+	}
+	b.mu.Lock()
+	older := b.cache
+	b.mu.Unlock()
+	if older == nil {
+		return nil, false, nil, call.err
+	}
+	warn.Warnf("%v; using its list from %s ago", call.err, age(now.Sub(older.at)))
+	return older, false, warn, nil
+}
+
+// runListing makes one listing and hands its outcome to every caller waiting on it.
+func (b *Bucket) runListing(ctx context.Context, bkt objstore.BucketReader, maxObjects int, call *listCall) {
+	var l *bucketListing
+	err := safe.Do("kernel trace bucket listing", func() (err error) {
+		l, err = b.list(ctx, bkt, maxObjects)
+		return err
+	})
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err != nil {
+		call.err = fmt.Errorf("bucket %s: cannot list it: %s", b.name, b.cause(ctx, err))
+	} else {
+		l.at = call.at
+		b.cache, call.l = l, l
+	}
+	b.inflight = nil
+	close(call.done)
 }
 
 func (b *Bucket) list(ctx context.Context, bkt objstore.BucketReader, maxObjects int) (*bucketListing, error) {
@@ -360,13 +437,21 @@ func (b *Bucket) analyze(ctx context.Context, f TraceFile, maxBytes int64) (*Res
 	return c.Result(AnalysisOptions{}), err
 }
 
-// readError keeps a parse error's message and says a failed transfer in words.
+// readError says a failed transfer, and content that is no trace, in words.
 func (b *Bucket) readError(ctx context.Context, err error) error {
 	if errors.Is(err, errOverMax) {
 		return errOverMax
 	}
 	if te, ok := errors.AsType[*transferError](err); ok {
+		if errors.Is(te.error, io.ErrUnexpectedEOF) {
+			return fmt.Errorf("cut short after %d bytes: the connection ended before the whole object arrived (unexpected EOF)", te.at)
+		}
 		return fmt.Errorf("the transfer failed after %d bytes: %s", te.at, b.cause(ctx, te.error))
+	}
+	if pe, ok := errors.AsType[*ParseError](err); ok {
+		// What the store sent whole is not a trace: another file under a trace's name, or
+		// something in front of the store answering in its place.
+		return fmt.Errorf("not a readable PyTorch profiler trace (%s)", b.redact(strings.TrimPrefix(pe.Error(), "gputrace: ")))
 	}
 	return errors.New(b.redact(err.Error()))
 }

@@ -2,20 +2,28 @@ package gputrace
 
 import (
 	"bytes"
+	"cmp"
 	"compress/gzip"
 	"context"
+	"encoding/xml"
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/thanos-io/objstore"
 	"github.com/thanos-io/objstore/providers/filesystem"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/notices"
 )
 
 // A second request of the bucket tests.
@@ -69,11 +77,25 @@ type faultBucket struct {
 	slow     time.Duration // every call waits this long (or for its context)
 	slowGet  time.Duration // Get waits this long (or for its context)
 	truncate int           // Get's body fails after this many bytes (0: whole)
+	readErr  error         // how it fails: io.ErrUnexpectedEOF when nil
 	garbage  bool          // Get answers bytes that are no trace
 	lists    int           // listings made
 }
 
 var errDenied = errors.New("Access Denied. (status 403)")
+
+// closed is minio-go's error for a connection closed before any reply (it rewrites the HTTP
+// client's EOF so).
+var closed error = &url.Error{Op: "Get", URL: "http://10.0.0.9:9000/traces/gpu/x.json", Err: errors.New("Connection closed by foreign host http://10.0.0.9:9000/traces/gpu/x.json. Retry again.")}
+
+// reset is a connection the store dropped while an object's body was being read.
+var reset error = &net.OpError{Op: "read", Net: "tcp", Source: &net.TCPAddr{IP: net.IPv4(10, 0, 0, 1), Port: 50000},
+	Addr: &net.TCPAddr{IP: net.IPv4(10, 0, 0, 9), Port: 9000}, Err: &os.SyscallError{Syscall: "read", Err: syscall.ECONNRESET}}
+
+// refused is what an S3 client says of a store that is down: its HTTP client's error, the
+// request's URL first.
+var refused error = &url.Error{Op: "Get", URL: "http://10.0.0.9:9000/traces/?list-type=2&prefix=gpu%2F", Err: &net.OpError{
+	Op: "dial", Net: "tcp", Addr: &net.TCPAddr{IP: net.IPv4(10, 0, 0, 9), Port: 9000}, Err: &os.SyscallError{Syscall: "connect", Err: syscall.ECONNREFUSED}}}
 
 func (f *faultBucket) wait(ctx context.Context) error {
 	if f.slow == 0 {
@@ -122,7 +144,7 @@ func (f *faultBucket) Get(ctx context.Context, name string) (io.ReadCloser, erro
 	return struct {
 		io.Reader
 		io.Closer
-	}{io.MultiReader(io.LimitReader(rc, int64(f.truncate)), errReader{io.ErrUnexpectedEOF}), rc}, nil
+	}{io.MultiReader(io.LimitReader(rc, int64(f.truncate)), errReader{cmp.Or(f.readErr, io.ErrUnexpectedEOF)}), rc}, nil
 }
 
 func (f *faultBucket) IsAccessDeniedErr(err error) bool { return errors.Is(err, errDenied) }
@@ -306,13 +328,18 @@ func TestBucketFaultsAreNoticesAndTheRestStands(t *testing.T) {
 		fault func(*faultBucket)
 		want  string
 	}{
-		{"down", func(f *faultBucket) { f.listErr = errors.New("dial tcp 10.0.0.9:9000: connect: connection refused") }, "bucket broken: cannot list it: dial tcp 10.0.0.9:9000: connect: connection refused"},
+		{"down", func(f *faultBucket) { f.listErr = refused }, "bucket broken: cannot list it: unreachable (dial tcp 10.0.0.9:9000: connect: connection refused)"},
+		{"down, an object", func(f *faultBucket) { f.getErr = refused }, "bucket:broken/infer/2026-11-27/infer_" + storeTraceID + ".pt.trace.json.gz: unreachable (dial tcp 10.0.0.9:9000: connect: connection refused)"},
+		{"closed before any reply", func(f *faultBucket) { f.getErr = closed }, "bucket:broken/infer/2026-11-27/infer_" + storeTraceID + ".pt.trace.json.gz: the connection closed before any reply arrived (EOF)"},
+		{"a listing that is no XML", func(f *faultBucket) { f.listErr = &xml.SyntaxError{Msg: "invalid UTF-8", Line: 2} }, "bucket broken: cannot list it: invalid reply, not the XML the store sends (XML syntax error on line 2: invalid UTF-8)"},
+		{"a listing cut short", func(f *faultBucket) { f.listErr = io.ErrUnexpectedEOF }, "bucket broken: cannot list it: reply cut short: the connection ended before the whole reply arrived (unexpected EOF)"},
 		{"refusing the listing", func(f *faultBucket) { f.listErr = errDenied }, "bucket broken: cannot list it: access denied (403)"},
 		{"slow", func(f *faultBucket) { f.slow = time.Second }, "bucket broken: cannot list it: no answer within 50ms"},
 		{"slow to open the object", func(f *faultBucket) { f.slowGet = time.Second }, "bucket:broken/infer/2026-11-27/infer_" + storeTraceID + ".pt.trace.json.gz: no answer within 50ms"},
 		{"refusing the object", func(f *faultBucket) { f.getErr = errDenied }, "bucket:broken/infer/2026-11-27/infer_" + storeTraceID + ".pt.trace.json.gz: access denied (403)"},
-		{"garbage", func(f *faultBucket) { f.garbage = true }, "bucket:broken/infer/2026-11-27/infer_" + storeTraceID + ".pt.trace.json.gz: gputrace: "},
-		{"truncated", func(f *faultBucket) { f.truncate = 20 }, "bucket:broken/infer/2026-11-27/infer_" + storeTraceID + ".pt.trace.json.gz: the transfer failed after 20 bytes: unexpected EOF"},
+		{"garbage", func(f *faultBucket) { f.garbage = true }, "bucket:broken/infer/2026-11-27/infer_" + storeTraceID + ".pt.trace.json.gz: not a readable PyTorch profiler trace (byte 0: "},
+		{"truncated", func(f *faultBucket) { f.truncate = 20 }, "bucket:broken/infer/2026-11-27/infer_" + storeTraceID + ".pt.trace.json.gz: cut short after 20 bytes: the connection ended before the whole object arrived (unexpected EOF)"},
+		{"reset", func(f *faultBucket) { f.truncate, f.readErr = 20, reset }, "bucket:broken/infer/2026-11-27/infer_" + storeTraceID + ".pt.trace.json.gz: the transfer failed after 20 bytes: the connection failed (read tcp 10.0.0.1:50000->10.0.0.9:9000: read: connection reset by peer)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			fb := &faultBucket{Bucket: fleetBucket(t)}
@@ -390,5 +417,90 @@ func TestBucketNoticesRedactCredentials(t *testing.T) {
 	all := strings.Join(missed.Texts(), "\n")
 	if strings.Contains(all, secret) || !strings.Contains(all, "signature mismatch for key [redacted]") {
 		t.Fatalf("notices %q", missed.Texts())
+	}
+}
+
+// The health check lists afresh and says a failed listing, even with an older listing cached
+// (which a query still uses, with a warning).
+func TestBucketCheckSaysAFailedListingDespiteTheCache(t *testing.T) {
+	now := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	fb := &faultBucket{Bucket: fleetBucket(t)}
+	s := NewStore(nil, 100, 1<<20).WithBuckets(NewBucket("fleet", fb, BucketOptions{Prefix: "gpu", Now: func() time.Time { return now }}))
+	if checks := s.CheckBuckets(context.Background()); checks[0].Err != nil || checks[0].Objects != 2 {
+		t.Fatalf("healthy: %+v", checks)
+	}
+	fb.listErr = refused
+	checks := s.CheckBuckets(context.Background())
+	if checks[0].Err == nil || checks[0].Err.Error() != "bucket fleet: cannot list it: unreachable (dial tcp 10.0.0.9:9000: connect: connection refused)" {
+		t.Fatalf("down, listed before: %+v, want the failure", checks)
+	}
+	now = now.Add(2 * time.Minute)
+	files, missed := s.List(context.Background())
+	if len(files) != 2 || !missed.Has("bucket fleet: cannot list it: unreachable (dial tcp 10.0.0.9:9000: connect: connection refused); using its list from 2m0s ago") {
+		t.Fatalf("a query, listed before: %q, notices %q", rels(files), missed.Texts())
+	}
+}
+
+// Callers that come while a slow bucket is being listed wait for that listing, not each for
+// the one before theirs: a dashboard's panels all answer within the bucket's timeout.
+func TestBucketCallersShareTheListingUnderWay(t *testing.T) {
+	const timeout = 400 * time.Millisecond
+	fb := &faultBucket{Bucket: fleetBucket(t), slow: time.Minute}
+	b := NewBucket("slow", fb, BucketOptions{Prefix: "gpu", Timeout: timeout})
+	const callers = 5
+	took := make([]time.Duration, callers)
+	notes := make([]notices.List, callers)
+	var wg sync.WaitGroup
+	for i := range callers {
+		wg.Go(func() {
+			start := time.Now()
+			_, notes[i] = b.List(context.Background(), 100)
+			took[i] = time.Since(start)
+		})
+	}
+	wg.Wait()
+	for i := range callers {
+		if !notes[i].Has("bucket slow: cannot list it: no answer within 400ms") || took[i] > 3*timeout {
+			t.Errorf("caller %d: %v, notices %q; want the timeout said within %v", i, took[i], notes[i].Texts(), 3*timeout)
+		}
+	}
+	if fb.lists != 1 {
+		t.Errorf("%d listings for %d callers at once, want 1", fb.lists, callers)
+	}
+	// A caller that gives up does not fail the listing for the others, and the next call
+	// lists again.
+	fb.slow = 100 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	quit := make(chan notices.List)
+	go func() {
+		_, n := b.List(ctx, 100)
+		quit <- n
+	}()
+	time.Sleep(20 * time.Millisecond)
+	cancel()
+	if n := <-quit; !strings.Contains(strings.Join(n.Texts(), "\n"), "bucket slow: cannot list it: context canceled") {
+		t.Errorf("the caller that gave up: notices %q", n.Texts())
+	}
+	if files, n := b.List(context.Background(), 100); len(files) != 2 || len(n) != 0 {
+		t.Errorf("after it: %q, notices %q", rels(files), n.Texts())
+	}
+}
+
+// An object's notice says whether its figures cover part of it or nothing of it was read.
+func TestBucketObjectNoticeSaysWhatWasRead(t *testing.T) {
+	for _, c := range []struct {
+		fault func(*faultBucket)
+		want  string
+	}{
+		{func(f *faultBucket) { f.getErr = errDenied }, "access denied (403): the credentials may not read this bucket (nothing of it was read)"},
+		{func(f *faultBucket) { f.truncate = 20 }, "(unexpected EOF) (figures cover what was read before it)"},
+	} {
+		fb := &faultBucket{Bucket: fleetBucket(t)}
+		c.fault(fb)
+		s := NewStore(nil, 100, 1<<20).WithBuckets(NewBucket("fleet", fb, BucketOptions{Prefix: "gpu"}))
+		_, missed, err := s.TracesOf(context.Background(), "", storeTraceID)
+		if err != nil || !strings.Contains(strings.Join(missed.Texts(), "\n"), c.want) {
+			t.Errorf("%v, notices %q; want %q", err, missed.Texts(), c.want)
+		}
 	}
 }

@@ -433,8 +433,11 @@ func (s *Store) TracesOf(ctx context.Context, file, traceID string) ([]Found, no
 	s.AnalyzeAll(ctx, files)
 	read := 0
 	for _, f := range files {
-		if f.Err != nil {
+		switch {
+		case f.Err != nil && f.Result != nil:
 			missed.Warnf("%s: %v (figures cover what was read before it)", f.File.Rel, f.Err)
+		case f.Err != nil:
+			missed.Warnf("%s: %v (nothing of it was read)", f.File.Rel, f.Err)
 		}
 		if f.Result != nil {
 			read++

@@ -6,7 +6,8 @@
 // kept, a notice or error names the failing upstream, its URL and the cause, the answer comes
 // within the configured timeout, the process stays up, and no secret of secureJsonData shows
 // anywhere (logs, frames, notices, errors, resource replies, health messages, the plugin's own
-// trace spans).
+// trace spans). TestKernelBucketFaults does the same for a kernel-trace bucket of the bed's S3
+// store.
 package faults
 
 import (
@@ -51,10 +52,13 @@ const (
 )
 
 // secrets are the data source's secureJsonData: Pyroscope with basic auth, Prometheus and Jaeger
-// with a bearer token each, all random so that no other text can contain them by chance.
+// with a bearer token each, all random so that no other text can contain them by chance; and,
+// where a test reads kernel-trace buckets, the bed's S3 keys (kernelBucket.<name>.accessKey and
+// .secretKey).
 type secrets struct {
 	pyroscopeUser, pyroscopePassword string
 	prometheusToken, jaegerToken     string
+	s3AccessKey, s3SecretKey         string
 }
 
 func newSecrets() secrets {
@@ -71,9 +75,16 @@ func (s secrets) basic() string {
 }
 
 // forbidden are the strings that must never leave the plugin: each secret, and the Basic
-// header's base64, which carries the password in a form a plain search would miss.
+// header's base64, which carries the password in a form a plain search would miss. (An S3
+// secret key never leaves the plugin in any form: SigV4 sends only an HMAC made with it.)
 func (s secrets) forbidden() []string {
-	return []string{s.pyroscopePassword, strings.TrimPrefix(s.basic(), "Basic "), s.prometheusToken, s.jaegerToken}
+	out := []string{s.pyroscopePassword, strings.TrimPrefix(s.basic(), "Basic "), s.prometheusToken, s.jaegerToken}
+	for _, k := range []string{s.s3AccessKey, s.s3SecretKey} {
+		if k != "" {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // leaked returns the first secret found in text, or "".
