@@ -320,6 +320,8 @@ export interface KernelBucket {
   insecure?: boolean;
   /** filesystem: an absolute directory. */
   directory?: string;
+  /** One listing, object's attributes or open: 1 to 300 seconds (unset: 30). */
+  timeoutSeconds?: number;
 }
 
 /** A bucket's credential, under secureJsonData's kernelBucket.<name>.<credential>. */

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"time"
 )
 
 // Bucket providers of jsonData.kernelBuckets (thanos-io/objstore's providers of the same names).
@@ -20,6 +21,17 @@ const (
 
 // MaxKernelBuckets bounds jsonData.kernelBuckets.
 const MaxKernelBuckets = 16
+
+// DefaultBucketTimeout is a bucket's timeoutSeconds when unset.
+const DefaultBucketTimeout = 30 * time.Second
+
+// Timeout is the bucket's timeout for one listing, attributes or open.
+func (b KernelBucket) Timeout() time.Duration {
+	if b.TimeoutSeconds == 0 {
+		return DefaultBucketTimeout
+	}
+	return time.Duration(b.TimeoutSeconds) * time.Second
+}
 
 // KernelBucket is one object-storage bucket (or container) kernel traces are read from, beside
 // the trace directories (jsonData.kernelBuckets, one item). Its credentials come from
@@ -35,6 +47,9 @@ type KernelBucket struct {
 	Account   string `json:"account"`   // azure: the storage account
 	Insecure  bool   `json:"insecure"`  // s3: plain HTTP (an on-premises store)
 	Directory string `json:"directory"` // filesystem: an absolute directory standing in for a bucket
+	// TimeoutSeconds bounds one listing, one object's attributes or open (1 to 300; 0 takes
+	// DefaultBucketTimeout). The read of an object's body has the query's own deadline.
+	TimeoutSeconds int `json:"timeoutSeconds"`
 
 	AccessKey         string `json:"-"` // s3, secureJsonData kernelBucket.<name>.accessKey
 	SecretKey         string `json:"-"` // s3, secureJsonData kernelBucket.<name>.secretKey
@@ -91,7 +106,7 @@ func loadKernelBuckets(j jsonFields, secure map[string]string) ([]KernelBucket, 
 		dec := json.NewDecoder(strings.NewReader(string(item)))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&b); err != nil {
-			errs = append(errs, fmt.Errorf("jsonData.kernelBuckets item %d must be an object with name, provider, bucket, prefix, endpoint, region, account, insecure and directory: %s", i+1, truncate(err.Error(), 80)))
+			errs = append(errs, fmt.Errorf("jsonData.kernelBuckets item %d must be an object with name, provider, bucket, prefix, endpoint, region, account, insecure, directory and timeoutSeconds: %s", i+1, truncate(err.Error(), 80)))
 			continue
 		}
 		where := fmt.Sprintf("jsonData.kernelBuckets item %d", i+1)
@@ -149,6 +164,9 @@ func checkKernelBucket(b *KernelBucket) error {
 		return errors.New("provider is missing: use s3, gcs, azure or filesystem")
 	default:
 		return fmt.Errorf("unknown provider %q: use s3, gcs, azure or filesystem", truncate(b.Provider, 20))
+	}
+	if b.TimeoutSeconds < 0 || b.TimeoutSeconds > int(MaxTimeout.Seconds()) {
+		return fmt.Errorf("timeoutSeconds must be between 1 and %d (0 or unset: %d), got %d", int(MaxTimeout.Seconds()), int(DefaultBucketTimeout.Seconds()), b.TimeoutSeconds)
 	}
 	if b.Insecure && b.Provider != ProviderS3 {
 		return errors.New("insecure is for the s3 provider only")

@@ -4,11 +4,12 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestKernelBucketsAreReadWithTheirCredentials(t *testing.T) {
 	s := load(t, `{"kernelBuckets":[
-		{"name":"fleet","provider":"S3","bucket":"traces","prefix":"/gpu/","endpoint":"seaweed:8333","region":"eu","insecure":true},
+		{"name":"fleet","provider":"S3","bucket":"traces","prefix":"/gpu/","endpoint":"seaweed:8333","region":"eu","insecure":true,"timeoutSeconds":5},
 		{"name":"gcs-1","provider":"gcs","bucket":"b"},
 		{"name":"az","provider":"azure","bucket":"c","account":"acct"},
 		{"name":"local","provider":"filesystem","directory":"/data/bucket/"}]}`,
@@ -18,7 +19,8 @@ func TestKernelBucketsAreReadWithTheirCredentials(t *testing.T) {
 	}
 	b := s.Kernels.Buckets
 	if len(b) != 4 || b[0].Provider != "s3" || b[0].Prefix != "gpu" || !b[0].Insecure || b[0].AccessKey != "AKIA-SECRET-1" || b[0].SecretKey != "s3cr3t-2" ||
-		b[1].ServiceAccount == "" || b[2].StorageAccountKey != "azsecret" || b[3].Directory != "/data/bucket" {
+		b[1].ServiceAccount == "" || b[2].StorageAccountKey != "azsecret" || b[3].Directory != "/data/bucket" ||
+		b[0].Timeout() != 5*time.Second || b[1].Timeout() != DefaultBucketTimeout {
 		t.Fatalf("buckets: %v", b)
 	}
 	// Neither %v nor %+v nor %#v prints a credential.
@@ -48,6 +50,9 @@ func TestKernelBucketSettingsNameTheKeyAndItem(t *testing.T) {
 		{`{"kernelBuckets":[{"name":"a","provider":"azure","bucket":"c"}]}`, `item 1 ("a"): account is missing`},
 		{`{"kernelBuckets":[{"name":"a","provider":"s3","bucket":"b","prefix":"x/../y"}]}`, `item 1 ("a"): prefix "x/../y" must be a plain key prefix`},
 		{`{"kernelBuckets":[{"name":"a","provider":"s3","bucket":"b","colour":"red"}]}`, `item 1 must be an object`},
+		{`{"kernelBuckets":[{"name":"a","provider":"s3","bucket":"b","timeoutSeconds":301}]}`, `item 1 ("a"): timeoutSeconds must be between 1 and 300 (0 or unset: 30), got 301`},
+		{`{"kernelBuckets":[{"name":"a","provider":"s3","bucket":"b","timeoutSeconds":-1}]}`, `item 1 ("a"): timeoutSeconds must be between 1 and 300`},
+		{`{"kernelBuckets":[{"name":"a","provider":"s3","bucket":"b","timeoutSeconds":"5"}]}`, `item 1 must be an object`},
 	} {
 		s := load(t, c.json, nil)
 		if s.bad.Kernels == nil || !strings.Contains(s.bad.Kernels.Error(), c.want) {

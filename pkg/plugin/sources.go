@@ -109,7 +109,7 @@ func kernelStore(ks models.KernelTraceSettings, invalid error) correlate.Source[
 	for _, b := range ks.Buckets {
 		store.WithBuckets(gputrace.OpenBucket(b.Name, func(ctx context.Context) (objstore.Bucket, error) {
 			return buckets.Open(ctx, b)
-		}, gputrace.BucketOptions{Prefix: b.Prefix, Secrets: b.Secrets()}))
+		}, gputrace.BucketOptions{Prefix: b.Prefix, Secrets: b.Secrets(), Timeout: b.Timeout()}))
 	}
 	return correlate.Ready[correlate.KernelStore](store)
 }

@@ -613,6 +613,10 @@ describe('ConfigEditor kernel trace buckets', () => {
     fireEvent.change(screen.getByLabelText('bucket 1 bucket'), { target: { value: 'gpu-traces' } });
     fireEvent.change(screen.getByLabelText('bucket 1 prefix'), { target: { value: 'kernels' } });
     fireEvent.change(screen.getByLabelText('bucket 1 endpoint'), { target: { value: 'seaweedfs:8333' } });
+    fireEvent.change(screen.getByLabelText('bucket 1 timeout'), { target: { value: '400' } });
+    expect(screen.getByText('Timeout: seconds from 1 to 300')).toBeInTheDocument();
+    fireEvent.change(screen.getByLabelText('bucket 1 timeout'), { target: { value: '10' } });
+    expect(screen.queryByText('Timeout: seconds from 1 to 300')).not.toBeInTheDocument();
     fireEvent.click(screen.getByLabelText('bucket 1 plain HTTP'));
     fireEvent.change(screen.getByLabelText('bucket 1 access key'), { target: { value: 'AKIA123' } });
     fireEvent.change(screen.getByLabelText('bucket 1 secret key'), { target: { value: 'sekrit' } });
@@ -623,6 +627,7 @@ describe('ConfigEditor kernel trace buckets', () => {
         bucket: 'gpu-traces',
         prefix: 'kernels',
         endpoint: 'seaweedfs:8333',
+        timeoutSeconds: 10,
         insecure: true,
       },
     ]);

@@ -28,9 +28,10 @@ import (
 )
 
 const (
-	// bucketTimeout is how long one listing or one object's open may take: the plugin's
-	// default, which the settings do not change.
-	bucketTimeout = gputrace.DefaultBucketTimeout
+	// bucketTimeout is how long one listing or one object's open may take (the buckets'
+	// timeoutSeconds): short, so that the slow fault is cheap, long enough for the real store to
+	// answer on a busy machine.
+	bucketTimeout = 8 * time.Second
 	// bucketMargin is what an answer may take beyond the faulty bucket's wait on a busy
 	// machine: the directory, the healthy bucket's listing and reads, the analysis, and the
 	// S3 client's retries of a refused connection.
@@ -129,7 +130,7 @@ func newBucketRig(t *testing.T) *bucketRig {
 	t.Cleanup(r.proxy.Close)
 	bucket := func(name, endpoint string) map[string]any {
 		return map[string]any{"name": name, "provider": "s3", "bucket": bed.S3Bucket, "prefix": root + "/" + name,
-			"endpoint": endpoint, "insecure": true, "region": testbed.S3Region}
+			"endpoint": endpoint, "insecure": true, "region": testbed.S3Region, "timeoutSeconds": int(bucketTimeout.Seconds())}
 	}
 	settings := pluginhost.DataSource{
 		UID: "hsi-bucket-faults", Name: "HSI Profiling",

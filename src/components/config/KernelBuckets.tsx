@@ -57,6 +57,10 @@ export function bucketError(b: KernelBucket, all: KernelBucket[]): string | unde
   if (all.filter((o) => o.name === b.name).length > 1) {
     return `Another bucket is named ${b.name}`;
   }
+  const t = b.timeoutSeconds;
+  if (t !== undefined && !(Number.isInteger(t) && t >= 1 && t <= 300)) {
+    return 'Timeout: seconds from 1 to 300';
+  }
   if (b.provider === 'filesystem') {
     return b.directory?.startsWith('/') ? undefined : 'The filesystem provider needs an absolute directory';
   }
@@ -157,13 +161,31 @@ export function KernelBuckets({
                   onChange={(bucket) => update(i, { bucket })}
                 />
               )}
-              <BucketText
-                n={n}
-                label="Prefix"
-                value={b.prefix}
-                placeholder="kernels"
-                onChange={(prefix) => update(i, { prefix })}
-              />
+              <InlineFieldRow>
+                <BucketText
+                  n={n}
+                  label="Prefix"
+                  value={b.prefix}
+                  placeholder="kernels"
+                  onChange={(prefix) => update(i, { prefix })}
+                />
+                <InlineField
+                  label="Timeout (seconds)"
+                  tooltip="One listing, or opening one object, may take this long. Default 30."
+                >
+                  <Input
+                    aria-label={`bucket ${n} timeout`}
+                    type="number"
+                    width={10}
+                    placeholder="30"
+                    value={b.timeoutSeconds ?? ''}
+                    onChange={(e) => {
+                      const v = e.currentTarget.value.trim();
+                      update(i, { timeoutSeconds: v === '' ? undefined : Number(v) });
+                    }}
+                  />
+                </InlineField>
+              </InlineFieldRow>
               {(b.provider === 's3' || b.provider === 'azure') && (
                 <BucketText
                   n={n}
