@@ -71,6 +71,45 @@ type Truth struct {
 	Transfers                          int64 // copy and memset activities
 	Launches                           int64 // runtime calls that launched a GPU activity
 	SyncCalls                          int64 // blocking host calls
+	// KernelLaunches are Nsight Systems' cuda_kern_exec_sum rows for the trace, by kernel name
+	// and launch call, sorted by both (see LaunchTruth).
+	KernelLaunches []LaunchTruth
+}
+
+// LaunchTruth is what the kernels of one name launched by calls of one name took, phase by
+// phase, as cuda_kern_exec_sum splits a launch: API = call end − call start; Queue = kernel
+// start − call end, only for the Queued launches where it is ≥ 0 (a kernel on an idle stream
+// may start before its call returns: it has none); Exec = kernel end − kernel start; Total =
+// max(call end, kernel end) − call start.
+type LaunchTruth struct {
+	Kernel, Call            string
+	Count, Queued           int64
+	API, Queue, Exec, Total Spread
+}
+
+// Spread is a duration's sum, minimum, maximum and median (the middle value, or the mean of the
+// two middle values), ns.
+type Spread struct {
+	Sum, Min, Max int64
+	Median        float64
+}
+
+func spread(xs []int64) Spread {
+	if len(xs) == 0 {
+		return Spread{}
+	}
+	s := append([]int64(nil), xs...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	out := Spread{Min: s[0], Max: s[len(s)-1]}
+	for _, x := range s {
+		out.Sum += x
+	}
+	if m := len(s) / 2; len(s)%2 == 1 {
+		out.Median = float64(s[m])
+	} else {
+		out.Median = float64(s[m-1]+s[m]) / 2
+	}
+	return out
 }
 
 // Idle is the time the GPU ran nothing: Sync + Launch + HostWork.
@@ -482,17 +521,46 @@ func (g *gen) truth() Truth {
 	}
 	launchOf := map[int]call{}
 	var launchCalls, blocking [][2]int64
+	type phases struct{ api, queue, exec, total []int64 }
+	perLaunch := map[[2]string]*phases{}
 	for _, c := range g.calls {
 		if c.act >= 0 {
 			launchOf[c.corr] = c
 			launchCalls = append(launchCalls, [2]int64{c.start, c.end})
 			t.Launches++
 		}
+		if c.act >= 0 && g.acts[c.act].kind == actKernel {
+			k := g.acts[c.act]
+			key := [2]string{k.name, c.name}
+			p := perLaunch[key]
+			if p == nil {
+				p = &phases{}
+				perLaunch[key] = p
+			}
+			p.api = append(p.api, c.end-c.start)
+			if k.start >= c.end {
+				p.queue = append(p.queue, k.start-c.end)
+			}
+			p.exec = append(p.exec, k.end-k.start)
+			p.total = append(p.total, max(c.end, k.end)-c.start)
+		}
 		if c.blocking {
 			blocking = append(blocking, [2]int64{c.start, c.end})
 			t.SyncCalls++
 		}
 	}
+	for key, p := range perLaunch {
+		t.KernelLaunches = append(t.KernelLaunches, LaunchTruth{Kernel: key[0], Call: key[1],
+			Count: int64(len(p.api)), Queued: int64(len(p.queue)),
+			API: spread(p.api), Queue: spread(p.queue), Exec: spread(p.exec), Total: spread(p.total)})
+	}
+	sort.Slice(t.KernelLaunches, func(i, j int) bool {
+		a, b := t.KernelLaunches[i], t.KernelLaunches[j]
+		if a.Kernel != b.Kernel {
+			return a.Kernel < b.Kernel
+		}
+		return a.Call < b.Call
+	})
 	if len(acts) == 0 {
 		return t
 	}

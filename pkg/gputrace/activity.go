@@ -27,6 +27,10 @@ type Activity struct {
 	Stream      int32
 	Correlation int64
 	Bytes       int64 // memcpy / memset only; 0 when unknown
+	// Thread is the host thread of a runtime or driver call or an annotation (Kineto's tid,
+	// nsys's globalTid); 0 when the reader does not know it. A range contains only the calls
+	// of its own thread (RangeProjection).
+	Thread int64
 	// TraceID is the request trace ID an annotation names in its args; the name is also
 	// searched, so readers leave it empty when they have no args.
 	TraceID string

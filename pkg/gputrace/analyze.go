@@ -113,7 +113,12 @@ type Result struct {
 	// GPUIdle splits the GPUs' idle and copy-only time by what they waited for (the
 	// annotations' and requests' shares are on Annotations and ByTraceID).
 	GPUIdle IdleMechanisms
-	Notices notices.List
+	// Launches is Nsight Systems' cuda_kern_exec_sum: API, queue and kernel time per kernel
+	// name and launch call; Ranges its nvtx_gpu_proj_sum: the ranges (NVTX, record_function)
+	// projected onto the GPU work launched inside them (launches.go).
+	Launches []LaunchSummary
+	Ranges   []RangeProjection
+	Notices  notices.List
 }
 
 // DefaultKernelWaitThreshold is the kernel-wait threshold HTA applies in effect: its
@@ -148,6 +153,8 @@ func (c *Collector) Result(o AnalysisOptions) *Result {
 	var inner, traced []int32
 	r.Annotations, r.ByTraceID, inner, traced = c.attribute()
 	r.GPUIdle = c.idleMechanisms(inner, traced, r.Annotations, r.ByTraceID)
+	r.Launches = c.launchSummary()
+	r.Ranges, c.dropped.openRanges, c.dropped.rangeNames = c.rangeProjections()
 	r.Memcpy = c.memcpyVolumes()
 	r.TraceIDs = c.ids.list()
 	r.Notices = c.finishNotices()

@@ -13,9 +13,9 @@ const maxAnnotations = 100_000
 const maxNestingWalk = 256
 
 type annotation struct {
-	name       string
-	traceID    string
-	start, end int64
+	name               string
+	traceID            string
+	start, end, thread int64
 }
 
 // AnnotationKernels is the GPU work launched inside one host annotation (user_annotation,
@@ -56,7 +56,7 @@ func (c *Collector) addAnnotation(a Activity) {
 		c.dropped.annotations++
 		return
 	}
-	c.annots = append(c.annots, annotation{name: a.Name, traceID: id, start: a.Start, end: a.End})
+	c.annots = append(c.annots, annotation{name: a.Name, traceID: id, start: a.Start, end: a.End, thread: a.Thread})
 }
 
 // attribute needs c.ivals; it sorts c.annots by start. Each GPU activity belongs to the innermost
@@ -140,5 +140,5 @@ func (r *Result) KernelTimeFor(traceID string) TraceKernelTime {
 }
 
 func annotationNotice(dropped int64) string {
-	return fmt.Sprintf("more than %d annotations: %d left out of kernel attribution", maxAnnotations, dropped)
+	return fmt.Sprintf("more than %d annotations: %d left out of kernel attribution and the GPU projection", maxAnnotations, dropped)
 }

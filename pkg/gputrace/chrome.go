@@ -2,6 +2,7 @@ package gputrace
 
 import (
 	"bufio"
+	"bytes"
 	"compress/gzip"
 	"encoding/json"
 	"errors"
@@ -36,11 +37,14 @@ func (e *ParseError) Unwrap() error { return e.Err }
 // chromeEvent holds the fields of a Kineto event the analyses use; others are skipped by the
 // decoder without being kept.
 type chromeEvent struct {
-	Ph   string          `json:"ph"`
-	Cat  string          `json:"cat"`
-	Name string          `json:"name"`
-	Ts   json.Number     `json:"ts"`
-	Dur  json.Number     `json:"dur"`
+	Ph   string      `json:"ph"`
+	Cat  string      `json:"cat"`
+	Name string      `json:"name"`
+	Ts   json.Number `json:"ts"`
+	Dur  json.Number `json:"dur"`
+	// Tid is a number in recent traces, a string ("25738") in older ones and a label on
+	// Kineto's own rows ("PyTorch Profiler").
+	Tid  threadField     `json:"tid"`
 	Args json.RawMessage `json:"args"`
 }
 
@@ -246,7 +250,69 @@ func (p *chromeReader) event(ev *chromeEvent, args *chromeArgs) {
 	a.Stream = int32(num(args.Stream))
 	a.Correlation = int64(num(args.Correlation))
 	a.Bytes = int64(num(args.Bytes))
+	if kind == KindRuntime || kind == KindDriver || kind == KindAnnotation {
+		a.Thread = int64(ev.Tid)
+	}
 	p.c.Add(a)
+}
+
+// threadField is an event's tid, read where the decoder holds it, without a copy: every event
+// has one.
+type threadField int64
+
+func (f *threadField) UnmarshalJSON(b []byte) error {
+	*f = threadField(threadID(b))
+	return nil
+}
+
+// threadID reads a tid: a whole number, or one written as a string ("25738"), is the thread's
+// id; any other value (a label, "PyTorch Profiler") stands for a thread by a hash of its text,
+// positive and never 0; a missing or null tid is 0, unknown.
+func threadID(b []byte) int64 {
+	b = bytes.TrimSpace(b)
+	if len(b) >= 2 && b[0] == '"' && b[len(b)-1] == '"' {
+		b = bytes.TrimSpace(b[1 : len(b)-1])
+	}
+	if len(b) == 0 || string(b) == "null" {
+		return 0
+	}
+	if v, ok := wholeNumber(b); ok {
+		return v
+	}
+	h := uint64(14695981039346656037) // FNV-1a
+	for _, c := range b {
+		h = (h ^ uint64(c)) * 1099511628211
+	}
+	return int64(h&^(1<<63) | 1<<62)
+}
+
+// wholeNumber reads an optionally signed run of digits, with an optional ".0…" fraction
+// ("7.0" as some writers put integers), of at most 18 digits.
+func wholeNumber(b []byte) (int64, bool) {
+	neg := b[0] == '-'
+	if neg {
+		b = b[1:]
+	}
+	if i := bytes.IndexByte(b, '.'); i >= 0 {
+		if strings.Trim(string(b[i+1:]), "0") != "" || i+1 == len(b) {
+			return 0, false
+		}
+		b = b[:i]
+	}
+	if len(b) == 0 || len(b) > 18 {
+		return 0, false
+	}
+	var v int64
+	for _, c := range b {
+		if !isDigit(c) {
+			return 0, false
+		}
+		v = v*10 + int64(c-'0')
+	}
+	if neg {
+		v = -v
+	}
+	return v, true
 }
 
 func (p *chromeReader) finish() {

@@ -47,6 +47,7 @@ const otherKernels = "(other kernels)"
 
 // kernelStats aggregates one kernel name.
 type kernelStats struct {
+	name          string // the map's key, shared by the per-launch figures
 	count         int64
 	sum, min, max int64
 	sumSq         float64
@@ -65,6 +66,13 @@ type interval struct {
 
 type launch struct{ start, end int64 }
 
+// hostCall is a runtime or driver call kept for the join on correlation: its interval, its
+// thread and its name (an index in Collector.apiNames).
+type hostCall struct {
+	start, end, thread int64
+	api                int32
+}
+
 type syncRecord struct{ correlation, start, end int64 }
 
 type memcpyStats struct {
@@ -81,7 +89,7 @@ type Collector struct {
 	limits  Limits
 	kernels map[string]*kernelStats
 	ivals   []interval
-	launch  map[int64]launch
+	launch  map[int64]hostCall
 	memcpy  map[string]*memcpyStats
 	rng     *rand.Rand
 
@@ -104,7 +112,28 @@ type Collector struct {
 	// cuda_sync records that stand for a call the trace lacks).
 	blocking []launch
 
-	dropped          struct{ intervals, launches, names, samples, annotations, syncs int64 }
+	// apis interns the names of the host calls kept in launch (apiNames[i] is name i).
+	apis     map[string]int32
+	apiNames []string
+	// launches aggregates the kernels joined to their launch call, per kernel name and call
+	// name (cuda_kern_exec_sum); pending holds the kernels read before their call, pendingN
+	// their number; noCall counts the kernels without a correlation.
+	launches map[launchKey]*launchGroup
+	pending  map[int64][]pendingKernel
+	pendingN int
+	noCall   int64
+	// launchRng draws the per-launch reservoir, apart from rng: the kernel summary's samples
+	// stay what they were without it.
+	launchRng *rand.Rand
+
+	dropped struct {
+		intervals, launches, names, samples, annotations, syncs int64
+		// joins: kernels not kept waiting for their call; launchGroups: launches folded into
+		// the "(other kernels)" row; apiNames: calls named otherCalls; launchSamples: launches
+		// past the per-row sample. openRanges and rangeNames are set by each Result: ranges
+		// left out of the GPU projection, instances folded into "(other ranges)".
+		joins, launchGroups, apiNames, launchSamples, openRanges, rangeNames int64
+	}
 	annots           []annotation
 	negative, badDur int64
 	notices          []string
@@ -116,10 +145,14 @@ func NewCollector(l Limits) *Collector {
 	return &Collector{
 		limits:    l.withDefaults(),
 		kernels:   map[string]*kernelStats{},
-		launch:    map[int64]launch{},
+		launch:    map[int64]hostCall{},
 		memcpy:    map[string]*memcpyStats{},
 		syncCalls: map[int64]struct{}{},
+		apis:      map[string]int32{},
+		launches:  map[launchKey]*launchGroup{},
+		pending:   map[int64][]pendingKernel{},
 		rng:       rand.New(rand.NewPCG(1, 2)), // fixed seed: same file, same answer
+		launchRng: rand.New(rand.NewPCG(3, 4)),
 	}
 }
 
@@ -141,7 +174,7 @@ func (c *Collector) Add(a Activity) {
 	}
 	switch a.Kind {
 	case KindKernel:
-		c.addKernel(a)
+		c.joinKernel(a, c.addKernel(a))
 		c.addInterval(a)
 	case KindMemcpy, KindMemset:
 		c.addMemcpy(a)
@@ -171,11 +204,13 @@ func (c *Collector) Add(a Activity) {
 			}
 		}
 		if a.Correlation != 0 {
+			ln := hostCall{start: a.Start, end: a.End, thread: a.Thread, api: c.apiIndex(a.Name)}
 			if len(c.launch) < c.limits.MaxLaunches {
-				c.launch[a.Correlation] = launch{a.Start, a.End}
+				c.launch[a.Correlation] = ln
 			} else {
 				c.dropped.launches++
 			}
+			c.joinPending(a.Correlation, ln)
 		}
 	case KindSync:
 		if !blocksHost(a.Name) {
@@ -199,7 +234,8 @@ func (c *Collector) addBlocking(a Activity) {
 	}
 }
 
-func (c *Collector) addKernel(a Activity) {
+// addKernel returns the name the kernel is counted under (the map's own string).
+func (c *Collector) addKernel(a Activity) string {
 	name := a.Name
 	k := c.kernels[name]
 	if k == nil {
@@ -209,7 +245,7 @@ func (c *Collector) addKernel(a Activity) {
 			k = c.kernels[name]
 		}
 		if k == nil {
-			k = &kernelStats{min: a.End - a.Start}
+			k = &kernelStats{name: name, min: a.End - a.Start}
 			c.kernels[name] = k
 		}
 	}
@@ -221,12 +257,13 @@ func (c *Collector) addKernel(a Activity) {
 	k.max = max(k.max, d)
 	if len(k.samples) < c.limits.MaxSamplesPerKernel {
 		k.samples = append(k.samples, d)
-		return
+		return k.name
 	}
 	c.dropped.samples++
 	if j := c.rng.Int64N(k.count); j < int64(len(k.samples)) {
 		k.samples[j] = d
 	}
+	return k.name
 }
 
 func (c *Collector) addInterval(a Activity) {
@@ -272,10 +309,10 @@ func (c *Collector) finishNotices() notices.List {
 		n.Warnf("%d events with negative durations were skipped", c.badDur)
 	}
 	if c.dropped.intervals > 0 {
-		n.Warnf("more than %d GPU intervals: temporal and idle breakdowns cover the first %d only (%d left out)", c.limits.MaxIntervals, c.limits.MaxIntervals, c.dropped.intervals)
+		n.Warnf("more than %d GPU intervals: temporal and idle breakdowns and the ranges' GPU projection cover the first %d only (%d left out)", c.limits.MaxIntervals, c.limits.MaxIntervals, c.dropped.intervals)
 	}
 	if c.dropped.launches > 0 {
-		n.Warnf("more than %d launch calls: %d left out of the launch statistics", c.limits.MaxLaunches, c.dropped.launches)
+		n.Warnf("more than %d launch calls: %d left out of the launch statistics and the per-launch figures", c.limits.MaxLaunches, c.dropped.launches)
 	}
 	if c.dropped.syncs > 0 {
 		n.Warnf("more than %d synchronising calls or cuda_sync records: the sync figures may be off for %d of them", c.limits.MaxLaunches, c.dropped.syncs)
@@ -289,6 +326,7 @@ func (c *Collector) finishNotices() notices.List {
 	if len(c.kernels) == 0 && c.launchCalls > 0 {
 		n.Warnf("%d kernel launches on the host but no kernel records on the GPU: the profiler did not record GPU activity (CUPTI's activity tracing was off, as in a CUPTI-profiler or range-profiling run, or the GPU events were dropped), so there is no kernel summary, breakdown or idle time; record with CUDA activities on (torch.profiler's ProfilerActivity.CUDA, nsys --trace=cuda)", c.launchCalls)
 	}
+	c.launchNotices(&n)
 	if c.dropped.samples > 0 {
 		n.Warnf("kernel names with more than %d instances: their medians are estimated from a sample of %d", c.limits.MaxSamplesPerKernel, c.limits.MaxSamplesPerKernel)
 	}

@@ -16,9 +16,12 @@
 // breakdown (per GPU, and for the file as their sum) and per-stream idle breakdown (HTA's
 // effective rules), launch statistics, memcpy volume and bandwidth by direction, blocking host
 // calls counted once, advice with its evidence, the request trace IDs the trace
-// names (file name, traceName, metadata, annotations) and kernel time per annotation and per
-// trace ID. Memory is bounded by Limits: per kernel name aggregates plus capped samples, and
-// capped intervals and launches, each cap reported in a notice when reached.
+// names (file name, traceName, metadata, annotations), kernel time per annotation and per
+// trace ID, and per launch (launches.go) Nsight Systems' cuda_kern_exec_sum (API, queue and
+// kernel time per kernel and launch call) and nvtx_gpu_proj_sum (ranges projected onto the GPU
+// work their thread launched). Memory is bounded by Limits: per kernel name (and per kernel
+// and launch call) aggregates plus capped samples, and capped intervals and launches, each cap
+// reported in a notice when reached.
 //
 // AnalyzeOpened does all of it for one opened file. A Store is a data source's trace directories: it
 // lists their trace files, finds a request's by trace ID (file name, else content), and opens

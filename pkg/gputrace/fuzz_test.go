@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -54,7 +55,33 @@ func FuzzReadChrome(f *testing.F) {
 				t.Fatalf("bad row %+v", k)
 			}
 		}
+		checkPerLaunch(t, r, 50)
 	})
+}
+
+// checkPerLaunch: the per-launch rows and the ranges stay within the name cap and hold together.
+func checkPerLaunch(t *testing.T, r *Result, maxNames int) {
+	t.Helper()
+	if len(r.Launches) > maxNames+1 || len(r.Ranges) > maxNames+1 {
+		t.Fatalf("unbounded: %d per-launch rows, %d ranges", len(r.Launches), len(r.Ranges))
+	}
+	sane := func(d Durations, n int64) bool {
+		if n == 0 {
+			return d == Durations{}
+		}
+		return d.Min <= d.Max && float64(d.Min) <= d.Median && d.Median <= float64(d.Max) && !math.IsNaN(d.Avg)
+	}
+	for _, l := range r.Launches {
+		if l.Count <= 0 || l.Queued < 0 || l.Queued > l.Count || l.APITime.Min < 0 || l.KernelTime.Min < 0 || l.QueueTime.Min < 0 ||
+			!sane(l.TotalTime, l.Count) || !sane(l.APITime, l.Count) || !sane(l.KernelTime, l.Count) || !sane(l.QueueTime, l.Queued) {
+			t.Fatalf("bad per-launch row %+v", l)
+		}
+	}
+	for _, g := range r.Ranges {
+		if g.Instances <= 0 || g.GPUOps < g.Instances || !sane(g.Projected, g.Instances) {
+			t.Fatalf("bad range %+v", g)
+		}
+	}
 }
 
 // FuzzReadNsys feeds damaged Nsight Systems exports (a real export's bytes, cut and mutated) to
@@ -82,9 +109,131 @@ func FuzzReadNsys(f *testing.F) {
 		if tb := r.Temporal; tb.Compute+tb.Communication+tb.Memory+tb.Idle != tb.Span {
 			t.Fatalf("breakdown does not add up: %+v", tb)
 		}
+		checkPerLaunch(t, r, 50)
 		after, err := os.ReadFile(path)
 		if err != nil || !bytes.Equal(after, data) {
 			t.Fatalf("the reader changed the export (%v)", err)
 		}
 	})
+}
+
+// FuzzPerLaunch feeds the collector activities made from the fuzzer's bytes, in any order, on
+// several threads, and checks the per-launch rows and the ranges' projection against a direct
+// computation of their definitions (launches.go): each kernel joined to the call of its
+// correlation wherever it comes in the stream, each range given every operation whose call lies
+// within it on its thread. Six bytes make one activity.
+func FuzzPerLaunch(f *testing.F) {
+	f.Add([]byte{})
+	f.Add([]byte{0, 1, 1, 0, 5, 0, 2, 1, 0, 8, 3, 1, 4, 0, 1, 0, 40, 0})
+	f.Add([]byte{2, 1, 0, 8, 3, 1, 0, 1, 1, 0, 5, 0, 4, 0, 1, 0, 40, 0, 3, 1, 0, 9, 2, 0})
+	f.Add([]byte{4, 0, 1, 250, 49, 1, 4, 0, 2, 0, 49, 0, 0, 3, 1, 2, 4, 2, 1, 4, 2, 3, 4, 1, 2, 3, 0, 1, 2, 2, 2, 3, 0, 9, 1, 0, 2, 4, 0, 4, 49, 1})
+	f.Fuzz(checkPerLaunchOf)
+}
+
+func checkPerLaunchOf(t *testing.T, data []byte) {
+	if len(data) > 6*400 {
+		data = data[:6*400]
+	}
+	var acts []Activity
+	calls := map[int64]Activity{}
+	for i := 0; i+6 <= len(data); i += 6 {
+		b := data[i : i+6]
+		a := Activity{Correlation: int64(b[1] % 16), Thread: int64(b[2] % 3), Start: int64(int8(b[3])) * 10}
+		a.End = a.Start + int64(b[4]%50)
+		switch b[0] % 5 {
+		case 0, 1:
+			if _, dup := calls[a.Correlation]; dup || a.Correlation == 0 {
+				continue // one call per correlation, as CUPTI writes them
+			}
+			a.Kind, a.Name = KindRuntime, []string{"cudaLaunchKernel", "cuLaunchKernel", "cudaGraphLaunch"}[b[5]%3]
+			if b[0]%5 == 1 {
+				a.Kind = KindDriver
+			}
+			calls[a.Correlation] = a
+		case 2:
+			a.Kind, a.Name, a.Thread = KindKernel, fmt.Sprintf("k%d", b[5]%3), 0
+		case 3:
+			a.Kind, a.Name, a.Thread = KindMemcpy, "Memcpy HtoD", 0
+		case 4:
+			a.Kind, a.Name, a.Correlation = KindAnnotation, fmt.Sprintf("r%d", b[5]%3), 0
+		}
+		acts = append(acts, a)
+	}
+	r := collect(acts, Limits{})
+
+	want := map[[2]string]*phases{}
+	type proj struct {
+		first, last int64
+		corrs       map[int64]bool
+	}
+	for _, k := range acts {
+		c, ok := calls[k.Correlation]
+		if k.Kind != KindKernel || !ok {
+			continue
+		}
+		key := [2]string{k.Name, c.Name}
+		if want[key] == nil {
+			want[key] = &phases{}
+		}
+		want[key].add(c.Start, c.End, k.Start, k.End)
+	}
+	got := map[[2]string]LaunchSummary{}
+	for _, l := range r.Launches {
+		got[[2]string{l.Kernel, l.API}] = l
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d per-launch rows, want %d", len(got), len(want))
+	}
+	for key, p := range want {
+		if w := p.summary(key[0], key[1]); got[key] != w {
+			t.Fatalf("%v:\n got %+v\nwant %+v", key, got[key], w)
+		}
+	}
+
+	type agg struct {
+		n, rangeTime, ops int64
+		durs              []int64
+	}
+	byName := map[string]*agg{}
+	for _, rg := range acts {
+		if rg.Kind != KindAnnotation {
+			continue
+		}
+		p := proj{corrs: map[int64]bool{}}
+		for _, op := range acts {
+			c, ok := calls[op.Correlation]
+			if op.Kind != KindKernel && op.Kind != KindMemcpy || !ok ||
+				c.Start < rg.Start || c.End > rg.End || rg.Thread != 0 && c.Thread != 0 && rg.Thread != c.Thread {
+				continue
+			}
+			if len(p.corrs) == 0 || op.Start < p.first {
+				p.first = op.Start
+			}
+			if len(p.corrs) == 0 || op.End > p.last {
+				p.last = op.End
+			}
+			p.corrs[op.Correlation] = true
+		}
+		if len(p.corrs) == 0 {
+			continue
+		}
+		g := byName[rg.Name]
+		if g == nil {
+			g = &agg{}
+			byName[rg.Name] = g
+		}
+		g.n++
+		g.rangeTime += rg.End - rg.Start
+		g.ops += int64(len(p.corrs))
+		g.durs = append(g.durs, p.last-p.first)
+	}
+	if len(r.Ranges) != len(byName) {
+		t.Fatalf("ranges %+v, want %d names", r.Ranges, len(byName))
+	}
+	for _, g := range r.Ranges {
+		w := byName[g.Name]
+		if w == nil || g != (RangeProjection{Name: g.Name, Instances: w.n, RangeTime: w.rangeTime, Projected: durationsOf(w.durs), GPUOps: w.ops}) {
+			t.Fatalf("range %+v, want %+v", g, w)
+		}
+	}
 }

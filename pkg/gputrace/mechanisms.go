@@ -110,7 +110,7 @@ func (c *Collector) idleMechanisms(inner, traced []int32, annots []AnnotationKer
 	var launched []launch
 	for _, iv := range c.ivals {
 		if ln, ok := c.launch[iv.correlation]; ok && iv.correlation != 0 {
-			launched = append(launched, ln)
+			launched = append(launched, launch{ln.start, ln.end})
 		}
 	}
 	launches := newHostIntervals(launched)

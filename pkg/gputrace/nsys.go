@@ -48,6 +48,26 @@ func readNsysDB(ctx context.Context, db *sql.DB, c *Collector) error {
 		}
 		return "COALESCE((SELECT value FROM StringIds WHERE id = " + col + "), CAST(" + col + " AS TEXT))"
 	}
+	// The runtime calls first: each kernel then finds its launch call already read, and the
+	// per-launch join holds no kernel waiting for its call.
+	if r := cols["CUPTI_ACTIVITY_KIND_RUNTIME"]; r != nil {
+		if err := need("CUPTI_ACTIVITY_KIND_RUNTIME", r, "start", "end", "nameId"); err != nil {
+			return err
+		}
+		q := "SELECT start, end, " + opt(r, "correlationId") + ", " + opt(r, "globalTid") + ", " + name("nameId") + " FROM CUPTI_ACTIVITY_KIND_RUNTIME"
+		if err := scanRows(ctx, db, q, func(s scanner) error {
+			a := Activity{Kind: KindRuntime}
+			err := s.Scan(&a.Start, &a.End, &a.Correlation, &a.Thread, &a.Name)
+			// nsys names calls with their version suffix: cudaLaunchKernel_v7000.
+			if i := strings.Index(a.Name, "_v"); i > 0 {
+				a.Name = a.Name[:i]
+			}
+			c.Add(a)
+			return err
+		}); err != nil {
+			return err
+		}
+	}
 	if k := cols["CUPTI_ACTIVITY_KIND_KERNEL"]; k != nil {
 		nameCol := "demangledName"
 		if !k["demangledName"] {
@@ -60,24 +80,6 @@ func readNsysDB(ctx context.Context, db *sql.DB, c *Collector) error {
 		if err := scanRows(ctx, db, q, func(s scanner) error {
 			a := Activity{Kind: KindKernel}
 			err := s.Scan(&a.Start, &a.End, &a.Device, &a.Stream, &a.Correlation, &a.Name)
-			c.Add(a)
-			return err
-		}); err != nil {
-			return err
-		}
-	}
-	if r := cols["CUPTI_ACTIVITY_KIND_RUNTIME"]; r != nil {
-		if err := need("CUPTI_ACTIVITY_KIND_RUNTIME", r, "start", "end", "nameId"); err != nil {
-			return err
-		}
-		q := "SELECT start, end, " + opt(r, "correlationId") + ", " + name("nameId") + " FROM CUPTI_ACTIVITY_KIND_RUNTIME"
-		if err := scanRows(ctx, db, q, func(s scanner) error {
-			a := Activity{Kind: KindRuntime}
-			err := s.Scan(&a.Start, &a.End, &a.Correlation, &a.Name)
-			// nsys names calls with their version suffix: cudaLaunchKernel_v7000.
-			if i := strings.Index(a.Name, "_v"); i > 0 {
-				a.Name = a.Name[:i]
-			}
 			c.Add(a)
 			return err
 		}); err != nil {
@@ -123,10 +125,10 @@ func readNsysDB(ctx context.Context, db *sql.DB, c *Collector) error {
 			text = "COALESCE(text, '')"
 		}
 		// Ranges only (end set); marks have no duration to launch kernels in.
-		q := "SELECT COALESCE(start, 0), COALESCE(" + optRaw(n, "end") + ", -1), " + text + " FROM NVTX_EVENTS"
+		q := "SELECT COALESCE(start, 0), COALESCE(" + optRaw(n, "end") + ", -1), " + opt(n, "globalTid") + ", " + text + " FROM NVTX_EVENTS"
 		if err := scanRows(ctx, db, q, func(s scanner) error {
 			a := Activity{Kind: KindAnnotation}
-			err := s.Scan(&a.Start, &a.End, &a.Name)
+			err := s.Scan(&a.Start, &a.End, &a.Thread, &a.Name)
 			if a.End < a.Start {
 				c.ids.scan(a.Name, SourceAnnotation)
 				return err

@@ -84,7 +84,50 @@ func TestScenarioFilesMatchTheirTruth(t *testing.T) {
 				if r.GPUIdle != want {
 					t.Errorf("idle mechanisms %+v, truth %+v", r.GPUIdle, want)
 				}
+
+				checkLaunchTruth(t, r.Launches, truth.KernelLaunches)
+				// One range, the request's, launched every GPU activity: its projection is the
+				// GPU's window, its GPU ops the activities (one call each).
+				name := "request " + traceID + " span " + spanID
+				wantRange := RangeProjection{Name: name, Instances: 1, RangeTime: (15 * time.Millisecond).Nanoseconds(),
+					Projected: Durations{Total: truth.Window, Avg: float64(truth.Window), Median: float64(truth.Window), Min: truth.Window, Max: truth.Window},
+					GPUOps:    truth.Kernels + truth.Transfers}
+				if len(r.Ranges) != 1 || r.Ranges[0] != wantRange {
+					t.Errorf("ranges %+v, truth %+v", r.Ranges, wantRange)
+				}
 			})
+		}
+	}
+}
+
+// checkLaunchTruth compares cuda_kern_exec_sum's rows with kinetogen's, exactly: counts, sums,
+// minima, maxima and medians of each phase, averages as the sums over the counts.
+func checkLaunchTruth(t *testing.T, got []LaunchSummary, truth []kinetogen.LaunchTruth) {
+	t.Helper()
+	rows := map[[2]string]LaunchSummary{}
+	for _, l := range got {
+		rows[[2]string{l.Kernel, l.API}] = l
+	}
+	if len(rows) != len(truth) {
+		t.Errorf("%d per-launch rows, truth %d", len(rows), len(truth))
+	}
+	same := func(d Durations, s kinetogen.Spread, n int64) bool {
+		if n == 0 {
+			return d == Durations{}
+		}
+		return d.Total == s.Sum && d.Min == s.Min && d.Max == s.Max && d.Median == s.Median && d.Avg == float64(s.Sum)/float64(n)
+	}
+	for _, w := range truth {
+		g, ok := rows[[2]string{w.Kernel, w.Call}]
+		if !ok || g.Count != w.Count || g.Queued != w.Queued || g.MedianEstimated ||
+			!same(g.APITime, w.API, w.Count) || !same(g.QueueTime, w.Queue, w.Queued) ||
+			!same(g.KernelTime, w.Exec, w.Count) || !same(g.TotalTime, w.Total, w.Count) {
+			t.Errorf("%s by %s: %+v, truth %+v", w.Kernel, w.Call, g, w)
+		}
+	}
+	for i := 1; i < len(got); i++ {
+		if got[i].TotalTime.Avg > got[i-1].TotalTime.Avg {
+			t.Errorf("rows not ordered by the total time's average: %v after %v", got[i].TotalTime.Avg, got[i-1].TotalTime.Avg)
 		}
 	}
 }

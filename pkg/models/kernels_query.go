@@ -5,14 +5,28 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
-// KernelsQuery is {queryType: "kernels", traceId?, file?}: the traces of a request, or one file
-// given relative to a configured trace directory.
+// The views of a kernels query: what it shows of each trace file.
+const (
+	// KernelsSummary: the kernel summary, breakdowns, launch statistics, copies and advice.
+	KernelsSummary = "summary"
+	// KernelsLaunches: per-launch times per kernel and launch call (nsys's cuda_kern_exec_sum)
+	// and the ranges projected onto the GPU (nvtx_gpu_proj_sum).
+	KernelsLaunches = "launches"
+)
+
+// KernelsViews lists the views in the order messages name them; the first is the default.
+var KernelsViews = []string{KernelsSummary, KernelsLaunches}
+
+// KernelsQuery is {queryType: "kernels", traceId?, file?, view?}: the traces of a request, or
+// one file given relative to a configured trace directory, shown as View.
 type KernelsQuery struct {
 	TraceID string
 	File    string
+	View    string
 }
 
 // ParseKernelsQuery reads a kernels query. The file must be a relative path without "..": the
@@ -21,8 +35,13 @@ func ParseKernelsQuery(raw json.RawMessage) (*KernelsQuery, error) {
 	var q struct {
 		TraceID string `json:"traceId"`
 		File    string `json:"file"`
+		View    string `json:"view"`
 	}
 	if err := Decode(raw, &q); err != nil {
+		return nil, err
+	}
+	view, err := kernelsView(q.View)
+	if err != nil {
 		return nil, err
 	}
 	id, err := NormalizeTraceID("traceId", q.TraceID)
@@ -36,7 +55,19 @@ func ParseKernelsQuery(raw json.RawMessage) (*KernelsQuery, error) {
 	if id == "" && file == "" {
 		return nil, errors.New(`set "traceId" (the request's trace ID) or "file" (a trace file from the list)`)
 	}
-	return &KernelsQuery{TraceID: id, File: file}, nil
+	return &KernelsQuery{TraceID: id, File: file, View: view}, nil
+}
+
+// kernelsView checks a kernels query's view; unset is the first of KernelsViews.
+func kernelsView(v string) (string, error) {
+	v = strings.TrimSpace(v)
+	switch {
+	case v == "":
+		return KernelsViews[0], nil
+	case slices.Contains(KernelsViews, v):
+		return v, nil
+	}
+	return "", fmt.Errorf("field \"view\" must be one of %s, got %q", strings.Join(KernelsViews, ", "), truncate(v, 40))
 }
 
 // CleanTraceFile checks a file path relative to a trace directory: not absolute, no "..",

@@ -13,8 +13,9 @@ import (
 )
 
 // queryKernels answers the kernels query: the GPU kernel traces of a request (or one chosen
-// file) from the configured trace directories, each analysed by pkg/gputrace. A file that
-// fails to read becomes a notice; the other files' frames stay.
+// file) from the configured trace directories, each analysed by pkg/gputrace and shown as the
+// query's view (the summary, or the per-launch times and ranges). A file that fails to read
+// becomes a notice; the other files' frames stay.
 func (d *Datasource) queryKernels(ctx context.Context, q backend.DataQuery) (data.Frames, error) {
 	kq, err := models.ParseKernelsQuery(q.JSON)
 	if err != nil {
@@ -27,6 +28,9 @@ func (d *Datasource) queryKernels(ctx context.Context, q backend.DataQuery) (dat
 	files, missed, err := store.TracesOf(ctx, kq.File, kq.TraceID)
 	if err != nil {
 		return nil, err
+	}
+	if kq.View == models.KernelsLaunches {
+		return frames.KernelLaunchTraces(files, missed), nil
 	}
 	return frames.KernelTraces(files, missed), nil
 }

@@ -115,6 +115,43 @@ func TestKernelsQueryByTraceID(t *testing.T) {
 	}
 }
 
+// The launches view: per kernel and launch call the phases of cuda_kern_exec_sum, and the
+// request's annotation projected onto the GPU work launched inside it.
+func TestKernelsQueryLaunchesView(t *testing.T) {
+	dir, _ := kernelDirs(t)
+	ds := newTestDatasource(t, map[string]any{"traceDirectories": []string{dir}}, nil)
+	r := runKernels(t, ds, `{"queryType":"kernels","traceId":"`+kernelTraceID+`","view":"launches"}`)
+	if r.Error != nil {
+		t.Fatal(r.Error)
+	}
+	if len(r.Frames) != 2 || r.Frames[0].Name != "kernel launches" || r.Frames[1].Name != "ranges on the GPU" {
+		t.Fatalf("frames %v", r.Frames)
+	}
+	l := r.Frames[0]
+	// gemm: calls of 5 µs, each kernel 5 µs after its call returned, 10 and 30 µs long, so
+	// 20 and 40 µs from call to kernel end; relu starts as its call returns.
+	if l.Rows() != 2 || cell(t, l, "kernel", 0) != "gemm" || cell(t, l, "launch call", 0) != "cudaLaunchKernel" ||
+		cell(t, l, "launches", 0) != int64(2) || cell(t, l, "queued", 0) != int64(2) ||
+		cell(t, l, "total avg", 0) != 30000.0 || cell(t, l, "API avg", 0) != 5000.0 || cell(t, l, "kernel avg", 0) != 20000.0 ||
+		cell(t, l, "queue avg", 0) != 5000.0 || cell(t, l, "kernel", 1) != "relu" || cell(t, l, "queue max", 1) != int64(0) {
+		tbl, _ := l.StringTable(-1, -1)
+		t.Fatalf("kernel launches:\n%s", tbl)
+	}
+	if l.Fields[4].Config == nil || l.Fields[4].Config.Unit != "ns" || !strings.Contains(noticeTexts(l), "infer/infer_"+kernelTraceID) {
+		t.Errorf("unit %+v, notices %q", l.Fields[4].Config, noticeTexts(l))
+	}
+	g := r.Frames[1]
+	if g.Rows() != 1 || cell(t, g, "range", 0) != "infer" || cell(t, g, "instances", 0) != int64(1) || cell(t, g, "CPU time", 0) != int64(200000) ||
+		cell(t, g, "GPU time", 0) != int64(65000) || cell(t, g, "GPU ops", 0) != int64(3) {
+		tbl, _ := g.StringTable(-1, -1)
+		t.Fatalf("ranges on the GPU:\n%s", tbl)
+	}
+	r = runKernels(t, ds, `{"queryType":"kernels","traceId":"`+kernelTraceID+`","view":"timeline?"}`)
+	if r.Error == nil || !strings.Contains(r.Error.Error(), `field "view" must be one of summary, launches, got "timeline?"`) {
+		t.Errorf("unknown view: %v", r.Error)
+	}
+}
+
 func TestKernelsQueryFileAndEscapes(t *testing.T) {
 	dir, outside := kernelDirs(t)
 	writeFile(t, filepath.Join(dir, "broken.json"), `{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 2, "args": {"stream": 7}}, {"ph":`)

@@ -1,11 +1,26 @@
 import React from 'react';
 import { dateTimeFormat, dateTimeFormatTimeAgo } from '@grafana/data';
-import { ComboboxOption, InlineFieldRow } from '@grafana/ui';
+import { ComboboxOption, InlineField, InlineFieldRow, RadioButtonGroup } from '@grafana/ui';
 
-import { KernelFile } from '../../types';
+import { KERNELS_VIEWS } from '../../generated/vocabulary';
+import { KernelFile, KernelsView } from '../../types';
+import { oneOf, withText } from './GpuFields';
 import { FieldsProps } from './SelectorFields';
 import { LABEL_WIDTH, Picker, TextField } from './fields';
 import { traceIdError } from '../validation';
+
+/** What each trace file is shown as (pkg/models/kernels_query.go); the first is the default. */
+const VIEWS = withText<KernelsView>(KERNELS_VIEWS, {
+  summary: {
+    label: 'Summary',
+    description: 'Kernel summary, temporal and stream-idle breakdowns, launch statistics, copies and advice',
+  },
+  launches: {
+    label: 'Launches',
+    description:
+      "Per kernel and launch call: API, queue and kernel time (nsys's cuda_kern_exec_sum); ranges projected onto the GPU work they launched (nvtx_gpu_proj_sum)",
+  },
+});
 
 /** A file size for the picker's descriptions. */
 function size(bytes: number): string {
@@ -37,32 +52,45 @@ export const fileOption = (f: KernelFile): ComboboxOption<string> => ({
 });
 
 /**
- * GPU kernels: the request's trace ID (its traces are found by name or content in the configured
- * trace directories, by name in the buckets), or one trace file picked from the kernel-files resource.
+ * GPU kernels: the view, then the request's trace ID (its traces are found by name or content in
+ * the configured trace directories, by name in the buckets), or one trace file picked from the
+ * kernel-files resource.
  */
 export function KernelFields({ query, update, datasource }: FieldsProps) {
   return (
-    <InlineFieldRow>
-      <TextField
-        label="Trace ID"
-        labelWidth={LABEL_WIDTH}
-        value={query.traceId}
-        width={36}
-        placeholder="$trace_id"
-        tooltip="The request whose GPU kernel traces to read: files naming this trace ID, else files whose annotations or metadata name it"
-        validate={traceIdError}
-        onCommit={(t) => update({ traceId: t.trim() || undefined })}
-      />
-      <Picker
-        label="File"
-        value={query.file}
-        placeholder="Found by trace ID"
-        tooltip="One trace file, relative to a configured trace directory, or a bucket object (bucket:<name>/<key>); it takes precedence over the trace ID"
-        width={48}
-        clearable
-        load={async () => (await datasource.getKernelFiles(query.traceId)).map(fileOption)}
-        onChange={(file) => update({ file: file || undefined })}
-      />
-    </InlineFieldRow>
+    <>
+      <InlineFieldRow>
+        <InlineField label="View" labelWidth={LABEL_WIDTH}>
+          <RadioButtonGroup<KernelsView>
+            aria-label="View"
+            options={VIEWS}
+            value={query.view === undefined ? 'summary' : oneOf(KERNELS_VIEWS, query.view)}
+            onChange={(view) => update({ view })}
+          />
+        </InlineField>
+      </InlineFieldRow>
+      <InlineFieldRow>
+        <TextField
+          label="Trace ID"
+          labelWidth={LABEL_WIDTH}
+          value={query.traceId}
+          width={36}
+          placeholder="$trace_id"
+          tooltip="The request whose GPU kernel traces to read: files naming this trace ID, else files whose annotations or metadata name it"
+          validate={traceIdError}
+          onCommit={(t) => update({ traceId: t.trim() || undefined })}
+        />
+        <Picker
+          label="File"
+          value={query.file}
+          placeholder="Found by trace ID"
+          tooltip="One trace file, relative to a configured trace directory, or a bucket object (bucket:<name>/<key>); it takes precedence over the trace ID"
+          width={48}
+          clearable
+          load={async () => (await datasource.getKernelFiles(query.traceId)).map(fileOption)}
+          onChange={(file) => update({ file: file || undefined })}
+        />
+      </InlineFieldRow>
+    </>
   );
 }
