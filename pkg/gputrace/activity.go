@@ -30,6 +30,14 @@ type Activity struct {
 	// TraceID is the request trace ID an annotation names in its args; the name is also
 	// searched, so readers leave it empty when they have no args.
 	TraceID string
+	// Thread is the host thread of a host activity (Chrome: the event's numeric tid; nsys:
+	// globalTid); 0 when unknown.
+	Thread int64
+	// WaitStream and WaitCorrelation are a cuda_sync record's wait_on_stream and
+	// wait_on_cuda_event_record_corr_id (the stream an event was recorded on and the correlation
+	// of its cudaEventRecord call); -1 or 0 when the record has none.
+	WaitStream      int32
+	WaitCorrelation int64
 }
 
 // chromeCategories maps Kineto's `cat` values, old and new spellings, to kinds. Categories

@@ -113,7 +113,10 @@ type Result struct {
 	// GPUIdle splits the GPUs' idle and copy-only time by what they waited for (the
 	// annotations' and requests' shares are on Annotations and ByTraceID).
 	GPUIdle IdleMechanisms
-	Notices notices.List
+	// CriticalPath is HTA's lightweight critical path of the trace (nil when the trace has no
+	// GPU activity or the path could not be computed: a notice says why).
+	CriticalPath *CriticalPath
+	Notices      notices.List
 }
 
 // DefaultKernelWaitThreshold is the kernel-wait threshold HTA applies in effect: its
@@ -150,7 +153,12 @@ func (c *Collector) Result(o AnalysisOptions) *Result {
 	r.GPUIdle = c.idleMechanisms(inner, traced, r.Annotations, r.ByTraceID)
 	r.Memcpy = c.memcpyVolumes()
 	r.TraceIDs = c.ids.list()
+	cp, why := c.criticalPath()
+	r.CriticalPath = cp
 	r.Notices = c.finishNotices()
+	if why != "" {
+		r.Notices.Warn(why)
+	}
 	var overlaps int64
 	for _, s := range r.Idle {
 		overlaps += s.Overlaps

@@ -9,6 +9,7 @@ import (
 	"io"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -42,6 +43,7 @@ type chromeEvent struct {
 	Ts   json.Number     `json:"ts"`
 	Dur  json.Number     `json:"dur"`
 	Args json.RawMessage `json:"args"`
+	Tid  json.RawMessage `json:"tid"`
 }
 
 type chromeArgs struct {
@@ -49,6 +51,8 @@ type chromeArgs struct {
 	Stream      *float64 `json:"stream"`
 	Correlation *float64 `json:"correlation"`
 	Bytes       *float64 `json:"bytes"`
+	WaitStream  *float64 `json:"wait_on_stream"`
+	WaitCorr    *float64 `json:"wait_on_cuda_event_record_corr_id"`
 }
 
 // ReadChrome reads a PyTorch profiler (Kineto) Chrome trace, plain or gzipped, into c,
@@ -214,7 +218,7 @@ func (p *chromeReader) event(ev *chromeEvent, args *chromeArgs) {
 		p.unknown[ev.Cat]++
 		return
 	}
-	if kind == KindOther || kind == KindCPUOp {
+	if kind == KindOther {
 		return
 	}
 	ts, err := usToNs(ev.Ts)
@@ -246,6 +250,15 @@ func (p *chromeReader) event(ev *chromeEvent, args *chromeArgs) {
 	a.Stream = int32(num(args.Stream))
 	a.Correlation = int64(num(args.Correlation))
 	a.Bytes = int64(num(args.Bytes))
+	a.WaitStream = -1
+	if args.WaitStream != nil {
+		a.WaitStream = int32(num(args.WaitStream))
+	}
+	a.WaitCorrelation = int64(num(args.WaitCorr))
+	// GPU rows name their tid "stream 7"; only host rows' numeric tids matter.
+	if t, err := strconv.ParseInt(string(ev.Tid), 10, 64); err == nil {
+		a.Thread = t
+	}
 	p.c.Add(a)
 }
 

@@ -70,10 +70,10 @@ func readNsysDB(ctx context.Context, db *sql.DB, c *Collector) error {
 		if err := need("CUPTI_ACTIVITY_KIND_RUNTIME", r, "start", "end", "nameId"); err != nil {
 			return err
 		}
-		q := "SELECT start, end, " + opt(r, "correlationId") + ", " + name("nameId") + " FROM CUPTI_ACTIVITY_KIND_RUNTIME"
+		q := "SELECT start, end, " + opt(r, "correlationId") + ", " + name("nameId") + ", " + opt(r, "globalTid") + " FROM CUPTI_ACTIVITY_KIND_RUNTIME"
 		if err := scanRows(ctx, db, q, func(s scanner) error {
 			a := Activity{Kind: KindRuntime}
-			err := s.Scan(&a.Start, &a.End, &a.Correlation, &a.Name)
+			err := s.Scan(&a.Start, &a.End, &a.Correlation, &a.Name, &a.Thread)
 			// nsys names calls with their version suffix: cudaLaunchKernel_v7000.
 			if i := strings.Index(a.Name, "_v"); i > 0 {
 				a.Name = a.Name[:i]
