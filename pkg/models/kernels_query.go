@@ -13,7 +13,13 @@ import (
 type KernelsQuery struct {
 	TraceID string
 	File    string
+	// View is "" (the analyses' frames) or KernelsViewCriticalPath.
+	View string
 }
+
+// KernelsViewCriticalPath asks for the critical path of the GPU work (HTA's lightweight
+// critical path): its composition and longest segments.
+const KernelsViewCriticalPath = "criticalPath"
 
 // ParseKernelsQuery reads a kernels query. The file must be a relative path without "..": the
 // plugin resolves it inside the configured directories only.
@@ -21,6 +27,7 @@ func ParseKernelsQuery(raw json.RawMessage) (*KernelsQuery, error) {
 	var q struct {
 		TraceID string `json:"traceId"`
 		File    string `json:"file"`
+		View    string `json:"view"`
 	}
 	if err := Decode(raw, &q); err != nil {
 		return nil, err
@@ -36,7 +43,12 @@ func ParseKernelsQuery(raw json.RawMessage) (*KernelsQuery, error) {
 	if id == "" && file == "" {
 		return nil, errors.New(`set "traceId" (the request's trace ID) or "file" (a trace file from the list)`)
 	}
-	return &KernelsQuery{TraceID: id, File: file}, nil
+	switch q.View {
+	case "", KernelsViewCriticalPath:
+	default:
+		return nil, fmt.Errorf("field \"view\" must be %q or empty, got %q", KernelsViewCriticalPath, truncate(q.View, 40))
+	}
+	return &KernelsQuery{TraceID: id, File: file, View: q.View}, nil
 }
 
 // CleanTraceFile checks a file path relative to a trace directory: not absolute, no "..",

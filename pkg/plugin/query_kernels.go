@@ -28,6 +28,9 @@ func (d *Datasource) queryKernels(ctx context.Context, q backend.DataQuery) (dat
 	if err != nil {
 		return nil, err
 	}
+	if kq.View == models.KernelsViewCriticalPath {
+		return frames.KernelCriticalPaths(files, missed), nil
+	}
 	return frames.KernelTraces(files, missed), nil
 }
 
