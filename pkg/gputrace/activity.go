@@ -27,13 +27,18 @@ type Activity struct {
 	Stream      int32
 	Correlation int64
 	Bytes       int64 // memcpy / memset only; 0 when unknown
-	// Thread is the host thread of a runtime or driver call or an annotation (Kineto's tid,
-	// nsys's globalTid); 0 when the reader does not know it. A range contains only the calls
-	// of its own thread (RangeProjection).
+	// Thread is the host thread of a host activity: a runtime or driver call, an annotation, a
+	// CPU operator, a cuda_sync record (Kineto's tid, nsys's globalTid); 0 when the reader does
+	// not know it. A range contains only the calls of its own thread (RangeProjection).
 	Thread int64
 	// TraceID is the request trace ID an annotation names in its args; the name is also
 	// searched, so readers leave it empty when they have no args.
 	TraceID string
+	// WaitStream and WaitCorrelation are a cuda_sync record's wait_on_stream and
+	// wait_on_cuda_event_record_corr_id (the stream an event was recorded on and the correlation
+	// of its cudaEventRecord call); -1 or 0 when the record has none.
+	WaitStream      int32
+	WaitCorrelation int64
 }
 
 // chromeCategories maps Kineto's `cat` values, old and new spellings, to kinds. Categories

@@ -118,7 +118,10 @@ type Result struct {
 	// projected onto the GPU work launched inside them (launches.go).
 	Launches []LaunchSummary
 	Ranges   []RangeProjection
-	Notices  notices.List
+	// CriticalPath is HTA's lightweight critical path of the trace (nil when the trace has no
+	// GPU activity or the path could not be computed: a notice says why).
+	CriticalPath *CriticalPath
+	Notices      notices.List
 }
 
 // DefaultKernelWaitThreshold is the kernel-wait threshold HTA applies in effect: its
@@ -157,7 +160,12 @@ func (c *Collector) Result(o AnalysisOptions) *Result {
 	r.Ranges, c.dropped.openRanges, c.dropped.rangeNames = c.rangeProjections()
 	r.Memcpy = c.memcpyVolumes()
 	r.TraceIDs = c.ids.list()
+	cp, why := c.criticalPath()
+	r.CriticalPath = cp
 	r.Notices = c.finishNotices()
+	if why != "" {
+		r.Notices.Warn(why)
+	}
 	var overlaps int64
 	for _, s := range r.Idle {
 		overlaps += s.Overlaps

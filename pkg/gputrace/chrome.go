@@ -53,6 +53,8 @@ type chromeArgs struct {
 	Stream      *float64 `json:"stream"`
 	Correlation *float64 `json:"correlation"`
 	Bytes       *float64 `json:"bytes"`
+	WaitStream  *float64 `json:"wait_on_stream"`
+	WaitCorr    *float64 `json:"wait_on_cuda_event_record_corr_id"`
 }
 
 // ReadChrome reads a PyTorch profiler (Kineto) Chrome trace, plain or gzipped, into c,
@@ -218,7 +220,7 @@ func (p *chromeReader) event(ev *chromeEvent, args *chromeArgs) {
 		p.unknown[ev.Cat]++
 		return
 	}
-	if kind == KindOther || kind == KindCPUOp {
+	if kind == KindOther {
 		return
 	}
 	ts, err := usToNs(ev.Ts)
@@ -250,7 +252,14 @@ func (p *chromeReader) event(ev *chromeEvent, args *chromeArgs) {
 	a.Stream = int32(num(args.Stream))
 	a.Correlation = int64(num(args.Correlation))
 	a.Bytes = int64(num(args.Bytes))
-	if kind == KindRuntime || kind == KindDriver || kind == KindAnnotation {
+	a.WaitStream = -1
+	if args.WaitStream != nil {
+		a.WaitStream = int32(num(args.WaitStream))
+	}
+	a.WaitCorrelation = int64(num(args.WaitCorr))
+	// Host rows only: GPU rows name their tid after the stream ("stream 7").
+	switch kind {
+	case KindRuntime, KindDriver, KindAnnotation, KindCPUOp, KindSync:
 		a.Thread = int64(ev.Tid)
 	}
 	p.c.Add(a)

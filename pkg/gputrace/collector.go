@@ -22,10 +22,13 @@ type Limits struct {
 	MaxSamplesPerKernel int
 	// MaxKernelNames caps distinct kernel names; later names are folded into "(other kernels)".
 	MaxKernelNames int
+	// MaxPathEvents caps the host calls, GPU activities and cuda_sync records kept for the
+	// critical path; beyond it the critical path is not computed (a notice says so).
+	MaxPathEvents int
 }
 
 // DefaultLimits keep a 1 GB trace within a few hundred MB.
-var DefaultLimits = Limits{MaxIntervals: 1_000_000, MaxLaunches: 1_000_000, MaxSamplesPerKernel: 4096, MaxKernelNames: 50_000}
+var DefaultLimits = Limits{MaxIntervals: 1_000_000, MaxLaunches: 1_000_000, MaxSamplesPerKernel: 4096, MaxKernelNames: 50_000, MaxPathEvents: defaultMaxPathEvents}
 
 func (l Limits) withDefaults() Limits {
 	if l.MaxIntervals <= 0 {
@@ -36,6 +39,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxSamplesPerKernel <= 0 {
 		l.MaxSamplesPerKernel = DefaultLimits.MaxSamplesPerKernel
+	}
+	if l.MaxPathEvents <= 0 {
+		l.MaxPathEvents = defaultMaxPathEvents
 	}
 	if l.MaxKernelNames <= 0 {
 		l.MaxKernelNames = DefaultLimits.MaxKernelNames
@@ -138,6 +144,7 @@ type Collector struct {
 	negative, badDur int64
 	notices          []string
 	ids              idSet
+	path             pathData
 }
 
 // NewCollector returns an empty collector with the given limits.
@@ -172,6 +179,7 @@ func (c *Collector) Add(a Activity) {
 		c.badDur++
 		return
 	}
+	c.path.add(c, a)
 	switch a.Kind {
 	case KindKernel:
 		c.joinKernel(a, c.addKernel(a))

@@ -36,6 +36,21 @@ func FuzzReadChrome(f *testing.F) {
 		`{"ph": "X", "cat": "kernel", "name": "k", "ts": 4611686018427387.903, "dur": 4611686018427387.903},` +
 		`{"ph": "X", "cat": "kernel", "name": "k", "ts": 123456789012345678901234567890.123456789, "dur": 1e-99999999999},` +
 		`{"ph": "X", "cat": "cuda_sync", "name": "Stream Sync", "ts": 1.6231430898612345e15, "dur": 9, "args": {"correlation": 3}}]}`))
+	// The critical path's inputs: nested host calls on a thread, launches, a kernel, syncs on
+	// events that were or were not recorded, a stream wait event, odd tids.
+	f.Add([]byte(`{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "op", "tid": 1, "ts": 0, "dur": 50},` +
+		`{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "tid": 1, "ts": 1, "dur": 5, "args": {"correlation": 1}},` +
+		`{"ph": "X", "cat": "kernel", "name": "k", "tid": "stream 7", "ts": 7, "dur": 20, "args": {"correlation": 1, "stream": 7}},` +
+		`{"ph": "X", "cat": "cuda_runtime", "name": "cudaEventRecord", "tid": 1, "ts": 8, "dur": 1, "args": {"correlation": 2}},` +
+		`{"ph": "X", "cat": "cuda_runtime", "name": "cudaStreamWaitEvent", "tid": 1, "ts": 9, "dur": 1, "args": {"correlation": 3}},` +
+		`{"ph": "X", "cat": "cuda_sync", "name": "Stream Wait Event", "tid": 8, "ts": 9, "dur": 1, "args": {"correlation": 3, "stream": 8, "wait_on_stream": 7, "wait_on_cuda_event_record_corr_id": 2}},` +
+		`{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "tid": 1, "ts": 10, "dur": 5, "args": {"correlation": 4}},` +
+		`{"ph": "X", "cat": "kernel", "name": "k2", "tid": 8, "ts": 28, "dur": 2, "args": {"correlation": 4, "stream": 8}},` +
+		`{"ph": "X", "cat": "cuda_runtime", "name": "cudaEventSynchronize", "tid": 1, "ts": 16, "dur": 20, "args": {"correlation": 5}},` +
+		`{"ph": "X", "cat": "cuda_sync", "name": "Event Sync", "tid": -1, "ts": 30, "dur": 5, "args": {"correlation": 5, "wait_on_stream": 7, "wait_on_cuda_event_record_corr_id": 2}},` +
+		`{"ph": "X", "cat": "cuda_runtime", "name": "cudaDeviceSynchronize", "tid": 1, "ts": 37, "dur": 10, "args": {"correlation": 6}},` +
+		`{"ph": "X", "cat": "cuda_sync", "name": "Context Sync", "tid": -1, "ts": 40, "dur": 5, "args": {"correlation": 6, "device": -1}},` +
+		`{"ph": "X", "cat": "cuda_sync", "name": "Stream Sync", "tid": 7, "ts": 40, "dur": 5, "args": {"correlation": 4, "stream": 7}}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c := NewCollector(Limits{MaxIntervals: 1000, MaxLaunches: 1000, MaxSamplesPerKernel: 16, MaxKernelNames: 50})
 		err := ReadChrome(bytes.NewReader(data), c)
@@ -56,6 +71,7 @@ func FuzzReadChrome(f *testing.F) {
 			}
 		}
 		checkPerLaunch(t, r, 50)
+		checkCriticalPath(t, r.CriticalPath)
 	})
 }
 
@@ -81,6 +97,16 @@ func checkPerLaunch(t *testing.T, r *Result, maxNames int) {
 		if g.Instances <= 0 || g.GPUOps < g.Instances || !sane(g.Projected, g.Instances) {
 			t.Fatalf("bad range %+v", g)
 		}
+	}
+}
+
+// checkCriticalPath: a path's shares add up to its length, and it has at most 10 segments.
+func checkCriticalPath(t *testing.T, cp *CriticalPath) {
+	if cp == nil {
+		return
+	}
+	if cp.CPU+cp.GPU+cp.Sync+cp.Copies != cp.Length || cp.Length < 0 || len(cp.Segments) > 10 {
+		t.Fatalf("bad critical path %+v", cp)
 	}
 }
 

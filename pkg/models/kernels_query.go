@@ -16,10 +16,13 @@ const (
 	// KernelsLaunches: per-launch times per kernel and launch call (nsys's cuda_kern_exec_sum)
 	// and the ranges projected onto the GPU (nvtx_gpu_proj_sum).
 	KernelsLaunches = "launches"
+	// KernelsCriticalPath: the critical path of the GPU work (HTA's lightweight critical
+	// path): its composition and longest segments.
+	KernelsCriticalPath = "criticalPath"
 )
 
 // KernelsViews lists the views in the order messages name them; the first is the default.
-var KernelsViews = []string{KernelsSummary, KernelsLaunches}
+var KernelsViews = []string{KernelsSummary, KernelsLaunches, KernelsCriticalPath}
 
 // KernelsQuery is {queryType: "kernels", traceId?, file?, view?}: the traces of a request, or
 // one file given relative to a configured trace directory, shown as View.

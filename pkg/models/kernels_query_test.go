@@ -19,8 +19,8 @@ func TestParseKernelsQueryView(t *testing.T) {
 		}
 	}
 	for raw, want := range map[string]string{
-		`{"file":"a.json","view":"nope"}`:     `field "view" must be one of summary, launches, got "nope"`,
-		`{"file":"a.json","view":"Launches"}`: `field "view" must be one of summary, launches, got "Launches"`,
+		`{"file":"a.json","view":"nope"}`:     `field "view" must be one of summary, launches, criticalPath, got "nope"`,
+		`{"file":"a.json","view":"Launches"}`: `field "view" must be one of summary, launches, criticalPath, got "Launches"`,
 		`{"file":"a.json","view":3}`:          `field "view" must be`,
 	} {
 		if _, err := ParseKernelsQuery([]byte(raw)); err == nil || !strings.Contains(err.Error(), want) {

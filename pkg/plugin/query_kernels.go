@@ -32,6 +32,9 @@ func (d *Datasource) queryKernels(ctx context.Context, q backend.DataQuery) (dat
 	if kq.View == models.KernelsLaunches {
 		return frames.KernelLaunchTraces(files, missed), nil
 	}
+	if kq.View == models.KernelsCriticalPath {
+		return frames.KernelCriticalPaths(files, missed), nil
+	}
 	return frames.KernelTraces(files, missed), nil
 }
 

@@ -147,7 +147,7 @@ func TestKernelsQueryLaunchesView(t *testing.T) {
 		t.Fatalf("ranges on the GPU:\n%s", tbl)
 	}
 	r = runKernels(t, ds, `{"queryType":"kernels","traceId":"`+kernelTraceID+`","view":"timeline?"}`)
-	if r.Error == nil || !strings.Contains(r.Error.Error(), `field "view" must be one of summary, launches, got "timeline?"`) {
+	if r.Error == nil || !strings.Contains(r.Error.Error(), `field "view" must be one of summary, launches, criticalPath, got "timeline?"`) {
 		t.Errorf("unknown view: %v", r.Error)
 	}
 }
@@ -219,3 +219,24 @@ func TestKernelsQueryNoDirectory(t *testing.T) {
 }
 
 var _ = data.Notice{}
+
+// TestKernelsQueryCriticalPathView: view "criticalPath" answers the path's two tables with the
+// verdict as a notice; an unknown view is a bad query.
+func TestKernelsQueryCriticalPathView(t *testing.T) {
+	dir, _ := kernelDirs(t)
+	ds := newTestDatasource(t, map[string]any{"traceDirectories": []string{dir}}, nil)
+	r := runKernels(t, ds, `{"queryType":"kernels","traceId":"`+kernelTraceID+`","view":"criticalPath"}`)
+	if r.Error != nil {
+		t.Fatal(r.Error)
+	}
+	if len(r.Frames) != 2 || r.Frames[0].Name != "critical path" || r.Frames[1].Name != "critical path segments" {
+		t.Fatalf("frames %v", r.Frames)
+	}
+	if r.Frames[0].Rows() == 0 || !strings.Contains(noticeTexts(r.Frames[0]), "critical path") {
+		tbl, _ := r.Frames[0].StringTable(-1, -1)
+		t.Fatalf("path:\n%s\nnotices %s", tbl, noticeTexts(r.Frames[0]))
+	}
+	if r = runKernels(t, ds, `{"queryType":"kernels","traceId":"`+kernelTraceID+`","view":"nope"}`); r.Error == nil {
+		t.Fatal("an unknown view was accepted")
+	}
+}
