@@ -119,7 +119,8 @@ type GPUStore interface {
 type KernelStore interface {
 	KernelTraces
 	FilesOf(ctx context.Context, traceID string) ([]gputrace.TraceFile, notices.List)
-	TracesOf(ctx context.Context, file, traceID string) ([]gputrace.Found, notices.List, error)
+	// TracesOfWith answers the kernels query with the limits its view needs.
+	TracesOfWith(ctx context.Context, file, traceID string, l gputrace.Limits) ([]gputrace.Found, notices.List, error)
 	// CheckBuckets lists each bucket afresh (the health check).
 	CheckBuckets(ctx context.Context) []gputrace.BucketCheck
 	// Close closes the buckets' clients.

@@ -160,8 +160,10 @@ func (c *Collector) Result(o AnalysisOptions) *Result {
 	r.Ranges, c.dropped.openRanges, c.dropped.rangeNames = c.rangeProjections()
 	r.Memcpy = c.memcpyVolumes()
 	r.TraceIDs = c.ids.list()
-	cp, why := c.criticalPath()
-	r.CriticalPath = cp
+	var why string
+	if c.limits.CriticalPath {
+		r.CriticalPath, why = c.criticalPath()
+	}
 	r.Notices = c.finishNotices()
 	if why != "" {
 		r.Notices.Warn(why)

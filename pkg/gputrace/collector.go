@@ -25,6 +25,9 @@ type Limits struct {
 	// MaxPathEvents caps the host calls, GPU activities and cuda_sync records kept for the
 	// critical path; beyond it the critical path is not computed (a notice says so).
 	MaxPathEvents int
+	// CriticalPath keeps the events the critical path needs and computes it. Off by default:
+	// the other views do not pay for its memory (about 350 bytes an event).
+	CriticalPath bool
 }
 
 // DefaultLimits keep a 1 GB trace within a few hundred MB.
@@ -179,7 +182,9 @@ func (c *Collector) Add(a Activity) {
 		c.badDur++
 		return
 	}
-	c.path.add(c, a)
+	if c.limits.CriticalPath {
+		c.path.add(c, a)
+	}
 	switch a.Kind {
 	case KindKernel:
 		c.joinKernel(a, c.addKernel(a))

@@ -2,7 +2,9 @@ package gputrace
 
 import (
 	"bytes"
+	"context"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -17,7 +19,7 @@ func scenarioPath(t *testing.T, m kinetogen.Mechanism, seed uint64) *CriticalPat
 		Start: time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC), Duration: 15 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
-	c := NewCollector(Limits{})
+	c := NewCollector(Limits{CriticalPath: true})
 	if err := ReadChrome(&b, c); err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +71,7 @@ func hasSyncEdge(cp *CriticalPath, from, to int64) bool {
 func TestCriticalPathHTATraces(t *testing.T) {
 	// test_critical_path_analysis: "GPU->GPU sync edge between kernel on stream 20 -> stream 7",
 	// correlation IDs 5606 (fft2d_c2r) and 5629 (elementwise).
-	r := analyzeReal(t, "alexnet_benchmark.json.gz")
+	r := analyzeRealPath(t, "alexnet_benchmark.json.gz")
 	cp := r.CriticalPath
 	if cp == nil {
 		t.Fatalf("alexnet: no path: %q", r.Notices)
@@ -83,7 +85,7 @@ func TestCriticalPathHTATraces(t *testing.T) {
 	// test_critical_path_analysis_event_sync_multistream: the third event record (correlation
 	// 1385) waits for kernel 1 (correlation 27, stream 20), not kernel 2 (57, stream 28), and
 	// the Stream Wait Event makes the Memset (Device) on stream 24 (1411) wait for kernel 1.
-	r = analyzeReal(t, "event_sync_multi_stream.json.gz")
+	r = analyzeRealPath(t, "event_sync_multi_stream.json.gz")
 	cp = r.CriticalPath
 	if cp == nil {
 		t.Fatalf("event sync: no path: %q", r.Notices)
@@ -115,7 +117,7 @@ func TestCriticalPathCap(t *testing.T) {
 	if _, err := kinetogen.Write(&b, kinetogen.Scenario{Mechanism: kinetogen.MechSync, TraceID: "4bf92f3577b34da6a3ce929d0e0e4736", Seed: 1}); err != nil {
 		t.Fatal(err)
 	}
-	c := NewCollector(Limits{MaxPathEvents: 50})
+	c := NewCollector(Limits{MaxPathEvents: 50, CriticalPath: true})
 	if err := ReadChrome(&b, c); err != nil {
 		t.Fatal(err)
 	}
@@ -129,5 +131,27 @@ func TestCriticalPathCap(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("no notice naming the cap: %q", r.Notices)
+	}
+}
+
+// analyzeRealPath analyses a real trace with the critical path.
+func analyzeRealPath(t *testing.T, name string) *Result {
+	t.Helper()
+	f, err := os.Open(realdata(t, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r, err := AnalyzeOpened(context.Background(), f, name, Limits{CriticalPath: true}, AnalysisOptions{})
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return r
+}
+
+// The other views do not pay for the path: without Limits.CriticalPath none is kept or made.
+func TestCriticalPathOnlyWhenAsked(t *testing.T) {
+	if r := analyzeReal(t, "alexnet_benchmark.json.gz"); r.CriticalPath != nil {
+		t.Errorf("a critical path of %d nodes without Limits.CriticalPath", r.CriticalPath.Nodes)
 	}
 }

@@ -52,7 +52,7 @@ func FuzzReadChrome(f *testing.F) {
 		`{"ph": "X", "cat": "cuda_sync", "name": "Context Sync", "tid": -1, "ts": 40, "dur": 5, "args": {"correlation": 6, "device": -1}},` +
 		`{"ph": "X", "cat": "cuda_sync", "name": "Stream Sync", "tid": 7, "ts": 40, "dur": 5, "args": {"correlation": 4, "stream": 7}}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		c := NewCollector(Limits{MaxIntervals: 1000, MaxLaunches: 1000, MaxSamplesPerKernel: 16, MaxKernelNames: 50})
+		c := NewCollector(Limits{MaxIntervals: 1000, MaxLaunches: 1000, MaxSamplesPerKernel: 16, MaxKernelNames: 50, MaxPathEvents: 5000, CriticalPath: true})
 		err := ReadChrome(bytes.NewReader(data), c)
 		var pe *ParseError
 		if err != nil && !errors.As(err, &pe) {
@@ -129,7 +129,7 @@ func FuzzReadNsys(f *testing.F) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		c := NewCollector(Limits{MaxIntervals: 1000, MaxLaunches: 1000, MaxSamplesPerKernel: 16, MaxKernelNames: 50})
+		c := NewCollector(Limits{MaxIntervals: 1000, MaxLaunches: 1000, MaxSamplesPerKernel: 16, MaxKernelNames: 50, MaxPathEvents: 5000, CriticalPath: true})
 		_ = ReadNsys(ctx, path, c) // any error is fine; a panic or a hang is not
 		r := c.Result(AnalysisOptions{})
 		if tb := r.Temporal; tb.Compute+tb.Communication+tb.Memory+tb.Idle != tb.Span {

@@ -401,15 +401,20 @@ func (s *Store) Open(f TraceFile) (*os.File, error) {
 
 // Analyze opens a listed file inside its directory (Open) and analyses what it opened.
 func (s *Store) Analyze(ctx context.Context, f TraceFile) (*Result, error) {
+	return s.AnalyzeWith(ctx, f, Limits{})
+}
+
+// AnalyzeWith is Analyze with other limits, or the critical path.
+func (s *Store) AnalyzeWith(ctx context.Context, f TraceFile, l Limits) (*Result, error) {
 	if f.bucket != nil {
-		return f.bucket.analyze(ctx, f, s.maxFileBytes)
+		return f.bucket.analyze(ctx, f, s.maxFileBytes, l)
 	}
 	file, err := s.Open(f)
 	if err != nil {
 		return nil, err
 	}
 	defer file.Close()
-	return AnalyzeOpened(ctx, file, f.Abs, Limits{}, AnalysisOptions{})
+	return AnalyzeOpened(ctx, file, f.Abs, l, AnalysisOptions{})
 }
 
 // TracesOf answers the kernels query: one chosen file (file, relative to a trace directory), or
@@ -417,6 +422,12 @@ func (s *Store) Analyze(ctx context.Context, f TraceFile) (*Result, error) {
 // what was read before the failure and says so in a warning; a request without any trace file
 // says so too. An error is the user's: a file outside the directories or that does not exist.
 func (s *Store) TracesOf(ctx context.Context, file, traceID string) ([]Found, notices.List, error) {
+	return s.TracesOfWith(ctx, file, traceID, Limits{})
+}
+
+// TracesOfWith is TracesOf with other limits, or the critical path: a file already analysed
+// to find the request in it is analysed again with them.
+func (s *Store) TracesOfWith(ctx context.Context, file, traceID string, l Limits) ([]Found, notices.List, error) {
 	var (
 		files  []Found
 		missed notices.List
@@ -430,7 +441,11 @@ func (s *Store) TracesOf(ctx context.Context, file, traceID string) ([]Found, no
 	} else {
 		files, missed = s.FindByTraceID(ctx, traceID)
 	}
-	s.AnalyzeAll(ctx, files)
+	for i := range files {
+		if files[i].Result == nil || l != (Limits{}) {
+			files[i].Result, files[i].Err = s.AnalyzeWith(ctx, files[i].File, l)
+		}
+	}
 	read := 0
 	for _, f := range files {
 		switch {

@@ -25,7 +25,8 @@ func (d *Datasource) queryKernels(ctx context.Context, q backend.DataQuery) (dat
 	if err != nil {
 		return nil, err
 	}
-	files, missed, err := store.TracesOf(ctx, kq.File, kq.TraceID)
+	// Only the critical path keeps every event: the other views do not pay for its memory.
+	files, missed, err := store.TracesOfWith(ctx, kq.File, kq.TraceID, gputrace.Limits{CriticalPath: kq.View == models.KernelsCriticalPath})
 	if err != nil {
 		return nil, err
 	}
