@@ -527,33 +527,6 @@ describe('QueryEditor', () => {
       fireEvent.change(screen.getByLabelText('Trace ID'), { target: { value: '4bf92f35' } });
       expect(screen.getByText('A trace ID has 16 or 32 hex digits')).toBeInTheDocument();
     });
-
-    it('writes the view, summary by default, and keeps it only for a type that has it', async () => {
-      const { last, onRunQuery } = await renderEditor({ refId: 'A', queryType: 'kernels', traceId: '$trace_id' });
-      // The backend's default view, shown without writing it.
-      expect(screen.getByRole('radio', { name: 'Summary' })).toBeChecked();
-      const runs = onRunQuery.mock.calls.length;
-      fireEvent.click(screen.getByRole('radio', { name: 'Launches' }));
-      expect(last()).toEqual({ refId: 'A', queryType: 'kernels', traceId: '$trace_id', view: 'launches' });
-      expect(onRunQuery).toHaveBeenCalledTimes(runs + 1);
-      expect(screen.getByRole('radio', { name: 'Launches' })).toBeChecked();
-      fireEvent.click(screen.getByRole('radio', { name: 'Summary' }));
-      expect(last()).toEqual({ refId: 'A', queryType: 'kernels', traceId: '$trace_id', view: 'summary' });
-      fireEvent.click(screen.getByRole('radio', { name: 'Launches' }));
-      // The triage parser would refuse the kernels query's view, and the kernels parser triage's.
-      await pick('Query type', /^GPU incidents \(triage\)/);
-      expect(last().view).toBeUndefined();
-      fireEvent.click(screen.getByRole('radio', { name: 'Signals' }));
-      await pick('Query type', /^GPU kernels/);
-      expect(last()).toEqual({ refId: 'A', queryType: 'kernels', traceId: '$trace_id' });
-      expect(screen.getByRole('radio', { name: 'Summary' })).toBeChecked();
-    });
-
-    it('shows a view it does not know as none chosen', async () => {
-      await renderEditor({ refId: 'A', queryType: 'kernels', view: 'signals' } as HsiQuery);
-      expect(screen.getByRole('radio', { name: 'Summary' })).not.toBeChecked();
-      expect(screen.getByRole('radio', { name: 'Launches' })).not.toBeChecked();
-    });
   });
 
   describe('slow requests', () => {
@@ -1027,6 +1000,8 @@ describe('QueryEditor', () => {
       expect(last()).toEqual({ refId: 'A', queryType: 'kernels', traceId: '$trace_id', view: 'launches' });
       expect(onRunQuery).toHaveBeenCalledTimes(runs + 1);
       expect(screen.getByRole('radio', { name: 'Launches' })).toBeChecked();
+      fireEvent.click(screen.getByRole('radio', { name: 'Critical path' }));
+      expect(last()).toEqual({ refId: 'A', queryType: 'kernels', traceId: '$trace_id', view: 'criticalPath' });
       fireEvent.click(screen.getByRole('radio', { name: 'Summary' }));
       expect(last()).toEqual({ refId: 'A', queryType: 'kernels', traceId: '$trace_id', view: 'summary' });
       fireEvent.click(screen.getByRole('radio', { name: 'Launches' }));

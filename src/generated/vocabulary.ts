@@ -438,7 +438,8 @@ export const TRIAGE_VIEWS = [
 /** What the kernels query shows of each trace file (pkg/models/kernels_query.go); unset: the first. */
 export const KERNELS_VIEWS = [
   "summary",
-  "launches"
+  "launches",
+  "criticalPath"
 ] as const;
 
 /** The triage query's failure classes (its classes field); none chosen: all. */

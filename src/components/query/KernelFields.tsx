@@ -20,6 +20,11 @@ const VIEWS = withText<KernelsView>(KERNELS_VIEWS, {
     description:
       "Per kernel and launch call: API, queue and kernel time (nsys's cuda_kern_exec_sum); ranges projected onto the GPU work they launched (nvtx_gpu_proj_sum)",
   },
+  criticalPath: {
+    label: 'Critical path',
+    description:
+      "CPU-bound, GPU-bound, or waiting on synchronisation or copies: the critical path of the GPU work (HTA's lightweight critical path), its composition and longest segments",
+  },
 });
 
 /** A file size for the picker's descriptions. */
