@@ -30,6 +30,17 @@ type Activity struct {
 	// TraceID is the request trace ID an annotation names in its args; the name is also
 	// searched, so readers leave it empty when they have no args.
 	TraceID string
+	// Process and Thread are the host process and thread of a host activity (runtime and driver
+	// calls, annotations): Kineto's pid and tid, Nsight's globalTid split; 0 when unknown. The
+	// timeline shows each thread as a service.
+	Process, Thread int64
+	// Grid and Block are a kernel's launch geometry (x, y, z); zeros when unknown.
+	Grid, Block [3]int32
+}
+
+// onHost says whether an activity runs on a host thread (the others run on a GPU stream).
+func onHost(k Kind) bool {
+	return k == KindRuntime || k == KindDriver || k == KindCPUOp || k == KindAnnotation
 }
 
 // chromeCategories maps Kineto's `cat` values, old and new spellings, to kinds. Categories

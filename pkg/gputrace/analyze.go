@@ -106,6 +106,8 @@ type Result struct {
 	HostWindow int64
 	Advice     []Advice
 	TraceIDs   []TraceID
+	// Timeline is the trace's activities themselves, kept when Limits.Timeline is set.
+	Timeline *Timeline
 	// Annotations and ByTraceID attribute kernels to the host annotations they were
 	// launched in, and to the request trace IDs those annotations name.
 	Annotations []AnnotationKernels
@@ -151,6 +153,10 @@ func (c *Collector) Result(o AnalysisOptions) *Result {
 	r.Memcpy = c.memcpyVolumes()
 	r.TraceIDs = c.ids.list()
 	r.Notices = c.finishNotices()
+	r.Timeline = c.timelineResult()
+	if n := c.timelineNotice(r.Timeline); n != "" {
+		r.Notices.Warn(n)
+	}
 	var overlaps int64
 	for _, s := range r.Idle {
 		overlaps += s.Overlaps

@@ -329,7 +329,7 @@ func (b *Bucket) resolve(ctx context.Context, rel string, maxBytes int64) (Trace
 
 // analyze reads one object as it arrives: a Chrome trace (gzip or not) through the streaming
 // reader, an Nsight export spooled to a temporary file first, removed after.
-func (b *Bucket) analyze(ctx context.Context, f TraceFile, maxBytes int64) (*Result, error) {
+func (b *Bucket) analyze(ctx context.Context, f TraceFile, maxBytes int64, l Limits) (*Result, error) {
 	bkt, err := b.client(ctx)
 	if err != nil {
 		return nil, err
@@ -349,9 +349,9 @@ func (b *Bucket) analyze(ctx context.Context, f TraceFile, maxBytes int64) (*Res
 	defer rc.Close()
 	r := &cappedReader{r: rc, max: maxBytes}
 	if isNsys(f.Key) {
-		return b.analyzeSpooled(ctx, r, f)
+		return b.analyzeSpooled(ctx, r, f, l)
 	}
-	c := NewCollector(Limits{})
+	c := NewCollector(l)
 	c.AddFileName(f.Key)
 	err = ReadChrome(r, c)
 	if err != nil {
@@ -373,7 +373,7 @@ func (b *Bucket) readError(ctx context.Context, err error) error {
 
 // analyzeSpooled copies an Nsight export to a temporary file (at most traceMaxFileBytes) and
 // reads it there; the file is removed whatever happens.
-func (b *Bucket) analyzeSpooled(ctx context.Context, r io.Reader, f TraceFile) (*Result, error) {
+func (b *Bucket) analyzeSpooled(ctx context.Context, r io.Reader, f TraceFile, l Limits) (*Result, error) {
 	tmp, err := os.CreateTemp("", "hsi-nsys-*.sqlite")
 	if err != nil {
 		return nil, fmt.Errorf("cannot spool it to a temporary file: %v", err)
@@ -386,7 +386,7 @@ func (b *Bucket) analyzeSpooled(ctx context.Context, r io.Reader, f TraceFile) (
 	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
 		return nil, err
 	}
-	return AnalyzeOpened(ctx, tmp, f.Key, Limits{}, AnalysisOptions{})
+	return AnalyzeOpened(ctx, tmp, f.Key, l, AnalysisOptions{})
 }
 
 // errOverMax is an object that turned out larger than the settings allow.

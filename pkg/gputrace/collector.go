@@ -22,6 +22,10 @@ type Limits struct {
 	MaxSamplesPerKernel int
 	// MaxKernelNames caps distinct kernel names; later names are folded into "(other kernels)".
 	MaxKernelNames int
+	// Timeline keeps the activities themselves for the timeline view (Result.Timeline), at most
+	// MaxTimelineActivities of them (DefaultMaxTimelineActivities when 0), the earliest.
+	Timeline              bool
+	MaxTimelineActivities int
 }
 
 // DefaultLimits keep a 1 GB trace within a few hundred MB.
@@ -39,6 +43,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxKernelNames <= 0 {
 		l.MaxKernelNames = DefaultLimits.MaxKernelNames
+	}
+	if l.MaxTimelineActivities <= 0 {
+		l.MaxTimelineActivities = DefaultMaxTimelineActivities
 	}
 	return l
 }
@@ -109,11 +116,12 @@ type Collector struct {
 	negative, badDur int64
 	notices          []string
 	ids              idSet
+	timeline         *timelineState // nil unless Limits.Timeline
 }
 
 // NewCollector returns an empty collector with the given limits.
 func NewCollector(l Limits) *Collector {
-	return &Collector{
+	c := &Collector{
 		limits:    l.withDefaults(),
 		kernels:   map[string]*kernelStats{},
 		launch:    map[int64]launch{},
@@ -121,6 +129,10 @@ func NewCollector(l Limits) *Collector {
 		syncCalls: map[int64]struct{}{},
 		rng:       rand.New(rand.NewPCG(1, 2)), // fixed seed: same file, same answer
 	}
+	if l.Timeline {
+		c.timeline = &timelineState{processes: map[int64]string{}}
+	}
+	return c
 }
 
 // Notice records something worth telling the user that is not an error.
@@ -139,6 +151,7 @@ func (c *Collector) Add(a Activity) {
 		c.badDur++
 		return
 	}
+	c.addTimeline(a)
 	switch a.Kind {
 	case KindKernel:
 		c.addKernel(a)

@@ -337,9 +337,16 @@ func (s *Store) FindByTraceID(ctx context.Context, traceID string) ([]Found, not
 
 // AnalyzeAll fills in the analysis of each file not yet analysed.
 func (s *Store) AnalyzeAll(ctx context.Context, files []Found) {
+	s.analyzeAll(ctx, files, Limits{})
+}
+
+// analyzeAll is AnalyzeAll with limits; with Limits.Timeline a file found by its content (read
+// without a timeline) is read again.
+func (s *Store) analyzeAll(ctx context.Context, files []Found, l Limits) {
 	for i := range files {
-		if files[i].Result == nil && files[i].Err == nil {
-			files[i].Result, files[i].Err = s.Analyze(ctx, files[i].File)
+		f := &files[i]
+		if f.Result == nil && f.Err == nil || l.Timeline && f.Result != nil && f.Result.Timeline == nil {
+			f.Result, f.Err = s.analyze(ctx, f.File, l)
 		}
 	}
 }
@@ -401,15 +408,19 @@ func (s *Store) Open(f TraceFile) (*os.File, error) {
 
 // Analyze opens a listed file inside its directory (Open) and analyses what it opened.
 func (s *Store) Analyze(ctx context.Context, f TraceFile) (*Result, error) {
+	return s.analyze(ctx, f, Limits{})
+}
+
+func (s *Store) analyze(ctx context.Context, f TraceFile, l Limits) (*Result, error) {
 	if f.bucket != nil {
-		return f.bucket.analyze(ctx, f, s.maxFileBytes)
+		return f.bucket.analyze(ctx, f, s.maxFileBytes, l)
 	}
 	file, err := s.Open(f)
 	if err != nil {
 		return nil, err
 	}
 	defer file.Close()
-	return AnalyzeOpened(ctx, file, f.Abs, Limits{}, AnalysisOptions{})
+	return AnalyzeOpened(ctx, file, f.Abs, l, AnalysisOptions{})
 }
 
 // TracesOf answers the kernels query: one chosen file (file, relative to a trace directory), or
@@ -417,6 +428,16 @@ func (s *Store) Analyze(ctx context.Context, f TraceFile) (*Result, error) {
 // what was read before the failure and says so in a warning; a request without any trace file
 // says so too. An error is the user's: a file outside the directories or that does not exist.
 func (s *Store) TracesOf(ctx context.Context, file, traceID string) ([]Found, notices.List, error) {
+	return s.tracesWith(ctx, file, traceID, Limits{})
+}
+
+// TimelinesOf is TracesOf with each file's timeline (Result.Timeline): the kernels query's
+// timeline view.
+func (s *Store) TimelinesOf(ctx context.Context, file, traceID string) ([]Found, notices.List, error) {
+	return s.tracesWith(ctx, file, traceID, Limits{Timeline: true})
+}
+
+func (s *Store) tracesWith(ctx context.Context, file, traceID string, l Limits) ([]Found, notices.List, error) {
 	var (
 		files  []Found
 		missed notices.List
@@ -430,7 +451,7 @@ func (s *Store) TracesOf(ctx context.Context, file, traceID string) ([]Found, no
 	} else {
 		files, missed = s.FindByTraceID(ctx, traceID)
 	}
-	s.AnalyzeAll(ctx, files)
+	s.analyzeAll(ctx, files, l)
 	read := 0
 	for _, f := range files {
 		if f.Err != nil {
