@@ -8,11 +8,21 @@ import (
 	"strings"
 )
 
-// KernelsQuery is {queryType: "kernels", traceId?, file?}: the traces of a request, or one file
-// given relative to a configured trace directory.
+// The views of a kernels query.
+const (
+	KernelViewSummary  = "summary"  // the analyses' frames (kernel summary, breakdowns, advice)
+	KernelViewTimeline = "timeline" // the activities as a trace frame for Grafana's trace view
+)
+
+// KernelViews lists the views in the order messages name them; the first is the default.
+var KernelViews = []string{KernelViewSummary, KernelViewTimeline}
+
+// KernelsQuery is {queryType: "kernels", traceId?, file?, view?}: the traces of a request, or
+// one file given relative to a configured trace directory.
 type KernelsQuery struct {
 	TraceID string
 	File    string
+	View    string
 }
 
 // ParseKernelsQuery reads a kernels query. The file must be a relative path without "..": the
@@ -21,8 +31,13 @@ func ParseKernelsQuery(raw json.RawMessage) (*KernelsQuery, error) {
 	var q struct {
 		TraceID string `json:"traceId"`
 		File    string `json:"file"`
+		View    string `json:"view"`
 	}
 	if err := Decode(raw, &q); err != nil {
+		return nil, err
+	}
+	view, err := kernelView(q.View)
+	if err != nil {
 		return nil, err
 	}
 	id, err := NormalizeTraceID("traceId", q.TraceID)
@@ -36,7 +51,19 @@ func ParseKernelsQuery(raw json.RawMessage) (*KernelsQuery, error) {
 	if id == "" && file == "" {
 		return nil, errors.New(`set "traceId" (the request's trace ID) or "file" (a trace file from the list)`)
 	}
-	return &KernelsQuery{TraceID: id, File: file}, nil
+	return &KernelsQuery{TraceID: id, File: file, View: view}, nil
+}
+
+// kernelView checks a kernels query's view; unset is the summary.
+func kernelView(v string) (string, error) {
+	v = strings.TrimSpace(v)
+	switch v {
+	case "":
+		return KernelViewSummary, nil
+	case KernelViewSummary, KernelViewTimeline:
+		return v, nil
+	}
+	return "", fmt.Errorf("field \"view\" must be one of %s, got %q", strings.Join(KernelViews, ", "), truncate(v, 40))
 }
 
 // CleanTraceFile checks a file path relative to a trace directory: not absolute, no "..",

@@ -138,7 +138,7 @@ var QueryTypeSpecs = []QueryTypeSpec{
 		Fields:      []string{"view"}},
 	{Name: QueryTypeKernels, Label: "GPU kernels", Family: FamilyGPU,
 		Description: "Kernel summary, breakdowns and advice from the GPU kernel traces captured for a request",
-		Fields:      []string{"traceId", "file"}},
+		Fields:      []string{"traceId", "file", "view"}},
 	{Name: QueryTypeTriage, Label: "GPU incidents (triage)", Family: FamilyGPU,
 		Description: "Failures by class: OOM kills, CUDA OOM, XID, ECC, full memory; evidence and first checks",
 		Fields:      triageFields, Bounds: []Bound{filterValuesBound, triageServicesBound}},
