@@ -120,6 +120,8 @@ type KernelStore interface {
 	KernelTraces
 	FilesOf(ctx context.Context, traceID string) ([]gputrace.TraceFile, notices.List)
 	TracesOf(ctx context.Context, file, traceID string) ([]gputrace.Found, notices.List, error)
+	// TimelinesOf is TracesOf with each file's timeline.
+	TimelinesOf(ctx context.Context, file, traceID string) ([]gputrace.Found, notices.List, error)
 	// CheckBuckets lists each bucket afresh (the health check).
 	CheckBuckets(ctx context.Context) []gputrace.BucketCheck
 	// Close closes the buckets' clients.

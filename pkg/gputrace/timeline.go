@@ -84,6 +84,12 @@ func (c *Collector) addTimeline(a Activity) {
 	if t == nil || !inTimeline(a.Kind) {
 		return
 	}
+	if (a.Kind == KindAnnotation || a.Kind == KindGPUAnnotation) && a.TraceID == "" {
+		// As attribution reads it: the request an annotation's name names.
+		if ids := TraceIDsIn(a.Name); len(ids) > 0 {
+			a.TraceID = ids[0]
+		}
+	}
 	if len(a.Name) > maxTimelineName {
 		a.Name = truncateUTF8(a.Name, maxTimelineName-len("…")) + "…"
 	}

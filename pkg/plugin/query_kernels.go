@@ -13,8 +13,9 @@ import (
 )
 
 // queryKernels answers the kernels query: the GPU kernel traces of a request (or one chosen
-// file) from the configured trace directories, each analysed by pkg/gputrace. A file that
-// fails to read becomes a notice; the other files' frames stay.
+// file) from the configured trace directories, each analysed by pkg/gputrace, or with view
+// "timeline" their activities as one trace frame. A file that fails to read becomes a notice;
+// the other files' frames stay.
 func (d *Datasource) queryKernels(ctx context.Context, q backend.DataQuery) (data.Frames, error) {
 	kq, err := models.ParseKernelsQuery(q.JSON)
 	if err != nil {
@@ -23,6 +24,13 @@ func (d *Datasource) queryKernels(ctx context.Context, q backend.DataQuery) (dat
 	store, err := d.src.Kernels.Get()
 	if err != nil {
 		return nil, err
+	}
+	if kq.View == models.KernelViewTimeline {
+		files, missed, err := store.TimelinesOf(ctx, kq.File, kq.TraceID)
+		if err != nil {
+			return nil, err
+		}
+		return frames.KernelTimeline(files, missed, kq.TraceID), nil
 	}
 	files, missed, err := store.TracesOf(ctx, kq.File, kq.TraceID)
 	if err != nil {
