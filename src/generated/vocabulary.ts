@@ -378,7 +378,8 @@ export const QUERY_TYPE_INFO = {
     "family": "gpu",
     "fields": [
       "traceId",
-      "file"
+      "file",
+      "view"
     ],
     "bounds": {}
   },
@@ -432,6 +433,12 @@ export const TRIAGE_VIEWS = [
   "failures",
   "requests",
   "signals"
+] as const;
+
+/** What the kernels query shows (pkg/models/kernels_query.go); unset: the first. */
+export const KERNEL_VIEWS = [
+  "summary",
+  "timeline"
 ] as const;
 
 /** The triage query's failure classes (its classes field); none chosen: all. */
