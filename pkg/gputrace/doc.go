@@ -18,7 +18,10 @@
 // calls counted once, advice with its evidence, the request trace IDs the trace
 // names (file name, traceName, metadata, annotations) and kernel time per annotation and per
 // trace ID. Memory is bounded by Limits: per kernel name aggregates plus capped samples, and
-// capped intervals and launches, each cap reported in a notice when reached.
+// capped intervals and launches, each cap reported in a notice when reached. With
+// Limits.Timeline it also keeps the earliest MaxTimelineActivities activities themselves
+// (Result.Timeline: host threads, streams, launch geometry), which Timeline.Tree nests by time
+// and joins to their launch calls: the kernels query's timeline view.
 //
 // AnalyzeOpened does all of it for one opened file. A Store is a data source's trace directories: it
 // lists their trace files, finds a request's by trace ID (file name, else content), and opens
