@@ -12,6 +12,7 @@ import {
   GPU_METRIC_NAMES,
   GPU_THRESHOLD_WINDOWS,
   GPU_THRESHOLDS,
+  KERNEL_VIEWS,
   QUERY_TYPE_INFO,
   QUERY_TYPE_NAMES,
   TRACE_DATASOURCE_TYPES as GENERATED_TRACE_DATASOURCE_TYPES,
@@ -50,6 +51,12 @@ export type GpuLocalView = (typeof GPU_LOCAL_VIEWS)[number];
  */
 export type TriageView = (typeof TRIAGE_VIEWS)[number];
 
+/**
+ * GPU kernels: the analyses' frames (the default) or the activities as a trace for Grafana's
+ * trace view (pkg/models/kernels_query.go, KernelViews).
+ */
+export type KernelView = (typeof KERNEL_VIEWS)[number];
+
 /** GPU incidents (triage): the failure classes of runbook 002 (TriageClasses). */
 export type TriageClass = (typeof TRIAGE_CLASSES)[number];
 
@@ -60,6 +67,7 @@ export type TriageClass = (typeof TRIAGE_CLASSES)[number];
 export const QUERY_VIEWS: Partial<Record<QueryType, readonly string[]>> = {
   gpuLocal: GPU_LOCAL_VIEWS,
   triage: TRIAGE_VIEWS,
+  kernels: KERNEL_VIEWS,
 };
 
 /** GPU metrics: one series per GPU, per host, or one for the fleet. */
@@ -150,8 +158,11 @@ export interface HsiQuery extends DataQuery {
   models?: string[];
   pods?: string[];
   namespaces?: string[];
-  /** Local GPUs (NVML): the view; unset: devices. Triage: the view; unset: failures. */
-  view?: GpuLocalView | TriageView;
+  /**
+   * Local GPUs (NVML): the view; unset: devices. Triage: the view; unset: failures. GPU kernels:
+   * summary (unset) or timeline.
+   */
+  view?: GpuLocalView | TriageView | KernelView;
   /** Triage: the Jaeger services searched for failed requests; unset: every service. */
   services?: string[];
   /** Triage: only these failure classes; unset: all. */

@@ -1,8 +1,10 @@
 import React from 'react';
 import { dateTimeFormat, dateTimeFormatTimeAgo } from '@grafana/data';
-import { ComboboxOption, InlineFieldRow } from '@grafana/ui';
+import { ComboboxOption, InlineField, InlineFieldRow, RadioButtonGroup } from '@grafana/ui';
 
-import { KernelFile } from '../../types';
+import { KERNEL_VIEWS } from '../../generated/vocabulary';
+import { KernelFile, KernelView } from '../../types';
+import { oneOf, withText } from './GpuFields';
 import { FieldsProps } from './SelectorFields';
 import { LABEL_WIDTH, Picker, TextField } from './fields';
 import { traceIdError } from '../validation';
@@ -36,33 +38,54 @@ export const fileOption = (f: KernelFile): ComboboxOption<string> => ({
     .join(' · '),
 });
 
+const VIEWS = withText<KernelView>(KERNEL_VIEWS, {
+  summary: { label: 'Summary', description: 'Kernel summary, breakdowns, launch statistics, copies and advice' },
+  timeline: {
+    label: 'Timeline',
+    description: "Kernels, copies, calls and annotations as a trace: open it in Explore's trace view",
+  },
+});
+
 /**
  * GPU kernels: the request's trace ID (its traces are found by name or content in the configured
- * trace directories, by name in the buckets), or one trace file picked from the kernel-files resource.
+ * trace directories, by name in the buckets), or one trace file picked from the kernel-files resource;
+ * the view: the analyses or the timeline (a trace frame).
  */
 export function KernelFields({ query, update, datasource }: FieldsProps) {
   return (
-    <InlineFieldRow>
-      <TextField
-        label="Trace ID"
-        labelWidth={LABEL_WIDTH}
-        value={query.traceId}
-        width={36}
-        placeholder="$trace_id"
-        tooltip="The request whose GPU kernel traces to read: files naming this trace ID, else files whose annotations or metadata name it"
-        validate={traceIdError}
-        onCommit={(t) => update({ traceId: t.trim() || undefined })}
-      />
-      <Picker
-        label="File"
-        value={query.file}
-        placeholder="Found by trace ID"
-        tooltip="One trace file, relative to a configured trace directory, or a bucket object (bucket:<name>/<key>); it takes precedence over the trace ID"
-        width={48}
-        clearable
-        load={async () => (await datasource.getKernelFiles(query.traceId)).map(fileOption)}
-        onChange={(file) => update({ file: file || undefined })}
-      />
-    </InlineFieldRow>
+    <>
+      <InlineFieldRow>
+        <InlineField label="View" labelWidth={LABEL_WIDTH}>
+          <RadioButtonGroup<KernelView>
+            aria-label="View"
+            options={VIEWS}
+            value={query.view === undefined ? 'summary' : oneOf(KERNEL_VIEWS, query.view)}
+            onChange={(view) => update({ view })}
+          />
+        </InlineField>
+      </InlineFieldRow>
+      <InlineFieldRow>
+        <TextField
+          label="Trace ID"
+          labelWidth={LABEL_WIDTH}
+          value={query.traceId}
+          width={36}
+          placeholder="$trace_id"
+          tooltip="The request whose GPU kernel traces to read: files naming this trace ID, else files whose annotations or metadata name it"
+          validate={traceIdError}
+          onCommit={(t) => update({ traceId: t.trim() || undefined })}
+        />
+        <Picker
+          label="File"
+          value={query.file}
+          placeholder="Found by trace ID"
+          tooltip="One trace file, relative to a configured trace directory, or a bucket object (bucket:<name>/<key>); it takes precedence over the trace ID"
+          width={48}
+          clearable
+          load={async () => (await datasource.getKernelFiles(query.traceId)).map(fileOption)}
+          onChange={(file) => update({ file: file || undefined })}
+        />
+      </InlineFieldRow>
+    </>
   );
 }
