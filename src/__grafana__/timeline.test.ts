@@ -105,14 +105,18 @@ describe("the kernels timeline, as Grafana's trace view reads it", () => {
     // Every GPU activity links to its call, a host call of the same correlation; each launch
     // call is referenced by exactly its work.
     const referenced = new Map<string, number>();
-    for (const s of spans.filter((x) => ['kernel', 'gpu_memcpy', 'gpu_memset', 'cuda_sync'].includes(String(x.tag.category)))) {
+    for (const s of spans.filter((x) =>
+      ['kernel', 'gpu_memcpy', 'gpu_memset', 'cuda_sync'].includes(String(x.tag.category))
+    )) {
       expect(s.references).toHaveLength(1);
       const call = byID.get(s.references![0].spanID)!;
       expect(call.tag.category).toBe('cuda_runtime');
       expect(call.tag.correlation).toBe(s.tag.correlation);
       expect(call.serviceName).toBe('python3.10 thread 1234');
       expect(s.references![0].tags).toEqual(
-        expect.arrayContaining([{ key: 'link', value: s.tag.category === 'cuda_sync' ? 'synchronising call' : 'launch' }])
+        expect.arrayContaining([
+          { key: 'link', value: s.tag.category === 'cuda_sync' ? 'synchronising call' : 'launch' },
+        ])
       );
       if (s.tag.category !== 'cuda_sync') {
         referenced.set(call.spanID, (referenced.get(call.spanID) ?? 0) + 1);
@@ -136,7 +140,9 @@ describe("the kernels timeline, as Grafana's trace view reads it", () => {
     }
     // 2025-06-01T12:00:00.123456789Z: the annotation's start, to the trace view's microsecond.
     expect(Math.round(annotation.startTime * 1000)).toBe(1748779200123457);
-    expect(spans.some((s) => s.tag.category === 'kernel' && s.tag.grid === '66×1×1' && s.tag.block === '128×1×1')).toBe(true);
+    expect(spans.some((s) => s.tag.category === 'kernel' && s.tag.grid === '66×1×1' && s.tag.block === '128×1×1')).toBe(
+      true
+    );
   });
 
   it("shows a real trace's first 10,000 activities and says the rest were left out", () => {
