@@ -1,5 +1,6 @@
 // The suites that run Grafana's own frontend code on the frames the plugin binary returned from
-// the test bed (src/__grafana__): `npm run test:grafana` (the flame graph's data model, in jsdom)
+// the test bed (src/__grafana__): `npm run test:grafana` (the flame graph's data model, the trace
+// view's reading of the kernels timeline, in jsdom)
 // and `npm run test:browser` (Chromium). They need the fixtures test/frames writes, so
 // scripts/test.sh runs them after the integration tests; `npm run test:ci` leaves them out.
 const path = require('path');
@@ -37,6 +38,7 @@ module.exports = {
         '<rootDir>/src/__grafana__/flamegraph.test.ts',
         '<rootDir>/src/__grafana__/heatmap.test.ts',
         '<rootDir>/src/__grafana__/incidents.test.ts',
+        '<rootDir>/src/__grafana__/timeline.test.ts',
       ],
     },
     {

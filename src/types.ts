@@ -52,8 +52,9 @@ export type GpuLocalView = (typeof GPU_LOCAL_VIEWS)[number];
 export type TriageView = (typeof TRIAGE_VIEWS)[number];
 
 /**
- * GPU kernels: each trace file's kernel summary and breakdowns (the default), or its per-launch
- * times and ranges projected onto the GPU (pkg/models/kernels_query.go, KernelsViews).
+ * GPU kernels: each trace file's kernel summary and breakdowns (the default), its per-launch
+ * times and ranges projected onto the GPU, its critical path, or its activities as a trace for
+ * Grafana's trace view (pkg/models/kernels_query.go, KernelsViews).
  */
 export type KernelsView = (typeof KERNELS_VIEWS)[number];
 

@@ -39,6 +39,16 @@ type Activity struct {
 	// of its cudaEventRecord call); -1 or 0 when the record has none.
 	WaitStream      int32
 	WaitCorrelation int64
+	// Process is the host process of a host activity (Kineto's pid, Nsight's globalTid's
+	// process part); 0 when unknown. The timeline shows each thread as a service.
+	Process int64
+	// Grid and Block are a kernel's launch geometry (x, y, z); zeros when unknown.
+	Grid, Block [3]int32
+}
+
+// onHost says whether an activity runs on a host thread (the others run on a GPU stream).
+func onHost(k Kind) bool {
+	return k == KindRuntime || k == KindDriver || k == KindCPUOp || k == KindAnnotation
 }
 
 // chromeCategories maps Kineto's `cat` values, old and new spellings, to kinds. Categories

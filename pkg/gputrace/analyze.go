@@ -106,6 +106,8 @@ type Result struct {
 	HostWindow int64
 	Advice     []Advice
 	TraceIDs   []TraceID
+	// Timeline is the trace's activities themselves, kept when Limits.Timeline is set.
+	Timeline *Timeline
 	// Annotations and ByTraceID attribute kernels to the host annotations they were
 	// launched in, and to the request trace IDs those annotations name.
 	Annotations []AnnotationKernels
@@ -167,6 +169,10 @@ func (c *Collector) Result(o AnalysisOptions) *Result {
 	r.Notices = c.finishNotices()
 	if why != "" {
 		r.Notices.Warn(why)
+	}
+	r.Timeline = c.timelineResult()
+	if n := c.timelineNotice(r.Timeline); n != "" {
+		r.Notices.Warn(n)
 	}
 	var overlaps int64
 	for _, s := range r.Idle {

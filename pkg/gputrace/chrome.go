@@ -42,6 +42,7 @@ type chromeEvent struct {
 	Name string      `json:"name"`
 	Ts   json.Number `json:"ts"`
 	Dur  json.Number `json:"dur"`
+	Pid  chromeID    `json:"pid"`
 	// Tid is a number in recent traces, a string ("25738") in older ones and a label on
 	// Kineto's own rows ("PyTorch Profiler").
 	Tid  threadField     `json:"tid"`
@@ -49,12 +50,47 @@ type chromeEvent struct {
 }
 
 type chromeArgs struct {
-	Device      *float64 `json:"device"`
-	Stream      *float64 `json:"stream"`
-	Correlation *float64 `json:"correlation"`
-	Bytes       *float64 `json:"bytes"`
-	WaitStream  *float64 `json:"wait_on_stream"`
-	WaitCorr    *float64 `json:"wait_on_cuda_event_record_corr_id"`
+	Device      *float64   `json:"device"`
+	Stream      *float64   `json:"stream"`
+	Correlation *float64   `json:"correlation"`
+	Bytes       *float64   `json:"bytes"`
+	Grid        [3]float64 `json:"grid"`
+	Block       [3]float64 `json:"block"`
+	WaitStream  *float64   `json:"wait_on_stream"`
+	WaitCorr    *float64   `json:"wait_on_cuda_event_record_corr_id"`
+	// Name is a process_name metadata event's.
+	Name string `json:"name"`
+}
+
+// chromeID is a pid or tid: Kineto writes numbers, older traces strings of digits ("25738"),
+// and its own rows names ("Spans"); what is not an integer reads as 0 and is no error.
+type chromeID int64
+
+func (id *chromeID) UnmarshalJSON(b []byte) error {
+	// By hand: it runs twice per event, and strconv would want a string (an allocation).
+	*id = 0
+	if len(b) >= 2 && b[0] == '"' {
+		b = b[1 : len(b)-1]
+	}
+	neg := len(b) > 0 && b[0] == '-'
+	if neg {
+		b = b[1:]
+	}
+	if len(b) == 0 || len(b) > 18 {
+		return nil
+	}
+	var n int64
+	for _, c := range b {
+		if !isDigit(c) {
+			return nil
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if neg {
+		n = -n
+	}
+	*id = chromeID(n)
+	return nil
 }
 
 // ReadChrome reads a PyTorch profiler (Kineto) Chrome trace, plain or gzipped, into c,
@@ -213,6 +249,12 @@ func (p *chromeReader) event(ev *chromeEvent, args *chromeArgs) {
 				p.c.ids.scan(ev.Name, SourceAnnotation)
 			}
 		}
+		if ev.Ph == "M" && ev.Name == "process_name" && p.c.timeline != nil {
+			*args = chromeArgs{}
+			if json.Unmarshal(ev.Args, args) == nil {
+				p.c.nameProcess(int64(ev.Pid), args.Name)
+			}
+		}
 		return
 	}
 	kind, known := chromeCategories[ev.Cat]
@@ -257,10 +299,22 @@ func (p *chromeReader) event(ev *chromeEvent, args *chromeArgs) {
 		a.WaitStream = int32(num(args.WaitStream))
 	}
 	a.WaitCorrelation = int64(num(args.WaitCorr))
-	// Host rows only: GPU rows name their tid after the stream ("stream 7").
-	switch kind {
-	case KindRuntime, KindDriver, KindAnnotation, KindCPUOp, KindSync:
-		a.Thread = int64(ev.Tid)
+	switch {
+	case onHost(kind) || kind == KindSync:
+		// A cuda_sync record sits on the host thread that synchronised.
+		a.Process, a.Thread = int64(ev.Pid), int64(ev.Tid)
+	default:
+		// Kineto puts GPU events on the device's row (pid) and the stream's (tid); its
+		// gpu_user_annotation events say so there only.
+		if args.Device == nil {
+			a.Device = int32(ev.Pid)
+		}
+		if args.Stream == nil {
+			a.Stream = int32(ev.Tid)
+		}
+	}
+	if kind == KindKernel {
+		a.Grid, a.Block = dim3(args.Grid), dim3(args.Block)
 	}
 	p.c.Add(a)
 }
@@ -445,6 +499,17 @@ func outOfRange(s string) error {
 func isDigit(b byte) bool { return b >= '0' && b <= '9' }
 
 func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
+
+// dim3 is a launch geometry from its args; a value out of range reads as 0.
+func dim3(v [3]float64) [3]int32 {
+	var d [3]int32
+	for i, f := range v {
+		if finite(f) && f >= 0 && f <= math.MaxInt32 {
+			d[i] = int32(f)
+		}
+	}
+	return d
+}
 
 func num(f *float64) float64 {
 	if f == nil || !finite(*f) {

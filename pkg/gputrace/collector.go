@@ -28,6 +28,10 @@ type Limits struct {
 	// CriticalPath keeps the events the critical path needs and computes it. Off by default:
 	// the other views do not pay for its memory (about 350 bytes an event).
 	CriticalPath bool
+	// Timeline keeps the activities themselves for the timeline view (Result.Timeline), at most
+	// MaxTimelineActivities of them (DefaultMaxTimelineActivities when 0), the earliest.
+	Timeline              bool
+	MaxTimelineActivities int
 }
 
 // DefaultLimits keep a 1 GB trace within a few hundred MB.
@@ -48,6 +52,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxKernelNames <= 0 {
 		l.MaxKernelNames = DefaultLimits.MaxKernelNames
+	}
+	if l.MaxTimelineActivities <= 0 {
+		l.MaxTimelineActivities = DefaultMaxTimelineActivities
 	}
 	return l
 }
@@ -148,11 +155,12 @@ type Collector struct {
 	notices          []string
 	ids              idSet
 	path             pathData
+	timeline         *timelineState // nil unless Limits.Timeline
 }
 
 // NewCollector returns an empty collector with the given limits.
 func NewCollector(l Limits) *Collector {
-	return &Collector{
+	c := &Collector{
 		limits:    l.withDefaults(),
 		kernels:   map[string]*kernelStats{},
 		launch:    map[int64]hostCall{},
@@ -164,6 +172,10 @@ func NewCollector(l Limits) *Collector {
 		rng:       rand.New(rand.NewPCG(1, 2)), // fixed seed: same file, same answer
 		launchRng: rand.New(rand.NewPCG(3, 4)),
 	}
+	if l.Timeline {
+		c.timeline = &timelineState{processes: map[int64]string{}}
+	}
+	return c
 }
 
 // Notice records something worth telling the user that is not an error.
@@ -185,6 +197,7 @@ func (c *Collector) Add(a Activity) {
 	if c.limits.CriticalPath {
 		c.path.add(c, a)
 	}
+	c.addTimeline(a)
 	switch a.Kind {
 	case KindKernel:
 		c.joinKernel(a, c.addKernel(a))

@@ -21,7 +21,11 @@
 // kernel time per kernel and launch call) and nvtx_gpu_proj_sum (ranges projected onto the GPU
 // work their thread launched). Memory is bounded by Limits: per kernel name (and per kernel
 // and launch call) aggregates plus capped samples, and capped intervals and launches, each cap
-// reported in a notice when reached.
+// reported in a notice when reached. With
+// Limits.Timeline it also keeps the earliest MaxTimelineActivities activities themselves
+// (Result.Timeline: host threads, streams, launch geometry), which Timeline.Tree nests by time
+// and joins to their launch calls: the kernels query's timeline view; with
+// Limits.CriticalPath, the events of HTA's lightweight critical path (criticalpath.go).
 //
 // AnalyzeOpened does all of it for one opened file. A Store is a data source's trace directories: it
 // lists their trace files, finds a request's by trace ID (file name, else content), and opens

@@ -51,8 +51,16 @@ func FuzzReadChrome(f *testing.F) {
 		`{"ph": "X", "cat": "cuda_runtime", "name": "cudaDeviceSynchronize", "tid": 1, "ts": 37, "dur": 10, "args": {"correlation": 6}},` +
 		`{"ph": "X", "cat": "cuda_sync", "name": "Context Sync", "tid": -1, "ts": 40, "dur": 5, "args": {"correlation": 6, "device": -1}},` +
 		`{"ph": "X", "cat": "cuda_sync", "name": "Stream Sync", "tid": 7, "ts": 40, "dur": 5, "args": {"correlation": 4, "stream": 7}}]}`))
+	// Host and GPU rows, nested annotations, pids and tids of every form, odd launch geometry.
+	f.Add([]byte(`{"traceEvents": [{"ph": "M", "name": "process_name", "pid": "7", "args": {"name": "python"}},` +
+		`{"ph": "X", "cat": "user_annotation", "name": "a", "pid": 7, "tid": "8", "ts": 1, "dur": 50},` +
+		`{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 7, "tid": -8, "ts": 2, "dur": 5, "args": {"correlation": 1}},` +
+		`{"ph": "X", "cat": "cuda_driver", "name": "cuLaunchKernel", "pid": 7, "tid": 99999999999999999999, "ts": 3, "dur": 1, "args": {"correlation": 1}},` +
+		`{"ph": "X", "cat": "gpu_user_annotation", "name": "a", "pid": 0, "tid": 7, "ts": 4, "dur": 40},` +
+		`{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 5, "dur": 3, "args": {"correlation": 1, "grid": [1e99, -1, "x"], "block": 5}},` +
+		`{"ph": "X", "cat": "cuda_sync", "name": "Context Sync", "pid": 0, "tid": -1, "ts": 40, "dur": 20, "args": {"stream": 4294967295, "correlation": 1}}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		c := NewCollector(Limits{MaxIntervals: 1000, MaxLaunches: 1000, MaxSamplesPerKernel: 16, MaxKernelNames: 50, MaxPathEvents: 5000, CriticalPath: true})
+		c := NewCollector(Limits{MaxIntervals: 1000, MaxLaunches: 1000, MaxSamplesPerKernel: 16, MaxKernelNames: 50, MaxPathEvents: 5000, CriticalPath: true, Timeline: true, MaxTimelineActivities: 64})
 		err := ReadChrome(bytes.NewReader(data), c)
 		var pe *ParseError
 		if err != nil && !errors.As(err, &pe) {
@@ -72,6 +80,7 @@ func FuzzReadChrome(f *testing.F) {
 		}
 		checkPerLaunch(t, r, 50)
 		checkCriticalPath(t, r.CriticalPath)
+		checkFuzzedTimeline(t, r.Timeline, 64)
 	})
 }
 
@@ -110,6 +119,22 @@ func checkCriticalPath(t *testing.T, cp *CriticalPath) {
 	}
 }
 
+// checkFuzzedTimeline: whatever was read, the timeline stays within its cap and its names'
+// bound, and its tree is one (parents hold their children on their service, launches are host
+// calls of the same correlation).
+func checkFuzzedTimeline(t *testing.T, tl *Timeline, limit int) {
+	t.Helper()
+	if tl == nil || len(tl.Activities) > limit || len(tl.Processes) > maxProcessNames || tl.Dropped < 0 {
+		t.Fatalf("unbounded timeline: %+v", tl)
+	}
+	for _, a := range tl.Activities {
+		if len(a.Name) > maxTimelineName || a.End < a.Start {
+			t.Fatalf("activity %+v", a)
+		}
+	}
+	checkTree(t, tl)
+}
+
 // FuzzReadNsys feeds damaged Nsight Systems exports (a real export's bytes, cut and mutated) to
 // the SQLite reader: it must answer with an error or figures, never panic, hang or write.
 func FuzzReadNsys(f *testing.F) {
@@ -129,9 +154,10 @@ func FuzzReadNsys(f *testing.F) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		c := NewCollector(Limits{MaxIntervals: 1000, MaxLaunches: 1000, MaxSamplesPerKernel: 16, MaxKernelNames: 50, MaxPathEvents: 5000, CriticalPath: true})
+		c := NewCollector(Limits{MaxIntervals: 1000, MaxLaunches: 1000, MaxSamplesPerKernel: 16, MaxKernelNames: 50, MaxPathEvents: 5000, CriticalPath: true, Timeline: true, MaxTimelineActivities: 64})
 		_ = ReadNsys(ctx, path, c) // any error is fine; a panic or a hang is not
 		r := c.Result(AnalysisOptions{})
+		checkFuzzedTimeline(t, r.Timeline, 64)
 		if tb := r.Temporal; tb.Compute+tb.Communication+tb.Memory+tb.Idle != tb.Span {
 			t.Fatalf("breakdown does not add up: %+v", tb)
 		}

@@ -57,7 +57,9 @@ func readNsysDB(ctx context.Context, db *sql.DB, c *Collector) error {
 		q := "SELECT start, end, " + opt(r, "correlationId") + ", " + opt(r, "globalTid") + ", " + name("nameId") + " FROM CUPTI_ACTIVITY_KIND_RUNTIME"
 		if err := scanRows(ctx, db, q, func(s scanner) error {
 			a := Activity{Kind: KindRuntime}
-			err := s.Scan(&a.Start, &a.End, &a.Correlation, &a.Thread, &a.Name)
+			var tid int64
+			err := s.Scan(&a.Start, &a.End, &a.Correlation, &tid, &a.Name)
+			a.Process, a.Thread = splitGlobalTid(tid)
 			// nsys names calls with their version suffix: cudaLaunchKernel_v7000.
 			if i := strings.Index(a.Name, "_v"); i > 0 {
 				a.Name = a.Name[:i]
@@ -76,10 +78,12 @@ func readNsysDB(ctx context.Context, db *sql.DB, c *Collector) error {
 		if err := need("CUPTI_ACTIVITY_KIND_KERNEL", k, "start", "end", nameCol); err != nil {
 			return err
 		}
-		q := "SELECT start, end, " + opt(k, "deviceId") + ", " + opt(k, "streamId") + ", " + opt(k, "correlationId") + ", " + name(nameCol) + " FROM CUPTI_ACTIVITY_KIND_KERNEL"
+		q := "SELECT start, end, " + opt(k, "deviceId") + ", " + opt(k, "streamId") + ", " + opt(k, "correlationId") + ", " + name(nameCol) +
+			", " + opt(k, "gridX") + ", " + opt(k, "gridY") + ", " + opt(k, "gridZ") + ", " + opt(k, "blockX") + ", " + opt(k, "blockY") + ", " + opt(k, "blockZ") + " FROM CUPTI_ACTIVITY_KIND_KERNEL"
 		if err := scanRows(ctx, db, q, func(s scanner) error {
 			a := Activity{Kind: KindKernel}
-			err := s.Scan(&a.Start, &a.End, &a.Device, &a.Stream, &a.Correlation, &a.Name)
+			err := s.Scan(&a.Start, &a.End, &a.Device, &a.Stream, &a.Correlation, &a.Name,
+				&a.Grid[0], &a.Grid[1], &a.Grid[2], &a.Block[0], &a.Block[1], &a.Block[2])
 			c.Add(a)
 			return err
 		}); err != nil {
@@ -125,10 +129,12 @@ func readNsysDB(ctx context.Context, db *sql.DB, c *Collector) error {
 			text = "COALESCE(text, '')"
 		}
 		// Ranges only (end set); marks have no duration to launch kernels in.
-		q := "SELECT COALESCE(start, 0), COALESCE(" + optRaw(n, "end") + ", -1), " + opt(n, "globalTid") + ", " + text + " FROM NVTX_EVENTS"
+		q := "SELECT COALESCE(start, 0), COALESCE(" + optRaw(n, "end") + ", -1), " + text + ", " + opt(n, "globalTid") + " FROM NVTX_EVENTS"
 		if err := scanRows(ctx, db, q, func(s scanner) error {
 			a := Activity{Kind: KindAnnotation}
-			err := s.Scan(&a.Start, &a.End, &a.Thread, &a.Name)
+			var tid int64
+			err := s.Scan(&a.Start, &a.End, &a.Name, &tid)
+			a.Process, a.Thread = splitGlobalTid(tid)
 			if a.End < a.Start {
 				c.ids.scan(a.Name, SourceAnnotation)
 				return err
@@ -139,7 +145,53 @@ func readNsysDB(ctx context.Context, db *sql.DB, c *Collector) error {
 			return err
 		}
 	}
+	if c.timeline != nil {
+		return readNsysNames(ctx, db, cols, c)
+	}
 	return nil
+}
+
+// splitGlobalTid reads Nsight's globalTid: the process ID in bits 24–47, the thread ID in the
+// low 24 bits (the bits above name the machine and VM).
+func splitGlobalTid(g int64) (pid, tid int64) {
+	return (g >> 24) & 0xFFFFFF, g & 0xFFFFFF
+}
+
+// readNsysNames reads what the timeline shows beside the activities: the names of the
+// processes whose threads made CUDA calls or NVTX ranges (PROCESSES lists every process of the
+// machine), and the session's start (the export's times count from it).
+func readNsysNames(ctx context.Context, db *sql.DB, cols map[string]map[string]bool, c *Collector) error {
+	if t := cols["TARGET_INFO_SESSION_START_TIME"]; t["utcEpochNs"] {
+		if err := scanRows(ctx, db, "SELECT COALESCE(utcEpochNs, 0) FROM TARGET_INFO_SESSION_START_TIME LIMIT 1", func(s scanner) error {
+			var ns int64
+			err := s.Scan(&ns)
+			c.setEpoch(ns)
+			return err
+		}); err != nil {
+			return err
+		}
+	}
+	p := cols["PROCESSES"]
+	if !p["pid"] || !p["name"] {
+		return nil
+	}
+	var threads []string
+	for _, t := range []string{"CUPTI_ACTIVITY_KIND_RUNTIME", "NVTX_EVENTS"} {
+		if cols[t]["globalTid"] {
+			threads = append(threads, "SELECT DISTINCT (globalTid >> 24) & 16777215 FROM "+t)
+		}
+	}
+	if len(threads) == 0 {
+		return nil
+	}
+	q := fmt.Sprintf("SELECT pid, COALESCE(name, '') FROM PROCESSES WHERE pid IN (%s) LIMIT %d", strings.Join(threads, " UNION "), maxProcessNames)
+	return scanRows(ctx, db, q, func(s scanner) error {
+		var pid int64
+		var name string
+		err := s.Scan(&pid, &name)
+		c.nameProcess(pid, name)
+		return err
+	})
 }
 
 func copyKindName(k int64) string {
@@ -195,7 +247,7 @@ func need(table string, cols map[string]bool, names ...string) error {
 // nsysColumns lists the tables the analyses read, with their columns.
 func nsysColumns(ctx context.Context, db *sql.DB) (map[string]map[string]bool, error) {
 	out := map[string]map[string]bool{}
-	for _, t := range []string{"StringIds", "CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET", "NVTX_EVENTS"} {
+	for _, t := range []string{"StringIds", "CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET", "NVTX_EVENTS", "PROCESSES", "TARGET_INFO_SESSION_START_TIME"} {
 		rows, err := db.QueryContext(ctx, "SELECT name FROM pragma_table_info(?)", t)
 		if err != nil {
 			return nil, fmt.Errorf("gputrace: not a readable SQLite file: %w", err)

@@ -10,48 +10,22 @@ import (
 	"math"
 	"math/big"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	realdatadir "github.com/hsi-profiling/hsi-profiling-datasource/internal/realdata"
 )
 
 // Real traces written by real tools, with the figures their own projects recorded for them
 // (shared/realdata/README.md says where each comes from). They are third-party data kept beside
 // the repository, never copied into it.
 
-// realdata is the path of one real trace: under $HSI_REALDATA, else under shared/realdata in
-// the nearest folder above the package that has one (the project's checkouts have shared/ beside
-// the repository, ../shared from its root), else the workplace's /work/shared/realdata. Their
-// absence fails the test: the figures below are the point of it.
+// realdata is the path of one real trace (internal/realdata.Path: $HSI_REALDATA, else
+// shared/realdata beside the repository); its absence fails the test.
 func realdata(t *testing.T, name string) string {
 	t.Helper()
-	var tried []string
-	for _, dir := range realdataDirs() {
-		path := filepath.Join(dir, name)
-		if _, err := os.Stat(path); err == nil {
-			return path
-		}
-		tried = append(tried, path)
-	}
-	t.Fatalf("real trace %s is missing (looked at %s): the tests read the real traces from shared/realdata beside the repository; set HSI_REALDATA to their directory", name, strings.Join(tried, ", "))
-	return ""
-}
-
-func realdataDirs() []string {
-	if dir := os.Getenv("HSI_REALDATA"); dir != "" {
-		return []string{dir}
-	}
-	var dirs []string
-	if wd, err := os.Getwd(); err == nil {
-		for dir := filepath.Dir(wd); ; dir = filepath.Dir(dir) {
-			dirs = append(dirs, filepath.Join(dir, "shared", "realdata"))
-			if filepath.Dir(dir) == dir {
-				break
-			}
-		}
-	}
-	return append(dirs, "/work/shared/realdata")
+	return realdatadir.Path(t, name)
 }
 
 func analyzeReal(t *testing.T, name string) *Result {

@@ -337,9 +337,16 @@ func (s *Store) FindByTraceID(ctx context.Context, traceID string) ([]Found, not
 
 // AnalyzeAll fills in the analysis of each file not yet analysed.
 func (s *Store) AnalyzeAll(ctx context.Context, files []Found) {
+	s.analyzeAll(ctx, files, Limits{})
+}
+
+// analyzeAll is AnalyzeAll with limits; with other limits than the defaults a file found by
+// its content (read with the defaults) is read again.
+func (s *Store) analyzeAll(ctx context.Context, files []Found, l Limits) {
 	for i := range files {
-		if files[i].Result == nil && files[i].Err == nil {
-			files[i].Result, files[i].Err = s.Analyze(ctx, files[i].File)
+		f := &files[i]
+		if f.Result == nil && f.Err == nil || l != (Limits{}) && f.Result != nil {
+			f.Result, f.Err = s.AnalyzeWith(ctx, f.File, l)
 		}
 	}
 }
@@ -404,7 +411,7 @@ func (s *Store) Analyze(ctx context.Context, f TraceFile) (*Result, error) {
 	return s.AnalyzeWith(ctx, f, Limits{})
 }
 
-// AnalyzeWith is Analyze with other limits, or the critical path.
+// AnalyzeWith is Analyze with other limits: the timeline, the critical path.
 func (s *Store) AnalyzeWith(ctx context.Context, f TraceFile, l Limits) (*Result, error) {
 	if f.bucket != nil {
 		return f.bucket.analyze(ctx, f, s.maxFileBytes, l)
@@ -425,8 +432,13 @@ func (s *Store) TracesOf(ctx context.Context, file, traceID string) ([]Found, no
 	return s.TracesOfWith(ctx, file, traceID, Limits{})
 }
 
-// TracesOfWith is TracesOf with other limits, or the critical path: a file already analysed
-// to find the request in it is analysed again with them.
+// TimelinesOf is TracesOf with each file's timeline (Result.Timeline): the kernels query's
+// timeline view.
+func (s *Store) TimelinesOf(ctx context.Context, file, traceID string) ([]Found, notices.List, error) {
+	return s.TracesOfWith(ctx, file, traceID, Limits{Timeline: true})
+}
+
+// TracesOfWith is TracesOf with other limits: the timeline, the critical path.
 func (s *Store) TracesOfWith(ctx context.Context, file, traceID string, l Limits) ([]Found, notices.List, error) {
 	var (
 		files  []Found
@@ -441,11 +453,7 @@ func (s *Store) TracesOfWith(ctx context.Context, file, traceID string, l Limits
 	} else {
 		files, missed = s.FindByTraceID(ctx, traceID)
 	}
-	for i := range files {
-		if files[i].Result == nil || l != (Limits{}) {
-			files[i].Result, files[i].Err = s.AnalyzeWith(ctx, files[i].File, l)
-		}
-	}
+	s.analyzeAll(ctx, files, l)
 	read := 0
 	for _, f := range files {
 		switch {

@@ -19,10 +19,12 @@ const (
 	// KernelsCriticalPath: the critical path of the GPU work (HTA's lightweight critical
 	// path): its composition and longest segments.
 	KernelsCriticalPath = "criticalPath"
+	// KernelsTimeline: the activities as a trace frame for Grafana's trace view.
+	KernelsTimeline = "timeline"
 )
 
 // KernelsViews lists the views in the order messages name them; the first is the default.
-var KernelsViews = []string{KernelsSummary, KernelsLaunches, KernelsCriticalPath}
+var KernelsViews = []string{KernelsSummary, KernelsLaunches, KernelsCriticalPath, KernelsTimeline}
 
 // KernelsQuery is {queryType: "kernels", traceId?, file?, view?}: the traces of a request, or
 // one file given relative to a configured trace directory, shown as View.

@@ -451,6 +451,7 @@ func boundaryQueryFields(b *boundaryBed) []queryField {
 		queryField{model: map[string]any{"queryType": "slowRequests"}, field: "minDuration", strict: true},
 		queryField{model: map[string]any{"queryType": "kernels"}, field: "traceId", strict: true, idOf: "trace"},
 		queryField{model: map[string]any{"queryType": "kernels"}, field: "file"},
+		queryField{model: map[string]any{"queryType": "kernels", "traceId": b.validTraceID}, field: "view", strict: true},
 		queryField{model: map[string]any{"queryType": "gpuLocal"}, field: "view"},
 	)
 	for _, qt := range []string{"gpuMetrics", "gpuClass"} {

@@ -13,9 +13,10 @@ import (
 )
 
 // queryKernels answers the kernels query: the GPU kernel traces of a request (or one chosen
-// file) from the configured trace directories, each analysed by pkg/gputrace and shown as the
-// query's view (the summary, or the per-launch times and ranges). A file that fails to read
-// becomes a notice; the other files' frames stay.
+// file) from the configured trace directories and buckets, each analysed by pkg/gputrace and
+// shown as the query's view (the summary, the per-launch times and ranges, the critical path,
+// or the activities as one trace frame). A file that fails to read becomes a notice; the other
+// files' frames stay.
 func (d *Datasource) queryKernels(ctx context.Context, q backend.DataQuery) (data.Frames, error) {
 	kq, err := models.ParseKernelsQuery(q.JSON)
 	if err != nil {
@@ -25,8 +26,10 @@ func (d *Datasource) queryKernels(ctx context.Context, q backend.DataQuery) (dat
 	if err != nil {
 		return nil, err
 	}
-	// Only the critical path keeps every event: the other views do not pay for its memory.
-	files, missed, err := store.TracesOfWith(ctx, kq.File, kq.TraceID, gputrace.Limits{CriticalPath: kq.View == models.KernelsCriticalPath})
+	// Only the critical path and the timeline keep the events themselves: the other views do
+	// not pay for their memory.
+	limits := gputrace.Limits{CriticalPath: kq.View == models.KernelsCriticalPath, Timeline: kq.View == models.KernelsTimeline}
+	files, missed, err := store.TracesOfWith(ctx, kq.File, kq.TraceID, limits)
 	if err != nil {
 		return nil, err
 	}
@@ -35,6 +38,9 @@ func (d *Datasource) queryKernels(ctx context.Context, q backend.DataQuery) (dat
 	}
 	if kq.View == models.KernelsCriticalPath {
 		return frames.KernelCriticalPaths(files, missed), nil
+	}
+	if kq.View == models.KernelsTimeline {
+		return frames.KernelTimeline(files, missed, kq.TraceID), nil
 	}
 	return frames.KernelTraces(files, missed), nil
 }

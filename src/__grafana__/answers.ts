@@ -15,6 +15,10 @@ export const ANSWERS = [
   'triageDemo',
   'triageRequests',
   'triageSignals',
+  // The kernels query's timeline view: a generated request's trace (its truth beside it) and
+  // the real ResNet-50 trace at the default cap.
+  'kernelTimeline',
+  'kernelTimelineResNet',
 ] as const;
 export type AnswerName = (typeof ANSWERS)[number];
 
@@ -26,6 +30,8 @@ export interface Fixture {
   spanId?: string;
   /** The services of the request's profiled spans, as Jaeger lists them: the flame graph's. */
   profiledServices?: string[];
+  /** What the trace the answer read holds, as its generator counted it (kernelTimeline). */
+  truth?: { kernels: number; transfers: number; launches: number; syncCalls: number };
   /** The answer as Grafana's server sends it to the frontend (/api/ds/query). */
   response: BackendDataSourceResponse;
 }

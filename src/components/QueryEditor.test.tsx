@@ -527,6 +527,31 @@ describe('QueryEditor', () => {
       fireEvent.change(screen.getByLabelText('Trace ID'), { target: { value: '4bf92f35' } });
       expect(screen.getByText('A trace ID has 16 or 32 hex digits')).toBeInTheDocument();
     });
+
+    it('writes the timeline view, summary by default, and only fields the backend reads', async () => {
+      const { last, onRunQuery } = await renderEditor({ refId: 'A', queryType: 'kernels', traceId: '$trace_id' });
+      // The backend's default, shown without writing it.
+      expect(screen.getByRole('radio', { name: 'Summary' })).toBeChecked();
+      const runs = onRunQuery.mock.calls.length;
+      fireEvent.click(screen.getByRole('radio', { name: 'Timeline' }));
+      const query = last();
+      expect(query).toEqual({ refId: 'A', queryType: 'kernels', traceId: '$trace_id', view: 'timeline' });
+      expect(onRunQuery).toHaveBeenCalledTimes(runs + 1);
+      expect(screen.getByRole('radio', { name: 'Timeline' })).toBeChecked();
+      const kernelKeys = ['refId', 'queryType', ...QUERY_TYPE_INFO.kernels.fields];
+      expect(Object.keys(query).filter((k) => !kernelKeys.includes(k))).toEqual([]);
+      fireEvent.click(screen.getByRole('radio', { name: 'Summary' }));
+      expect(last()).toEqual({ refId: 'A', queryType: 'kernels', traceId: '$trace_id', view: 'summary' });
+    });
+
+    it("keeps the timeline view for the kernels query only: the other types' parsers refuse it", async () => {
+      const { last } = await renderEditor({ refId: 'A', queryType: 'kernels', view: 'timeline' });
+      await pick('Query type', /^GPU incidents \(triage\)/);
+      expect(last().view).toBeUndefined();
+      expect(screen.getByRole('radio', { name: 'Failures' })).toBeChecked();
+      await pick('Query type', /^GPU kernels/);
+      expect(screen.getByRole('radio', { name: 'Summary' })).toBeChecked();
+    });
   });
 
   describe('slow requests', () => {
@@ -1018,6 +1043,31 @@ describe('QueryEditor', () => {
       await renderEditor({ refId: 'A', queryType: 'kernels', view: 'signals' } as HsiQuery);
       expect(screen.getByRole('radio', { name: 'Summary' })).not.toBeChecked();
       expect(screen.getByRole('radio', { name: 'Launches' })).not.toBeChecked();
+    });
+
+    it('writes the timeline view, summary by default, and only fields the backend reads', async () => {
+      const { last, onRunQuery } = await renderEditor({ refId: 'A', queryType: 'kernels', traceId: '$trace_id' });
+      // The backend's default, shown without writing it.
+      expect(screen.getByRole('radio', { name: 'Summary' })).toBeChecked();
+      const runs = onRunQuery.mock.calls.length;
+      fireEvent.click(screen.getByRole('radio', { name: 'Timeline' }));
+      const query = last();
+      expect(query).toEqual({ refId: 'A', queryType: 'kernels', traceId: '$trace_id', view: 'timeline' });
+      expect(onRunQuery).toHaveBeenCalledTimes(runs + 1);
+      expect(screen.getByRole('radio', { name: 'Timeline' })).toBeChecked();
+      const kernelKeys = ['refId', 'queryType', ...QUERY_TYPE_INFO.kernels.fields];
+      expect(Object.keys(query).filter((k) => !kernelKeys.includes(k))).toEqual([]);
+      fireEvent.click(screen.getByRole('radio', { name: 'Summary' }));
+      expect(last()).toEqual({ refId: 'A', queryType: 'kernels', traceId: '$trace_id', view: 'summary' });
+    });
+
+    it("keeps the timeline view for the kernels query only: the other types' parsers refuse it", async () => {
+      const { last } = await renderEditor({ refId: 'A', queryType: 'kernels', view: 'timeline' });
+      await pick('Query type', /^GPU incidents \(triage\)/);
+      expect(last().view).toBeUndefined();
+      expect(screen.getByRole('radio', { name: 'Failures' })).toBeChecked();
+      await pick('Query type', /^GPU kernels/);
+      expect(screen.getByRole('radio', { name: 'Summary' })).toBeChecked();
     });
   });
   describe('GPU incidents (triage)', () => {

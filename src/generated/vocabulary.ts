@@ -439,7 +439,8 @@ export const TRIAGE_VIEWS = [
 export const KERNELS_VIEWS = [
   "summary",
   "launches",
-  "criticalPath"
+  "criticalPath",
+  "timeline"
 ] as const;
 
 /** The triage query's failure classes (its classes field); none chosen: all. */

@@ -54,8 +54,10 @@ type fixture struct {
 	// Services are the services of the request's profiled spans (pyroscope.profile.id set), as
 	// Jaeger lists them: those the whole-request flame graph shows (the simulated engine sends
 	// spans but no profiles).
-	Services []string        `json:"profiledServices,omitempty"`
-	Response json.RawMessage `json:"response"`
+	Services []string `json:"profiledServices,omitempty"`
+	// Truth is what a generated kernel trace holds (kernels, transfers, launches, syncCalls).
+	Truth    map[string]int64 `json:"truth,omitempty"`
+	Response json.RawMessage  `json:"response"`
 }
 
 func framesDir(t *testing.T) string {

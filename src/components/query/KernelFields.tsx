@@ -25,6 +25,10 @@ const VIEWS = withText<KernelsView>(KERNELS_VIEWS, {
     description:
       "CPU-bound, GPU-bound, or waiting on synchronisation or copies: the critical path of the GPU work (HTA's lightweight critical path), its composition and longest segments",
   },
+  timeline: {
+    label: 'Timeline',
+    description: "Kernels, copies, calls and annotations as a trace: open it in Explore's trace view",
+  },
 });
 
 /** A file size for the picker's descriptions. */
