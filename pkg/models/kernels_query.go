@@ -8,21 +8,39 @@ import (
 	"strings"
 )
 
-// KernelsQuery is {queryType: "kernels", traceId?, file?}: the traces of a request, or one file
-// given relative to a configured trace directory.
+// The views of a kernels query.
+const (
+	KernelViewSummary = "summary" // the analyses' frames (kernel summary, breakdowns, advice)
+	KernelViewDiff    = "diff"    // the request's kernels against a baseline's (KernelBaseline)
+)
+
+// KernelViews lists the views in the order messages name them; the first is the default.
+var KernelViews = []string{KernelViewSummary, KernelViewDiff}
+
+// KernelsQuery is {queryType: "kernels", traceId?, file?, view?, baseline?}: the traces of a
+// request, or one file given relative to a configured trace directory.
 type KernelsQuery struct {
 	TraceID string
 	File    string
+	View    string
+	// Baseline is what the diff view compares the request with; nil in the other views.
+	Baseline *KernelBaseline `json:",omitempty"`
 }
 
 // ParseKernelsQuery reads a kernels query. The file must be a relative path without "..": the
 // plugin resolves it inside the configured directories only.
 func ParseKernelsQuery(raw json.RawMessage) (*KernelsQuery, error) {
 	var q struct {
-		TraceID string `json:"traceId"`
-		File    string `json:"file"`
+		TraceID  string          `json:"traceId"`
+		File     string          `json:"file"`
+		View     string          `json:"view"`
+		Baseline json.RawMessage `json:"baseline"`
 	}
 	if err := Decode(raw, &q); err != nil {
+		return nil, err
+	}
+	view, err := kernelView(q.View)
+	if err != nil {
 		return nil, err
 	}
 	id, err := NormalizeTraceID("traceId", q.TraceID)
@@ -36,7 +54,27 @@ func ParseKernelsQuery(raw json.RawMessage) (*KernelsQuery, error) {
 	if id == "" && file == "" {
 		return nil, errors.New(`set "traceId" (the request's trace ID) or "file" (a trace file from the list)`)
 	}
-	return &KernelsQuery{TraceID: id, File: file}, nil
+	out := &KernelsQuery{TraceID: id, File: file, View: view}
+	if view == KernelViewDiff {
+		// Read in the diff view only: a profile diff's sides, left by switching the type in the
+		// editor, mean nothing here.
+		if out.Baseline, err = parseKernelBaseline(q.Baseline, id); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// kernelView checks a kernels query's view; unset is the summary.
+func kernelView(v string) (string, error) {
+	v = strings.TrimSpace(v)
+	switch v {
+	case "":
+		return KernelViewSummary, nil
+	case KernelViewSummary, KernelViewDiff:
+		return v, nil
+	}
+	return "", fmt.Errorf("field \"view\" must be one of %s, got %q", strings.Join(KernelViews, ", "), truncate(v, 40))
 }
 
 // CleanTraceFile checks a file path relative to a trace directory: not absolute, no "..",
