@@ -120,6 +120,8 @@ type KernelStore interface {
 	KernelTraces
 	FilesOf(ctx context.Context, traceID string) ([]gputrace.TraceFile, notices.List)
 	TracesOf(ctx context.Context, file, traceID string) ([]gputrace.Found, notices.List, error)
+	// Diff compares a request's kernel traces with a baseline's (the kernels query's diff view).
+	Diff(ctx context.Context, q gputrace.DiffRequest) (*gputrace.KernelDiff, error)
 	// CheckBuckets lists each bucket afresh (the health check).
 	CheckBuckets(ctx context.Context) []gputrace.BucketCheck
 	// Close closes the buckets' clients.
