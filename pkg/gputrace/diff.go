@@ -226,13 +226,16 @@ func Diff(base, target *DiffSide) *KernelDiff {
 // request, or a side with fewer than MinDiffLaunches kernel launches; "" otherwise.
 func littleData(base, target *DiffSide) string {
 	var few []string
-	if base.Requests == 1 {
+	switch {
+	case base.Requests == 1 && base.Launches < MinDiffLaunches:
+		few = append(few, fmt.Sprintf("the baseline is 1 request of %d kernel launches", base.Launches))
+	case base.Requests == 1:
 		few = append(few, "the baseline is 1 request")
+	case base.Requests > 0 && base.Launches < MinDiffLaunches:
+		few = append(few, fmt.Sprintf("the baseline holds %d kernel launches", base.Launches))
 	}
-	for _, s := range []*DiffSide{base, target} {
-		if s.Requests > 0 && s.Launches < MinDiffLaunches {
-			few = append(few, fmt.Sprintf("the %s holds %d kernel launches", s.Name, s.Launches))
-		}
+	if target.Requests > 0 && target.Launches < MinDiffLaunches {
+		few = append(few, fmt.Sprintf("the target holds %d kernel launches", target.Launches))
 	}
 	if len(few) == 0 {
 		return ""

@@ -2,7 +2,9 @@ package plugin
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +14,8 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/data"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/internal/kinetogen"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/correlate"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace"
 )
 
 // diffID is the i-th request's trace ID of the kernel diff fixtures.
@@ -215,4 +219,76 @@ func null(t *testing.T, f *data.Frame, field string, row int) bool {
 	}
 	_, ok := fd.ConcreteAt(row)
 	return !ok
+}
+
+// requestKernels writes a Kineto trace of one request's GPU work on its span: an annotation
+// naming the trace and the span, and launches of kernels inside it, 20 ms of them.
+func requestKernels(t *testing.T, path, traceID, spanID string) {
+	t.Helper()
+	var buf bytes.Buffer
+	k := kinetogen.NewWriter(&buf, kinetogen.EpochBase, nil)
+	k.Span("user_annotation", "forward span="+spanID+" trace="+traceID, 0, 30_000_000)
+	at := int64(1_000_000)
+	for corr := 1; corr <= 4; corr++ {
+		k.Runtime("cudaLaunchKernel", at-5_000, at-1_000, corr)
+		k.Kernel("gemm", 7, at, at+5_000_000, corr)
+		at += 5_000_000 + kinetogen.KernelGap
+	}
+	if err := k.Close("detector", 30_000_000); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, path, buf.String())
+}
+
+// The verdict's GPU causes link to the kernels diff of the request against its service's recent
+// requests when the trace directory holds another request of the service; else not.
+func TestTraceVerdictLinksGPUKernelsToTheKernelsDiff(t *testing.T) {
+	b := newJoinBed(t, joinBedOptions{settings: map[string]any{"traceDatasourceUid": "jaeger-uid"}})
+	traceID, span := b.trace.TraceID, b.trace.Spans[4].SpanID // ai-detector's model.predict
+	dir := t.TempDir()
+	requestKernels(t, filepath.Join(dir, "detector", "detector_"+traceID+".pt.trace.json"), traceID, span)
+	b.ds.src.Kernels = correlate.Ready[correlate.KernelStore](gputrace.NewStore([]string{dir}, 100, 1<<30))
+	gpuLink := func() string {
+		t.Helper()
+		r := b.query(t, traceModel)
+		if r.Error != nil {
+			t.Fatal(r.Error)
+		}
+		v := r.Frames[2]
+		kind, _ := v.FieldByName("kind")
+		link, _ := v.FieldByName("link")
+		for i := range v.Rows() {
+			if kind.At(i) == "gpu kernels" {
+				return link.At(i).(string)
+			}
+		}
+		tbl, _ := v.StringTable(-1, -1)
+		t.Fatalf("no GPU kernels cause:\n%s", tbl)
+		return ""
+	}
+	if l := gpuLink(); strings.Contains(l, "kernels") {
+		t.Errorf("no other request of the service, yet the link is %q", l)
+	}
+	// Another request of the detector, and one of another folder.
+	requestKernels(t, filepath.Join(dir, "detector", "detector_"+diffID(1)+".pt.trace.json"), diffID(1), span)
+	requestKernels(t, filepath.Join(dir, "other", "x_"+diffID(2)+".pt.trace.json"), diffID(2), span)
+	l := gpuLink()
+	u, err := url.Parse(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var panes map[string]map[string]any
+	if err := json.Unmarshal([]byte(u.Query().Get("panes")), &panes); err != nil {
+		t.Fatalf("%q: %v", l, err)
+	}
+	q := panes["evidence"]["queries"].([]any)[0].(map[string]any)
+	if q["queryType"] != "kernels" || q["view"] != "diff" || q["traceId"] != traceID || panes["evidence"]["datasource"] != "hsi-uid" {
+		t.Fatalf("GPU kernels link %v", panes)
+	}
+	// The link's query answers: the request against the other detector request.
+	raw, _ := json.Marshal(q)
+	r := b.query(t, string(raw))
+	if r.Error != nil || r.Frames[0].Name != "kernel diff" || !strings.Contains(noticeTexts(r.Frames[0]), "match detector/detector_* (the target's directory") {
+		t.Errorf("the linked diff: %v %s", r.Error, noticeTexts(r.Frames[0]))
+	}
 }
