@@ -12,6 +12,7 @@ import {
   GPU_METRIC_NAMES,
   GPU_THRESHOLD_WINDOWS,
   GPU_THRESHOLDS,
+  KERNEL_VIEWS,
   QUERY_TYPE_INFO,
   QUERY_TYPE_NAMES,
   TRACE_DATASOURCE_TYPES as GENERATED_TRACE_DATASOURCE_TYPES,
@@ -50,6 +51,24 @@ export type GpuLocalView = (typeof GPU_LOCAL_VIEWS)[number];
  */
 export type TriageView = (typeof TRIAGE_VIEWS)[number];
 
+/**
+ * GPU kernels: the kernel summary with its breakdowns and advice (the default), or the request's
+ * kernels against a baseline's (pkg/models/kernels_query.go, KernelViews).
+ */
+export type KernelView = (typeof KERNEL_VIEWS)[number];
+
+/**
+ * GPU kernels, diff view: what the request's kernels are compared with. Another request
+ * (traceId), or the `recent` most recent requests (1–100, default 10) whose trace file references
+ * match `match`, a glob (`infer_*` on the file name; with a `/`, on the whole reference, e.g.
+ * `bucket:fleet/infer/2026-11-2?/infer_*`); unset: the target's directory, any day, its name before the trace ID.
+ */
+export interface KernelBaseline {
+  traceId?: string;
+  recent?: number;
+  match?: string;
+}
+
 /** GPU incidents (triage): the failure classes of runbook 002 (TriageClasses). */
 export type TriageClass = (typeof TRIAGE_CLASSES)[number];
 
@@ -60,6 +79,7 @@ export type TriageClass = (typeof TRIAGE_CLASSES)[number];
 export const QUERY_VIEWS: Partial<Record<QueryType, readonly string[]>> = {
   gpuLocal: GPU_LOCAL_VIEWS,
   triage: TRIAGE_VIEWS,
+  kernels: KERNEL_VIEWS,
 };
 
 /** GPU metrics: one series per GPU, per host, or one for the fleet. */
@@ -98,7 +118,8 @@ export interface HsiQuery extends DataQuery {
   traceId?: string;
   /** With traceId: also one flame graph per service. */
   perService?: boolean;
-  baseline?: DiffSide;
+  /** Diff: the baseline side. GPU kernels, diff view: the request or recent requests compared with. */
+  baseline?: DiffSide & KernelBaseline;
   comparison?: DiffSide;
 
   // Grafana's Pyroscope data source's fields, with its meanings (GrafanaPyroscopeDataQuery).
@@ -150,8 +171,8 @@ export interface HsiQuery extends DataQuery {
   models?: string[];
   pods?: string[];
   namespaces?: string[];
-  /** Local GPUs (NVML): the view; unset: devices. Triage: the view; unset: failures. */
-  view?: GpuLocalView | TriageView;
+  /** Local GPUs (NVML): the view; unset: devices. Triage: the view; unset: failures. GPU kernels: unset: summary. */
+  view?: GpuLocalView | TriageView | KernelView;
   /** Triage: the Jaeger services searched for failed requests; unset: every service. */
   services?: string[];
   /** Triage: only these failure classes; unset: all. */

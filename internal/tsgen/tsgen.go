@@ -66,6 +66,8 @@ func Generate() ([]byte, error) {
 		"GPU_LOCAL_VIEWS", strs(models.GPULocalViews), true)
 	w.decl("What the triage query shows (pkg/models/triage_query.go); unset: the first.",
 		"TRIAGE_VIEWS", strs(models.TriageViews), true)
+	w.decl("What the kernels query shows (pkg/models/kernels_query.go); unset: the first.",
+		"KERNEL_VIEWS", strs(models.KernelViews), true)
 	w.decl("The triage query's failure classes (its classes field); none chosen: all.",
 		"TRIAGE_CLASSES", strs(models.TriageClasses), true)
 	w.decl("How a gpuMetrics query combines GPUs: one series per GPU (the default), per host, or one for the fleet.",

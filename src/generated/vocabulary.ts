@@ -378,9 +378,17 @@ export const QUERY_TYPE_INFO = {
     "family": "gpu",
     "fields": [
       "traceId",
-      "file"
+      "file",
+      "view",
+      "baseline"
     ],
-    "bounds": {}
+    "bounds": {
+      "baseline.recent": {
+        "default": 10,
+        "min": 1,
+        "max": 100
+      }
+    }
   },
   "triage": {
     "label": "GPU incidents (triage)",
@@ -432,6 +440,12 @@ export const TRIAGE_VIEWS = [
   "failures",
   "requests",
   "signals"
+] as const;
+
+/** What the kernels query shows (pkg/models/kernels_query.go); unset: the first. */
+export const KERNEL_VIEWS = [
+  "summary",
+  "diff"
 ] as const;
 
 /** The triage query's failure classes (its classes field); none chosen: all. */
