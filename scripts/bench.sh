@@ -103,6 +103,8 @@ RealBucket200MB|bucket-s/op|the same 200 MB trace as an object of the bed's S3 b
 RealBucket200MB|bucket-peak-heap-MB|same: peak heap while reading it|MB|disk-peak-heap-MB|the same file from disk
 ChromeMemoryVsSize/20MB|peak-heap-MB|20 MB trace, kept intervals capped at 10,000: peak heap|MB|file-MB|the file's size
 ChromeMemoryVsSize/80MB|peak-heap-MB|80 MB trace, same caps: peak heap|MB|file-MB|the file's size
+Diff200MB|diff-s/op|kernels diff of two 200 MB Kineto traces (two requests): reading and comparing both|s|read-one-s/op|reading one of them (the summary view)
+Diff200MB|diff-peak-heap-MB|same: peak heap|MB|read-one-peak-heap-MB|reading one of them
 Load|p50-ms|load test through the plugin protocol (every query type, the bed): median latency under load|ms|alone-p50-ms|the same requests one at a time
 Load|p99-ms|same: 99th percentile|ms|alone-p99-ms|the same requests one at a time
 Load|requests/s|same: requests answered per second|/s|alone-requests/s|one at a time

@@ -53,10 +53,22 @@ export type TriageView = (typeof TRIAGE_VIEWS)[number];
 
 /**
  * GPU kernels: each trace file's kernel summary and breakdowns (the default), its per-launch
- * times and ranges projected onto the GPU, its critical path, or its activities as a trace for
- * Grafana's trace view (pkg/models/kernels_query.go, KernelsViews).
+ * times and ranges projected onto the GPU, its critical path, its activities as a trace for
+ * Grafana's trace view, or its kernels against a baseline's (pkg/models/kernels_query.go, KernelsViews).
  */
 export type KernelsView = (typeof KERNELS_VIEWS)[number];
+
+/**
+ * GPU kernels, diff view: what the request's kernels are compared with. Another request
+ * (traceId), or the `recent` most recent requests (1–100, default 10) whose trace file references
+ * match `match`, a glob (`infer_*` on the file name; with a `/`, on the whole reference, e.g.
+ * `bucket:fleet/infer/2026-11-2?/infer_*`); unset: the target's directory, any day, its name before the trace ID.
+ */
+export interface KernelBaseline {
+  traceId?: string;
+  recent?: number;
+  match?: string;
+}
 
 /** GPU incidents (triage): the failure classes of runbook 002 (TriageClasses). */
 export type TriageClass = (typeof TRIAGE_CLASSES)[number];
@@ -107,7 +119,8 @@ export interface HsiQuery extends DataQuery {
   traceId?: string;
   /** With traceId: also one flame graph per service. */
   perService?: boolean;
-  baseline?: DiffSide;
+  /** Diff: the baseline side. GPU kernels, diff view: the request or recent requests compared with. */
+  baseline?: DiffSide & KernelBaseline;
   comparison?: DiffSide;
 
   // Grafana's Pyroscope data source's fields, with its meanings (GrafanaPyroscopeDataQuery).

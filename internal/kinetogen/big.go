@@ -9,10 +9,14 @@ import (
 // WriteBig writes a large Kineto trace of at least size bytes for the benchmarks: 4 streams, 300
 // kernel names, a launch call and flow pair per kernel, a memcpy every 20 kernels. The same size
 // gives the same trace (a fixed seed).
-func WriteBig(w io.Writer, size int64) error {
+func WriteBig(w io.Writer, size int64) error { return WriteBigSeed(w, size, 7) }
+
+// WriteBigSeed is WriteBig with another seed: another request's trace of the same shape (the
+// same kernel names and ranges, other picks and durations), e.g. a diff's other side.
+func WriteBigSeed(w io.Writer, size int64, seed uint64) error {
 	cw := &countingWriter{w: w}
 	k := NewWriter(cw, EpochBase, map[string]string{"rank": "0"})
-	rng := rand.New(rand.NewPCG(7, 7))
+	rng := rand.New(rand.NewPCG(seed, seed))
 	names := make([]string, 300)
 	for i := range names {
 		names[i] = fmt.Sprintf("void at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_impl_%d>(int, Func)", i)

@@ -45,6 +45,10 @@ type TraceAnswer struct {
 	// KernelTraces are the analysed kernel traces naming the request (their idle, launch and
 	// synchronisation figures are a GPU-idle cause's evidence).
 	KernelTraces []*gputrace.Result
+	// KernelBaselines counts the other requests a kernels diff of this one would compare it
+	// with by default (same directory or bucket prefix, any day, same name before the trace
+	// ID); 0 when none, or when the store cannot say.
+	KernelBaselines int
 	// Lever is runbook 002's lever for the request's service over the panel's range; nil
 	// without a range.
 	Lever *Lever
@@ -86,10 +90,10 @@ func JoinRequest(ctx context.Context, src TraceSources, q TraceQuery) (*TraceAns
 		Join:     q.Join,
 	})
 	out := &TraceAnswer{Trace: trace, Rows: rows, Profile: a.cpu, Engines: a.engines}
-	kernelNotices, kernelResults := kernelTimes(ctx, src.Kernels, trace.TraceID, rows)
+	kernelNotices, kernelResults, baselines := kernelTimes(ctx, src.Kernels, trace.TraceID, rows)
 	out.Notices = traceNotices(q, rows, a)
 	out.Notices.Merge(kernelNotices)
-	out.KernelTraces = kernelResults
+	out.KernelTraces, out.KernelBaselines = kernelResults, baselines
 	out.Notices.Merge(engineNotices(trace, a.engines, a.moreEngines, a.enginesErr))
 	out.Lever = a.lever
 	if q.SettingsErr != nil {
@@ -229,19 +233,29 @@ func seriesStep(series []classify.GPUSeries, asked time.Duration) time.Duration 
 }
 
 // kernelTimes fills the rows' GPU kernel time from the request's kernel traces (AttributeKernels)
-// and returns those traces.
-func kernelTimes(ctx context.Context, src Source[KernelTraces], traceID string, rows []SpanRow) (notices.List, []*gputrace.Result) {
+// and returns those traces, with the number of other requests a kernels diff would compare them
+// with when the store can count them (KernelBaselines).
+func kernelTimes(ctx context.Context, src Source[KernelTraces], traceID string, rows []SpanRow) (notices.List, []*gputrace.Result, int) {
 	kernels, err := src.Get()
 	if err != nil || len(rows) == 0 {
-		return nil, nil // no trace directory: the feature is not in use, the column stays empty silently
+		return nil, nil, 0 // no trace directory: the feature is not in use, the column stays empty silently
 	}
-	results, warnings := kernels.KernelTracesOf(ctx, traceID)
+	var (
+		results   []*gputrace.Result
+		warnings  notices.List
+		baselines int
+	)
+	if kb, ok := kernels.(KernelBaselines); ok {
+		results, baselines, warnings = kb.KernelTracesWithBaseline(ctx, traceID)
+	} else {
+		results, warnings = kernels.KernelTracesOf(ctx, traceID)
+	}
 	var out notices.List
 	if n := AttributeKernels(rows, traceID, results); n != "" {
 		out.Info(n)
 	}
 	out.Merge(warnings)
-	return out, results
+	return out, results, baselines
 }
 
 // traceNotices say what each store contributed to the span table and what is missing.

@@ -99,6 +99,33 @@ func (f fakeKernels) KernelTracesOf(context.Context, string) ([]*gputrace.Result
 	return f.results, notices.Warnings(f.warnings...)
 }
 
+// fakeKernelBaselines is a kernel-trace store that also counts the other requests a kernels
+// diff would compare with.
+type fakeKernelBaselines struct {
+	fakeKernels
+	others int
+}
+
+func (f fakeKernelBaselines) KernelTracesWithBaseline(ctx context.Context, traceID string) ([]*gputrace.Result, int, notices.List) {
+	r, w := f.KernelTracesOf(ctx, traceID)
+	return r, f.others, w
+}
+
+// A store that counts other requests' kernel traces says how many; one that cannot, none.
+func TestJoinRequestCountsKernelBaselines(t *testing.T) {
+	_, _, src := joinStores()
+	results := []*gputrace.Result{{ByTraceID: []gputrace.TraceKernelTime{{TraceID: demoTraceID, Kernels: 2, KernelTime: 4000}}}}
+	src.Kernels = Ready[KernelTraces](fakeKernelBaselines{fakeKernels{results: results, warnings: []string{"w"}}, 7})
+	ans, err := JoinRequest(context.Background(), src, joinQuery())
+	if err != nil || ans.KernelBaselines != 7 || len(ans.KernelTraces) != 1 || !ans.Notices.Has("w") {
+		t.Fatalf("%v: baselines %d, %d traces, notices %q", err, ans.KernelBaselines, len(ans.KernelTraces), ans.Notices.Texts())
+	}
+	src.Kernels = Ready[KernelTraces](fakeKernels{results: results})
+	if ans, _ := JoinRequest(context.Background(), src, joinQuery()); ans.KernelBaselines != 0 || len(ans.KernelTraces) != 1 {
+		t.Errorf("a store without the count: %d", ans.KernelBaselines)
+	}
+}
+
 // steadyGPU reads the same figures every second from t0-2s to t0+5s.
 func steadyGPU(g classify.GPU, smActive, dramActive float64) classify.GPUSeries {
 	s := classify.GPUSeries{GPU: g}

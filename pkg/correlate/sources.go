@@ -58,6 +58,13 @@ type KernelTraces interface {
 	KernelTracesOf(ctx context.Context, traceID string) ([]*gputrace.Result, notices.List)
 }
 
+// KernelBaselines is KernelTraces that also counts, from the same listing and without reading
+// any file, the other requests whose traces a kernels diff of the request would take as its
+// default baseline (gputrace.Store answers it): the verdict links GPU causes to that diff.
+type KernelBaselines interface {
+	KernelTracesWithBaseline(ctx context.Context, traceID string) ([]*gputrace.Result, int, notices.List)
+}
+
 // Engines reads serving engines' metrics around a span.
 type Engines interface {
 	EngineFigures(ctx context.Context, q models.EngineQuery) (models.EngineFigures, error)
@@ -121,6 +128,8 @@ type KernelStore interface {
 	FilesOf(ctx context.Context, traceID string) ([]gputrace.TraceFile, notices.List)
 	// TracesOfWith answers the kernels query with the limits its view needs.
 	TracesOfWith(ctx context.Context, file, traceID string, l gputrace.Limits) ([]gputrace.Found, notices.List, error)
+	// Diff compares a request's kernel traces with a baseline's (the kernels query's diff view).
+	Diff(ctx context.Context, q gputrace.DiffRequest) (*gputrace.KernelDiff, error)
 	// CheckBuckets lists each bucket afresh (the health check).
 	CheckBuckets(ctx context.Context) []gputrace.BucketCheck
 	// Close closes the buckets' clients.

@@ -97,6 +97,24 @@ func TestBreakdownSplitsProfiledTimeIntoCPUAndTheRest(t *testing.T) {
 			t.Errorf("evidence lacks %q:\n%s", want, ev)
 		}
 	}
+	// No other request's kernel traces to compare with: no cause links to the kernels diff.
+	for _, c := range causes {
+		if c.KernelDiff {
+			t.Errorf("%s links to a kernels diff without a baseline", c.Title)
+		}
+	}
+	// With some, the causes read from the kernel traces do, and only they.
+	causes = Verdict(&correlate.TraceAnswer{Trace: tr, Rows: rows, KernelTraces: []*gputrace.Result{kt}, KernelBaselines: 3}, parts, total)
+	linked := map[string]bool{}
+	for _, c := range causes {
+		linked[c.Kind] = c.KernelDiff
+		if c.Kind == CauseGPUKernels && !strings.HasSuffix(c.Action, "its link compares them with the service's recent requests (the kernels diff)") {
+			t.Errorf("GPU kernels action %q", c.Action)
+		}
+	}
+	if !linked[CauseGPUKernels] || !linked[CauseGPUIdle] || linked[CauseCPU] || linked[CauseWaiting] {
+		t.Errorf("kernels diff links by kind: %v", linked)
+	}
 }
 
 func TestBreakdownIgnoresEngineFiguresThatAreNotDurations(t *testing.T) {

@@ -57,6 +57,10 @@ type Cause struct {
 	ProfileID  string
 	Host, GPU  string
 	Start, End time.Time
+	// KernelDiff is set on a cause read from the request's kernel traces when the store holds
+	// other requests' traces to compare them with: its link opens the kernels query's diff of
+	// this request against the most recent ones of its service.
+	KernelDiff bool
 	// HotFunction is a CPU cause's hottest function (its evidence says it in words), and
 	// OwnFunction the deepest frame of the service's own code on its heaviest path ("" when none,
 	// or when it is the hot function itself).
@@ -191,6 +195,9 @@ func verdict(ans *correlate.TraceAnswer, breakdown []BreakdownPart, request time
 		add(c, p.Peer)
 	}
 	addEngineEvidence(ans, out)
+	if ans.KernelBaselines > 0 {
+		linkKernelDiff(out)
+	}
 	onPath := map[string]bool{}
 	for _, c := range out {
 		if c.Kind == CauseFailed {
@@ -205,6 +212,20 @@ func verdict(ans *correlate.TraceAnswer, breakdown []BreakdownPart, request time
 	}
 	slices.SortStableFunc(out, func(a, b Cause) int { return cmp.Compare(b.Explains, a.Explains) })
 	return out
+}
+
+// linkKernelDiff marks the causes read from the request's kernel traces as linking to the
+// kernels diff against the service's recent requests.
+func linkKernelDiff(causes []Cause) {
+	for i := range causes {
+		switch causes[i].Kind {
+		case CauseGPUKernels:
+			causes[i].KernelDiff = true
+			causes[i].Action += "; its link compares them with the service's recent requests (the kernels diff)"
+		case CauseGPUIdle, CauseHostSync, CauseLaunch, CauseCopies, CauseHostWork:
+			causes[i].KernelDiff = true
+		}
+	}
 }
 
 // addEngineEvidence puts what each engine's metrics said around its span on that span's queue

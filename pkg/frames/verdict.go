@@ -29,7 +29,9 @@ const LeverKind = "lever"
 //
 // Each row's cause links to what shows its evidence (the hidden link field): a CPU cause to its
 // span profile (this data source's profile query; so does host work between kernels, whose CPU it
-// shows), a GPU cause to the GPU dashboard at the span's
+// shows), a cause read from the request's kernel traces, when other requests' traces are there to
+// compare with, to the kernels diff of the request against its service's recent requests (this
+// data source's kernels query, view diff), a GPU cause to the GPU dashboard at the span's
 // time, the lever to the GPU dashboard over the range, any other to its span in the trace.
 //
 // The first cause's row also holds the answer in one line (the hidden answer field, null on the
@@ -159,6 +161,14 @@ func causeLink(traceID string, c diagnose.Cause, profileTypeID string, l TraceLi
 			"labelSelector": "{service_name=" + strconv.Quote(c.Service) + "}",
 			"profileTypeId": profileTypeID,
 			"spanSelector":  []string{c.ProfileID},
+		}, from, to, nil)
+	case c.KernelDiff && l.DatasourceUID != "":
+		// What changed in the request's kernels: against its service's recent requests.
+		return exploreURL(l.DatasourceUID, map[string]any{
+			"queryType": models.QueryTypeKernels,
+			"traceId":   traceID,
+			"view":      models.KernelsDiff,
+			"baseline":  map[string]any{"recent": models.DefaultKernelBaselineRecent},
 		}, from, to, nil)
 	case c.GPU != "" && l.GPUDashboardUID != "":
 		// A short span's GPU readings are DCGM's around it: show a minute of them.

@@ -115,6 +115,50 @@ func TestTraceVerdictLinksEachCauseToItsEvidence(t *testing.T) {
 	}
 }
 
+// A cause read from the request's kernel traces links to the kernels diff of the request against
+// its service's recent requests when there are some; else to what it linked to before.
+func TestTraceVerdictLinksKernelCausesToTheKernelsDiff(t *testing.T) {
+	start := time.UnixMilli(1795476255000)
+	end := start.Add(300 * time.Millisecond)
+	causes := []diagnose.Cause{
+		{Kind: diagnose.CauseGPUKernels, Service: "ai-detector", SpanID: "d000000000000001", Start: start, End: end, KernelDiff: true},
+		{Kind: diagnose.CauseLaunch, Service: "ai-detector", SpanID: "d000000000000001", Start: start, End: end},
+		{Kind: diagnose.CauseHostWork, Service: "embedder", SpanID: "e000000000000002", ProfileID: "e000000000000001", Start: start, End: end, KernelDiff: true},
+	}
+	links := TraceLinks{TraceDatasourceUID: "jaeger-uid", DatasourceUID: "hsi-uid", GPUDashboardUID: "hsi-gpu"}
+	f := TraceVerdict("4bf92f3577b34da6a3ce929d0e0e4736", causes, nil, "process_cpu:cpu:nanoseconds:cpu:nanoseconds", links)
+	link, _ := f.FieldByName("link")
+	query := func(row int) map[string]any {
+		u, err := url.Parse(link.At(row).(string))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var panes map[string]map[string]any
+		if err := json.Unmarshal([]byte(u.Query().Get("panes")), &panes); err != nil {
+			t.Fatalf("row %d: %q: %v", row, link.At(row), err)
+		}
+		return panes["evidence"]["queries"].([]any)[0].(map[string]any)
+	}
+	q := query(0)
+	if q["queryType"] != "kernels" || q["view"] != "diff" || q["traceId"] != "4bf92f3577b34da6a3ce929d0e0e4736" ||
+		q["baseline"].(map[string]any)["recent"] != 10.0 || q["datasource"].(map[string]any)["uid"] != "hsi-uid" {
+		t.Errorf("kernels diff query %v", q)
+	}
+	// Without a baseline: the span in the trace, as before.
+	if q := query(1); q["query"] != "4bf92f3577b34da6a3ce929d0e0e4736" {
+		t.Errorf("launch cause without a baseline: %v", q)
+	}
+	// Host work between kernels keeps its span profile: the host's CPU is its evidence.
+	if q := query(2); q["queryType"] != "profile" {
+		t.Errorf("host work: %v", q)
+	}
+	// Without this data source's UID there is no query to link to.
+	f = TraceVerdict("4bf92f3577b34da6a3ce929d0e0e4736", causes[:1], nil, "", TraceLinks{TraceDatasourceUID: "jaeger-uid"})
+	if l, _ := f.FieldByName("link"); !strings.Contains(l.At(0).(string), "jaeger-uid") {
+		t.Errorf("no data source UID: %q", l.At(0))
+	}
+}
+
 // The one-line answer reads as the verdict's headline: duration, cause, time and share, hot
 // function, what to do (the caveat when there is no action).
 func TestAnswerInOneLine(t *testing.T) {

@@ -306,7 +306,17 @@ func nameMatches(f TraceFile, traceID string) bool {
 // by content come back analysed.
 func (s *Store) FindByTraceID(ctx context.Context, traceID string) ([]Found, notices.List) {
 	files, missed := s.List(ctx)
-	var out []Found
+	out, more := s.findIn(ctx, files, traceID)
+	missed.Merge(more)
+	return out, missed
+}
+
+// findIn is FindByTraceID over a listing already made.
+func (s *Store) findIn(ctx context.Context, files []TraceFile, traceID string) ([]Found, notices.List) {
+	var (
+		out    []Found
+		missed notices.List
+	)
 	for _, f := range files {
 		if nameMatches(f, traceID) {
 			out = append(out, Found{File: f})
@@ -359,6 +369,11 @@ func (s *Store) KernelTracesOf(ctx context.Context, traceID string) ([]*Result, 
 		// Most requests have no kernel trace: the span table says nothing about it.
 		return nil, nil
 	}
+	return s.analyzeFound(ctx, files, warnings)
+}
+
+// analyzeFound analyses a request's files and adds a warning for each that failed.
+func (s *Store) analyzeFound(ctx context.Context, files []Found, warnings notices.List) ([]*Result, notices.List) {
 	s.AnalyzeAll(ctx, files)
 	results := make([]*Result, 0, len(files))
 	for _, f := range files {

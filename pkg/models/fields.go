@@ -59,13 +59,29 @@ func FieldWarnings(queryType string, raw json.RawMessage) []string {
 	out := unknownFields("", model, known, queryType)
 	if spec, _ := LookupQueryType(queryType); spec.Family == FamilyProfile {
 		for _, side := range []string{"baseline", "comparison"} {
-			var nested map[string]json.RawMessage
-			if json.Unmarshal(model[side], &nested) == nil {
-				out = append(out, unknownFields(side+".", nested, diffSideFields, queryType)...)
-			}
+			out = append(out, nestedWarnings(side, model[side], diffSideFields, kernelBaselineFields, queryType)...)
 		}
 	}
+	if queryType == QueryTypeKernels {
+		out = append(out, nestedWarnings("baseline", model["baseline"], kernelBaselineFields, diffSideFields, queryType)...)
+	}
 	return out
+}
+
+// nestedWarnings names the unknown fields of a nested object; the fields another query type
+// reads in its object of the same name (a profile diff's baseline, a kernels diff's) are left
+// over from switching the type, and passed over quietly.
+func nestedWarnings(name string, raw json.RawMessage, known, others []string, queryType string) []string {
+	var nested map[string]json.RawMessage
+	if json.Unmarshal(raw, &nested) != nil {
+		return nil
+	}
+	for k := range nested {
+		if !slices.Contains(known, k) && slices.Contains(others, k) {
+			delete(nested, k)
+		}
+	}
+	return unknownFields(name+".", nested, known, queryType)
 }
 
 func unknownFields(prefix string, model map[string]json.RawMessage, known []string, queryType string) []string {

@@ -64,6 +64,12 @@ func FuzzParseQuery(f *testing.F) {
 		`{"view":"processes"}`,
 		`{"traceId":"4bf92f3577b34da6a3ce929d0e0e4736","file":"run1/trace.json"}`,
 		`{"file":"../../etc/passwd"}`,
+		`{"traceId":"4bf92f3577b34da6a3ce929d0e0e4736","view":"diff"}`,
+		`{"traceId":"4bf92f3577b34da6a3ce929d0e0e4736","view":"diff","baseline":{"recent":25,"match":"bucket:fleet/infer/*/infer_*"}}`,
+		`{"file":"infer/x.json","view":"diff","baseline":{"traceId":"a3ce929d0e0e4736"}}`,
+		`{"traceId":"a3ce929d0e0e4736","view":"diff","baseline":{"traceId":"4bf92f3577b34da6a3ce929d0e0e4736"}}`,
+		`{"traceId":"4bf92f3577b34da6a3ce929d0e0e4736","view":"diff","baseline":{"recent":1e3,"match":"[","traceId":7}}`,
+		`{"traceId":"4bf92f3577b34da6a3ce929d0e0e4736","view":"diff","baseline":"recent"}`,
 		`{"gpus":[1]}`,
 		`{"maxNodes":"many"}`,
 		`[]`, `null`, `"x"`, `{`, ``,
@@ -76,6 +82,10 @@ func FuzzParseQuery(f *testing.F) {
 	}
 	b, _ := json.Marshal(map[string][]string{"hosts": {long}, "spanSelector": {long}, "groupBy": {long}, "metrics": {long}})
 	seeds = append(seeds, string(b))
+	for _, field := range []string{"match", "traceId", "recent"} {
+		b, _ := json.Marshal(map[string]any{"traceId": "4bf92f3577b34da6a3ce929d0e0e4736", "view": "diff", "baseline": map[string]string{field: long}})
+		seeds = append(seeds, string(b))
+	}
 	for _, s := range seeds {
 		for i := range len(queryParsers) {
 			f.Add(uint8(i), []byte(s))

@@ -21,26 +21,31 @@ const (
 	KernelsCriticalPath = "criticalPath"
 	// KernelsTimeline: the activities as a trace frame for Grafana's trace view.
 	KernelsTimeline = "timeline"
+	// KernelsDiff: the request's kernels against a baseline's (KernelBaseline).
+	KernelsDiff = "diff"
 )
 
 // KernelsViews lists the views in the order messages name them; the first is the default.
-var KernelsViews = []string{KernelsSummary, KernelsLaunches, KernelsCriticalPath, KernelsTimeline}
+var KernelsViews = []string{KernelsSummary, KernelsLaunches, KernelsCriticalPath, KernelsTimeline, KernelsDiff}
 
-// KernelsQuery is {queryType: "kernels", traceId?, file?, view?}: the traces of a request, or
-// one file given relative to a configured trace directory, shown as View.
+// KernelsQuery is {queryType: "kernels", traceId?, file?, view?, baseline?}: the traces of a
+// request, or one file given relative to a configured trace directory, shown as View.
 type KernelsQuery struct {
 	TraceID string
 	File    string
 	View    string
+	// Baseline is what the diff view compares the request with; nil in the other views.
+	Baseline *KernelBaseline `json:",omitempty"`
 }
 
 // ParseKernelsQuery reads a kernels query. The file must be a relative path without "..": the
 // plugin resolves it inside the configured directories only.
 func ParseKernelsQuery(raw json.RawMessage) (*KernelsQuery, error) {
 	var q struct {
-		TraceID string `json:"traceId"`
-		File    string `json:"file"`
-		View    string `json:"view"`
+		TraceID  string          `json:"traceId"`
+		File     string          `json:"file"`
+		View     string          `json:"view"`
+		Baseline json.RawMessage `json:"baseline"`
 	}
 	if err := Decode(raw, &q); err != nil {
 		return nil, err
@@ -60,7 +65,15 @@ func ParseKernelsQuery(raw json.RawMessage) (*KernelsQuery, error) {
 	if id == "" && file == "" {
 		return nil, errors.New(`set "traceId" (the request's trace ID) or "file" (a trace file from the list)`)
 	}
-	return &KernelsQuery{TraceID: id, File: file, View: view}, nil
+	out := &KernelsQuery{TraceID: id, File: file, View: view}
+	if view == KernelsDiff {
+		// Read in the diff view only: a profile diff's sides, left by switching the type in the
+		// editor, mean nothing here.
+		if out.Baseline, err = parseKernelBaseline(q.Baseline, id); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // kernelsView checks a kernels query's view; unset is the first of KernelsViews.

@@ -22,9 +22,9 @@ func TestParseKernelsQueryView(t *testing.T) {
 		}
 	}
 	for raw, want := range map[string]string{
-		`{"file":"a.json","view":"nope"}`:       `field "view" must be one of summary, launches, criticalPath, timeline, got "nope"`,
-		`{"file":"a.json","view":"Launches"}`:   `field "view" must be one of summary, launches, criticalPath, timeline, got "Launches"`,
-		`{"file":"a.json","view":"flamegraph"}`: `field "view" must be one of summary, launches, criticalPath, timeline, got "flamegraph"`,
+		`{"file":"a.json","view":"nope"}`:       `field "view" must be one of summary, launches, criticalPath, timeline, diff, got "nope"`,
+		`{"file":"a.json","view":"Launches"}`:   `field "view" must be one of summary, launches, criticalPath, timeline, diff, got "Launches"`,
+		`{"file":"a.json","view":"flamegraph"}`: `field "view" must be one of summary, launches, criticalPath, timeline, diff, got "flamegraph"`,
 		`{"file":"a.json","view":3}`:            `field "view" must be`,
 	} {
 		if _, err := ParseKernelsQuery([]byte(raw)); err == nil || !strings.Contains(err.Error(), want) {

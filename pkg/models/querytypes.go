@@ -97,8 +97,9 @@ var (
 	minStepBound      = Bound{Name: "minStep", Default: int64(DCGMCollectInterval / time.Second), Min: 1, Unit: "s"}
 	filterValuesBound = Bound{Name: "filterValues", Max: MaxGPUFilterValues, Unit: "items"}
 	// triageServicesBound: each service is one trace search.
-	triageServicesBound = Bound{Name: "services", Max: MaxTriageServices, Unit: "items"}
-	profileQueryBounds  = []Bound{maxNodesBound, profileLimitBound, profileIDsBound, callSiteBound, functionNameBound}
+	triageServicesBound       = Bound{Name: "services", Max: MaxTriageServices, Unit: "items"}
+	kernelBaselineRecentBound = Bound{Name: "baseline.recent", Default: DefaultKernelBaselineRecent, Min: 1, Max: MaxKernelBaselineRecent}
+	profileQueryBounds        = []Bound{maxNodesBound, profileLimitBound, profileIDsBound, callSiteBound, functionNameBound}
 )
 
 // QueryTypeSpecs are every query type, in the editor's picker order.
@@ -138,7 +139,7 @@ var QueryTypeSpecs = []QueryTypeSpec{
 		Fields:      []string{"view"}},
 	{Name: QueryTypeKernels, Label: "GPU kernels", Family: FamilyGPU,
 		Description: "Kernel summary, breakdowns and advice from the GPU kernel traces captured for a request",
-		Fields:      []string{"traceId", "file", "view"}},
+		Fields:      []string{"traceId", "file", "view", "baseline"}, Bounds: []Bound{kernelBaselineRecentBound}},
 	{Name: QueryTypeTriage, Label: "GPU incidents (triage)", Family: FamilyGPU,
 		Description: "Failures by class: OOM kills, CUDA OOM, XID, ECC, full memory; evidence and first checks",
 		Fields:      triageFields, Bounds: []Bound{filterValuesBound, triageServicesBound}},

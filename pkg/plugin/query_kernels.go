@@ -7,6 +7,7 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	"github.com/grafana/grafana-plugin-sdk-go/data"
 
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/correlate"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/frames"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
@@ -26,6 +27,9 @@ func (d *Datasource) queryKernels(ctx context.Context, q backend.DataQuery) (dat
 	if err != nil {
 		return nil, err
 	}
+	if kq.View == models.KernelsDiff {
+		return kernelDiff(ctx, store, kq)
+	}
 	// Only the critical path and the timeline keep the events themselves: the other views do
 	// not pay for their memory.
 	limits := gputrace.Limits{CriticalPath: kq.View == models.KernelsCriticalPath, Timeline: kq.View == models.KernelsTimeline}
@@ -43,6 +47,21 @@ func (d *Datasource) queryKernels(ctx context.Context, q backend.DataQuery) (dat
 		return frames.KernelTimeline(files, missed, kq.TraceID), nil
 	}
 	return frames.KernelTraces(files, missed), nil
+}
+
+// kernelDiff answers the kernels query's diff view: the request's kernel traces (or the chosen
+// file) against the baseline's, per request (gputrace.Store.Diff, frames.KernelDiff).
+func kernelDiff(ctx context.Context, store correlate.KernelStore, kq *models.KernelsQuery) (data.Frames, error) {
+	b := kq.Baseline
+	if b == nil {
+		b = &models.KernelBaseline{Recent: models.DefaultKernelBaselineRecent}
+	}
+	d, err := store.Diff(ctx, gputrace.DiffRequest{TraceID: kq.TraceID, File: kq.File,
+		Baseline: gputrace.DiffBaseline{TraceID: b.TraceID, Recent: b.Recent, Match: b.Match}})
+	if err != nil {
+		return nil, err
+	}
+	return frames.KernelDiff(d), nil
 }
 
 // resourceKernelFiles lists the trace files under the configured directories, most recent

@@ -147,7 +147,7 @@ func TestKernelsQueryLaunchesView(t *testing.T) {
 		t.Fatalf("ranges on the GPU:\n%s", tbl)
 	}
 	r = runKernels(t, ds, `{"queryType":"kernels","traceId":"`+kernelTraceID+`","view":"timeline?"}`)
-	if r.Error == nil || !strings.Contains(r.Error.Error(), `field "view" must be one of summary, launches, criticalPath, timeline, got "timeline?"`) {
+	if r.Error == nil || !strings.Contains(r.Error.Error(), `field "view" must be one of summary, launches, criticalPath, timeline, diff, got "timeline?"`) {
 		t.Errorf("unknown view: %v", r.Error)
 	}
 }

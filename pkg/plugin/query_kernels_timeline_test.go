@@ -76,7 +76,7 @@ func TestKernelsQueryTimeline(t *testing.T) {
 	}
 	// An unknown view is the user's mistake, naming the views.
 	r2 := runKernels(t, ds, `{"queryType":"kernels","traceId":"`+testbed.KernelTimelineTraceID+`","view":"gantt"}`)
-	if r2.Error == nil || r2.ErrorSource != backend.ErrorSourceDownstream || !strings.Contains(r2.Error.Error(), `"view" must be one of summary, launches, criticalPath, timeline`) {
+	if r2.Error == nil || r2.ErrorSource != backend.ErrorSourceDownstream || !strings.Contains(r2.Error.Error(), `"view" must be one of summary, launches, criticalPath, timeline, diff`) {
 		t.Errorf("unknown view: %v (%s)", r2.Error, r2.ErrorSource)
 	}
 	// No trace for the request: the empty trace frame says so.

@@ -527,31 +527,6 @@ describe('QueryEditor', () => {
       fireEvent.change(screen.getByLabelText('Trace ID'), { target: { value: '4bf92f35' } });
       expect(screen.getByText('A trace ID has 16 or 32 hex digits')).toBeInTheDocument();
     });
-
-    it('writes the timeline view, summary by default, and only fields the backend reads', async () => {
-      const { last, onRunQuery } = await renderEditor({ refId: 'A', queryType: 'kernels', traceId: '$trace_id' });
-      // The backend's default, shown without writing it.
-      expect(screen.getByRole('radio', { name: 'Summary' })).toBeChecked();
-      const runs = onRunQuery.mock.calls.length;
-      fireEvent.click(screen.getByRole('radio', { name: 'Timeline' }));
-      const query = last();
-      expect(query).toEqual({ refId: 'A', queryType: 'kernels', traceId: '$trace_id', view: 'timeline' });
-      expect(onRunQuery).toHaveBeenCalledTimes(runs + 1);
-      expect(screen.getByRole('radio', { name: 'Timeline' })).toBeChecked();
-      const kernelKeys = ['refId', 'queryType', ...QUERY_TYPE_INFO.kernels.fields];
-      expect(Object.keys(query).filter((k) => !kernelKeys.includes(k))).toEqual([]);
-      fireEvent.click(screen.getByRole('radio', { name: 'Summary' }));
-      expect(last()).toEqual({ refId: 'A', queryType: 'kernels', traceId: '$trace_id', view: 'summary' });
-    });
-
-    it("keeps the timeline view for the kernels query only: the other types' parsers refuse it", async () => {
-      const { last } = await renderEditor({ refId: 'A', queryType: 'kernels', view: 'timeline' });
-      await pick('Query type', /^GPU incidents \(triage\)/);
-      expect(last().view).toBeUndefined();
-      expect(screen.getByRole('radio', { name: 'Failures' })).toBeChecked();
-      await pick('Query type', /^GPU kernels/);
-      expect(screen.getByRole('radio', { name: 'Summary' })).toBeChecked();
-    });
   });
 
   describe('slow requests', () => {
@@ -1068,6 +1043,79 @@ describe('QueryEditor', () => {
       expect(screen.getByRole('radio', { name: 'Failures' })).toBeChecked();
       await pick('Query type', /^GPU kernels/);
       expect(screen.getByRole('radio', { name: 'Summary' })).toBeChecked();
+    });
+
+    it('writes the diff view and its baseline: another request, or recent requests matching a glob', async () => {
+      const target = '4bf92f3577b34da6a3ce929d0e0e4736';
+      // A profile diff's side, left by switching the type: kept as it is.
+      const { last, onRunQuery } = await renderEditor({
+        refId: 'A',
+        queryType: 'kernels',
+        traceId: target,
+        baseline: { from: 'now-1h' },
+      });
+      // The backend's default view, shown without writing it; no baseline fields outside the diff.
+      expect(screen.getByRole('radio', { name: 'Summary' })).toBeChecked();
+      expect(screen.queryByLabelText('Baseline trace ID')).not.toBeInTheDocument();
+      const runs = onRunQuery.mock.calls.length;
+      fireEvent.click(screen.getByRole('radio', { name: 'Diff' }));
+      expect(last()).toEqual({
+        refId: 'A',
+        queryType: 'kernels',
+        traceId: target,
+        baseline: { from: 'now-1h' },
+        view: 'diff',
+      });
+      expect(onRunQuery).toHaveBeenCalledTimes(runs + 1);
+      // Empty fields say what the backend falls back to.
+      expect(screen.getByLabelText('Baseline trace ID')).toHaveAttribute('placeholder', 'recent requests');
+      expect(screen.getByLabelText('Recent')).toHaveAttribute('placeholder', '10');
+      expect(screen.getByLabelText('Baseline files matching')).toHaveAttribute(
+        'placeholder',
+        "the target's directory, any day"
+      );
+
+      type('Baseline trace ID', '00f067aa0ba902b7');
+      expect(last().baseline).toEqual({ from: 'now-1h', traceId: '00f067aa0ba902b7' });
+      fireEvent.change(screen.getByLabelText('Recent'), { target: { value: '20' } });
+      expect(screen.getByText('A trace ID or recent requests, not both: clear one')).toBeInTheDocument();
+      type('Baseline trace ID', '');
+      expect(last().baseline).toEqual({ from: 'now-1h', recent: 20 });
+      expect(screen.queryByText('A trace ID or recent requests, not both: clear one')).not.toBeInTheDocument();
+      fireEvent.change(screen.getByLabelText('Recent'), { target: { value: '500' } });
+      expect(screen.getByText('A whole number from 1 to 100')).toBeInTheDocument();
+      fireEvent.change(screen.getByLabelText('Recent'), { target: { value: '5' } });
+      fireEvent.change(screen.getByLabelText('Baseline files matching'), { target: { value: 'infer_[0-9' } });
+      expect(screen.getByText('A [ of the glob is not closed')).toBeInTheDocument();
+      type('Baseline files matching', 'bucket:fleet/infer/*/infer_*');
+      const query = last();
+      expect(query).toEqual({
+        refId: 'A',
+        queryType: 'kernels',
+        traceId: target,
+        view: 'diff',
+        baseline: { from: 'now-1h', recent: 5, match: 'bucket:fleet/infer/*/infer_*' },
+      });
+      // Every key is one the backend reads of a kernels query (or Grafana's own).
+      for (const key of Object.keys(query)) {
+        expect(['refId', 'queryType', ...QUERY_TYPE_INFO.kernels.fields]).toContain(key);
+      }
+      // Back to the summary: the baseline stays for the next diff, the backend ignores it.
+      fireEvent.click(screen.getByRole('radio', { name: 'Summary' }));
+      expect(last().view).toBe('summary');
+      expect(screen.queryByLabelText('Baseline trace ID')).not.toBeInTheDocument();
+    });
+
+    it('drops the diff view when the query type changes to one without it', async () => {
+      const { last } = await renderEditor({
+        refId: 'A',
+        queryType: 'kernels',
+        traceId: '4bf92f3577b34da6a3ce929d0e0e4736',
+        view: 'diff',
+      });
+      await pick('Query type', /^GPU incidents \(triage\)/);
+      expect(last().view).toBeUndefined();
+      expect(last().queryType).toBe('triage');
     });
   });
   describe('GPU incidents (triage)', () => {

@@ -164,6 +164,37 @@ export function spanLimitError(limit?: number): string | undefined {
   return limit === 0 ? undefined : rangeError(limit, { ...SPAN_TRACES, whole: true });
 }
 
+/** GPU kernels, diff view: the bound on the recent requests merged into the baseline. */
+export const KERNEL_BASELINE_RECENT = QUERY_TYPE_INFO.kernels.bounds['baseline.recent'];
+
+/**
+ * GPU kernels, diff view: what is wrong with the baseline. recent: out of its bounds, or set beside
+ * a trace ID; matchError: a glob the backend's path.Match refuses (an unclosed [).
+ */
+export function kernelBaselineErrors(b: { traceId?: string; recent?: number; match?: string }) {
+  const both =
+    b.traceId?.trim() && b.recent !== undefined ? 'A trace ID or recent requests, not both: clear one' : undefined;
+  return {
+    recent: rangeError(b.recent, { ...KERNEL_BASELINE_RECENT, whole: true }) ?? both,
+    matchError: (m = '') => (hasVariable(m) || globClosed(m) ? undefined : 'A [ of the glob is not closed'),
+  };
+}
+
+/** Whether each [ of a glob has its ] (a \ escapes the next character). */
+function globClosed(m: string): boolean {
+  let open = false;
+  for (let i = 0; i < m.length; i++) {
+    if (m[i] === '\\') {
+      i++;
+    } else if (m[i] === '[' && !open) {
+      open = true;
+    } else if (m[i] === ']' && open) {
+      open = false;
+    }
+  }
+  return !open;
+}
+
 /** How many of the slowest traces slowRequests lists. */
 export const SLOW_TRACES = QUERY_TYPE_INFO.slowRequests.bounds.limit;
 

@@ -379,9 +379,16 @@ export const QUERY_TYPE_INFO = {
     "fields": [
       "traceId",
       "file",
-      "view"
+      "view",
+      "baseline"
     ],
-    "bounds": {}
+    "bounds": {
+      "baseline.recent": {
+        "default": 10,
+        "min": 1,
+        "max": 100
+      }
+    }
   },
   "triage": {
     "label": "GPU incidents (triage)",
@@ -440,7 +447,8 @@ export const KERNELS_VIEWS = [
   "summary",
   "launches",
   "criticalPath",
-  "timeline"
+  "timeline",
+  "diff"
 ] as const;
 
 /** The triage query's failure classes (its classes field); none chosen: all. */

@@ -1,13 +1,13 @@
 import React from 'react';
 import { dateTimeFormat, dateTimeFormatTimeAgo } from '@grafana/data';
-import { ComboboxOption, InlineField, InlineFieldRow, RadioButtonGroup } from '@grafana/ui';
+import { ComboboxOption, InlineField, InlineFieldRow, InlineLabel, RadioButtonGroup } from '@grafana/ui';
 
 import { KERNELS_VIEWS } from '../../generated/vocabulary';
-import { KernelFile, KernelsView } from '../../types';
+import { KernelBaseline, KernelFile, KernelsView } from '../../types';
 import { oneOf, withText } from './GpuFields';
 import { FieldsProps } from './SelectorFields';
-import { LABEL_WIDTH, Picker, TextField } from './fields';
-import { traceIdError } from '../validation';
+import { LABEL_WIDTH, NumberField, Picker, TextField } from './fields';
+import { kernelBaselineErrors, traceIdError } from '../validation';
 
 /** What each trace file is shown as (pkg/models/kernels_query.go); the first is the default. */
 const VIEWS = withText<KernelsView>(KERNELS_VIEWS, {
@@ -29,8 +29,11 @@ const VIEWS = withText<KernelsView>(KERNELS_VIEWS, {
     label: 'Timeline',
     description: "Kernels, copies, calls and annotations as a trace: open it in Explore's trace view",
   },
+  diff: {
+    label: 'Diff',
+    description: "The request's kernels against a baseline's, per request: the kernels that moved most first",
+  },
 });
-
 /** A file size for the picker's descriptions. */
 function size(bytes: number): string {
   const units = ['B', 'KiB', 'MiB', 'GiB'];
@@ -63,9 +66,11 @@ export const fileOption = (f: KernelFile): ComboboxOption<string> => ({
 /**
  * GPU kernels: the view, then the request's trace ID (its traces are found by name or content in
  * the configured trace directories, by name in the buckets), or one trace file picked from the
- * kernel-files resource.
+ * kernel-files resource, and for the diff its baseline.
  */
-export function KernelFields({ query, update, datasource }: FieldsProps) {
+export function KernelFields(props: FieldsProps) {
+  const { query, update, datasource } = props;
+  const view = query.view === undefined ? 'summary' : oneOf(KERNELS_VIEWS, query.view);
   return (
     <>
       <InlineFieldRow>
@@ -73,8 +78,8 @@ export function KernelFields({ query, update, datasource }: FieldsProps) {
           <RadioButtonGroup<KernelsView>
             aria-label="View"
             options={VIEWS}
-            value={query.view === undefined ? 'summary' : oneOf(KERNELS_VIEWS, query.view)}
-            onChange={(view) => update({ view })}
+            value={view}
+            onChange={(v) => update({ view: v })}
           />
         </InlineField>
       </InlineFieldRow>
@@ -100,6 +105,64 @@ export function KernelFields({ query, update, datasource }: FieldsProps) {
           onChange={(file) => update({ file: file || undefined })}
         />
       </InlineFieldRow>
+      {view === 'diff' && <BaselineFields {...props} />}
     </>
+  );
+}
+
+/**
+ * The diff's baseline: another request, or the most recent requests whose file references match
+ * a glob. Empty fields take the backend's defaults (the 10 most recent requests like the target's
+ * files), which the placeholders say.
+ */
+function BaselineFields({ query, update, runQuery }: FieldsProps) {
+  const baseline: KernelBaseline = query.baseline ?? {};
+  // Only the kernels baseline's fields are edited; a profile diff's (from, to, ...) stay as they are.
+  const set = (patch: KernelBaseline, run = true) => {
+    const next: Record<string, unknown> = { ...baseline, ...patch };
+    const kept = Object.entries(next).filter(([, v]) => v !== undefined && v !== '');
+    update({ baseline: kept.length ? Object.fromEntries(kept) : undefined }, run);
+  };
+  const errors = kernelBaselineErrors(baseline);
+  return (
+    <InlineFieldRow>
+      <InlineLabel
+        width={LABEL_WIDTH}
+        tooltip="What the request's kernels are compared with: another request, or the most recent requests of its service merged; each side's figures are per request"
+      >
+        Baseline
+      </InlineLabel>
+      <TextField
+        label="Trace ID"
+        ariaLabel="Baseline trace ID"
+        labelWidth="auto"
+        width={36}
+        value={baseline.traceId}
+        placeholder="recent requests"
+        tooltip="Another request to compare with; empty: the most recent requests"
+        validate={traceIdError}
+        onCommit={(t) => set({ traceId: t.trim() || undefined })}
+      />
+      <NumberField
+        label="Recent"
+        value={baseline.recent}
+        placeholder="10"
+        tooltip="How many of the most recent requests to merge (1 to 100); not with a trace ID"
+        error={errors.recent}
+        onChange={(recent) => set({ recent }, false)}
+        onBlur={runQuery}
+      />
+      <TextField
+        label="Matching"
+        ariaLabel="Baseline files matching"
+        labelWidth="auto"
+        width={32}
+        value={baseline.match}
+        placeholder="the target's directory, any day"
+        tooltip="A glob on the trace file references: infer_* matches file names, infer/*/infer_* whole references (bucket:<name>/... for a bucket's objects). Empty: the target's directory (a YYYY-MM-DD part standing for any day) and its file name up to the trace ID"
+        validate={errors.matchError}
+        onCommit={(m) => set({ match: m.trim() || undefined })}
+      />
+    </InlineFieldRow>
   );
 }
