@@ -53,7 +53,14 @@ func TestBinaryReadsARequestsKernelTraceFromABucket(t *testing.T) {
 	if _, err := s3.FPutObject(ctx(t), bed.S3Bucket, prefix+"/"+key, filepath.Join(dir, res.KernelTrace), minio.PutObjectOptions{}); err != nil {
 		t.Fatalf("uploading the kernel trace: %v", err)
 	}
+	// The same trace once more under another request's name beside it: the diff's default
+	// baseline (the target's folder, any day, the name before the trace ID) finds it.
+	baselineKey := fmt.Sprintf("%s/%s/%s/%s_%s.pt.trace.json", res.Service, day, "gpu-node-2", res.Service, randomHex(16))
+	if _, err := s3.FPutObject(ctx(t), bed.S3Bucket, prefix+"/"+baselineKey, filepath.Join(dir, res.KernelTrace), minio.PutObjectOptions{}); err != nil {
+		t.Fatalf("uploading the baseline's kernel trace: %v", err)
+	}
 	uploadFleet(t, s3, prefix, day)
+	const objects = fleetObjects + 2
 
 	h, log := startWith(t, map[string]any{
 		"pyroscopeUrl": bed.PyroscopeURL, "prometheusUrl": bed.PrometheusURL, "jaegerUrl": bed.JaegerURL,
@@ -97,6 +104,48 @@ func TestBinaryReadsARequestsKernelTraceFromABucket(t *testing.T) {
 		t.Errorf("kernels query of %s: no kernels in frame %q", res.TraceID, frames[0].Name)
 	}
 
+	// Every other view reads the object from the bucket too: the per-launch times, the critical
+	// path, the timeline (a trace frame), and the diff against the copy, where nothing moved.
+	for view, want := range map[string][]string{
+		"launches":     {"kernel launches", "ranges on the GPU"},
+		"criticalPath": {"critical path", "critical path segments"},
+		"timeline":     {"timeline"},
+		"diff":         {"kernel diff", "temporal breakdown diff"},
+	} {
+		qr, err := h.QueryData(ctx(t), pluginhost.Query{RefID: "V", From: now.Add(-time.Hour), To: now,
+			JSON: map[string]any{"queryType": "kernels", "traceId": res.TraceID, "view": view}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := qr.Responses["V"]
+		answers.WriteString(v.Error)
+		answers.Write(bytes.Join(v.Frames, nil))
+		if v.Error != "" {
+			t.Errorf("view %s: %s", view, v.Error)
+			continue
+		}
+		fs, err := data.UnmarshalArrowFrames(v.Frames)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, f := range fs {
+			names = append(names, f.Name)
+		}
+		if strings.Join(names, ",") != strings.Join(want, ",") || fs[0].Rows() == 0 {
+			t.Errorf("view %s: frames %q (first with %d rows), want %q; notices %q", view, names, fs[0].Rows(), want, noticeTexts(fs))
+			continue
+		}
+		if view == "diff" {
+			change, _ := fs[0].FieldByName("change")
+			for i := 0; change != nil && i < change.Len(); i++ {
+				if x, ok := change.ConcreteAt(i); !ok || x.(float64) != 0 {
+					t.Errorf("diff of a trace against its copy: kernel %d changed by %v", i, x)
+				}
+			}
+		}
+	}
+
 	// kernel-files: the request's object by its trace ID, and every object of the fleet.
 	var listed struct {
 		Files []struct {
@@ -107,7 +156,7 @@ func TestBinaryReadsARequestsKernelTraceFromABucket(t *testing.T) {
 	for _, c := range []struct {
 		path string
 		want int
-	}{{"kernel-files?traceId=" + res.TraceID, 1}, {"kernel-files", fleetObjects + 1}} {
+	}{{"kernel-files?traceId=" + res.TraceID, 1}, {"kernel-files", objects}} {
 		rr, err := h.CallResource(ctx(t), c.path)
 		if err != nil {
 			t.Fatal(err)
@@ -130,7 +179,7 @@ func TestBinaryReadsARequestsKernelTraceFromABucket(t *testing.T) {
 		t.Fatal(err)
 	}
 	answers.WriteString(health.Message)
-	if want := fmt.Sprintf("bucket fleet: OK (listed; %d trace objects seen)", fleetObjects+1); !strings.Contains(health.Message, want) {
+	if want := fmt.Sprintf("bucket fleet: OK (listed; %d trace objects seen)", objects); !strings.Contains(health.Message, want) {
 		t.Errorf("health %q lacks %q", health.Message, want)
 	}
 
