@@ -62,6 +62,14 @@ func GPUClasses(ans *correlate.GPUClassAnswer, format string) data.Frames {
 // KernelTraces are the kernels query's frames: each analysed file's frames (named by the file
 // when there are several), or the frames of no trace, keeping their columns.
 func KernelTraces(files []gputrace.Found, missed notices.List) data.Frames {
+	return perTraceFile(files, missed, KernelFrames)
+}
+
+// perTraceFile is the frames of a kernels query's view, build's for each analysed file (named
+// by the file when several matched, "Read from" on its first frame), or build's of an empty
+// analysis when none was read, keeping their columns; the files that could not be read are
+// warnings on the first frame.
+func perTraceFile(files []gputrace.Found, missed notices.List, build func(name string, r *gputrace.Result) []*data.Frame) data.Frames {
 	var out data.Frames
 	for _, f := range files {
 		if f.Result == nil {
@@ -71,12 +79,12 @@ func KernelTraces(files []gputrace.Found, missed notices.List) data.Frames {
 		if len(files) > 1 {
 			name = f.File.Rel
 		}
-		fs := KernelFrames(name, f.Result)
+		fs := build(name, f.Result)
 		fs[0].AppendNotices(Info("Read from " + f.File.Rel))
 		out = append(out, fs...)
 	}
 	if len(out) == 0 {
-		out = KernelFrames("", gputrace.NewCollector(gputrace.Limits{}).Result(gputrace.AnalysisOptions{}))
+		out = build("", gputrace.NewCollector(gputrace.Limits{}).Result(gputrace.AnalysisOptions{}))
 	}
 	return withNotices(out, missed)
 }

@@ -115,21 +115,5 @@ func values[T any](ps []*T) []T {
 // two frames (named by the file when several matched), the files that could not be read as
 // warnings; with no file analysed, the two frames empty, carrying the notices.
 func KernelLaunchTraces(files []gputrace.Found, missed notices.List) data.Frames {
-	var out data.Frames
-	for _, f := range files {
-		if f.Result == nil {
-			continue
-		}
-		name := ""
-		if len(files) > 1 {
-			name = f.File.Rel
-		}
-		fs := KernelLaunchFrames(name, f.Result)
-		fs[0].AppendNotices(Info("Read from " + f.File.Rel))
-		out = append(out, fs...)
-	}
-	if len(out) == 0 {
-		out = KernelLaunchFrames("", gputrace.NewCollector(gputrace.Limits{}).Result(gputrace.AnalysisOptions{}))
-	}
-	return withNotices(out, missed)
+	return perTraceFile(files, missed, KernelLaunchFrames)
 }

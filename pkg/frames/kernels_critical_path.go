@@ -55,22 +55,9 @@ func orEmpty[T any](xs []T) []T {
 // KernelCriticalPaths answers a kernels query with view "criticalPath": each file's critical
 // path frames, the file's notices on its first.
 func KernelCriticalPaths(files []gputrace.Found, missed notices.List) data.Frames {
-	var out data.Frames
-	for _, f := range files {
-		if f.Result == nil {
-			continue
-		}
-		name := ""
-		if len(files) > 1 {
-			name = f.File.Rel
-		}
-		fs := CriticalPathFrames(name, f.Result.CriticalPath)
-		fs[0].AppendNotices(Info("Read from " + f.File.Rel))
-		fs[0].AppendNotices(Notices(f.Result.Notices)...)
-		out = append(out, fs...)
-	}
-	if len(out) == 0 {
-		out = CriticalPathFrames("", nil)
-	}
-	return withNotices(out, missed)
+	return perTraceFile(files, missed, func(name string, r *gputrace.Result) []*data.Frame {
+		fs := CriticalPathFrames(name, r.CriticalPath)
+		fs[0].AppendNotices(Notices(r.Notices)...)
+		return fs
+	})
 }
