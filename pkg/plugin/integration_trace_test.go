@@ -18,6 +18,7 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/data"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/classify"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/diagnose"
 )
 
 // The request-level join against the real test bed: the demo's spans in Jaeger, its span
@@ -102,16 +103,30 @@ func promRange(t *testing.T, expr string, from, to time.Time) []float64 {
 
 func TestRealTraceQueryExplainsTheSlowRequest(t *testing.T) {
 	ds := bedDatasource(t)
-	// Wait until the request's span profiles are in Pyroscope in every service.
-	id, _ := profiledRequest(t, ds, "db", cpuType)
-	start := time.Now()
-	r := run(t, ds, query("A", fmt.Sprintf(`{"queryType":"trace","traceId":%q}`, id))).Responses["A"]
-	took := time.Since(start)
-	if r.Error != nil {
-		t.Fatal(r.Error)
-	}
-	if len(r.Frames) != 4 || r.Frames[1].Name != "breakdown" || r.Frames[2].Name != "verdict" || r.Frames[3].Name != "response" {
-		t.Fatalf("frames %v", r.Frames)
+	var (
+		r    backend.DataResponse
+		took time.Duration
+	)
+	for attempt := 1; ; attempt++ {
+		// Wait until the request's span profiles are in Pyroscope in every service.
+		id, _ := profiledRequest(t, ds, "db", cpuType)
+		start := time.Now()
+		r = run(t, ds, query("A", fmt.Sprintf(`{"queryType":"trace","traceId":%q}`, id))).Responses["A"]
+		took = time.Since(start)
+		if r.Error != nil {
+			t.Fatal(r.Error)
+		}
+		if len(r.Frames) != 4 || r.Frames[1].Name != "breakdown" || r.Frames[2].Name != "verdict" || r.Frames[3].Name != "response" {
+			t.Fatalf("frames %v", r.Frames)
+		}
+		// The demo's LLM engine has one slot: the other packages' tests, run at the same time,
+		// can keep it busy, and the request then rightly spends its time in the engine's queue
+		// rather than in db_query. That is not the request this test means to make: make another.
+		queued := engineQueued(r.Frames[2])
+		if queued < 50 || attempt == 3 {
+			break
+		}
+		t.Logf("request %s waited %.0f ms in the LLM engine's queue behind other requests: sending another", id, queued)
 	}
 	rows := spanRows(t, r.Frames[0])
 	t.Logf("trace query took %v; notices:\n%s", took, frameNotices(r.Frames[0]))
@@ -343,4 +358,19 @@ func TestRealSlowRequestsListsTheDemosEndpointsAndSlowTraces(t *testing.T) {
 	if l := idField.Config.Links; len(l) == 0 || !strings.HasPrefix(l[0].URL, "/d/hsi-request-profiling/hsi-request-level-profiling?var-trace_id=${__value.raw}") {
 		t.Errorf("links %+v", l)
 	}
+}
+
+// engineQueued is the time the verdict's queue causes explain, in ms.
+func engineQueued(verdict *data.Frame) float64 {
+	kind, _ := verdict.FieldByName("kind")
+	explains, _ := verdict.FieldByName("explains")
+	var ms float64
+	for i := 0; kind != nil && explains != nil && i < verdict.Rows(); i++ {
+		if k, _ := kind.ConcreteAt(i); k == diagnose.CauseQueue {
+			if x, ok := explains.ConcreteAt(i); ok {
+				ms += x.(float64)
+			}
+		}
+	}
+	return ms
 }
