@@ -362,31 +362,26 @@ func (c *culprit) writeKernelTrace() error {
 
 // burnCPU spends d of this thread's CPU time (not wall time: on a loaded machine the loop waits
 // for a core, which must not shorten the CPU the scenario injects).
-//
-//go:noinline
 func burnCPU(d time.Duration) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	until := threadCPU() + int64(d)
-	x := uint64(88172645463325252)
-	for threadCPU() < until {
-		for range 20000 {
-			x ^= x << 13
-			x ^= x >> 7
-			x ^= x << 17
-		}
-	}
-	sink = x
+	spin(func() bool { return threadCPU() >= until })
 }
 
 var sink uint64
 
 // spinUntil keeps this thread busy until the wall clock reaches t.
+func spinUntil(t time.Time) {
+	spin(func() bool { return !time.Now().Before(t) })
+}
+
+// spin keeps the CPU busy until done says so.
 //
 //go:noinline
-func spinUntil(t time.Time) {
+func spin(done func() bool) {
 	x := uint64(88172645463325252)
-	for time.Now().Before(t) {
+	for !done() {
 		for range 20000 {
 			x ^= x << 13
 			x ^= x >> 7

@@ -10,8 +10,7 @@ import (
 )
 
 // The kernel timelines the frontend's trace-view test reads (src/__grafana__/timeline.test.ts):
-// test/frames writes them from the plugin binary for scripts/test.sh, and pkg/plugin's
-// TestWriteKernelTimelineFixtures from the plugin in process, to run that test without a bed.
+// test/frames writes them from the plugin binary for scripts/test.sh.
 
 // KernelTimelineTraceID is the request whose kernel trace the timeline fixture reads.
 const KernelTimelineTraceID = "5ca1ab1e0ddba11c0ffee0000000d00d"

@@ -3,13 +3,10 @@
 package plugin
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,7 +15,6 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/internal/scenario"
-	"github.com/hsi-profiling/hsi-profiling-datasource/internal/testbed"
 )
 
 // Slow requests nobody here built: for every cause the verdict recognises, `hsi-demo scenario`
@@ -112,19 +108,11 @@ func runScenario(t *testing.T, kind scenario.Kind, seed uint64, traceDir string)
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), scenarioTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bed.DemoBinary, "scenario", "--kind="+string(kind), "--seed="+strconv.FormatUint(seed, 10),
-		"--otlp="+bed.JaegerOTLP, "--pyroscope="+bed.PyroscopeURL, "--trace-dir="+traceDir,
-		"--gpu-host="+testbed.GPUScenarioHost, "--gpus="+strconv.Itoa(testbed.GPUScenarioCount))
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("hsi-demo scenario --kind=%s --seed=%d: %v\n%s", kind, seed, err, stderr.String())
+	res, log, err := bed.RunScenario(ctx, kind, seed, traceDir)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, log)
 	}
-	var res scenario.Result
-	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
-		t.Fatalf("hsi-demo scenario printed %q: %v", stdout.String(), err)
-	}
-	t.Logf("%s%+v", stderr.String(), res)
+	t.Logf("%s%+v", log, res)
 	return res
 }
 

@@ -10,9 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -242,22 +240,11 @@ func randomHex(n int) string {
 // services with random names, its kernel trace written into traceDir.
 func runScenario(t *testing.T, kind scenario.Kind, seed uint64, traceDir string) scenario.Result {
 	t.Helper()
-	if bed.DemoBinary == "" {
-		t.Fatal("the bed runs no demo (HSI_TESTBED_DEMO_BINARY)")
-	}
 	c, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(c, bed.DemoBinary, "scenario", "--kind="+string(kind), "--seed="+strconv.FormatUint(seed, 10),
-		"--otlp="+bed.JaegerOTLP, "--pyroscope="+bed.PyroscopeURL, "--trace-dir="+traceDir,
-		"--gpu-host="+testbed.GPUScenarioHost, "--gpus="+strconv.Itoa(testbed.GPUScenarioCount))
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("hsi-demo scenario --kind=%s --seed=%d: %v\n%s", kind, seed, err, stderr.String())
-	}
-	var res scenario.Result
-	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil || res.KernelTrace == "" {
-		t.Fatalf("hsi-demo scenario printed %q (%v)", stdout.String(), err)
+	res, log, err := bed.RunScenario(c, kind, seed, traceDir)
+	if err != nil || res.KernelTrace == "" {
+		t.Fatalf("scenario %s: %v (kernel trace %q)\n%s", kind, err, res.KernelTrace, log)
 	}
 	if _, err := os.Stat(filepath.Join(traceDir, res.KernelTrace)); err != nil {
 		t.Fatal(err)
