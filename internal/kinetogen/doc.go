@@ -43,12 +43,22 @@
 //     pageable copies do), then 1–3 kernels of 10–60 µs.
 //   - hostwork: iterations of 1–3 kernels (20–150 µs) launched asynchronously, then
 //     300 µs–2 ms of host CPU work (cpu_ops only), then the next launch.
+//   - dispatch: eager ops, one after another with 1–4 µs of Python between them, each
+//     launching one kernel of 1–3 µs with a cudaLaunchKernel of 4–9 µs, the op spending 12–40 µs
+//     of dispatch before the call and 3–12 µs after it; one op in three is an aten::addmm
+//     (a small GEMM) inside an aten::linear that first runs a metadata op launching nothing
+//     (aten::t, aten::view, ...). The GPU idles one op's dispatch per kernel.
+//   - shared: kernels of 30–300 µs launched asynchronously by their ops (the host runs ahead and
+//     waits in the final cudaDeviceSynchronize), each starting 100–800 µs after the previous
+//     one ended, behind work of another process the trace does not hold: the GPU had the
+//     request's next kernel queued all along.
 //
 // Iterations are added while the host and the GPU both finish by Duration (less 30 µs for a
 // final synchronisation); at least two must fit, since a mechanism's gap lies between two. So
 // that a short request still holds several, the long ranges' upper bounds are capped by
-// Duration (kernels of the kernels scenario at Duration/8, of sync and hostwork at Duration/32,
-// host work at Duration/10, a copy at Duration/4; lower bounds at half the cap), which changes
+// Duration (kernels of the kernels scenario at Duration/8, of sync, hostwork and shared at
+// Duration/32, host work at Duration/10, a copy at Duration/4, the other workload's time at
+// Duration/16; lower bounds at half the cap), which changes
 // nothing at the default 20 ms.
 //
 // # Ground truth (Truth), computed from the events written, not by gputrace
@@ -60,17 +70,21 @@
 //   - Copies is the time copies or memsets run and no kernel does (union of copies and memsets
 //     minus KernelTime);
 //   - every gap [a, b) between two busy stretches (a = the end of one, b the start of the next
-//     activity, a < b) goes to exactly one of Sync, Launch, HostWork, tested in this order:
-//     Sync when a blocking host call (cudaStreamSynchronize, cudaDeviceSynchronize,
+//     activity, a < b) goes to exactly one of Queued, Sync, Launch, HostWork, tested in this
+//     order: Queued when the launch call of the activity starting at b had ended by a and the
+//     gap is longer than QueueLatency (20 µs: the GPU ran other work); Sync when a blocking host call (cudaStreamSynchronize, cudaDeviceSynchronize,
 //     cudaEventSynchronize, blocking cudaMemcpy and their driver forms; not cudaEventQuery, not
 //     cudaStreamWaitEvent, not cudaMemcpyAsync) was in progress at a: call start <= a <= call
 //     end + SyncSlack (5 µs); Launch when the launch call of the activity starting at b had
 //     ended by a (call end <= a: the work was queued), or when launch calls (runtime calls
 //     whose correlation is a GPU activity's) cover at least half of the gap (2 × covered >=
-//     b − a, the calls' union intersected with [a, b)); HostWork otherwise.
+//     b − a, the calls' union intersected with [a, b)), or when that activity has a launch call,
+//     the gap lasts at most MaxDispatchGap (1 ms) and the ops that launched GPU work (any cpu_op in which a launch call starts) with the
+//     launch calls cover at least half of the gap (the host was dispatching ops: DispatchGaps
+//     counts these); HostWork otherwise.
 //
-// So Window = KernelTime + Copies + Sync + Launch + HostWork exactly. Writing puts the named
+// So Window = KernelTime + Copies + Queued + Sync + Launch + HostWork exactly. Writing puts the named
 // mechanism first: at least 70 % of the time the GPU runs no kernel (Copies + Sync + Launch +
-// HostWork) for sync, launch, copies and hostwork; for kernels, KernelTime is at least 90 % of
+// HostWork) for sync, launch, dispatch, copies, hostwork and shared; for kernels, KernelTime is at least 90 % of
 // Window.
 package kinetogen

@@ -17,12 +17,14 @@ const (
 	MechKernels  Mechanism = "kernels"  // GPU-bound: long kernels back to back
 	MechSync     Mechanism = "sync"     // the host blocks on the GPU, then works, then launches
 	MechLaunch   Mechanism = "launch"   // kernels shorter than their launch calls
+	MechDispatch Mechanism = "dispatch" // eager ops whose dispatch outlasts their one tiny kernel
+	MechShared   Mechanism = "shared"   // kernels launched ahead, each started late behind another workload's
 	MechCopies   Mechanism = "copies"   // large pageable host-to-device copies
 	MechHostWork Mechanism = "hostwork" // host CPU work between asynchronous launches
 )
 
 // Mechanisms lists every mechanism Write knows, in a fixed order.
-var Mechanisms = []Mechanism{MechKernels, MechSync, MechLaunch, MechCopies, MechHostWork}
+var Mechanisms = []Mechanism{MechKernels, MechSync, MechLaunch, MechCopies, MechHostWork, MechDispatch, MechShared}
 
 // DefaultDuration is the window a Scenario with no Duration gets.
 const DefaultDuration = 20 * time.Millisecond
@@ -30,6 +32,14 @@ const DefaultDuration = 20 * time.Millisecond
 // MaxDuration bounds a scenario: the events are built in memory before they are written, and
 // the launch scenario holds some 100,000 kernels a second.
 const MaxDuration = 10 * time.Second
+
+// QueueLatency is the longest a free GPU takes to start work queued on it: a longer gap with
+// the next work already launched is time the GPU spent on work this trace does not hold.
+const QueueLatency = 20_000
+
+// MaxDispatchGap is the longest gap one op's dispatch explains (1 ms): an op holding the host
+// longer does work of its own.
+const MaxDispatchGap = 1_000_000
 
 // SyncSlack is how long after a blocking call returned a gap may begin and still be the call's:
 // the call returns as the GPU finishes, on another clock than the GPU's.
@@ -63,14 +73,16 @@ type Truth struct {
 	Window                 int64
 	KernelTime             int64 // union of the kernel intervals
 	Copies                 int64 // copies or memsets running, no kernel
-	// Sync, Launch and HostWork split the GPU's idle gaps; SyncGaps, LaunchGaps and
-	// HostWorkGaps count them.
-	Sync, Launch, HostWork             int64
-	SyncGaps, LaunchGaps, HostWorkGaps int64
-	Kernels                            int64 // kernel activities
-	Transfers                          int64 // copy and memset activities
-	Launches                           int64 // runtime calls that launched a GPU activity
-	SyncCalls                          int64 // blocking host calls
+	// Queued, Sync, Launch and HostWork split the GPU's idle gaps; QueuedGaps, SyncGaps,
+	// LaunchGaps and HostWorkGaps count them, DispatchGaps the launch gaps the host spent
+	// dispatching the ops that launch (see the package comment).
+	Queued, Sync, Launch, HostWork                 int64
+	QueuedGaps, SyncGaps, LaunchGaps, HostWorkGaps int64
+	DispatchGaps                                   int64
+	Kernels                                        int64 // kernel activities
+	Transfers                                      int64 // copy and memset activities
+	Launches                                       int64 // runtime calls that launched a GPU activity
+	SyncCalls                                      int64 // blocking host calls
 	// KernelLaunches are Nsight Systems' cuda_kern_exec_sum rows for the trace, by kernel name
 	// and launch call, sorted by both (see LaunchTruth).
 	KernelLaunches []LaunchTruth
@@ -112,8 +124,8 @@ func spread(xs []int64) Spread {
 	return out
 }
 
-// Idle is the time the GPU ran nothing: Sync + Launch + HostWork.
-func (t Truth) Idle() int64 { return t.Sync + t.Launch + t.HostWork }
+// Idle is the time the GPU ran nothing: Queued + Sync + Launch + HostWork.
+func (t Truth) Idle() int64 { return t.Queued + t.Sync + t.Launch + t.HostWork }
 
 // NoKernel is the time the GPU ran no kernel: Copies + Idle.
 func (t Truth) NoKernel() int64 { return t.Copies + t.Idle() }
@@ -125,10 +137,12 @@ func (t Truth) Of(m Mechanism) int64 {
 		return t.KernelTime
 	case MechSync:
 		return t.Sync
-	case MechLaunch:
+	case MechLaunch, MechDispatch:
 		return t.Launch
 	case MechCopies:
 		return t.Copies
+	case MechShared:
+		return t.Queued
 	case MechHostWork:
 		return t.HostWork
 	}
@@ -457,6 +471,33 @@ func (g *gen) generate() error {
 				g.kernelOp(g.pick(medium), g.between(4*µs, 10*µs), g.between(5*µs, 10*µs), g.between(2*µs, 5*µs), g.between(10*µs, 60*µs))
 			}
 		},
+		MechDispatch: func() {
+			// Eager PyTorch: Python between ops, then an op whose dispatch (argument parsing,
+			// dtype and device checks, the output's allocation) takes tens of µs before and
+			// after its one launch; some ops sit in an outer op beside a metadata op that
+			// launches nothing (aten::linear -> aten::t, aten::addmm).
+			g.h += g.between(1*µs, 4*µs)
+			if g.rng.IntN(3) == 0 {
+				g.open("cpu_op", "aten::linear")
+				g.h += g.between(2*µs, 6*µs)
+				g.open("cpu_op", metaOps[g.rng.IntN(len(metaOps))])
+				g.h += g.between(2*µs, 6*µs)
+				g.close()
+				g.h += g.between(1*µs, 3*µs)
+				g.kernelOp(tinyGemm, g.between(10*µs, 30*µs), g.between(4*µs, 9*µs), g.between(3*µs, 10*µs), g.between(1*µs, 3*µs))
+				g.h += g.between(1*µs, 3*µs)
+				g.close()
+				return
+			}
+			g.kernelOp(g.pick(small), g.between(12*µs, 40*µs), g.between(4*µs, 9*µs), g.between(3*µs, 12*µs), g.between(1*µs, 3*µs))
+		},
+		MechShared: func() {
+			// The host launches asynchronously and runs ahead; another process's kernels hold
+			// the GPU between the request's, so each starts late, well after its launch.
+			g.h += g.between(3*µs, 10*µs)
+			g.gpu += g.capped(100*µs, 800*µs, 16) // the other workload's kernels
+			g.kernelOp(g.pick(mixed), g.between(5*µs, 15*µs), g.between(5*µs, 12*µs), g.between(2*µs, 6*µs), g.capped(30*µs, 300*µs, 32))
+		},
 		MechHostWork: func() {
 			for n := 1 + g.rng.IntN(3); n > 0; n-- {
 				g.h += g.between(5*µs, 15*µs)
@@ -571,18 +612,37 @@ func (g *gen) truth() Truth {
 	t.WindowStart, t.WindowEnd = base+busy[0][0], base+busy[len(busy)-1][1]
 	t.Window = t.WindowEnd - t.WindowStart
 	launched := union(launchCalls)
+	// The ops that launched GPU work (a launch call starts inside them) and the launch calls:
+	// the host's dispatch (one thread here).
+	dispatch := append([][2]int64(nil), launchCalls...)
+	for _, o := range g.ops {
+		for _, c := range launchCalls {
+			if o.start <= c[0] && c[0] <= o.end {
+				dispatch = append(dispatch, [2]int64{o.start, o.end})
+				break
+			}
+		}
+	}
+	dispatch = union(dispatch)
 	for i := 1; i < len(busy); i++ {
 		a, b := busy[i-1][1], busy[i][0]
 		// The activity starting the next stretch: the first to start at b.
 		k := sort.Search(len(acts), func(k int) bool { return acts[k].start >= b })
 		ln, ok := launchOf[acts[k].corr]
 		switch {
+		case ok && ln.end <= a && b-a > QueueLatency:
+			t.Queued += b - a
+			t.QueuedGaps++
 		case inProgress(blocking, a):
 			t.Sync += b - a
 			t.SyncGaps++
 		case ok && ln.end <= a, 2*covered(launched, a, b) >= b-a:
 			t.Launch += b - a
 			t.LaunchGaps++
+		case ok && b-a <= MaxDispatchGap && 2*covered(dispatch, a, b) >= b-a:
+			t.Launch += b - a
+			t.LaunchGaps++
+			t.DispatchGaps++
 		default:
 			t.HostWork += b - a
 			t.HostWorkGaps++
@@ -759,6 +819,12 @@ var smallOps = []op{
 	{"aten::neg", "void at::native::vectorized_elementwise_kernel<4, at::native::neg_kernel_cuda(at::TensorIteratorBase&)::{lambda()#2}::operator()() const::{lambda()#7}::operator()() const::{lambda(float)#1}, std::array<char*, 2ul> >(int, at::native::neg_kernel_cuda(at::TensorIteratorBase&)::{lambda()#2}::operator()() const::{lambda()#7}::operator()() const::{lambda(float)#1}, std::array<char*, 2ul>)"},
 	{"aten::rsqrt", "void at::native::vectorized_elementwise_kernel<4, at::native::rsqrt_kernel_cuda(at::TensorIteratorBase&)::{lambda()#2}::operator()() const::{lambda()#2}::operator()() const::{lambda(float)#1}, std::array<char*, 2ul> >(int, at::native::rsqrt_kernel_cuda(at::TensorIteratorBase&)::{lambda()#2}::operator()() const::{lambda()#2}::operator()() const::{lambda(float)#1}, std::array<char*, 2ul>)"},
 }
+
+// tinyGemm is a small linear layer's GEMM: under a few µs on the GPU.
+var tinyGemm = op{"aten::addmm", "ampere_sgemm_32x32_sliced1x4_tn"}
+
+// metaOps change a tensor's view, not its data: no kernel.
+var metaOps = []string{"aten::t", "aten::view", "aten::reshape", "aten::expand", "aten::transpose"}
 
 // cpuOps are ops on CPU tensors: host work that makes no CUDA call (post-processing, sampling).
 var cpuOps = []string{

@@ -305,10 +305,10 @@ func TestScenarioTruthFitsWindow(t *testing.T) {
 		for seed := uint64(0); seed < 10; seed++ {
 			s := scenario(m, seed)
 			_, tr := write(t, s)
-			if sum := tr.KernelTime + tr.Copies + tr.Sync + tr.Launch + tr.HostWork; sum != tr.Window {
+			if sum := tr.KernelTime + tr.Copies + tr.Queued + tr.Sync + tr.Launch + tr.HostWork; sum != tr.Window {
 				t.Errorf("%s seed %d: parts sum to %d, window %d", m, seed, sum, tr.Window)
 			}
-			for _, v := range []int64{tr.KernelTime, tr.Copies, tr.Sync, tr.Launch, tr.HostWork} {
+			for _, v := range []int64{tr.KernelTime, tr.Copies, tr.Queued, tr.Sync, tr.Launch, tr.HostWork} {
 				if v < 0 {
 					t.Errorf("%s seed %d: negative part in %+v", m, seed, tr)
 				}
@@ -332,7 +332,7 @@ func TestScenarioTruthFromFile(t *testing.T) {
 		for seed := uint64(0); seed < 4; seed++ {
 			data, want := write(t, scenario(m, seed))
 			_, evs := events(t, data)
-			var work, calls, syncs []span
+			var work, calls, syncs, ops []span
 			for _, e := range evs {
 				if e.Ph != "X" || e.Cat == "Trace" {
 					continue
@@ -351,6 +351,8 @@ func TestScenarioTruthFromFile(t *testing.T) {
 					if blocking[e.Name] {
 						syncs = append(syncs, x)
 					}
+				case "cpu_op":
+					ops = append(ops, x)
 				}
 			}
 			var got Truth
@@ -369,6 +371,29 @@ func TestScenarioTruthFromFile(t *testing.T) {
 				}
 			}
 			got.Launches, got.SyncCalls = int64(len(launches)), int64(len(syncs))
+			// The host's dispatch: the launch calls and every op one of them starts in.
+			dispatch := append([]span(nil), launches...)
+			for _, o := range ops {
+				for _, c := range launches {
+					if o.start <= c.start && c.start <= o.end {
+						dispatch = append(dispatch, o)
+						break
+					}
+				}
+			}
+			coverOf := func(spans []span, ga, gb int64) int64 {
+				var cover int64
+				cuts := edges(spans, ga, gb)
+				for j := 0; j+1 < len(cuts); j++ {
+					for _, c := range spans {
+						if c.start <= cuts[j] && cuts[j+1] <= c.end {
+							cover += cuts[j+1] - cuts[j]
+							break
+						}
+					}
+				}
+				return cover
+			}
 			for _, w := range work {
 				if w.kernel {
 					got.Kernels++
@@ -413,28 +438,26 @@ func TestScenarioTruthFromFile(t *testing.T) {
 						break
 					}
 				}
-				var cover int64
-				cuts := edges(launches, ga, gb)
-				for j := 0; j+1 < len(cuts); j++ {
-					for _, c := range launches {
-						if c.start <= cuts[j] && cuts[j+1] <= c.end {
-							cover += cuts[j+1] - cuts[j]
-							break
-						}
-					}
-				}
+				cover := coverOf(launches, ga, gb)
 				sync := false
 				for _, c := range syncs {
 					sync = sync || c.start <= ga && ga <= c.end+SyncSlack
 				}
 				ln, ok := launchOf[next.corr]
 				switch {
+				case ok && ln.end <= ga && gb-ga > QueueLatency:
+					got.Queued += gb - ga
+					got.QueuedGaps++
 				case sync:
 					got.Sync += gb - ga
 					got.SyncGaps++
 				case ok && ln.end <= ga, 2*cover >= gb-ga:
 					got.Launch += gb - ga
 					got.LaunchGaps++
+				case ok && gb-ga <= MaxDispatchGap && 2*coverOf(dispatch, ga, gb) >= gb-ga:
+					got.Launch += gb - ga
+					got.LaunchGaps++
+					got.DispatchGaps++
 				default:
 					got.HostWork += gb - ga
 					got.HostWorkGaps++

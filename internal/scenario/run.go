@@ -47,12 +47,13 @@ var causeKinds = map[Kind]string{
 	Queue: "queue", CPU: "cpu", DownstreamOpaque: "downstream", DownstreamQueued: "downstream",
 	GPUMemoryBound: "waiting", GPUThrottled: "waiting",
 	HostSync: "host sync", LaunchBound: "launch overhead", Copies: "copies", HostWork: "host work",
-	FailedRetry: "failed attempt",
+	FailedRetry: "failed attempt", DispatchBound: "launch overhead", SharedGPU: "shared gpu",
 }
 
 // mechanisms are the kernel-trace patterns of the GPU-idle kinds.
 var mechanisms = map[Kind]kinetogen.Mechanism{
 	HostSync: kinetogen.MechSync, LaunchBound: kinetogen.MechLaunch, Copies: kinetogen.MechCopies, HostWork: kinetogen.MechHostWork,
+	DispatchBound: kinetogen.MechDispatch, SharedGPU: kinetogen.MechShared,
 }
 
 // prepCPU is the CPU a handler spends before it waits on the GPU: enough for a few samples at
@@ -273,7 +274,7 @@ func (c *culprit) serve(w http.ResponseWriter, r *http.Request) {
 		time.Sleep(s.Injected) // a service we cannot see into
 	case DownstreamQueued:
 		time.Sleep(20 * time.Millisecond)
-	case HostSync, LaunchBound, Copies, HostWork:
+	case HostSync, LaunchBound, Copies, HostWork, DispatchBound, SharedGPU:
 		c.gpuWork(span)
 	case FailedRetry:
 		start := time.Now()
@@ -324,14 +325,17 @@ func (c *culprit) queue(ctx context.Context) {
 
 // gpuWork is the span's GPU work: it lasts as long as its kernel trace says; the host sleeps
 // through it, except for host work, which keeps the CPU busy for the wall time the trace's gaps
-// hold. Wall time, not CPU time: the trace's gaps are wall time, and on a loaded machine a CPU
+// hold, and eager dispatch, which keeps it busy throughout (the host dispatches op after op). Wall time, not CPU time: the trace's gaps are wall time, and on a loaded machine a CPU
 // budget would stretch the span past its kernel trace (the tail then reads as GPU idle outside
 // the trace, which it is, but not the request this scenario means to make).
 func (c *culprit) gpuWork(span trace.Span) {
 	burnCPU(prepCPU) // preparing the batch, before the GPU work
 	c.workStart, c.workSpan = time.Now(), span.SpanContext()
-	if c.spec.Kind == HostWork {
+	switch c.spec.Kind {
+	case HostWork:
 		spinUntil(c.workStart.Add(time.Duration(c.truth.HostWork)))
+	case DispatchBound:
+		spinUntil(c.workStart.Add(c.spec.Injected))
 	}
 	time.Sleep(time.Until(c.workStart.Add(c.spec.Injected)))
 }

@@ -30,17 +30,20 @@ const (
 	LaunchBound      Kind = "launch-bound"      // GPU idle between tiny kernels the host launches back to back
 	Copies           Kind = "copies"            // pageable copies holding the GPU
 	HostWork         Kind = "host-work"         // GPU idle while the host works between kernels
+	DispatchBound    Kind = "dispatch-bound"    // eager ops whose dispatch outlasts their one tiny kernel each
+	SharedGPU        Kind = "shared-gpu"        // kernels queued behind another workload on the same GPU
 	FailedRetry      Kind = "failed-retry"      // a first attempt fails with CUDA out-of-memory and is retried
 )
 
 // Kinds are every scenario, in the order the test runs them.
-var Kinds = []Kind{Queue, CPU, DownstreamOpaque, DownstreamQueued, GPUMemoryBound, GPUThrottled, HostSync, LaunchBound, Copies, HostWork, FailedRetry}
+var Kinds = []Kind{Queue, CPU, DownstreamOpaque, DownstreamQueued, GPUMemoryBound, GPUThrottled, HostSync, LaunchBound, Copies, HostWork, FailedRetry,
+	DispatchBound, SharedGPU}
 
 // WritesKernelTrace says whether the kind's GPU work comes as a kernel trace (the GPU-idle
 // kinds): the plugin must be given the folder the scenario writes to.
 func (k Kind) WritesKernelTrace() bool {
 	switch k {
-	case HostSync, LaunchBound, Copies, HostWork:
+	case HostSync, LaunchBound, Copies, HostWork, DispatchBound, SharedGPU:
 		return true
 	}
 	return false

@@ -37,14 +37,15 @@ const (
 	PartFailed      = "failed attempt" // a failed attempt's time on the path (span status ERROR), one part per attempt
 	// The GPU idle time of a span with kernel traces, by what the GPU waited for
 	// (gputrace.IdleMechanisms).
-	PartHostSync = "host sync"       // gaps that began while the host was blocked in a synchronising call
-	PartLaunch   = "launch overhead" // gaps while the host was launching, or the GPU's launch latency
-	PartCopies   = "copies"          // copies holding the GPU with no kernel running
-	PartHostWork = "host work"       // gaps while the host neither launched nor synchronised
+	PartSharedGPU = "shared gpu"      // gaps with the request's next work already queued: the GPU ran other work
+	PartHostSync  = "host sync"       // gaps that began while the host was blocked in a synchronising call
+	PartLaunch    = "launch overhead" // gaps while the host was launching or dispatching ops that launch, or the GPU's launch latency
+	PartCopies    = "copies"          // copies holding the GPU with no kernel running
+	PartHostWork  = "host work"       // gaps while the host neither launched, dispatched nor synchronised
 )
 
 // partKinds are the kinds in the order the breakdown explains time with them.
-var partKinds = []string{PartFailed, PartQueue, PartPrefill, PartDecode, PartCompute, PartGPUKernels, PartHostSync, PartLaunch, PartCopies, PartHostWork, PartDownstream, PartCPU, PartGPUIdle, PartOffCPU, PartUnexplained}
+var partKinds = []string{PartFailed, PartQueue, PartPrefill, PartDecode, PartCompute, PartGPUKernels, PartSharedGPU, PartHostSync, PartLaunch, PartCopies, PartHostWork, PartDownstream, PartCPU, PartGPUIdle, PartOffCPU, PartUnexplained}
 
 // Diagnosis is why one request was slow.
 type Diagnosis struct {
@@ -253,7 +254,7 @@ type idlePart struct {
 // when they hold more (the traces' clock and the span's differ, and the span's time on the path
 // may be less than its GPU work), in proportion, summing to at most left.
 func idleParts(m gputrace.IdleMechanisms, left time.Duration) []idlePart {
-	parts := []idlePart{{PartHostSync, time.Duration(m.Sync)}, {PartLaunch, time.Duration(m.Launch)},
+	parts := []idlePart{{PartSharedGPU, time.Duration(m.Queued)}, {PartHostSync, time.Duration(m.Sync)}, {PartLaunch, time.Duration(m.Launch)},
 		{PartCopies, time.Duration(m.Copies)}, {PartHostWork, time.Duration(m.HostWork)}}
 	sum := time.Duration(m.Total())
 	if sum <= left || sum <= 0 {
@@ -357,12 +358,14 @@ func partSource(kind string) string {
 		return "critical path: the failed attempt's time (span status ERROR), whatever it did"
 	case PartHostSync:
 		return "kernel trace: GPU idle gaps that began while the host was blocked in a synchronising call"
+	case PartSharedGPU:
+		return "kernel trace: GPU idle gaps with the request's next work already launched and waiting longer than a free GPU takes to start it"
 	case PartLaunch:
-		return "kernel trace: GPU idle gaps while the host was launching (or the GPU's launch latency between queued work)"
+		return "kernel trace: GPU idle gaps while the host was launching or dispatching the ops that launch (or the GPU's launch latency between queued work)"
 	case PartCopies:
 		return "kernel trace: copies holding the GPU with no kernel running"
 	case PartHostWork:
-		return "kernel trace: GPU idle gaps while the host neither launched nor synchronised"
+		return "kernel trace: GPU idle gaps while the host neither launched, dispatched an op that launches, nor synchronised"
 	}
 	return "critical path (no profile, engine attribute or kernel trace for this time)"
 }

@@ -1,7 +1,10 @@
 package diagnose
 
 import (
+	"cmp"
 	"fmt"
+	"math"
+	"strings"
 	"time"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/correlate"
@@ -22,6 +25,8 @@ func gpuWaitCause(ans *correlate.TraceAnswer, p BreakdownPart, row *correlate.Sp
 	f := kernelFigures(ans.KernelTraces)
 	d := p.Duration.Round(time.Microsecond)
 	switch p.Kind {
+	case PartSharedGPU:
+		c = sharedGPUCause(c, p, row, m, f, op)
 	case PartHostSync:
 		c.Title = "GPU waited on host synchronisation in " + p.Service + op
 		c.Evidence = []string{fmt.Sprintf("%s in %d GPU idle gap(s) that began while the host was blocked in a synchronising call (%s)", d, m.SyncGaps, p.Source)}
@@ -33,6 +38,13 @@ func gpuWaitCause(ans *correlate.TraceAnswer, p BreakdownPart, row *correlate.Sp
 	case PartLaunch:
 		c.Title = "GPU waited on kernel launches in " + p.Service + op
 		c.Evidence = []string{fmt.Sprintf("%s in %d GPU idle gap(s) while the host was launching, or between work already launched (%s)", d, m.LaunchGaps, p.Source)}
+		if m.DispatchGaps > 0 && 2*m.DispatchGaps >= m.LaunchGaps {
+			// Eager ops: the host's time per kernel is the op's dispatch, not only its launch call.
+			c.Title = "GPU waited on op dispatch and kernel launches in " + p.Service + op
+			c.Evidence[0] = fmt.Sprintf("%s in %d GPU idle gap(s) while the host was launching or dispatching ops (%s)", d, m.LaunchGaps, p.Source)
+			c.Evidence = append(c.Evidence, fmt.Sprintf("kernel trace: %d of these gaps each end in the launch of the next kernel from inside the op the host was dispatching, %s a gap on average: one op's dispatch per kernel",
+				m.DispatchGaps, (time.Duration(m.Launch)/time.Duration(max(m.LaunchGaps, 1))).Round(100*time.Nanosecond)))
+		}
 		if f.kernels > 0 {
 			ev := fmt.Sprintf("kernel trace: %d kernels, %.0f%% of them shorter than the call that launched them; median launch call %s",
 				f.kernels, 100*f.shorter, time.Duration(f.callMedian).Round(100*time.Nanosecond))
@@ -41,7 +53,7 @@ func gpuWaitCause(ans *correlate.TraceAnswer, p BreakdownPart, row *correlate.Sp
 			}
 			c.Evidence = append(c.Evidence, ev)
 		}
-		c.Action = "the GPU runs kernels faster than the host launches them: capture the loop in a CUDA graph (torch.compile(mode=\"reduce-overhead\")), fuse small kernels, or give each kernel more work (larger batches)"
+		c.Action = "per-kernel launch and dispatch overhead: the GPU runs each kernel faster than the host issues it; capture the forward pass in a CUDA graph (torch.compile(mode=\"reduce-overhead\")), fuse small kernels (torch.compile), or give each kernel more work (larger batches)"
 	case PartCopies:
 		c.Title = "copies held the GPU in " + p.Service + op
 		c.Evidence = []string{fmt.Sprintf("%s of copies with no kernel running (%s)", d, p.Source)}
@@ -69,7 +81,7 @@ func gpuWaitCause(ans *correlate.TraceAnswer, p BreakdownPart, row *correlate.Sp
 		} else {
 			c.Caveat = "no span profile of " + p.Service + ": whether the host was on the CPU (pre- or post-processing, Python) or waiting (I/O, a lock) between kernels is not known"
 		}
-		c.Action = "the GPU waits while the host does other work between launches: move that work off the critical path (prepare the next batch while the GPU runs, in another thread or process), or onto the GPU"
+		c.Action = "the GPU waits while the host does other work between launches (pre- or post-processing, Python between steps): move that work off the critical path (prepare the next batch while the GPU runs, in another thread or process), or onto the GPU"
 	}
 	return c
 }
@@ -82,11 +94,14 @@ type kernelTraceFigures struct {
 	callMedian                  float64
 	active                      int64 // the GPUs' active time, summed
 	copies, copyBytes, pageable int64
+	// delayMedian and delayP95 are the launches' launch-to-start delays (kernel start − launch
+	// call end), weighted by kernels over several files.
+	delayMedian, delayP95 float64
 }
 
 func kernelFigures(results []*gputrace.Result) kernelTraceFigures {
 	var f kernelTraceFigures
-	var shorter, median float64
+	var shorter, median, delay, p95 float64
 	for _, r := range results {
 		if r == nil {
 			continue
@@ -97,6 +112,8 @@ func kernelFigures(results []*gputrace.Result) kernelTraceFigures {
 		if r.Launch.Joined > 0 {
 			shorter += r.Launch.ShorterThanLaunch * float64(r.Launch.Joined)
 			median += r.Launch.CallMedian * float64(r.Launch.Joined)
+			delay += r.Launch.DelayMedian * float64(r.Launch.Joined)
+			p95 += r.Launch.DelayP95 * float64(r.Launch.Joined)
 			f.kernels += r.Launch.Joined
 		}
 		for _, m := range r.Memcpy {
@@ -111,6 +128,7 @@ func kernelFigures(results []*gputrace.Result) kernelTraceFigures {
 	if f.kernels > 0 {
 		// Over several files, the kernels' weighted median of medians: a summary, said as "median".
 		f.shorter, f.callMedian = shorter/float64(f.kernels), median/float64(f.kernels)
+		f.delayMedian, f.delayP95 = delay/float64(f.kernels), p95/float64(f.kernels)
 	}
 	return f
 }
@@ -125,4 +143,42 @@ func bytesText(b int64) string {
 		return fmt.Sprintf("%.1f KiB", float64(b)/(1<<10))
 	}
 	return fmt.Sprintf("%d B", b)
+}
+
+// sharedGPUCause is the time the request's work sat queued on its GPU while the GPU ran other
+// work: named after the other pods when dcgm-exporter maps the GPU to them, with the GPU's own
+// utilisation when DCGM has it.
+func sharedGPUCause(c Cause, p BreakdownPart, row *correlate.SpanRow, m gputrace.IdleMechanisms, f kernelTraceFigures, op string) Cause {
+	d := p.Duration.Round(time.Microsecond)
+	c.Title = "GPU busy with work outside this request in " + p.Service + op
+	c.Evidence = []string{fmt.Sprintf("%s in %d GPU idle gap(s) with the next kernel already launched and waiting, longer than the %s a free GPU takes to start queued work (%s)",
+		d, m.QueuedGaps, time.Duration(gputrace.QueueLatency), p.Source)}
+	if f.kernels > 0 {
+		c.Evidence = append(c.Evidence, fmt.Sprintf("kernel trace: launch-to-start delay median %s, p95 %s over %d kernels, with none of the request's own kernels or copies running and no synchronising call to wait for",
+			time.Duration(f.delayMedian).Round(time.Microsecond), time.Duration(f.delayP95).Round(time.Microsecond), f.kernels))
+	}
+	if row != nil && row.GPU != nil {
+		g := row.GPU
+		if len(g.SharedWith) > 0 {
+			names := make([]string, 0, len(g.SharedWith))
+			for _, pod := range g.SharedWith {
+				names = append(names, pod.String())
+			}
+			c.Title = fmt.Sprintf("GPU shared with %s in %s%s", strings.Join(names, ", "), p.Service, op)
+			c.Evidence = append(c.Evidence, fmt.Sprintf("dcgm-exporter maps the GPU to %s besides %s's own pod over the span's window (DCGM, Prometheus)", strings.Join(names, ", "), p.Service))
+		}
+		if !math.IsNaN(g.Util) {
+			c.Evidence = append(c.Evidence, fmt.Sprintf("DCGM: GPU utilisation %.0f%% on average over %d reading(s) around the span: the device was busy", g.Util, g.Samples))
+		}
+		if len(g.GPUs) > 0 {
+			c.Host, c.GPU = g.GPUs[0].Host, cmp.Or(g.GPUs[0].Index, g.GPUs[0].UUID)
+		}
+		if len(g.SharedWith) == 0 {
+			c.Caveat = "dcgm-exporter names no other pod on this GPU (its Kubernetes mapping, or --kubernetes-virtual-gpus for time-sliced GPUs, names them); nvidia-smi or the gpuLocal query on the host lists the processes using it"
+		}
+	} else {
+		c.Caveat = "no DCGM series joined this span's GPU: with dcgm-exporter's Kubernetes mapping the other pods on it would be named; nvidia-smi or the gpuLocal query on the host lists the processes using it"
+	}
+	c.Action = "another workload runs on this GPU (time-slicing, MPS, or two pods on one device): give the service a dedicated GPU or a MIG slice, cap the other tenants (MPS's CUDA_MPS_ACTIVE_THREAD_PERCENTAGE), or schedule the batch job on other nodes"
+	return c
 }

@@ -33,6 +33,10 @@ func (g *gpuWork) copy(s, e, cs, ce int64) {
 	g.c.Add(gputrace.Activity{Kind: gputrace.KindMemcpy, Name: "Memcpy HtoD (Pageable -> Device)", Start: cs, End: ce, Stream: 7, Correlation: g.corr, Bytes: (ce - cs) * 10})
 }
 
+func (g *gpuWork) op(name string, s, e int64) {
+	g.c.Add(gputrace.Activity{Kind: gputrace.KindCPUOp, Name: name, Start: s, End: e})
+}
+
 func (g *gpuWork) call(name string, s, e int64) {
 	g.corr++
 	g.c.Add(gputrace.Activity{Kind: gputrace.KindRuntime, Name: name, Start: s, End: e, Correlation: g.corr})
@@ -59,6 +63,27 @@ func (g *gpuWork) write(kind string, window int64) (injected int64) {
 			l := r(5, 12) * us
 			g.launch(at, at+l, at+l+us, at+l+us+r(1, 3)*us)
 			at += l
+		case dispatch: // eager ops: tens of µs of dispatch around one launch of a tiny kernel
+			pre, l, post := r(10, 60)*us, r(4, 10)*us, r(3, 15)*us
+			g.op("aten::"+randomName(g.rng), at, at+pre+l+post)
+			g.launch(at+pre, at+pre+l, at+pre+l+us, at+pre+l+us+r(1, 3)*us)
+			at += pre + l + post + r(1, 4)*us
+		case PartSharedGPU: // launched at once; each kernel starts after another tenant's work
+			if at == 0 {
+				n := window / (600 * us)
+				start := int64(50 * us)
+				for i := range n {
+					k, wait := r(50, 200)*us, r(100, 500)*us
+					start += wait
+					g.launch(i*8*us, i*8*us+6*us, start, start+k)
+					if i > 0 {
+						injected += wait
+					}
+					start += k
+				}
+				g.call("cudaDeviceSynchronize", n*8*us, start+5*us)
+				at = window
+			}
 		case PartCopies: // pageable copies, short kernels between
 			c := r(200, 900) * us
 			g.copy(at, at+c+20*us, at+10*us, at+10*us+c)
@@ -75,11 +100,14 @@ func (g *gpuWork) write(kind string, window int64) (injected int64) {
 			at += host
 		}
 	}
-	if kind == PartLaunch {
+	if kind == PartLaunch || kind == dispatch {
 		injected = -1 // computed from the collector: nearly all the gaps
 	}
 	return injected
 }
+
+// dispatch is the launch-overhead pattern of eager ops (the cause is PartLaunch).
+const dispatch = "dispatch"
 
 func randomName(rng *rand.Rand) string {
 	const letters = "abcdefghijklmnopqrstuvwxyz"
@@ -98,9 +126,14 @@ func TestRandomGPUWaitsAreNamedByTheirMechanism(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 22))
 	remedies := map[string]string{
 		PartHostSync: ".item()", PartLaunch: "CUDA graph", PartCopies: "pin_memory=True", PartHostWork: "off the critical path",
+		PartSharedGPU: "MIG slice",
 	}
-	for n := range 80 {
-		kind := []string{PartHostSync, PartLaunch, PartCopies, PartHostWork}[n%4]
+	for n := range 120 {
+		pattern := []string{PartHostSync, PartLaunch, PartCopies, PartHostWork, dispatch, PartSharedGPU}[n%6]
+		kind := pattern
+		if pattern == dispatch {
+			kind = PartLaunch
+		}
 		caller, gpuSvc := randomName(rng)+"-api", randomName(rng)+"-gpu"
 		window := (20 + rng.Int64N(800)) * int64(time.Millisecond)
 		spanMs := int(window/int64(time.Millisecond)) + 2
@@ -110,7 +143,7 @@ func TestRandomGPUWaitsAreNamedByTheirMechanism(t *testing.T) {
 
 		g := &gpuWork{c: gputrace.NewCollector(gputrace.Limits{}), rng: rand.New(rand.NewPCG(uint64(n), 9))}
 		g.c.Add(gputrace.Activity{Kind: gputrace.KindAnnotation, Name: "request " + tr.TraceID + " span " + gpuSpan.SpanID, Start: 0, End: window + int64(time.Millisecond)})
-		injected := g.write(kind, window)
+		injected := g.write(pattern, window)
 		result := g.c.Result(gputrace.AnalysisOptions{})
 		if injected < 0 {
 			injected = result.GPUIdle.Launch
@@ -121,13 +154,16 @@ func TestRandomGPUWaitsAreNamedByTheirMechanism(t *testing.T) {
 		d := Request(ans)
 		first := d.Verdict[0]
 		if first.Kind != kind || first.Service != gpuSvc || first.SpanID != gpuSpan.SpanID {
-			t.Fatalf("request %d (%s, %s): first cause %s %q\nbreakdown %s", n, kind, time.Duration(window), first.Kind, first.Title, partsText(d.Breakdown))
+			t.Fatalf("request %d (%s, %s): first cause %s %q\nbreakdown %s", n, pattern, time.Duration(window), first.Kind, first.Title, partsText(d.Breakdown))
 		}
 		if got := float64(first.Explains); got < 0.9*float64(injected) || got > 1.1*float64(injected) {
-			t.Errorf("request %d (%s): explains %s, injected %s", n, kind, first.Explains, time.Duration(injected))
+			t.Errorf("request %d (%s): explains %s, injected %s", n, pattern, first.Explains, time.Duration(injected))
 		}
 		if !strings.Contains(first.Action, remedies[kind]) {
-			t.Errorf("request %d (%s): action %q", n, kind, first.Action)
+			t.Errorf("request %d (%s): action %q", n, pattern, first.Action)
+		}
+		if pattern == dispatch && !strings.Contains(first.Title, "op dispatch") {
+			t.Errorf("request %d (dispatch): title %q does not name the ops' dispatch", n, first.Title)
 		}
 		for k, r := range remedies {
 			if k != kind && strings.Contains(first.Action, r) {
@@ -146,10 +182,10 @@ func TestIdlePartsScaleToTheSpansTime(t *testing.T) {
 	for _, p := range parts {
 		sum += p.d
 	}
-	if sum != 500 || parts[0].d != 300 || parts[1].d != 150 || parts[2].d != 50 || parts[3].d != 0 {
+	if sum != 500 || parts[0].d != 0 || parts[1].d != 300 || parts[2].d != 150 || parts[3].d != 50 || parts[4].d != 0 {
 		t.Errorf("parts %+v", parts)
 	}
-	if parts := idleParts(m, 5000); parts[0].d != 600 || parts[1].d != 300 {
+	if parts := idleParts(m, 5000); parts[1].d != 600 || parts[2].d != 300 {
 		t.Errorf("unscaled parts %+v", parts)
 	}
 }

@@ -26,10 +26,11 @@ const (
 	CauseErrors      = "errors"         // failed spans off the request's path (no time of their own)
 	CauseUnexplained = "unexplained"    // time no signal explains
 	// What the GPU waited for in a span with kernel traces (the parts PartHostSync, ...).
-	CauseHostSync = PartHostSync
-	CauseLaunch   = PartLaunch
-	CauseCopies   = PartCopies
-	CauseHostWork = PartHostWork
+	CauseSharedGPU = PartSharedGPU
+	CauseHostSync  = PartHostSync
+	CauseLaunch    = PartLaunch
+	CauseCopies    = PartCopies
+	CauseHostWork  = PartHostWork
 )
 
 // minCause is the least time a cause must explain to be named.
@@ -157,7 +158,7 @@ func verdict(ans *correlate.TraceAnswer, breakdown []BreakdownPart, request time
 			c.Kind, c.Title = CauseGPUKernels, "GPU kernels of "+p.Service+op
 			c.Evidence = []string{fmt.Sprintf("kernels ran %s for this span (%s)", p.Duration.Round(time.Millisecond), p.Source)}
 			c.Action = "the kernels themselves: see the kernels query for the longest ones"
-		case PartHostSync, PartLaunch, PartCopies, PartHostWork:
+		case PartSharedGPU, PartHostSync, PartLaunch, PartCopies, PartHostWork:
 			c = gpuWaitCause(ans, p, row, op)
 		case PartGPUIdle:
 			c.Kind, c.Title = CauseGPUIdle, "GPU idle in "+p.Service+op
@@ -222,7 +223,7 @@ func linkKernelDiff(causes []Cause) {
 		case CauseGPUKernels:
 			causes[i].KernelDiff = true
 			causes[i].Action += "; its link compares them with the service's recent requests (the kernels diff)"
-		case CauseGPUIdle, CauseHostSync, CauseLaunch, CauseCopies, CauseHostWork:
+		case CauseGPUIdle, CauseSharedGPU, CauseHostSync, CauseLaunch, CauseCopies, CauseHostWork:
 			causes[i].KernelDiff = true
 		}
 	}

@@ -15,7 +15,8 @@ type Limits struct {
 	// idle breakdowns; beyond it those breakdowns cover only the first MaxIntervals.
 	MaxIntervals int
 	// MaxLaunches caps the runtime launch calls kept for joining kernels on correlation, and
-	// the synchronising calls and cuda_sync records kept for counting each blocking call once.
+	// the synchronising calls and cuda_sync records kept for counting each blocking call once,
+	// and the CPU operators kept to tell dispatch from other host work.
 	MaxLaunches int
 	// MaxSamplesPerKernel caps the durations kept per kernel name for the median; beyond it a
 	// uniform reservoir sample is kept and the median is an estimate.
@@ -91,6 +92,10 @@ type hostCall struct {
 
 type syncRecord struct{ correlation, start, end int64 }
 
+// cpuOp is a CPU operator's interval on its host thread (Kineto's cpu_op), kept to tell the GPU
+// idle time the host spent dispatching the ops that launch work from other host work.
+type cpuOp struct{ start, end, thread int64 }
+
 type memcpyStats struct {
 	count     int64
 	bytes     int64
@@ -127,6 +132,9 @@ type Collector struct {
 	// blocking are the intervals the host spent blocked in a synchronising call (syncs adds the
 	// cuda_sync records that stand for a call the trace lacks).
 	blocking []launch
+	// ops are the CPU operators (at most Limits.MaxLaunches): a gap the host spent inside ops
+	// that launch GPU work is dispatch overhead, not other host work (idleMechanisms).
+	ops []cpuOp
 
 	// apis interns the names of the host calls kept in launch (apiNames[i] is name i).
 	apis     map[string]int32
@@ -143,7 +151,7 @@ type Collector struct {
 	launchRng *rand.Rand
 
 	dropped struct {
-		intervals, launches, names, samples, annotations, syncs int64
+		intervals, launches, names, samples, annotations, syncs, ops int64
 		// joins: kernels not kept waiting for their call; launchGroups: launches folded into
 		// the "(other kernels)" row; apiNames: calls named otherCalls; launchSamples: launches
 		// past the per-row sample. openRanges and rangeNames are set by each Result: ranges
@@ -247,6 +255,12 @@ func (c *Collector) Add(a Activity) {
 		} else {
 			c.dropped.syncs++
 		}
+	case KindCPUOp:
+		if len(c.ops) < c.limits.MaxLaunches {
+			c.ops = append(c.ops, cpuOp{a.Start, a.End, a.Thread})
+		} else {
+			c.dropped.ops++
+		}
 	case KindAnnotation, KindGPUAnnotation:
 		c.addAnnotation(a)
 	}
@@ -339,6 +353,9 @@ func (c *Collector) finishNotices() notices.List {
 	}
 	if c.dropped.launches > 0 {
 		n.Warnf("more than %d launch calls: %d left out of the launch statistics and the per-launch figures", c.limits.MaxLaunches, c.dropped.launches)
+	}
+	if c.dropped.ops > 0 {
+		n.Warnf("more than %d CPU operators: %d left out, so GPU idle gaps among them may count as host work rather than the ops' dispatch", c.limits.MaxLaunches, c.dropped.ops)
 	}
 	if c.dropped.syncs > 0 {
 		n.Warnf("more than %d synchronising calls or cuda_sync records: the sync figures may be off for %d of them", c.limits.MaxLaunches, c.dropped.syncs)

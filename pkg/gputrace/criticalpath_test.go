@@ -38,6 +38,8 @@ func TestCriticalPathScenarios(t *testing.T) {
 		kinetogen.MechLaunch:   VerdictCPU,
 		kinetogen.MechCopies:   VerdictCopies,
 		kinetogen.MechHostWork: VerdictCPU,
+		kinetogen.MechDispatch: VerdictCPU,
+		kinetogen.MechShared:   VerdictGPU, // HTA: kernel-kernel overhead on the GPU
 	}
 	for _, m := range kinetogen.Mechanisms {
 		for seed := uint64(1); seed <= 3; seed++ {

@@ -1,31 +1,58 @@
 package gputrace
 
-import "sort"
+import (
+	"slices"
+	"sort"
+)
 
 // IdleMechanisms splits the time a GPU did no kernel work into what it waited for, so that a
 // request's GPU idle time comes with one remedy instead of all of them. Every stretch between
 // two busy stretches of a device (kernels, copies and memsets on any of its streams) goes to
-// exactly one mechanism, by what the host was doing when the GPU ran dry:
+// exactly one mechanism, tested in this order:
 //
+//   - Queued (queued behind other work on the GPU): the next activity had already been
+//     launched when the gap began and still did not start for more than QueueLatency: the GPU
+//     had the request's work and ran something else, work this trace does not hold (another
+//     process or container on the same GPU: time-slicing, MPS, or two pods on one device).
 //   - Sync (host synchronisation): a blocking call (cudaStreamSynchronize,
 //     cudaDeviceSynchronize, cudaEventSynchronize, a blocking cudaMemcpy, their driver forms and
 //     CUPTI's blocking cuda_sync records; not cudaEventQuery, not cudaStreamWaitEvent) was in
 //     progress when the gap began, or had returned at most SyncSlack before: the host waited for
 //     the GPU to drain, so the GPU then waited for the host to launch again.
-//   - Launch (launch overhead): the next activity had already been launched when the gap began
-//     (the GPU's own launch latency between queued work), or the host spent at least half of
-//     the gap inside launch calls: launches are back to back and the kernels shorter than them.
-//   - HostWork: anything else: the host was neither synchronising nor launching (its own CPU
-//     work, I/O, a lock, Python), or the next activity's launch call is not in the trace.
+//   - Launch (launch and dispatch overhead): the next activity had already been launched when
+//     the gap began (the GPU's own launch latency between queued work, at most QueueLatency),
+//     or the host spent at least half of the gap inside launch calls (launches back to back,
+//     the kernels shorter than them), or, on the thread that launched the next activity,
+//     inside CPU operators that launch GPU work and their launch calls, for at most
+//     MaxDispatchGap: each op's dispatch (argument checks, allocation, the launch) takes longer
+//     than its kernel runs, so the GPU waits one op's dispatch per kernel (DispatchGaps counts
+//     these gaps).
+//   - HostWork: anything else: the host was neither synchronising nor launching nor dispatching
+//     ops that launch (its own CPU work in ops that launch nothing, Python, I/O, a lock), or the
+//     next activity's launch call is not in the trace.
 //
 // Copies is the time only copies or memsets ran on the device (no kernel at the same time),
 // counted once however many copies overlap: GPU time that is not kernel work.
 //
 // All figures are nanoseconds; the gaps are counted per mechanism.
 type IdleMechanisms struct {
-	Sync, Launch, HostWork, Copies     int64
-	SyncGaps, LaunchGaps, HostWorkGaps int64
+	Sync, Launch, HostWork, Copies, Queued         int64
+	SyncGaps, LaunchGaps, HostWorkGaps, QueuedGaps int64
+	// DispatchGaps are the launch gaps the host spent dispatching the op that launched the next
+	// activity (included in LaunchGaps).
+	DispatchGaps int64
 }
+
+// QueueLatency is the longest a free GPU takes to start work already queued on it (its own
+// launch latency between queued work is 1–5 µs): a longer gap with the request's next work
+// queued means the GPU was running other work.
+const QueueLatency = 20_000
+
+// MaxDispatchGap is the longest gap one op's dispatch explains: eager frameworks spend tens of
+// µs per op (Python, the dispatcher, argument checks, the output's allocation, the launch). An
+// op that holds the host longer before it launches does work of its own (cuDNN's autotuning or
+// first-call initialisation, a compile, a host-side loop): host work, not launch overhead.
+const MaxDispatchGap = 1_000_000
 
 // SyncSlack is how long before a gap's start a blocking call may have returned and still count
 // as the gap's cause: the call returns as the GPU finishes, and host and GPU timestamps come from
@@ -33,7 +60,7 @@ type IdleMechanisms struct {
 const SyncSlack = 5_000
 
 // Total is all the time the mechanisms explain.
-func (m IdleMechanisms) Total() int64 { return m.Sync + m.Launch + m.HostWork + m.Copies }
+func (m IdleMechanisms) Total() int64 { return m.Sync + m.Launch + m.HostWork + m.Copies + m.Queued }
 
 // Add adds o to m.
 func (m *IdleMechanisms) Add(o IdleMechanisms) {
@@ -41,9 +68,12 @@ func (m *IdleMechanisms) Add(o IdleMechanisms) {
 	m.Launch += o.Launch
 	m.HostWork += o.HostWork
 	m.Copies += o.Copies
+	m.Queued += o.Queued
 	m.SyncGaps += o.SyncGaps
 	m.LaunchGaps += o.LaunchGaps
 	m.HostWorkGaps += o.HostWorkGaps
+	m.QueuedGaps += o.QueuedGaps
+	m.DispatchGaps += o.DispatchGaps
 }
 
 // Sub takes o from m (an annotation's share from its request's), never below zero.
@@ -51,7 +81,9 @@ func (m IdleMechanisms) Sub(o IdleMechanisms) IdleMechanisms {
 	sub := func(a, b int64) int64 { return max(a-b, 0) }
 	return IdleMechanisms{
 		Sync: sub(m.Sync, o.Sync), Launch: sub(m.Launch, o.Launch), HostWork: sub(m.HostWork, o.HostWork), Copies: sub(m.Copies, o.Copies),
+		Queued:   sub(m.Queued, o.Queued),
 		SyncGaps: sub(m.SyncGaps, o.SyncGaps), LaunchGaps: sub(m.LaunchGaps, o.LaunchGaps), HostWorkGaps: sub(m.HostWorkGaps, o.HostWorkGaps),
+		QueuedGaps: sub(m.QueuedGaps, o.QueuedGaps), DispatchGaps: sub(m.DispatchGaps, o.DispatchGaps),
 	}
 }
 
@@ -114,6 +146,7 @@ func (c *Collector) idleMechanisms(inner, traced []int32, annots []AnnotationKer
 		}
 	}
 	launches := newHostIntervals(launched)
+	dispatch := c.dispatchIntervals()
 	traceIndex := map[string]int{}
 	for i, t := range traces {
 		traceIndex[t.TraceID] = i
@@ -151,10 +184,14 @@ func (c *Collector) idleMechanisms(inner, traced []int32, annots []AnnotationKer
 			ln, launchedAt := c.launch[iv.correlation]
 			launchedAt = launchedAt && iv.correlation != 0
 			switch {
+			case launchedAt && ln.end <= a && b-a > QueueLatency:
+				m.Queued, m.QueuedGaps = b-a, 1
 			case blocking.runningAt(a, SyncSlack):
 				m.Sync, m.SyncGaps = b-a, 1
 			case launchedAt && ln.end <= a, launchedAt && 2*launches.covered(a, b) >= b-a:
 				m.Launch, m.LaunchGaps = b-a, 1
+			case launchedAt && b-a <= MaxDispatchGap && 2*dispatch[ln.thread].covered(a, b) >= b-a:
+				m.Launch, m.LaunchGaps, m.DispatchGaps = b-a, 1, 1
 			default:
 				m.HostWork, m.HostWorkGaps = b-a, 1
 			}
@@ -172,6 +209,43 @@ func (c *Collector) idleMechanisms(inner, traced []int32, annots []AnnotationKer
 		}
 	}
 	return file
+}
+
+// dispatchIntervals are, per host thread, the time spent dispatching GPU work: the CPU
+// operators that launched a GPU activity (any launch call of one starts inside them, at any
+// depth: aten::linear as well as the aten::addmm inside it) and the launch calls themselves.
+func (c *Collector) dispatchIntervals() map[int64]hostIntervals {
+	calls := map[int64][]launch{}
+	for _, iv := range c.ivals {
+		if ln, ok := c.launch[iv.correlation]; ok && iv.correlation != 0 {
+			calls[ln.thread] = append(calls[ln.thread], launch{ln.start, ln.end})
+		}
+	}
+	if len(calls) == 0 {
+		return nil
+	}
+	starts := make(map[int64][]int64, len(calls))
+	by := make(map[int64][]launch, len(calls))
+	for th, cs := range calls {
+		s := make([]int64, len(cs))
+		for i, x := range cs {
+			s[i] = x.start
+		}
+		slices.Sort(s)
+		starts[th] = s
+		by[th] = cs
+	}
+	for _, op := range c.ops {
+		s := starts[op.thread]
+		if i, _ := slices.BinarySearch(s, op.start); i < len(s) && s[i] <= op.end {
+			by[op.thread] = append(by[op.thread], launch{op.start, op.end})
+		}
+	}
+	out := make(map[int64]hostIntervals, len(by))
+	for th, iv := range by {
+		out[th] = newHostIntervals(iv)
+	}
+	return out
 }
 
 // kernelUnions are, per device, the intervals of compute and communication kernels.

@@ -27,6 +27,11 @@ func (t *timeline) copy(s, e, cs, ce int64, name string) {
 	t.c.Add(Activity{Kind: KindMemcpy, Name: name, Start: cs, End: ce, Stream: 7, Correlation: t.corr, Bytes: 1 << 20})
 }
 
+// op records a CPU operator [s, e) on the host thread.
+func (t *timeline) op(name string, s, e int64) {
+	t.c.Add(Activity{Kind: KindCPUOp, Name: name, Start: s, End: e})
+}
+
 func (t *timeline) call(name string, s, e int64) {
 	t.corr++
 	t.c.Add(Activity{Kind: KindRuntime, Name: name, Start: s, End: e, Correlation: t.corr})
@@ -73,6 +78,38 @@ func TestIdleMechanismsOfEachPattern(t *testing.T) {
 			t.copy(452*us, 460*us, 420*us, 500*us, "Memcpy HtoD (Pinned -> Device)")
 			t.copy(461*us, 470*us, 480*us, 520*us, "Memcpy HtoD (Pinned -> Device)")
 		}, IdleMechanisms{Copies: 380*us + 69*us, Launch: 11 * us, LaunchGaps: 1}},
+		{"eager dispatch: each op's host time outlasts its one tiny kernel", func(t *timeline) {
+			// Every 50 µs an op: 30 µs of dispatch, an 8 µs launch, 10 µs after; 2 µs kernels.
+			for i := range int64(20) {
+				s := i * 50 * us
+				t.op("aten::add", s+2*us, s+50*us)
+				t.launch(s+32*us, s+40*us, s+41*us, s+43*us)
+			}
+		}, IdleMechanisms{Launch: 19 * 48 * us, LaunchGaps: 19, DispatchGaps: 19}},
+		{"dispatch through an outer op and a metadata op that launches nothing", func(t *timeline) {
+			for i := range int64(10) {
+				s := i * 60 * us
+				t.op("aten::linear", s+1*us, s+59*us)
+				t.op("aten::t", s+3*us, s+9*us) // launches nothing, but inside an op that does
+				t.op("aten::addmm", s+10*us, s+58*us)
+				t.launch(s+40*us, s+47*us, s+48*us, s+50*us)
+			}
+		}, IdleMechanisms{Launch: 9 * 58 * us, LaunchGaps: 9, DispatchGaps: 9}},
+		{"host work in ops that launch nothing, between launching ops", func(t *timeline) {
+			for i := range int64(4) {
+				s := i * 600 * us
+				t.op("aten::add", s, s+20*us)
+				t.launch(s+10*us, s+15*us, s+16*us, s+56*us)
+				t.op("aten::topk", s+30*us, s+590*us) // CPU tensors: no CUDA call
+			}
+		}, IdleMechanisms{HostWork: 3 * 560 * us, HostWorkGaps: 3}},
+		{"kernels queued behind work the trace does not hold", func(t *timeline) {
+			// All launched up front; each starts 300 µs after the previous one ended.
+			for i := range int64(5) {
+				t.launch(i*10*us, i*10*us+5*us, 100*us+i*400*us, 100*us+i*400*us+100*us)
+			}
+			t.call("cudaDeviceSynchronize", 60*us, 1810*us)
+		}, IdleMechanisms{Queued: 4 * 300 * us, QueuedGaps: 4}},
 		{"cudaEventQuery polls: not a sync", func(t *timeline) {
 			t.launch(0, 5*us, 6*us, 106*us)
 			t.call("cudaEventQuery", 100*us, 107*us)
@@ -91,7 +128,7 @@ func TestIdleMechanismsOfEachPattern(t *testing.T) {
 		for _, s := range r.Idle {
 			idle += s.Idle
 		}
-		if got := r.GPUIdle.Sync + r.GPUIdle.Launch + r.GPUIdle.HostWork; got != idle {
+		if got := r.GPUIdle.Queued + r.GPUIdle.Sync + r.GPUIdle.Launch + r.GPUIdle.HostWork; got != idle {
 			t.Errorf("%s: mechanisms %d ns, streams idle %d ns", c.name, got, idle)
 		}
 	}

@@ -370,7 +370,7 @@ func TestIdleMechanismsOfRealTracesAddUpToTheirIdleTime(t *testing.T) {
 	} {
 		r := analyzeReal(t, c.file)
 		m := r.GPUIdle
-		if got := m.Sync + m.Launch + m.HostWork; got != r.Temporal.Idle {
+		if got := m.Queued + m.Sync + m.Launch + m.HostWork; got != r.Temporal.Idle {
 			t.Errorf("%s: gaps by mechanism %d ns (%+v), GPU idle %d ns", c.file, got, m, r.Temporal.Idle)
 		}
 		if m.Copies != r.Temporal.Memory {
@@ -422,5 +422,21 @@ func TestLaunchesWithoutKernelRecordsSaySo(t *testing.T) {
 	// A trace with kernels says nothing of the kind.
 	if hasNotice(analyzeReal(t, "triton_example.json.gz"), "no kernel records") {
 		t.Error("a trace with kernel records is said to have none")
+	}
+}
+
+// Dispatch against other host work on real traces. ResNet-50's eager training step launches
+// thousands of small kernels from its ops: over a thousand of its gaps are the ops' dispatch.
+// AlexNet's first convolution holds the host for 10.8 s inside aten::cudnn_convolution (cuDNN's
+// first-call initialisation and autotuning) before it launches: one op, but not its dispatch,
+// so that gap stays host work.
+func TestDispatchGapsOfRealTraces(t *testing.T) {
+	r := analyzeReal(t, "resnet50_worker0.pt.trace.json.gz")
+	if m := r.GPUIdle; m.DispatchGaps < 1000 || m.DispatchGaps > m.LaunchGaps {
+		t.Errorf("resnet50: %+v, want over 1000 dispatch gaps among the launch gaps", m)
+	}
+	r = analyzeReal(t, "alexnet_benchmark.json.gz")
+	if m := r.GPUIdle; m.HostWork < 10_000_000_000 || m.Launch > 10_000_000 {
+		t.Errorf("alexnet: %+v, want cuDNN's 10 s first call as host work, not launch overhead", m)
 	}
 }

@@ -79,8 +79,9 @@ func TestScenarioFilesMatchTheirTruth(t *testing.T) {
 				if r.Sync.Calls != truth.SyncCalls {
 					t.Errorf("%d blocking calls, truth %d", r.Sync.Calls, truth.SyncCalls)
 				}
-				want := IdleMechanisms{Sync: truth.Sync, Launch: truth.Launch, HostWork: truth.HostWork, Copies: truth.Copies,
-					SyncGaps: truth.SyncGaps, LaunchGaps: truth.LaunchGaps, HostWorkGaps: truth.HostWorkGaps}
+				want := IdleMechanisms{Sync: truth.Sync, Launch: truth.Launch, HostWork: truth.HostWork, Copies: truth.Copies, Queued: truth.Queued,
+					SyncGaps: truth.SyncGaps, LaunchGaps: truth.LaunchGaps, HostWorkGaps: truth.HostWorkGaps, QueuedGaps: truth.QueuedGaps,
+					DispatchGaps: truth.DispatchGaps}
 				if r.GPUIdle != want {
 					t.Errorf("idle mechanisms %+v, truth %+v", r.GPUIdle, want)
 				}
