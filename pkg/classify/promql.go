@@ -95,9 +95,10 @@ func Rules(th Thresholds) []Rule {
 			Comment: "Compute figure in percent: SM_ACTIVE, else GR_ENGINE_ACTIVE (ratios; DCGM 4.6 names after the classic ones), else GPU_UTIL."},
 		{Record: m, Expr: fmt.Sprintf("%s / %s * 100 or %s / %s * 100 or %s", MetricDRAMActive, f64(th.DRAMActivePeak), MetricDRAMActiveRatio, f64(th.DRAMActivePeak), MetricMemCopyUtil),
 			Comment: fmt.Sprintf("Memory-bandwidth figure in percent: DRAM_ACTIVE over its practical peak (%s), else MEM_COPY_UTIL.", f64(th.DRAMActivePeak))},
-		{Record: RecordPCIeTx, Expr: fmt.Sprintf("%s or %s * 1024", MetricPCIeTxBytes, MetricPCIeTxKB),
-			Comment: "PCIe bytes per second: the profiling counter, else the deprecated KB/s series."},
-		{Record: RecordPCIeRx, Expr: fmt.Sprintf("%s or %s * 1024", MetricPCIeRxBytes, MetricPCIeRxKB)},
+		{Record: RecordPCIeTx, Expr: fmt.Sprintf("%s or %s or %s * 1024", MetricPCIeTxBytes, MetricPCIeTxPerS, MetricPCIeTxKB),
+			Comment: "PCIe bytes per second: the profiling counter, else dcgm-exporter 4.10's name for it (taken in bytes/s as\n" +
+				"its name says; the plugin itself reads its unit from the HELP text), else the deprecated KB/s series."},
+		{Record: RecordPCIeRx, Expr: fmt.Sprintf("%s or %s or %s * 1024", MetricPCIeRxBytes, MetricPCIeRxPerS, MetricPCIeRxKB)},
 		{Record: RecordPCIeLink, Expr: fmt.Sprintf("(%s >= %s or %s or %s) / %s", RecordPCIeTx, RecordPCIeRx, RecordPCIeRx, RecordPCIeTx, f64(th.PCIeCapacity())),
 			Comment: fmt.Sprintf("Busier PCIe direction over one direction's capacity, Gen%d x%d = %s bytes/s.", th.PCIeGeneration, th.PCIeWidth, f64(th.PCIeCapacity()))},
 		{Record: ce, Expr: fmt.Sprintf("%s or %s", MetricClockEvents, MetricClockThrottle),

@@ -31,6 +31,13 @@ type HelpUnit string
 // DCGM 4.6 (field 203) and a 0..1 ratio under DCGM 4.7 (dcgm-exporter 4.9).
 const PercentOrRatio HelpUnit = "percentOrRatio"
 
+// BytesPerSecond reads a throughput series in the unit its HELP text says: bytes (as it is),
+// KB or KiB (× 1024), MB or MiB (× 2^20) per second, into an entry in bytes per second.
+// dcgm-exporter 4.10 renamed the PCIe and NVLink profiling fields to *_BYTES_PER_SECOND; the
+// name says bytes, but DCGM's throughput fields have been KB/s before
+// (DCGM_FI_DEV_PCIE_TX_THROUGHPUT), so the HELP text decides.
+const BytesPerSecond HelpUnit = "bytesPerSecond"
+
 // Factor is what a value of the source is multiplied by: Scale, 1 when unset.
 func (s Source) Factor() float64 {
 	if s.Scale == 0 {
@@ -93,6 +100,17 @@ func one(metric string) []Source { return []Source{{Metric: metric}} }
 // spelling, whose unit its HELP text decides (PercentOrRatio).
 func utilisation(classic, ratio string) []Source {
 	return []Source{{Metric: classic}, {Metric: ratio, UnitFromHelp: PercentOrRatio}}
+}
+
+// throughput returns a profiling throughput's sources: the classic name, dcgm-exporter 4.10's
+// *_BYTES_PER_SECOND spelling (unit from its HELP text, BytesPerSecond), then the deprecated
+// KB/s field when there is one.
+func throughput(classic, renamed, deprecatedKB string) []Source {
+	out := []Source{{Metric: classic}, {Metric: renamed, UnitFromHelp: BytesPerSecond}}
+	if deprecatedKB != "" {
+		out = append(out, Source{Metric: deprecatedKB, Scale: 1024})
+	}
+	return out
 }
 
 // bytesToMiB scales DCGM 4.7's framebuffer fields, in bytes, to the catalogue's MiB (DCGM's
@@ -181,20 +199,20 @@ var catalogue = []Metric{
 		Sources:     []Source{{Metric: "DCGM_FI_DEV_MEM_CLOCK"}, {Metric: "DCGM_FI_DEV_MEMORY_CLOCK_HERTZ", Scale: hzToMHz}},
 		Description: "Memory clock (MHz; dcgm-exporter 4.9's DCGM_FI_DEV_MEMORY_CLOCK_HERTZ in Hz is converted)."},
 	{Name: "pcie_tx", Title: "PCIe transmit", Unit: "Bps", Aggregate: AggSum,
-		Sources:     []Source{{Metric: "DCGM_FI_PROF_PCIE_TX_BYTES"}, {Metric: "DCGM_FI_DEV_PCIE_TX_THROUGHPUT", Scale: 1024}},
-		Description: "PCIe bytes per second sent by the GPU, headers included (DCGM_FI_PROF_PCIE_TX_BYTES; older exporters' deprecated DCGM_FI_DEV_PCIE_TX_THROUGHPUT in KB/s is converted). Gen4 x16 carries about 31.5 GB/s per direction."},
+		Sources:     throughput("DCGM_FI_PROF_PCIE_TX_BYTES", "DCGM_FI_PROF_PCIE_TX_BYTES_PER_SECOND", "DCGM_FI_DEV_PCIE_TX_THROUGHPUT"),
+		Description: "PCIe bytes per second sent by the GPU, headers included (DCGM_FI_PROF_PCIE_TX_BYTES; dcgm-exporter 4.10's DCGM_FI_PROF_PCIE_TX_BYTES_PER_SECOND in the unit its HELP text says; older exporters' deprecated DCGM_FI_DEV_PCIE_TX_THROUGHPUT in KB/s is converted). Gen4 x16 carries about 31.5 GB/s per direction."},
 	{Name: "pcie_rx", Title: "PCIe receive", Unit: "Bps", Aggregate: AggSum,
-		Sources:     []Source{{Metric: "DCGM_FI_PROF_PCIE_RX_BYTES"}, {Metric: "DCGM_FI_DEV_PCIE_RX_THROUGHPUT", Scale: 1024}},
-		Description: "PCIe bytes per second received by the GPU, headers included (DCGM_FI_PROF_PCIE_RX_BYTES; the deprecated KB/s DCGM_FI_DEV_PCIE_RX_THROUGHPUT is converted)."},
+		Sources:     throughput("DCGM_FI_PROF_PCIE_RX_BYTES", "DCGM_FI_PROF_PCIE_RX_BYTES_PER_SECOND", "DCGM_FI_DEV_PCIE_RX_THROUGHPUT"),
+		Description: "PCIe bytes per second received by the GPU, headers included (DCGM_FI_PROF_PCIE_RX_BYTES; dcgm-exporter 4.10's DCGM_FI_PROF_PCIE_RX_BYTES_PER_SECOND in the unit its HELP text says; the deprecated KB/s DCGM_FI_DEV_PCIE_RX_THROUGHPUT is converted)."},
 	{Name: "pcie_replay", Title: "PCIe replays", Unit: "ops", Aggregate: AggSum,
 		Sources:     []Source{{Metric: "DCGM_FI_DEV_PCIE_REPLAY_COUNTER", Counter: true}, {Metric: "DCGM_FI_DEV_PCIE_REPLAY_TOTAL", Counter: true}},
 		Description: "PCIe replays (retries) per second: a rising rate points at a bad link or riser."},
 	{Name: "nvlink_tx", Title: "NVLink transmit", Unit: "Bps", Aggregate: AggSum,
-		Sources:     one("DCGM_FI_PROF_NVLINK_TX_BYTES"),
-		Description: "NVLink bytes per second sent, all links, headers included."},
+		Sources:     throughput("DCGM_FI_PROF_NVLINK_TX_BYTES", "DCGM_FI_PROF_NVLINK_TX_BYTES_PER_SECOND", ""),
+		Description: "NVLink bytes per second sent, all links, headers included (dcgm-exporter 4.10's DCGM_FI_PROF_NVLINK_TX_BYTES_PER_SECOND in the unit its HELP text says)."},
 	{Name: "nvlink_rx", Title: "NVLink receive", Unit: "Bps", Aggregate: AggSum,
-		Sources:     one("DCGM_FI_PROF_NVLINK_RX_BYTES"),
-		Description: "NVLink bytes per second received, all links, headers included."},
+		Sources:     throughput("DCGM_FI_PROF_NVLINK_RX_BYTES", "DCGM_FI_PROF_NVLINK_RX_BYTES_PER_SECOND", ""),
+		Description: "NVLink bytes per second received, all links, headers included (dcgm-exporter 4.10's DCGM_FI_PROF_NVLINK_RX_BYTES_PER_SECOND in the unit its HELP text says)."},
 	{Name: "nvlink_bandwidth", Title: "NVLink traffic", Unit: "Bps", Aggregate: AggSum,
 		ComputedFrom: []string{"nvlink_tx", "nvlink_rx"}, Combine: SumOfParts,
 		Description: "NVLink bytes per second sent plus received."},

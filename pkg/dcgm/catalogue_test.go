@@ -70,8 +70,10 @@ func TestUnitsNamedBySourcesAreConverted(t *testing.T) {
 				}
 			case s.UnitFromHelp != "":
 				// A name whose unit differs between exporter versions: its HELP text decides.
-				if s.UnitFromHelp != PercentOrRatio || m.Unit != "percent" || s.Scale != 0 || s == m.Sources[0] {
-					t.Errorf("%s: %s is read under %q into %s (scale %g); only a later source in percent may be", m.Name, name, s.UnitFromHelp, m.Unit, s.Scale)
+				percent := s.UnitFromHelp == PercentOrRatio && m.Unit == "percent"
+				throughput := s.UnitFromHelp == BytesPerSecond && m.Unit == "Bps" && strings.HasSuffix(name, "_BYTES_PER_SECOND")
+				if !percent && !throughput || s.Scale != 0 || s == m.Sources[0] {
+					t.Errorf("%s: %s is read under %q into %s (scale %g); only a later source in percent, or a *_BYTES_PER_SECOND in Bps, may be", m.Name, name, s.UnitFromHelp, m.Unit, s.Scale)
 				}
 			case strings.HasSuffix(name, "_RATIO"):
 				if !(m.Unit == "percentunit" && f == 1) && !(m.Unit == "percent" && f == 100) {

@@ -4,15 +4,17 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/dcgm"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 )
 
 func TestCatalogueConvertsDeprecatedAndCounterUnits(t *testing.T) {
 	cat := NewCatalogue(models.DCGMSettings{})
 	tx, _ := cat.Lookup("pcie_tx")
-	if tx.Unit != "Bps" || len(tx.Sources) != 2 || tx.Sources[0] != (Source{Metric: "DCGM_FI_PROF_PCIE_TX_BYTES"}) ||
-		tx.Sources[1] != (Source{Metric: "DCGM_FI_DEV_PCIE_TX_THROUGHPUT", Scale: 1024}) {
-		t.Errorf("pcie_tx = %+v: bytes/s first, the deprecated KB/s series scaled by 1024", tx)
+	if tx.Unit != "Bps" || len(tx.Sources) != 3 || tx.Sources[0] != (Source{Metric: "DCGM_FI_PROF_PCIE_TX_BYTES"}) ||
+		tx.Sources[1] != (Source{Metric: "DCGM_FI_PROF_PCIE_TX_BYTES_PER_SECOND", UnitFromHelp: dcgm.BytesPerSecond}) ||
+		tx.Sources[2] != (Source{Metric: "DCGM_FI_DEV_PCIE_TX_THROUGHPUT", Scale: 1024}) {
+		t.Errorf("pcie_tx = %+v: bytes/s first, dcgm-exporter 4.10's name in its HELP text's unit, the deprecated KB/s series scaled by 1024", tx)
 	}
 	ep, _ := cat.Lookup("energy_power")
 	if ep.Unit != "watt" || !ep.Sources[0].Counter || ep.Sources[0].Factor() != 0.001 {

@@ -60,20 +60,65 @@ func metadataUnit(md promv1.Metadata) string {
 	return ""
 }
 
+// helpKilo, helpMega and helpBytes recognise a throughput's unit in a HELP text: KB or KiB,
+// MB or MiB (per second), or plain bytes.
+var (
+	helpKilo  = regexp.MustCompile(`(?i)\bki?b\b|\bkilobytes?\b|\bki?b/s\b`)
+	helpMega  = regexp.MustCompile(`(?i)\bmi?b\b|\bmegabytes?\b|\bmi?b/s\b`)
+	helpBytes = regexp.MustCompile(`(?i)\bbytes?\b|\bb/s\b`)
+)
+
+// throughputUnit says what one metadata entry gives as a throughput's unit: "bytes", "KB",
+// "MB", or "" when it says none or more than one of them. A unit prefix wins over a plain
+// "bytes" beside it ("in KB (1024 bytes)").
+func throughputUnit(md promv1.Metadata) string {
+	switch strings.ToLower(md.Unit) {
+	case "bytes", "bytes_per_second":
+		return "bytes"
+	}
+	kilo, mega := helpKilo.MatchString(md.Help), helpMega.MatchString(md.Help)
+	switch {
+	case kilo && !mega:
+		return "KB"
+	case mega && !kilo:
+		return "MB"
+	case !kilo && !mega && helpBytes.MatchString(md.Help):
+		return "bytes"
+	}
+	return ""
+}
+
+// unitRule is how one rule reads a metadata entry: its unit's name, the scale of each unit to
+// the entry's, and what the rule is choosing between (for the notices).
+type unitRule struct {
+	read   func(promv1.Metadata) string
+	scales map[string]float64
+	// choice is what the rule chooses between, neither what a HELP text said that names none.
+	choice, neither string
+}
+
+var unitRules = map[dcgm.HelpUnit]unitRule{
+	dcgm.PercentOrRatio: {read: metadataUnit, scales: map[string]float64{"ratio": 100, "percent": 1},
+		choice: "a percentage or a 0..1 ratio", neither: "neither a percentage nor a 0..1 ratio"},
+	dcgm.BytesPerSecond: {read: throughputUnit, scales: map[string]float64{"bytes": 1, "KB": 1024, "MB": 1 << 20},
+		choice: "bytes, KB or MB per second", neither: "none (or more than one) of bytes, KB and MB"},
+}
+
 // decideUnit applies a rule to a metric's metadata entries (one per distinct HELP text among
 // the targets Prometheus scrapes).
 func decideUnit(rule dcgm.HelpUnit, entries []promv1.Metadata) unitDecision {
-	if rule != dcgm.PercentOrRatio {
+	r, ok := unitRules[rule]
+	if !ok {
 		return unitDecision{skip: fmt.Sprintf("the plugin knows no unit rule %q", rule)}
 	}
 	if len(entries) == 0 {
-		return unitDecision{skip: "Prometheus has no metadata (HELP text) for it, so its unit (a percentage or a 0..1 ratio, by exporter version) is unknown"}
+		return unitDecision{skip: "Prometheus has no metadata (HELP text) for it, so its unit (" + r.choice + ", by exporter version) is unknown"}
 	}
 	units := map[string]bool{}
 	for _, md := range entries {
-		u := metadataUnit(md)
+		u := r.read(md)
 		if u == "" {
-			return unitDecision{skip: fmt.Sprintf("its HELP text %q says neither a percentage nor a 0..1 ratio, and exporter versions write this name in either", md.Help)}
+			return unitDecision{skip: fmt.Sprintf("its HELP text %q says %s, and exporter versions write this name in either", md.Help, r.neither)}
 		}
 		units[u] = true
 	}
@@ -84,10 +129,10 @@ func decideUnit(rule dcgm.HelpUnit, entries []promv1.Metadata) unitDecision {
 		}
 		return unitDecision{skip: "its targets' HELP texts disagree on the unit (" + strings.Join(helps, ", ") + "), so no one series' unit is known"}
 	}
-	if units["ratio"] {
-		return unitDecision{scale: 100}
+	for u := range units {
+		return unitDecision{scale: r.scales[u]}
 	}
-	return unitDecision{scale: 1}
+	return unitDecision{}
 }
 
 // metadataCache holds Prometheus' metadata of metric names, a minute each (as the inventory):

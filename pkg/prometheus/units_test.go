@@ -68,6 +68,56 @@ func TestHelpTextsSayTheirUnit(t *testing.T) {
 	}
 }
 
+// dcgm-exporter 4.10's *_BYTES_PER_SECOND throughputs: the HELP text says bytes, KB or MB.
+func TestThroughputHelpTextsSayTheirUnit(t *testing.T) {
+	for _, tc := range []struct {
+		help string
+		unit string
+		want float64 // 0: not read
+	}{
+		{"Total number of bytes transmitted through PCIe TX per second.", "", 1},
+		{"PCIe TX throughput (in B/s).", "", 1},
+		{"PCIe TX throughput (in KB/s).", "", 1024},
+		{"PCIe receive rate, KiB per second", "", 1024},
+		{"NVLink TX bandwidth in MB/s", "", 1 << 20},
+		{"NVLink TX", "bytes", 1},
+		{"PCIe TX throughput.", "", 0},
+		{"PCIe TX in KB or MB per second", "", 0},
+	} {
+		d := decideUnit(dcgm.BytesPerSecond, []promv1.Metadata{{Type: "gauge", Help: tc.help, Unit: tc.unit}})
+		if d.scale != tc.want || (tc.want == 0) != (d.skip != "") {
+			t.Errorf("%q (unit %q): %+v, want scale %g", tc.help, tc.unit, d, tc.want)
+		}
+	}
+}
+
+// A GPU of dcgm-exporter 4.10 writes PCIe only as DCGM_FI_PROF_PCIE_*_BYTES_PER_SECOND: the
+// figures read it (in KB/s here, as its HELP text says), so PCIe-bound classification still
+// sees its traffic.
+func TestGPUFiguresReadTheRenamedPCIeThroughput(t *testing.T) {
+	a0 := identity(nodeA0)
+	f := &fakeDCGM{
+		labelNames: mixedFleetLabels,
+		stored: []fakeStream{
+			stored("DCGM_FI_DEV_GPU_UTIL", a0, 30, 31),
+			stored("DCGM_FI_PROF_PCIE_TX_BYTES_PER_SECOND", a0, 20e6, 21e6),
+			stored("DCGM_FI_PROF_PCIE_RX_BYTES_PER_SECOND", a0, 1e6, 1e6),
+		},
+		metadata: map[string][]promv1.Metadata{
+			"DCGM_FI_PROF_PCIE_TX_BYTES_PER_SECOND": gaugeHelp("PCIe TX throughput (in KB/s)."),
+			"DCGM_FI_PROF_PCIE_RX_BYTES_PER_SECOND": gaugeHelp("PCIe RX throughput (in KB/s)."),
+		},
+	}
+	c, _ := newFakeDCGM(t, f)
+	series, _, err := c.GPUFigures(context.Background(), models.GPUFilter{}, t0, t0.Add(30*time.Second), 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(series) != 1 || series[0].Samples[0].Figures.PCIeTx != 20e6*1024 || series[0].Samples[1].Figures.PCIeRx != 1e6*1024 {
+		t.Errorf("PCIe figures %+v: want the renamed series in bytes/s", series)
+	}
+}
+
 // A fleet mixing dcgm-exporter 4.8 (DCGM_FI_DEV_GPU_UTIL in %) and 4.9
 // (DCGM_FI_DEV_GPU_UTIL_RATIO, unit per its HELP text): each GPU's figure in percent.
 func gpuUtilFleet(help []promv1.Metadata) *fakeDCGM {

@@ -719,10 +719,11 @@ export const GPU_CATALOGUE = [
     "aggregate": "sum",
     "sources": [
       "DCGM_FI_PROF_PCIE_TX_BYTES",
+      "DCGM_FI_PROF_PCIE_TX_BYTES_PER_SECOND",
       "DCGM_FI_DEV_PCIE_TX_THROUGHPUT"
     ],
     "computedFrom": [],
-    "description": "PCIe bytes per second sent by the GPU, headers included (DCGM_FI_PROF_PCIE_TX_BYTES; older exporters' deprecated DCGM_FI_DEV_PCIE_TX_THROUGHPUT in KB/s is converted). Gen4 x16 carries about 31.5 GB/s per direction."
+    "description": "PCIe bytes per second sent by the GPU, headers included (DCGM_FI_PROF_PCIE_TX_BYTES; dcgm-exporter 4.10's DCGM_FI_PROF_PCIE_TX_BYTES_PER_SECOND in the unit its HELP text says; older exporters' deprecated DCGM_FI_DEV_PCIE_TX_THROUGHPUT in KB/s is converted). Gen4 x16 carries about 31.5 GB/s per direction."
   },
   {
     "name": "pcie_rx",
@@ -731,10 +732,11 @@ export const GPU_CATALOGUE = [
     "aggregate": "sum",
     "sources": [
       "DCGM_FI_PROF_PCIE_RX_BYTES",
+      "DCGM_FI_PROF_PCIE_RX_BYTES_PER_SECOND",
       "DCGM_FI_DEV_PCIE_RX_THROUGHPUT"
     ],
     "computedFrom": [],
-    "description": "PCIe bytes per second received by the GPU, headers included (DCGM_FI_PROF_PCIE_RX_BYTES; the deprecated KB/s DCGM_FI_DEV_PCIE_RX_THROUGHPUT is converted)."
+    "description": "PCIe bytes per second received by the GPU, headers included (DCGM_FI_PROF_PCIE_RX_BYTES; dcgm-exporter 4.10's DCGM_FI_PROF_PCIE_RX_BYTES_PER_SECOND in the unit its HELP text says; the deprecated KB/s DCGM_FI_DEV_PCIE_RX_THROUGHPUT is converted)."
   },
   {
     "name": "pcie_replay",
@@ -754,10 +756,11 @@ export const GPU_CATALOGUE = [
     "unit": "Bps",
     "aggregate": "sum",
     "sources": [
-      "DCGM_FI_PROF_NVLINK_TX_BYTES"
+      "DCGM_FI_PROF_NVLINK_TX_BYTES",
+      "DCGM_FI_PROF_NVLINK_TX_BYTES_PER_SECOND"
     ],
     "computedFrom": [],
-    "description": "NVLink bytes per second sent, all links, headers included."
+    "description": "NVLink bytes per second sent, all links, headers included (dcgm-exporter 4.10's DCGM_FI_PROF_NVLINK_TX_BYTES_PER_SECOND in the unit its HELP text says)."
   },
   {
     "name": "nvlink_rx",
@@ -765,10 +768,11 @@ export const GPU_CATALOGUE = [
     "unit": "Bps",
     "aggregate": "sum",
     "sources": [
-      "DCGM_FI_PROF_NVLINK_RX_BYTES"
+      "DCGM_FI_PROF_NVLINK_RX_BYTES",
+      "DCGM_FI_PROF_NVLINK_RX_BYTES_PER_SECOND"
     ],
     "computedFrom": [],
-    "description": "NVLink bytes per second received, all links, headers included."
+    "description": "NVLink bytes per second received, all links, headers included (dcgm-exporter 4.10's DCGM_FI_PROF_NVLINK_RX_BYTES_PER_SECOND in the unit its HELP text says)."
   },
   {
     "name": "nvlink_bandwidth",
