@@ -26,6 +26,8 @@ func scenarioCmd(args []string) error {
 	traceDir := fs.String("trace-dir", "", "folder for the kernel traces of the GPU kinds (the plugin's traceDirectories)")
 	gpuHost := fs.String("gpu-host", "", "host of the simulated dcgm-exporter whose GPUs the GPU kinds run on")
 	gpus := fs.Int("gpus", 7, "GPUs of --gpu-host (gpusim.Live's classes, three apart)")
+	since := fs.Int64("series-since", 0, "unix time before which --prometheus refuses samples (the end of its backfilled blocks)")
+	prom := fs.String("prometheus", "", "URL of a Prometheus with --web.enable-remote-write-receiver, for the series around the request (cAdvisor's throttling)")
 	_ = fs.Parse(args)
 	if *kind == "" {
 		return fmt.Errorf("--kind is required: %s", kindList())
@@ -41,7 +43,8 @@ func scenarioCmd(args []string) error {
 	log.Printf("scenario %s", spec)
 	res, err := scenario.Run(ctx, scenario.Config{
 		OTLP: *otlp, Pyroscope: *pyro, TraceDir: *traceDir,
-		Host: HostName, GPUHost: *gpuHost, GPUCount: *gpus, Log: log.Printf,
+		Host: HostName, GPUHost: *gpuHost, GPUCount: *gpus, Prometheus: *prom, Log: log.Printf,
+		SeriesSince: time.Unix(*since, 0),
 	}, spec)
 	if err != nil {
 		return err

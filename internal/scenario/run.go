@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -27,6 +28,7 @@ import (
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/internal/gpusim"
 	"github.com/hsi-profiling/hsi-profiling-datasource/internal/kinetogen"
+	"github.com/hsi-profiling/hsi-profiling-datasource/internal/promwrite"
 )
 
 // Config says where a scenario's services send what they record.
@@ -39,7 +41,14 @@ type Config struct {
 	// GPUs run gpusim.Live's classes (the GPU kinds run their culprit there).
 	Host, GPUHost string
 	GPUCount      int
-	Log           func(format string, args ...any)
+	// Prometheus is the URL of a Prometheus with its remote-write receiver on: the kinds around
+	// the request write the series a real cluster's Prometheus would hold (cAdvisor's throttling
+	// of the culprit's container); "" for the other kinds.
+	Prometheus string
+	// SeriesSince is the earliest time Prometheus takes samples of a new series at (a TSDB
+	// holding backfilled blocks refuses samples before their end as out of bounds); zero: any.
+	SeriesSince time.Time
+	Log         func(format string, args ...any)
 }
 
 // causeKinds are the verdict's kinds of cause each scenario must come first with.
@@ -48,6 +57,7 @@ var causeKinds = map[Kind]string{
 	GPUMemoryBound: "waiting", GPUThrottled: "waiting",
 	HostSync: "host sync", LaunchBound: "launch overhead", Copies: "copies", HostWork: "host work",
 	FailedRetry: "failed attempt", DispatchBound: "launch overhead", SharedGPU: "shared gpu",
+	CPUThrottled: "cpu throttled",
 }
 
 // mechanisms are the kernel-trace patterns of the GPU-idle kinds.
@@ -106,12 +116,23 @@ func Run(ctx context.Context, cfg Config, s Spec) (*Result, error) {
 	}
 	profiled := s.Kind != Queue && s.Kind != DownstreamOpaque && s.Kind != DownstreamQueued
 
+	if s.Kind == CPUThrottled {
+		if cfg.Prometheus == "" {
+			return nil, fmt.Errorf("--kind %s writes its container's cAdvisor series: give a Prometheus with its remote-write receiver on", s.Kind)
+		}
+		// Whole CFS periods, each throttled for the share above the quota.
+		n := int(math.Ceil(float64(s.Injected) / ((1 - s.Quota) * float64(promwrite.CFSPeriod))))
+		res.InjectedMs = ms(time.Duration(float64(n) * (1 - s.Quota) * float64(promwrite.CFSPeriod)))
+	}
 	callerTP, err := tracerProvider(ctx, cfg.OTLP, s.Caller, cfg.Host)
 	if err != nil {
 		return nil, err
 	}
 	defer shutdown(callerTP)
-	culpritTP, err := tracerProvider(ctx, cfg.OTLP, s.Culprit, culpritHost)
+	// The culprit runs in a Kubernetes pod: its spans name it as OpenTelemetry's k8s resource
+	// detectors do.
+	culpritTP, err := tracerProvider(ctx, cfg.OTLP, s.Culprit, culpritHost,
+		attribute.String("k8s.namespace.name", s.Namespace), attribute.String("k8s.pod.name", s.Pod), attribute.String("k8s.container.name", s.Container))
 	if err != nil {
 		return nil, err
 	}
@@ -186,6 +207,11 @@ func Run(ctx context.Context, cfg Config, s Spec) (*Result, error) {
 	}
 	if c.kernels != nil {
 		if err := c.writeKernelTrace(); err != nil {
+			return nil, err
+		}
+	}
+	if s.Kind == CPUThrottled || profiled && cfg.Prometheus != "" {
+		if err := c.writeCadvisor(ctx); err != nil {
 			return nil, err
 		}
 	}
@@ -276,6 +302,8 @@ func (c *culprit) serve(w http.ResponseWriter, r *http.Request) {
 		time.Sleep(20 * time.Millisecond)
 	case HostSync, LaunchBound, Copies, HostWork, DispatchBound, SharedGPU:
 		c.gpuWork(span)
+	case CPUThrottled:
+		c.throttled()
 	case FailedRetry:
 		start := time.Now()
 		burnCPU(prepCPU)
@@ -321,6 +349,48 @@ func (c *culprit) queue(ctx context.Context) {
 		attribute.Float64("gen_ai.latency.e2e", time.Since(queued).Seconds()),
 		attribute.String("gen_ai.response.model", c.spec.Operation),
 	)
+}
+
+// throttled is CPU work in a container at its CPU limit: each CFS period the thread runs for
+// the quota's share, then waits out the period throttled, for as many periods as the injected
+// throttled time needs. Timed from each period's start, as the kernel's CFS does.
+func (c *culprit) throttled() {
+	s := c.spec
+	n := int(math.Ceil(float64(s.Injected) / ((1 - s.Quota) * float64(promwrite.CFSPeriod))))
+	c.workStart = time.Now()
+	for i := range n {
+		period := c.workStart.Add(time.Duration(i) * promwrite.CFSPeriod)
+		burnCPU(time.Duration(s.Quota * float64(promwrite.CFSPeriod)))
+		time.Sleep(time.Until(period.Add(promwrite.CFSPeriod)))
+	}
+}
+
+// writeCadvisor writes the culprit's container's cAdvisor CPU series into Prometheus, as the
+// kubelet's cAdvisor would have had them scraped, from two minutes before the request to now:
+// for CPUThrottled at its limit, throttled (1 − quota)/quota seconds per CPU-second, its one busy
+// thread's; for the other profiled kinds mildly throttled (AroundThrottle) under a 2-CPU limit,
+// as a busy pod often is while its request is slow for another reason.
+func (c *culprit) writeCadvisor(ctx context.Context) error {
+	s := c.spec
+	quota, per := s.Quota, (1-s.Quota)/s.Quota
+	if s.Kind != CPUThrottled {
+		quota, per = 2, s.AroundThrottle
+	}
+	if c.workStart.IsZero() {
+		c.workStart = time.Now()
+	}
+	end := time.Now().Truncate(time.Second)
+	from := c.workStart.Add(-2 * time.Minute).Truncate(time.Second)
+	if since := c.cfg.SeriesSince.Add(time.Second).Truncate(time.Second); from.Before(since) {
+		from = since
+	}
+	series := promwrite.CadvisorCPU(promwrite.Container{Namespace: s.Namespace, Pod: s.Pod, Container: s.Container},
+		quota, per, from, end, time.Second)
+	if err := (promwrite.Client{URL: c.cfg.Prometheus}).Write(ctx, series); err != nil {
+		return fmt.Errorf("writing %s's cAdvisor series: %w", s.Pod, err)
+	}
+	c.cfg.Log("wrote cAdvisor's CPU series of %s/%s/%s: quota %.2f CPUs, %.2f s throttled per CPU-second", s.Namespace, s.Pod, s.Container, quota, per)
+	return nil
 }
 
 // gpuWork is the span's GPU work: it lasts as long as its kernel trace says; the host sleeps
@@ -395,7 +465,7 @@ func spin(done func() bool) {
 	sink = x
 }
 
-func tracerProvider(ctx context.Context, otlp, service, host string) (*sdktrace.TracerProvider, error) {
+func tracerProvider(ctx context.Context, otlp, service, host string, extra ...attribute.KeyValue) (*sdktrace.TracerProvider, error) {
 	if otlp == "" {
 		return nil, errors.New("no OTLP endpoint")
 	}
@@ -403,7 +473,8 @@ func tracerProvider(ctx context.Context, otlp, service, host string) (*sdktrace.
 	if err != nil {
 		return nil, err
 	}
-	res := resource.NewSchemaless(semconv.ServiceName(service), semconv.HostName(host), attribute.Bool("simulated", true))
+	attrs := append([]attribute.KeyValue{semconv.ServiceName(service), semconv.HostName(host), attribute.Bool("simulated", true)}, extra...)
+	res := resource.NewSchemaless(attrs...)
 	return sdktrace.NewTracerProvider(sdktrace.WithResource(res), sdktrace.WithSampler(sdktrace.AlwaysSample()),
 		sdktrace.WithBatcher(exp, sdktrace.WithBatchTimeout(200*time.Millisecond))), nil
 }

@@ -32,12 +32,13 @@ const (
 	HostWork         Kind = "host-work"         // GPU idle while the host works between kernels
 	DispatchBound    Kind = "dispatch-bound"    // eager ops whose dispatch outlasts their one tiny kernel each
 	SharedGPU        Kind = "shared-gpu"        // kernels queued behind another workload on the same GPU
+	CPUThrottled     Kind = "cpu-throttled"     // CPU work in a container held at its CPU limit (CFS quota)
 	FailedRetry      Kind = "failed-retry"      // a first attempt fails with CUDA out-of-memory and is retried
 )
 
 // Kinds are every scenario, in the order the test runs them.
 var Kinds = []Kind{Queue, CPU, DownstreamOpaque, DownstreamQueued, GPUMemoryBound, GPUThrottled, HostSync, LaunchBound, Copies, HostWork, FailedRetry,
-	DispatchBound, SharedGPU}
+	DispatchBound, SharedGPU, CPUThrottled}
 
 // WritesKernelTrace says whether the kind's GPU work comes as a kernel trace (the GPU-idle
 // kinds): the plugin must be given the folder the scenario writes to.
@@ -59,6 +60,14 @@ type Spec struct {
 	Caller, Culprit     string
 	Endpoint, Operation string // the caller's endpoint, the culprit's inner operation
 	Injected            time.Duration
+	// Namespace, Pod and Container are the culprit's Kubernetes names (its spans' k8s.*
+	// resource attributes); Quota the CPU limit of a CPUThrottled culprit's container, in CPUs.
+	Namespace, Pod, Container string
+	Quota                     float64
+	// AroundThrottle is the throttled seconds per CPU-second that cAdvisor shows for the culprit's
+	// container in the kinds slowed by something else (mild: 0.05–0.4): the verdict must keep
+	// their own first cause.
+	AroundThrottle float64
 }
 
 // NewSpec draws a scenario's names and duration from seed. Durations run from 300 ms to 1.1 s,
@@ -72,6 +81,12 @@ func NewSpec(kind Kind, seed uint64) Spec {
 	s.Endpoint = "/" + word(rng) + "/" + word(rng)
 	s.Operation = word(rng) + "." + word(rng)
 	s.Injected = time.Duration(300+rng.IntN(800)) * time.Millisecond
+	s.Namespace = word(rng)
+	s.Pod = fmt.Sprintf("%s-%x-%s", s.Culprit, rng.Uint32()&0xfffffff, word(rng))
+	s.Container = word(rng)
+	// Under half a CPU: the span's one thread is throttled longer than it runs.
+	s.Quota = float64(20+rng.IntN(26)) / 100
+	s.AroundThrottle = float64(5+rng.IntN(36)) / 100
 	return s
 }
 

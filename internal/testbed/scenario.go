@@ -19,9 +19,14 @@ func (e Endpoints) RunScenario(ctx context.Context, kind scenario.Kind, seed uin
 	if e.DemoBinary == "" {
 		return scenario.Result{}, "", fmt.Errorf("the bed runs no demo (HSI_TESTBED_DEMO_BINARY): start it with the demo")
 	}
-	cmd := exec.CommandContext(ctx, e.DemoBinary, "scenario", "--kind="+string(kind), "--seed="+strconv.FormatUint(seed, 10),
-		"--otlp="+e.JaegerOTLP, "--pyroscope="+e.PyroscopeURL, "--trace-dir="+traceDir,
-		"--gpu-host="+GPUScenarioHost, "--gpus="+strconv.Itoa(GPUScenarioCount))
+	args := []string{"scenario", "--kind=" + string(kind), "--seed=" + strconv.FormatUint(seed, 10),
+		"--otlp=" + e.JaegerOTLP, "--pyroscope=" + e.PyroscopeURL, "--trace-dir=" + traceDir,
+		"--gpu-host=" + GPUScenarioHost, "--gpus=" + strconv.Itoa(GPUScenarioCount), "--prometheus=" + e.PrometheusURL}
+	if !e.FixtureEnd.IsZero() {
+		// Prometheus holds the fixtures' backfilled blocks up to here: new samples come after.
+		args = append(args, "--series-since="+strconv.FormatInt(e.FixtureEnd.Unix(), 10))
+	}
+	cmd := exec.CommandContext(ctx, e.DemoBinary, args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	var res scenario.Result

@@ -63,6 +63,9 @@ func (b *Bed) startPrometheus(root string, port int, dataDir string, jobs map[st
 		"--storage.tsdb.path="+dataDir,
 		"--web.listen-address="+addr(port),
 		"--web.enable-lifecycle",
+		// The scenarios write the series the bed cannot scrape from a real source (a pod's
+		// cAdvisor throttling, a shared GPU's per-pod series, an engine's preemptions).
+		"--web.enable-remote-write-receiver",
 	)
 }
 

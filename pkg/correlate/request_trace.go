@@ -42,6 +42,8 @@ type TraceAnswer struct {
 	Notices notices.List
 	// Engines are the spans serving engines recorded, with their metrics around each.
 	Engines []EngineSpan
+	// Containers are the profiled spans' containers with cAdvisor's CPU figures around them.
+	Containers []ContainerSpan
 	// KernelTraces are the analysed kernel traces naming the request (their idle, launch and
 	// synchronisation figures are a GPU-idle cause's evidence).
 	KernelTraces []*gputrace.Result
@@ -89,12 +91,14 @@ func JoinRequest(ctx context.Context, src TraceSources, q TraceQuery) (*TraceAns
 		Classify: classify.NewWindows(a.gpu, q.Thresholds).Dominant,
 		Join:     q.Join,
 	})
-	out := &TraceAnswer{Trace: trace, Rows: rows, Profile: a.cpu, Engines: a.engines}
+	attachContainers(rows, a.containers, q.Join)
+	out := &TraceAnswer{Trace: trace, Rows: rows, Profile: a.cpu, Engines: a.engines, Containers: a.containers}
 	kernelNotices, kernelResults, baselines := kernelTimes(ctx, src.Kernels, trace.TraceID, rows)
 	out.Notices = traceNotices(q, rows, a)
 	out.Notices.Merge(kernelNotices)
 	out.KernelTraces, out.KernelBaselines = kernelResults, baselines
 	out.Notices.Merge(engineNotices(trace, a.engines, a.moreEngines, a.enginesErr))
+	out.Notices.Merge(containerNotices(a.containers, a.moreContainers, a.containersErr))
 	out.Lever = a.lever
 	if q.SettingsErr != nil {
 		out.Notices.Warnf("Some GPU or join settings are invalid and use their defaults: %v", q.SettingsErr)
@@ -121,6 +125,10 @@ type traceStores struct {
 	moreEngines int
 	enginesErr  error
 
+	containers     []ContainerSpan
+	moreContainers int
+	containersErr  error
+
 	lever *Lever
 }
 
@@ -137,9 +145,20 @@ func askTraceStores(ctx context.Context, src TraceSources, q TraceQuery, rq Requ
 	// A call that panics (logged) leaves these errors in place.
 	a := &traceStores{cpuErr: safe.ErrPanicked, allocErr: safe.ErrPanicked, gpuErr: safe.ErrPanicked}
 	a.engines, a.moreEngines = engineSpans(trace)
+	var containerQueries []models.ContainerQuery
+	a.containers, containerQueries, a.moreContainers = containerSpans(trace, q.Join)
 	lr, leverOK := leverRequest(trace, q.Join, a.engines)
-	fanOut(5, func(i int) {
+	fanOut(6, func(i int) {
 		switch {
+		case i == 5:
+			if len(a.containers) == 0 {
+				return
+			}
+			containers, err := src.Containers.Get()
+			if err != nil {
+				return // no application Prometheus: the waiting causes' caveat says what would tell
+			}
+			askContainers(ctx, containers, a.containers, containerQueries)
 		case i == 4:
 			if leverOK {
 				a.lever = LeverOf(ctx, src.Lever, lr, q.Thresholds, q.SLO, q.From, q.To)

@@ -70,6 +70,11 @@ type Engines interface {
 	EngineFigures(ctx context.Context, q models.EngineQuery) (models.EngineFigures, error)
 }
 
+// Containers reads a Kubernetes container's CPU throttling around a span (cAdvisor's series).
+type Containers interface {
+	ContainerCPU(ctx context.Context, q models.ContainerQuery) (models.ContainerCPU, error)
+}
+
 // Latencies reads the request-duration histograms (slowRequests, and the lever's p99).
 type Latencies interface {
 	EndpointLatencies(ctx context.Context, q prometheus.LatencyQuery) (prometheus.LatencyResult, error)
@@ -111,6 +116,7 @@ type TraceStore interface {
 type MetricStore interface {
 	Latencies
 	Engines
+	Containers
 	KubeStates
 	Version(ctx context.Context) (string, error)
 }
@@ -212,6 +218,9 @@ type TraceSources struct {
 	Kernels Source[KernelTraces]
 	// Engines reads serving engines' metrics (the application Prometheus).
 	Engines Source[Engines]
+	// Containers reads the spans' containers' CPU throttling (cAdvisor, the application
+	// Prometheus); unavailable leaves the throttling unread, with a caveat where it matters.
+	Containers Source[Containers]
 	// Lever's stores: runbook 002's questions over the panel's range.
 	Lever LeverSources
 }
@@ -234,11 +243,12 @@ func (s Sources) ForTrace(histograms []models.LatencyHistogram) TraceSources {
 		latency = Ready[ServiceLatency](ServiceLatencies{Store: m, Histograms: histograms})
 	}
 	return TraceSources{
-		Traces:   Narrow[Traces](s.Traces),
-		Profiles: Narrow[Profiles](s.Profiles),
-		GPUs:     Narrow[GPUFigures](s.GPUs),
-		Kernels:  Narrow[KernelTraces](s.Kernels),
-		Engines:  Narrow[Engines](s.Metrics),
+		Traces:     Narrow[Traces](s.Traces),
+		Profiles:   Narrow[Profiles](s.Profiles),
+		GPUs:       Narrow[GPUFigures](s.GPUs),
+		Kernels:    Narrow[KernelTraces](s.Kernels),
+		Engines:    Narrow[Engines](s.Metrics),
+		Containers: Narrow[Containers](s.Metrics),
 		Lever: LeverSources{
 			GPUs: Narrow[GPUFigures](s.GPUs), Memory: Narrow[GPUMetrics](s.GPUs),
 			Engines: Narrow[Engines](s.Metrics), Latency: latency,

@@ -63,6 +63,10 @@ type SpanRow struct {
 	// (attributed as GPUKernelTime is) by what the GPU waited for; nil when no kernel trace
 	// names it.
 	GPUIdle *gputrace.IdleMechanisms
+	// Container is what cAdvisor said of the CPU of the span's container around the trace's
+	// profiled spans in it (CFS throttling, usage, quota); nil when it was not read or
+	// Prometheus holds no series for it.
+	Container *models.ContainerCPU
 }
 
 // GPUWindow is what the span's GPUs did over its window.

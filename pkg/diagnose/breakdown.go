@@ -32,6 +32,7 @@ const (
 	PartGPUIdle     = "gpu idle"       // the rest of a span with kernels: launches, syncs, copies
 	PartDownstream  = "downstream"     // a call's time its callee's own spans do not cover
 	PartCPU         = "cpu"            // CPU the span profiles saw, up to the service's time on the path
+	PartThrottled   = "cpu throttled"  // a profiled span's off-CPU time its container's CPU limit throttled (cAdvisor)
 	PartOffCPU      = "off-cpu"        // the rest of a profiled service's time: I/O, locks, untraced calls
 	PartUnexplained = "unexplained"    // a service's time on the path that no signal explains
 	PartFailed      = "failed attempt" // a failed attempt's time on the path (span status ERROR), one part per attempt
@@ -45,7 +46,7 @@ const (
 )
 
 // partKinds are the kinds in the order the breakdown explains time with them.
-var partKinds = []string{PartFailed, PartQueue, PartPrefill, PartDecode, PartCompute, PartGPUKernels, PartSharedGPU, PartHostSync, PartLaunch, PartCopies, PartHostWork, PartDownstream, PartCPU, PartGPUIdle, PartOffCPU, PartUnexplained}
+var partKinds = []string{PartFailed, PartQueue, PartPrefill, PartDecode, PartCompute, PartGPUKernels, PartSharedGPU, PartHostSync, PartLaunch, PartCopies, PartHostWork, PartDownstream, PartCPU, PartThrottled, PartGPUIdle, PartOffCPU, PartUnexplained}
 
 // Diagnosis is why one request was slow.
 type Diagnosis struct {
@@ -211,6 +212,14 @@ func breakdown(t *models.Trace, rows []correlate.SpanRow, sh shape) (parts []Bre
 			cpu := take(cpuLeft[s.Service])
 			cpuLeft[s.Service] -= cpu
 			add(PartCPU, s.Service, "", cpu, partSource(PartCPU))
+			// A container at its CPU limit keeps its runnable threads off the CPU for the
+			// throttled seconds it accrues per CPU-second used: the span's CPU here came with
+			// that much throttling, out of its off-CPU time.
+			if r := bySpan[s.SpanID]; r != nil && r.Container != nil {
+				if per := r.Container.ThrottledPerCPUSecond(); per > 0 && !math.IsInf(per, 0) {
+					add(PartThrottled, s.Service, "", take(time.Duration(float64(cpu)*per)), partSource(PartThrottled))
+				}
+			}
 		}
 		// A span that ran kernels and spent the rest neither in kernels nor on the CPU had the GPU
 		// and the host both waiting: launches, synchronisation, copies.
@@ -352,6 +361,8 @@ func partSource(kind string) string {
 		return "GPU kernel trace"
 	case PartCPU:
 		return "span profiles (CPU), up to the service's time on the critical path"
+	case PartThrottled:
+		return "cAdvisor: the container's throttled seconds per CPU-second used (container_cpu_cfs_throttled_seconds_total ÷ container_cpu_usage_seconds_total) times the span's CPU, out of its off-CPU time"
 	case PartOffCPU:
 		return "critical path less the span profiles' CPU"
 	case PartFailed:

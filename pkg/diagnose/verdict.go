@@ -172,6 +172,8 @@ func verdict(ans *correlate.TraceAnswer, breakdown []BreakdownPart, request time
 			c.Kind, c.Title = CauseCPU, "CPU in "+p.Service+op
 			c.Evidence, c.Caveat, c.ProfileID, c.HotFunction, c.OwnFunction = cpuEvidence(ans.Rows, p)
 			c.Action = "CPU work in the service: the hot function is where to start (its link opens the span's profile)"
+		case PartThrottled:
+			c = throttledCause(c, p, row, op)
 		case PartOffCPU:
 			c.Kind, c.Title = CauseWaiting, "waiting in "+p.Service+op
 			c.Evidence = []string{fmt.Sprintf("%s of %s's time on the path was not on the CPU its profiles saw (%s)", p.Duration.Round(time.Millisecond), p.Service, p.Source)}
@@ -186,6 +188,9 @@ func verdict(ans *correlate.TraceAnswer, breakdown []BreakdownPart, request time
 				if len(ans.KernelTraces) == 0 {
 					c.Caveat = strings.TrimPrefix(c.Caveat+"; no kernel trace names this request: capture one (PyTorch profiler, Nsight Systems) to split this wait into GPU kernels and GPU idle", "; ")
 				}
+			}
+			if tc := throttleCaveat(row); tc != "" {
+				c.Caveat = strings.TrimPrefix(c.Caveat+"; "+tc, "; ")
 			}
 		default:
 			c.Kind, c.Title = CauseUnexplained, "unexplained in "+p.Service+op

@@ -26,6 +26,7 @@ var breakdownLabels = map[string]string{
 	diagnose.PartCopies:      "copies holding the GPU in %s",
 	diagnose.PartHostWork:    "host work between kernels in %s",
 	diagnose.PartCPU:         "CPU in %s",
+	diagnose.PartThrottled:   "CPU throttled by the container's limit in %s",
 	diagnose.PartOffCPU:      "off-CPU in %s (I/O, locks, untraced calls)",
 	diagnose.PartUnexplained: "unexplained in %s",
 	diagnose.PartFailed:      "failed attempt in %s",

@@ -402,6 +402,8 @@ type memMetrics struct {
 	engineErr error
 	kube      prometheus.KubeAnswer // ContainerTerminations' answer
 	kubeErr   error
+	// containers are ContainerCPU's answers by pod (none: cAdvisor has no series for it).
+	containers map[string]models.ContainerCPU
 
 	mu  sync.Mutex
 	qs  []prometheus.LatencyQuery
@@ -448,6 +450,18 @@ func (f *memMetrics) ContainerTerminations(context.Context, models.GPUFilter, ti
 		return prometheus.KubeAnswer{}, err
 	}
 	return f.kube, nil
+}
+
+func (f *memMetrics) ContainerCPU(_ context.Context, q models.ContainerQuery) (models.ContainerCPU, error) {
+	if f.err != nil {
+		return models.ContainerCPU{}, f.err
+	}
+	if c, ok := f.containers[q.Pod]; ok {
+		return c, nil
+	}
+	nan := math.NaN()
+	return models.ContainerCPU{Pod: q.Pod, Periods: nan, ThrottledPeriods: nan, ThrottledSeconds: nan, UsageSeconds: nan, QuotaCPUs: nan,
+		Missing: []string{models.CadvisorPeriods, models.CadvisorThrottledPeriods, models.CadvisorThrottledSeconds, models.CadvisorUsageSeconds, models.CadvisorQuota}}, nil
 }
 
 func (f *memMetrics) Version(context.Context) (string, error) {

@@ -44,7 +44,7 @@ func TestGPUMetricsResourceListsTheCatalogueWithOverrides(t *testing.T) {
 	if f := byName["fb_used_percent"]; !slices.Equal(f.ComputedFrom, []string{"fb_used", "fb_free"}) || len(f.Sources) != 0 {
 		t.Errorf("fb_used_percent %+v", f)
 	}
-	if tx := byName["pcie_tx"]; !slices.Equal(tx.Sources, []string{"DCGM_FI_PROF_PCIE_TX_BYTES", "DCGM_FI_DEV_PCIE_TX_THROUGHPUT"}) || tx.Unit != "Bps" {
+	if tx := byName["pcie_tx"]; !slices.Equal(tx.Sources, []string{"DCGM_FI_PROF_PCIE_TX_BYTES", "DCGM_FI_PROF_PCIE_TX_BYTES_PER_SECOND", "DCGM_FI_DEV_PCIE_TX_THROUGHPUT"}) || tx.Unit != "Bps" {
 		t.Errorf("pcie_tx %+v", tx)
 	}
 
