@@ -43,3 +43,28 @@ func CadvisorCPU(c Container, quota, throttledPerCPU float64, from, to time.Time
 		{Labels: labels("container_spec_cpu_period"), Samples: Every(from, to, step, func(time.Time) float64 { return float64(CFSPeriod / time.Microsecond) })},
 	}
 }
+
+// VLLMEngine are a vLLM engine's series for one model from from to to, as its /metrics writes
+// them (docs.vllm.ai design/metrics): its KV cache usage (kvUsage), the requests running and
+// waiting, and vllm:num_preemptions_total, which rises by preempted over [preemptFrom,
+// preemptTo] (evenly, per sample). Labels model_name and engine, plus simulated="true".
+func VLLMEngine(model string, kvUsage float64, preempted int, preemptFrom, preemptTo, from, to time.Time, step time.Duration) []Series {
+	labels := func(metric string) map[string]string {
+		return map[string]string{"__name__": metric, "model_name": model, "engine": "0", "job": "vllm", "simulated": "true"}
+	}
+	preemptions := func(t time.Time) float64 {
+		switch {
+		case t.Before(preemptFrom):
+			return 7
+		case !t.Before(preemptTo):
+			return 7 + float64(preempted)
+		}
+		return 7 + float64(preempted)*t.Sub(preemptFrom).Seconds()/preemptTo.Sub(preemptFrom).Seconds()
+	}
+	return []Series{
+		{Labels: labels("vllm:kv_cache_usage_perc"), Samples: Every(from, to, step, func(time.Time) float64 { return kvUsage })},
+		{Labels: labels("vllm:num_requests_running"), Samples: Every(from, to, step, func(time.Time) float64 { return 24 })},
+		{Labels: labels("vllm:num_requests_waiting"), Samples: Every(from, to, step, func(time.Time) float64 { return 3 })},
+		{Labels: labels("vllm:num_preemptions_total"), Samples: Every(from, to, step, preemptions)},
+	}
+}

@@ -57,7 +57,7 @@ var causeKinds = map[Kind]string{
 	GPUMemoryBound: "waiting", GPUThrottled: "waiting",
 	HostSync: "host sync", LaunchBound: "launch overhead", Copies: "copies", HostWork: "host work",
 	FailedRetry: "failed attempt", DispatchBound: "launch overhead", SharedGPU: "shared gpu",
-	CPUThrottled: "cpu throttled",
+	CPUThrottled: "cpu throttled", KVPreempted: "preempted",
 }
 
 // mechanisms are the kernel-trace patterns of the GPU-idle kinds.
@@ -114,8 +114,11 @@ func Run(ctx context.Context, cfg Config, s Spec) (*Result, error) {
 		}
 		culpritHost, res.GPU = cfg.GPUHost, strconv.Itoa(gpu)
 	}
-	profiled := s.Kind != Queue && s.Kind != DownstreamOpaque && s.Kind != DownstreamQueued
+	profiled := s.Kind != Queue && s.Kind != DownstreamOpaque && s.Kind != DownstreamQueued && s.Kind != KVPreempted
 
+	if (s.Kind == CPUThrottled || s.Kind == KVPreempted) && cfg.Prometheus == "" {
+		return nil, fmt.Errorf("--kind %s writes the series around the request: give a Prometheus with its remote-write receiver on", s.Kind)
+	}
 	if s.Kind == CPUThrottled {
 		if cfg.Prometheus == "" {
 			return nil, fmt.Errorf("--kind %s writes its container's cAdvisor series: give a Prometheus with its remote-write receiver on", s.Kind)
@@ -215,6 +218,11 @@ func Run(ctx context.Context, cfg Config, s Spec) (*Result, error) {
 			return nil, err
 		}
 	}
+	if s.Kind == KVPreempted || s.Kind == Queue && cfg.Prometheus != "" {
+		if err := c.writeEngine(ctx); err != nil {
+			return nil, err
+		}
+	}
 	for _, tp := range []*sdktrace.TracerProvider{callerTP, culpritTP} {
 		if err := tp.ForceFlush(ctx); err != nil {
 			return nil, fmt.Errorf("exporting the spans to %s: %w", cfg.OTLP, err)
@@ -267,6 +275,9 @@ type culprit struct {
 	mu         sync.Mutex
 	calls      int
 	serverSpan string
+
+	// The engine kinds: the engine span's times, and when the request waited preempted.
+	engineStart, engineEnd, preemptFrom, preemptTo time.Time
 }
 
 func (c *culprit) serve(w http.ResponseWriter, r *http.Request) {
@@ -287,6 +298,8 @@ func (c *culprit) serve(w http.ResponseWriter, r *http.Request) {
 	switch s.Kind {
 	case Queue:
 		c.queue(ctx)
+	case KVPreempted:
+		c.preempted(ctx)
 	case CPU:
 		burnCPU(s.Injected)
 	case GPUMemoryBound, GPUThrottled:
@@ -342,13 +355,70 @@ func (c *culprit) queue(ctx context.Context) {
 	prefill, decode := 15*time.Millisecond, 40*time.Millisecond
 	time.Sleep(prefill + decode)
 	<-slot
+	c.engineStart, c.engineEnd = queued, time.Now()
 	req.SetAttributes(
+		attribute.Float64("gen_ai.latency.time_in_model_execute", (prefill+decode).Seconds()),
 		attribute.Float64("gen_ai.latency.time_in_queue", waited.Seconds()),
 		attribute.Float64("gen_ai.latency.time_in_model_prefill", prefill.Seconds()),
 		attribute.Float64("gen_ai.latency.time_in_model_decode", decode.Seconds()),
 		attribute.Float64("gen_ai.latency.e2e", time.Since(queued).Seconds()),
 		attribute.String("gen_ai.response.model", c.spec.Operation),
 	)
+}
+
+// preempted is a vLLM-style engine that admits the request at once, prefills it, and preempts it
+// mid-decode for KV-cache space: the request waits the injected time (recomputed later), then
+// decodes the rest. Its llm_request span carries vLLM's attributes with --collect-detailed-traces
+// on: decode includes the wait, time_in_model_execute is the model's own time.
+func (c *culprit) preempted(ctx context.Context) {
+	s := c.spec
+	_, req := c.tracer.Start(ctx, "llm_request")
+	defer req.End()
+	start := time.Now()
+	queue, prefill, own := 4*time.Millisecond, 25*time.Millisecond, 60*time.Millisecond
+	time.Sleep(queue)
+	time.Sleep(prefill + own/2)
+	c.preemptFrom = time.Now()
+	time.Sleep(s.Injected) // preempted: its KV blocks freed, waiting to be recomputed
+	c.preemptTo = time.Now()
+	time.Sleep(own / 2)
+	decode := time.Since(start) - queue - prefill
+	c.engineStart, c.engineEnd = start, time.Now()
+	req.SetAttributes(
+		attribute.Float64("gen_ai.latency.time_in_queue", queue.Seconds()),
+		attribute.Float64("gen_ai.latency.time_in_model_prefill", prefill.Seconds()),
+		attribute.Float64("gen_ai.latency.time_in_model_decode", decode.Seconds()),
+		attribute.Float64("gen_ai.latency.time_in_model_execute", (prefill+own).Seconds()),
+		attribute.Float64("gen_ai.latency.time_in_model_forward", (prefill+own).Seconds()*0.95),
+		attribute.Float64("gen_ai.latency.e2e", time.Since(start).Seconds()),
+		attribute.Int("gen_ai.usage.completion_tokens", 48),
+		attribute.String("gen_ai.response.model", s.Operation),
+	)
+	c.res.InjectedMs = ms(decode - own)
+}
+
+// writeEngine writes the engine's vLLM series into Prometheus for its model, from two minutes
+// before the request to now, the KV cache nearly full: for KVPreempted the preemption counter
+// rises while the request waited preempted; for Queue it rises during the request too (the
+// engine preempted other requests), which must not become this request's cause.
+func (c *culprit) writeEngine(ctx context.Context) error {
+	s := c.spec
+	from, to := c.preemptFrom, c.preemptTo
+	if s.Kind != KVPreempted {
+		from, to = c.engineStart, c.engineEnd
+	}
+	end := time.Now().Truncate(time.Second)
+	since := c.engineStart.Add(-2 * time.Minute).Truncate(time.Second)
+	if floor := c.cfg.SeriesSince.Add(time.Second).Truncate(time.Second); since.Before(floor) {
+		since = floor
+	}
+	preempted := 1 + int(s.Seed%4)
+	series := promwrite.VLLMEngine(s.Operation, 0.96+float64(s.Seed%4)/100, preempted, from, to, since, end, time.Second)
+	if err := (promwrite.Client{URL: c.cfg.Prometheus}).Write(ctx, series); err != nil {
+		return fmt.Errorf("writing the engine's vLLM series: %w", err)
+	}
+	c.cfg.Log("wrote vLLM's series of model %s: %d preemption(s) during the request", s.Operation, preempted)
+	return nil
 }
 
 // throttled is CPU work in a container at its CPU limit: each CFS period the thread runs for

@@ -33,12 +33,13 @@ const (
 	DispatchBound    Kind = "dispatch-bound"    // eager ops whose dispatch outlasts their one tiny kernel each
 	SharedGPU        Kind = "shared-gpu"        // kernels queued behind another workload on the same GPU
 	CPUThrottled     Kind = "cpu-throttled"     // CPU work in a container held at its CPU limit (CFS quota)
+	KVPreempted      Kind = "kv-preempted"      // a vLLM-style engine preempts the request for KV-cache space mid-decode
 	FailedRetry      Kind = "failed-retry"      // a first attempt fails with CUDA out-of-memory and is retried
 )
 
 // Kinds are every scenario, in the order the test runs them.
 var Kinds = []Kind{Queue, CPU, DownstreamOpaque, DownstreamQueued, GPUMemoryBound, GPUThrottled, HostSync, LaunchBound, Copies, HostWork, FailedRetry,
-	DispatchBound, SharedGPU, CPUThrottled}
+	DispatchBound, SharedGPU, CPUThrottled, KVPreempted}
 
 // WritesKernelTrace says whether the kind's GPU work comes as a kernel trace (the GPU-idle
 // kinds): the plugin must be given the folder the scenario writes to.

@@ -21,6 +21,15 @@ const (
 	AttrTimeInDecode   = "gen_ai.latency.time_in_model_decode"
 	AttrTimeInSchedule = "gen_ai.latency.time_in_scheduler"
 	AttrE2E            = "gen_ai.latency.e2e"
+	// With --collect-detailed-traces: the model's own time for the request, the forward pass
+	// across workers, and execute (forward, cross-worker sync, sampling); and the request's
+	// whole inference (prefill and decode).
+	AttrTimeInForward   = "gen_ai.latency.time_in_model_forward"
+	AttrTimeInExecute   = "gen_ai.latency.time_in_model_execute"
+	AttrTimeInInference = "gen_ai.latency.time_in_model_inference"
+	// Token counts (OpenTelemetry's gen_ai conventions as vLLM writes them).
+	AttrCompletionTokens = "gen_ai.usage.completion_tokens"
+	AttrPromptTokens     = "gen_ai.usage.prompt_tokens"
 )
 
 // Triton's request timestamps, as its OpenTelemetry trace mode records them (span events of the
@@ -75,6 +84,44 @@ func engineSpans(t *models.Trace) (out []EngineSpan, more int) {
 	}
 	return out, 0
 }
+
+// attachEngines gives each engine span's row its engine's figures (the breakdown splits a
+// preempted request's inference time with them).
+func attachEngines(rows []SpanRow, t *models.Trace, spans []EngineSpan) {
+	for _, e := range spans {
+		if e.Err != nil {
+			continue
+		}
+		id := t.Spans[e.Span].SpanID
+		for i := range rows {
+			if rows[i].Span.SpanID == id {
+				f := e.Figures
+				rows[i].Engine = &f
+			}
+		}
+	}
+}
+
+// Preemptions is how many requests the engine preempted in the window its figures were read
+// over, and whether its metrics say (the counter has series).
+func Preemptions(f *models.EngineFigures) (n float64, known bool) {
+	if f == nil {
+		return 0, false
+	}
+	for _, fig := range f.Figures {
+		if fig.Name == FigurePreemptions {
+			return fig.Max, true
+		}
+	}
+	return 0, false
+}
+
+// Engine figure names the join and the diagnosis read (prometheus.Client's names).
+const (
+	FigurePreemptions = "preemptions"
+	FigureTPOT        = "time per output token"
+	FigureKVCache     = "KV cache usage"
+)
 
 // askEngines reads each engine span's figures in parallel; each keeps its own error.
 func askEngines(ctx context.Context, engines Engines, spans []EngineSpan) {

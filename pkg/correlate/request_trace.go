@@ -92,6 +92,7 @@ func JoinRequest(ctx context.Context, src TraceSources, q TraceQuery) (*TraceAns
 		Join:     q.Join,
 	})
 	attachContainers(rows, a.containers, q.Join)
+	attachEngines(rows, trace, a.engines)
 	out := &TraceAnswer{Trace: trace, Rows: rows, Profile: a.cpu, Engines: a.engines, Containers: a.containers}
 	kernelNotices, kernelResults, baselines := kernelTimes(ctx, src.Kernels, trace.TraceID, rows)
 	out.Notices = traceNotices(q, rows, a)

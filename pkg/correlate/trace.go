@@ -67,6 +67,9 @@ type SpanRow struct {
 	// profiled spans in it (CFS throttling, usage, quota); nil when it was not read or
 	// Prometheus holds no series for it.
 	Container *models.ContainerCPU
+	// Engine is what a serving engine's metrics said around the span, when the span is one an
+	// engine recorded (its preemptions, KV cache, time per output token); nil otherwise.
+	Engine *models.EngineFigures
 }
 
 // GPUWindow is what the span's GPUs did over its window.

@@ -25,6 +25,7 @@ var peerAttributes = []string{"peer.service", "db.system.name", "db.system", "rp
 // Kinds of a breakdown part.
 const (
 	PartQueue       = "queue"          // waiting in the serving engine's queue (vLLM attribute, Triton events)
+	PartPreempted   = "preempted"      // inference time beyond the model's own while the engine preempted requests for KV-cache space
 	PartPrefill     = "prefill"        // the engine's prefill (vLLM attribute)
 	PartDecode      = "decode"         // the engine's decode (vLLM attribute)
 	PartCompute     = "compute"        // the engine's compute (Triton events)
@@ -46,7 +47,7 @@ const (
 )
 
 // partKinds are the kinds in the order the breakdown explains time with them.
-var partKinds = []string{PartFailed, PartQueue, PartPrefill, PartDecode, PartCompute, PartGPUKernels, PartSharedGPU, PartHostSync, PartLaunch, PartCopies, PartHostWork, PartDownstream, PartCPU, PartThrottled, PartGPUIdle, PartOffCPU, PartUnexplained}
+var partKinds = []string{PartFailed, PartQueue, PartPreempted, PartPrefill, PartDecode, PartCompute, PartGPUKernels, PartSharedGPU, PartHostSync, PartLaunch, PartCopies, PartHostWork, PartDownstream, PartCPU, PartThrottled, PartGPUIdle, PartOffCPU, PartUnexplained}
 
 // Diagnosis is why one request was slow.
 type Diagnosis struct {
@@ -183,7 +184,7 @@ func breakdown(t *models.Trace, rows []correlate.SpanRow, sh shape) (parts []Bre
 			add(PartFailed, f.Service, "", take(left), partSource(PartFailed))
 			continue
 		}
-		for _, f := range engineFigures(t, i, children[i]) {
+		for _, f := range engineFigures(t, i, children[i], bySpan[s.SpanID]) {
 			add(f.kind, s.Service, "", take(f.d), f.source)
 		}
 		withKernels := false
@@ -292,14 +293,24 @@ type engineFigure struct {
 
 // engineFigures are what a serving engine says of span i: vLLM's latency attributes on its
 // request span, or Triton's timestamps (the model span's QUEUE_START to its compute child's
-// COMPUTE_START is the queue; the compute span's COMPUTE_START to COMPUTE_END the compute).
-func engineFigures(t *models.Trace, i int, children []int) []engineFigure {
+// COMPUTE_START is the queue; the compute span's COMPUTE_START to COMPUTE_END the compute). When
+// the engine preempted requests around the span (its metrics, on the row) and the span's
+// inference outlasted the model's own time, the excess is the preemption's, taken from decode
+// first (preemptions come when a running request needs a new KV block), then prefill.
+func engineFigures(t *models.Trace, i int, children []int, row *correlate.SpanRow) []engineFigure {
 	s := t.Spans[i]
-	out := []engineFigure{
-		{PartQueue, "span attribute " + correlate.AttrTimeInQueue, attrSeconds(s, correlate.AttrTimeInQueue)},
-		{PartPrefill, "span attribute " + correlate.AttrTimeInPrefill, attrSeconds(s, correlate.AttrTimeInPrefill)},
-		{PartDecode, "span attribute " + correlate.AttrTimeInDecode, attrSeconds(s, correlate.AttrTimeInDecode)},
+	prefill, decode := attrSeconds(s, correlate.AttrTimeInPrefill), attrSeconds(s, correlate.AttrTimeInDecode)
+	out := []engineFigure{{PartQueue, "span attribute " + correlate.AttrTimeInQueue, attrSeconds(s, correlate.AttrTimeInQueue)}}
+	if p, ok := preemptedTime(s, row, prefill, decode); ok {
+		out = append(out, engineFigure{PartPreempted, p.source, p.excess})
+		fromDecode := min(p.excess, decode)
+		decode -= fromDecode
+		prefill -= min(p.excess-fromDecode, prefill)
 	}
+	out = append(out,
+		engineFigure{PartPrefill, "span attribute " + correlate.AttrTimeInPrefill, prefill},
+		engineFigure{PartDecode, "span attribute " + correlate.AttrTimeInDecode, decode},
+	)
 	if queued, ok := s.Event(correlate.EventQueueStart); ok {
 		for _, c := range children {
 			if started, ok := t.Spans[c].Event(correlate.EventComputeStart); ok {
@@ -314,6 +325,68 @@ func engineFigures(t *models.Trace, i int, children []int) []engineFigure {
 		}
 	}
 	return out
+}
+
+// preemption is what a preempted request lost: its inference time beyond the model's own.
+type preemption struct {
+	excess, inference, model time.Duration
+	preemptions              float64
+	modelFrom, source        string
+}
+
+// preemptedTime is the span's inference time (prefill + decode, else the inference attribute)
+// beyond the model's own time for it (vLLM's detailed-trace attributes, execute else forward;
+// else the engine's time per output token × the span's output tokens, after prefill), when the
+// engine's metrics say it preempted requests around the span. ok is false when it did not, or
+// when nothing gives the model's own time.
+func preemptedTime(s models.Span, row *correlate.SpanRow, prefill, decode time.Duration) (preemption, bool) {
+	var p preemption
+	if row == nil {
+		return p, false
+	}
+	n, known := correlate.Preemptions(row.Engine)
+	if !known || n <= 0 {
+		return p, false
+	}
+	p.preemptions = n
+	p.inference = prefill + decode
+	if p.inference <= 0 {
+		p.inference = attrSeconds(s, correlate.AttrTimeInInference)
+	}
+	switch {
+	case attrSeconds(s, correlate.AttrTimeInExecute) > 0:
+		p.model, p.modelFrom = attrSeconds(s, correlate.AttrTimeInExecute), "span attribute "+correlate.AttrTimeInExecute
+	case attrSeconds(s, correlate.AttrTimeInForward) > 0:
+		p.model, p.modelFrom = attrSeconds(s, correlate.AttrTimeInForward), "span attribute "+correlate.AttrTimeInForward
+	default:
+		tokens, err := strconv.ParseFloat(s.Attributes[correlate.AttrCompletionTokens], 64)
+		tpot := engineFigure0(row.Engine, correlate.FigureTPOT)
+		if err != nil || tokens <= 0 || tpot == nil || tpot.Mean <= 0 {
+			return p, false
+		}
+		p.model = prefill + time.Duration(tokens*tpot.Mean*float64(time.Second))
+		p.modelFrom = fmt.Sprintf("prefill + the engine's mean time per output token (%s, Prometheus) × %s output tokens (%s)",
+			tpot.Metric, s.Attributes[correlate.AttrCompletionTokens], correlate.AttrCompletionTokens)
+	}
+	if p.inference <= p.model {
+		return p, false
+	}
+	p.excess = p.inference - p.model
+	p.source = "the span's inference time (" + correlate.AttrTimeInPrefill + " + " + correlate.AttrTimeInDecode + ") less the model's own (" + p.modelFrom + "), while the engine preempted requests (vllm:num_preemptions_total)"
+	return p, true
+}
+
+// engineFigure0 is the engine's figure of that name, nil when its metrics lack it.
+func engineFigure0(f *models.EngineFigures, name string) *models.EngineFigure {
+	if f == nil {
+		return nil
+	}
+	for i := range f.Figures {
+		if f.Figures[i].Name == name {
+			return &f.Figures[i]
+		}
+	}
+	return nil
 }
 
 // peerOf names what client span i waits on: the service of a child in another service, else

@@ -17,6 +17,10 @@ func engineEvidence(spans []correlate.EngineSpan, t *models.Trace, spanID string
 			continue
 		}
 		for _, f := range e.Figures.Figures {
+			if f.Name == correlate.FigurePreemptions {
+				out = append(out, fmt.Sprintf("the engine preempted %.0f request(s) in the %s around it (%s, Prometheus)", f.Max, seconds(f.End.Sub(f.Start)), f.Metric))
+				continue
+			}
 			if f.Unit == "s" { // a ratio of counters: every request of the window, not this one's
 				out = append(out, fmt.Sprintf("the engine's requests in the %s around it: %s %s on average (%s, Prometheus; its scrapes may not hold this request yet)",
 					seconds(f.End.Sub(f.Start)), f.Name, engineValue(f, f.Mean), f.Metric))
@@ -57,4 +61,36 @@ func queueGaugeCaveat(spans []correlate.EngineSpan, t *models.Trace, spanID stri
 		}
 	}
 	return ""
+}
+
+// CausePreempted is a request's inference time beyond the model's own while its engine
+// preempted requests for KV-cache space.
+const CausePreempted = PartPreempted
+
+// preemptedCause names the engine that preempted the request, with the span's inference and
+// model times, the engine's preemptions and KV cache around it, and the one remedy.
+func preemptedCause(c Cause, p BreakdownPart, row *correlate.SpanRow, op string) Cause {
+	c.Kind = CausePreempted
+	c.Title = "preempted for KV-cache space in " + p.Service + op
+	c.Evidence = []string{fmt.Sprintf("%s of inference beyond the model's own time (%s)", p.Duration.Round(time.Millisecond), p.Source)}
+	if row != nil {
+		s := row.Span
+		prefill, decode := attrSeconds(s, correlate.AttrTimeInPrefill), attrSeconds(s, correlate.AttrTimeInDecode)
+		if pr, ok := preemptedTime(s, row, prefill, decode); ok {
+			c.Evidence = append(c.Evidence, fmt.Sprintf("inference %s (prefill and decode), the model's own %s (%s)",
+				pr.inference.Round(time.Millisecond), pr.model.Round(time.Millisecond), pr.modelFrom))
+		}
+		if fig := engineFigure0(row.Engine, correlate.FigurePreemptions); fig != nil {
+			c.Evidence = append(c.Evidence, fmt.Sprintf("the engine preempted %.0f request(s) in the %s around it (%s, Prometheus)", fig.Max, seconds(fig.End.Sub(fig.Start)), fig.Metric))
+		}
+		if fig := engineFigure0(row.Engine, correlate.FigureKVCache); fig != nil {
+			c.Evidence = append(c.Evidence, fmt.Sprintf("KV cache usage up to %.0f%% (%s, Prometheus)", 100*fig.Max, fig.Metric))
+		}
+		if tokens := s.Attributes[correlate.AttrCompletionTokens]; tokens != "" {
+			c.Evidence = append(c.Evidence, fmt.Sprintf("%s output token(s) (%s)", tokens, correlate.AttrCompletionTokens))
+		}
+	}
+	c.Caveat = "the preemption count is the engine's over the window, not this request's: that this request was among them is read from its inference outlasting its model time"
+	c.Action = "the engine ran out of KV-cache blocks and preempted running requests (recomputed or swapped later): give the KV cache headroom with a higher --gpu-memory-utilization, fewer concurrent sequences (--max-num-seqs), chunked prefill, prefix caching, or a larger GPU or tensor parallelism"
+	return c
 }

@@ -138,6 +138,8 @@ func verdict(ans *correlate.TraceAnswer, breakdown []BreakdownPart, request time
 			if strings.Contains(p.Source, "Triton") {
 				c.Action = "the model's queue was long: more model instances (instance_group count), dynamic batching with a shorter max_queue_delay_microseconds, or replicas; its queue over time is nv_inference_pending_request_count"
 			}
+		case PartPreempted:
+			c = preemptedCause(c, p, row, op)
 		case PartPrefill, PartDecode:
 			c.Kind, c.Title = CauseModel, "the model in "+p.Service+op
 			c.Evidence = []string{fmt.Sprintf("%s %s (%s)", p.Kind, p.Duration.Round(time.Millisecond), p.Source)}
@@ -243,11 +245,17 @@ func addEngineEvidence(ans *correlate.TraceAnswer, causes []Cause) {
 		if len(ev) == 0 {
 			continue
 		}
+		// On the preemption when there is one (its own evidence says the engine's figures it
+		// rests on), else the queue, else the model.
 		at := -1
+		rank := func(kind string) int { return map[string]int{CausePreempted: 3, CauseQueue: 2, CauseModel: 1}[kind] }
 		for i, c := range causes {
-			if c.SpanID == id && (c.Kind == CauseQueue || c.Kind == CauseModel && at < 0) {
+			if c.SpanID == id && rank(c.Kind) > 0 && (at < 0 || rank(c.Kind) > rank(causes[at].Kind)) {
 				at = i
 			}
+		}
+		if at >= 0 && causes[at].Kind == CausePreempted {
+			continue
 		}
 		if at < 0 {
 			continue

@@ -15,6 +15,7 @@ const BreakdownFrameName = "breakdown"
 // breakdownLabels say each kind of part in the user's words.
 var breakdownLabels = map[string]string{
 	diagnose.PartQueue:       "queued in %s",
+	diagnose.PartPreempted:   "preempted for KV-cache space in %s",
 	diagnose.PartPrefill:     "prefill in %s",
 	diagnose.PartDecode:      "decode in %s",
 	diagnose.PartCompute:     "compute in %s",

@@ -26,11 +26,17 @@ type engineFigureSpec struct {
 	// metric is the gauge read; for a ratio, the metric that names the figure.
 	metric string
 	// olderNames are the gauge's names in older versions of the engine, read in turn while the
-	// names before have no series.
-	olderNames []string
-	// num and den, for a ratio: increase(num) / increase(den) / divisor over the window.
-	num, den string
-	divisor  float64
+	// names before have no series; alsoNames another engine's names for the same figure, read
+	// last and never reported missing (that engine may simply not be in use).
+	olderNames, alsoNames []string
+	// num and den, for a ratio: increase(num) / increase(den) / divisor over the window; later
+	// pairs in olderPairs are tried in turn while the ones before have no series.
+	num, den   string
+	olderPairs [][2]string
+	divisor    float64
+	// counter: the figure is the counter's increase over the window, summed over series
+	// (replicas), with olderNames tried in turn.
+	counter bool
 }
 
 func (s engineFigureSpec) ratio() bool { return s.num != "" }
@@ -47,9 +53,17 @@ var engineSpecs = map[string]engineSpec{
 	models.EngineVLLM: {modelLabel: "model_name", figures: []engineFigureSpec{
 		{name: "requests waiting", unit: "short", metric: "vllm:num_requests_waiting"},
 		{name: "requests running", unit: "short", metric: "vllm:num_requests_running"},
-		{name: "KV cache usage", unit: "percentunit", metric: "vllm:kv_cache_usage_perc", olderNames: []string{"vllm:gpu_cache_usage_perc"}},
+		// SGLang's KV pool usage and its retractions (its word for preemptions) share vLLM's
+		// model_name label (docs/references/production_metrics.md): read where vLLM's are absent.
+		{name: "KV cache usage", unit: "percentunit", metric: "vllm:kv_cache_usage_perc", olderNames: []string{"vllm:gpu_cache_usage_perc"}, alsoNames: []string{"sglang:token_usage"}},
 		{name: "queue time per request", unit: "s", metric: "vllm:request_queue_time_seconds",
 			num: "vllm:request_queue_time_seconds_sum", den: "vllm:request_queue_time_seconds_count", divisor: 1},
+		// Requests the scheduler preempted for KV-cache space (recomputed or swapped later).
+		{name: "preemptions", unit: "short", metric: "vllm:num_preemptions_total", alsoNames: []string{"sglang:num_retracted_requests_total"}, counter: true},
+		// The engine's time per output token over its requests: a model's own decode pace.
+		{name: "time per output token", unit: "s", metric: "vllm:time_per_output_token_seconds",
+			num: "vllm:time_per_output_token_seconds_sum", den: "vllm:time_per_output_token_seconds_count", divisor: 1,
+			olderPairs: [][2]string{{"vllm:inter_token_latency_seconds_sum", "vllm:inter_token_latency_seconds_count"}}},
 	}},
 	// https://docs.nvidia.com/deeplearning/triton-inference-server/user-guide/docs/user_guide/metrics.html:
 	// the queue duration is cumulative microseconds.
@@ -87,9 +101,12 @@ func (c *Client) EngineFigures(ctx context.Context, q models.EngineQuery) (res m
 	answers := make([]engineAnswer, len(spec.figures))
 	errs := safe.ForEach("engine figure", len(spec.figures), engineParallelQueries, func(i int) (err error) {
 		f := spec.figures[i]
-		if f.ratio() {
+		switch {
+		case f.counter:
+			answers[i], err = c.engineIncrease(ctx, f, matchers, q)
+		case f.ratio():
 			answers[i], err = c.engineRatio(ctx, f, matchers, q)
-		} else {
+		default:
 			answers[i], err = c.engineGauge(ctx, f, matchers, q)
 		}
 		return err
@@ -111,7 +128,8 @@ func (c *Client) EngineFigures(ctx context.Context, q models.EngineQuery) (res m
 func (c *Client) engineGauge(ctx context.Context, f engineFigureSpec, matchers []*labels.Matcher, q models.EngineQuery) (engineAnswer, error) {
 	start, end := q.Window(models.EngineGaugeWindow)
 	var a engineAnswer
-	for _, metric := range append([]string{f.metric}, f.olderNames...) {
+	reported := 1 + len(f.olderNames)
+	for n, metric := range append(append([]string{f.metric}, f.olderNames...), f.alsoNames...) {
 		expr, err := checked(rangeSelector(metricSelector(metric, matchers), end.Sub(start)))
 		if err != nil {
 			return a, err
@@ -121,7 +139,9 @@ func (c *Client) engineGauge(ctx context.Context, f engineFigureSpec, matchers [
 			return a, err
 		}
 		if len(m) == 0 {
-			a.missing = append(a.missing, metric)
+			if n < reported {
+				a.missing = append(a.missing, metric)
+			}
 			continue
 		}
 		fig := models.EngineFigure{Name: f.name, Metric: metric, Query: expr, Unit: f.unit, Max: math.Inf(-1), Series: len(m), Start: start, End: end}
@@ -148,25 +168,70 @@ func (c *Client) engineGauge(ctx context.Context, f engineFigureSpec, matchers [
 	return a, nil
 }
 
+// engineIncrease reads a counter's increase over the window, summed over its series (the
+// engine's replicas), trying its older names while the names before have no series.
+func (c *Client) engineIncrease(ctx context.Context, f engineFigureSpec, matchers []*labels.Matcher, q models.EngineQuery) (engineAnswer, error) {
+	start, end := q.Window(models.EngineRateWindow)
+	var a engineAnswer
+	reported := 1 + len(f.olderNames)
+	for n, metric := range append(append([]string{f.metric}, f.olderNames...), f.alsoNames...) {
+		inc := promCall("increase", rangeSelector(metricSelector(metric, matchers), end.Sub(start)))
+		expr, err := checked(inc)
+		if err != nil {
+			return a, err
+		}
+		vec, _, err := c.instantVector(ctx, expr, end)
+		if err != nil {
+			return a, err
+		}
+		if len(vec) == 0 {
+			if n < reported {
+				a.missing = append(a.missing, metric)
+			}
+			continue
+		}
+		fig := models.EngineFigure{Name: f.name, Metric: metric, Query: expr, Unit: f.unit, Start: start, End: end}
+		for _, s := range vec {
+			if v := float64(s.Value); !math.IsNaN(v) && !math.IsInf(v, 0) {
+				fig.Max += v
+				fig.Series++
+			}
+		}
+		if fig.Series == 0 {
+			return engineAnswer{}, nil
+		}
+		fig.Mean, fig.Samples = fig.Max, fig.Series
+		return engineAnswer{figure: &fig}, nil
+	}
+	return a, nil
+}
+
 // engineRatio reads increase(num) / increase(den) / divisor per series over the window: each
-// replica's mean per request. Series without requests (0/0) give no figure.
+// replica's mean per request, trying the older pairs of names while the pairs before have no
+// series. Series without requests (0/0) give no figure.
 func (c *Client) engineRatio(ctx context.Context, f engineFigureSpec, matchers []*labels.Matcher, q models.EngineQuery) (engineAnswer, error) {
 	start, end := q.Window(models.EngineRateWindow)
 	rng := end.Sub(start)
 	increase := func(metric string) parser.Expr {
 		return promCall("increase", rangeSelector(metricSelector(metric, matchers), rng))
 	}
-	var e parser.Expr = binaryExpr(parser.DIV, increase(f.num), increase(f.den))
-	if f.divisor != 1 {
-		e = binaryExpr(parser.DIV, e, numberLit(f.divisor))
-	}
-	expr, err := checked(e)
-	if err != nil {
-		return engineAnswer{}, err
-	}
-	vec, _, err := c.instantVector(ctx, expr, end)
-	if err != nil {
-		return engineAnswer{}, err
+	var vec model.Vector
+	var expr string
+	for _, pair := range append([][2]string{{f.num, f.den}}, f.olderPairs...) {
+		var e parser.Expr = binaryExpr(parser.DIV, increase(pair[0]), increase(pair[1]))
+		if f.divisor != 1 {
+			e = binaryExpr(parser.DIV, e, numberLit(f.divisor))
+		}
+		var err error
+		if expr, err = checked(e); err != nil {
+			return engineAnswer{}, err
+		}
+		if vec, _, err = c.instantVector(ctx, expr, end); err != nil {
+			return engineAnswer{}, err
+		}
+		if len(vec) > 0 {
+			break
+		}
 	}
 	if len(vec) == 0 {
 		return engineAnswer{missing: []string{f.metric}}, nil

@@ -156,7 +156,9 @@ func TestEngineFiguresReadVLLMReplicasAroundTheRequest(t *testing.T) {
 			gauge("vllm:kv_cache_usage_perc", replica(model, "b"), "1", "0.2", "0.2", "1"),
 		},
 		ratios: map[string][]sample{
-			"vllm:request_queue_time_seconds_sum": {{replica(model, "a"), "0.5"}, {replica(model, "b"), "1.5"}},
+			"vllm:request_queue_time_seconds_sum":    {{replica(model, "a"), "0.5"}, {replica(model, "b"), "1.5"}},
+			"vllm:num_preemptions_total":             {{replica(model, "a"), "2"}, {replica(model, "b"), "1"}},
+			"vllm:time_per_output_token_seconds_sum": {{replica(model, "a"), "0.02"}, {replica(model, "b"), "0.03"}},
 		},
 	}
 	c := f.serve(t)
@@ -171,7 +173,7 @@ func TestEngineFiguresReadVLLMReplicasAroundTheRequest(t *testing.T) {
 	for _, fig := range figs.Figures {
 		names = append(names, fig.Name)
 	}
-	if want := []string{"requests waiting", "requests running", "KV cache usage", "queue time per request"}; !slices.Equal(names, want) {
+	if want := []string{"requests waiting", "requests running", "KV cache usage", "queue time per request", "preemptions", "time per output token"}; !slices.Equal(names, want) {
 		t.Errorf("figures %v, want %v", names, want)
 	}
 	gaugeStart, gaugeEnd := reqEnd.Add(-17500*time.Millisecond), reqEnd.Add(12500*time.Millisecond)
@@ -194,6 +196,15 @@ func TestEngineFiguresReadVLLMReplicasAroundTheRequest(t *testing.T) {
 		if want := c.metric + `{model_name="` + model + `"}[30s]`; fig.Query != want {
 			t.Errorf("%s: query %s, want %s", c.name, fig.Query, want)
 		}
+	}
+	// Preemptions: the counter's increase over the minute around the request, summed over the
+	// replicas; time per output token: each replica's mean.
+	pre := figureNamed(t, figs, "preemptions")
+	if pre.Metric != "vllm:num_preemptions_total" || pre.Max != 3 || pre.Series != 2 || pre.Query != `increase(vllm:num_preemptions_total{model_name="`+model+`"}[1m])` {
+		t.Errorf("preemptions: %+v", pre)
+	}
+	if tpot := figureNamed(t, figs, "time per output token"); tpot.Max != 0.03 || math.Abs(tpot.Mean-0.025) > 1e-12 {
+		t.Errorf("time per output token: %+v", tpot)
 	}
 	queue := figureNamed(t, figs, "queue time per request")
 	if queue.Metric != "vllm:request_queue_time_seconds" || queue.Unit != "s" || queue.Max != 1.5 || queue.Mean != 1 || queue.Series != 2 || queue.Samples != 2 {
@@ -270,7 +281,7 @@ func TestEngineFiguresFallBackToTheOlderKVCacheGaugeAndSayWhatIsMissing(t *testi
 			t.Errorf("a queue time without requests is a figure: %+v", fig)
 		}
 	}
-	if want := []string{"vllm:num_requests_running"}; !slices.Equal(figs.Missing, want) {
+	if want := []string{"vllm:num_requests_running", "vllm:num_preemptions_total", "vllm:time_per_output_token_seconds"}; !slices.Equal(figs.Missing, want) {
 		t.Errorf("missing %v, want %v", figs.Missing, want)
 	}
 }
@@ -281,7 +292,8 @@ func TestEngineFiguresMissingEverything(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"vllm:num_requests_waiting", "vllm:num_requests_running", "vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc", "vllm:request_queue_time_seconds"}
+	want := []string{"vllm:num_requests_waiting", "vllm:num_requests_running", "vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc", "vllm:request_queue_time_seconds",
+		"vllm:num_preemptions_total", "vllm:time_per_output_token_seconds"}
 	if len(figs.Figures) != 0 || !slices.Equal(figs.Missing, want) {
 		t.Errorf("figures %+v, missing %v; want none, missing %v", figs.Figures, figs.Missing, want)
 	}
