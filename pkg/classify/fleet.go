@@ -28,6 +28,9 @@ type GPUResult struct {
 	// Evidence explains one step of the dominant class (the latest), at EvidenceTime.
 	Evidence     []string
 	EvidenceTime time.Time
+	// Pods are the pods dcgm-exporter mapped the GPU to over the range (GPUSeries.Pods): more
+	// than one is a GPU shared by several workloads (time-sliced, MPS) or handed over.
+	Pods []Pod
 }
 
 // ClockHistorySteps is how many steps the clock history before the share window is fetched at:
@@ -106,7 +109,7 @@ func classifyGPU(s GPUSeries, history []Sample, th Thresholds, from time.Time) G
 	// Keep the steps from the panel's start: the last step at or before it (the start aligned
 	// down to the step, as Grafana's Prometheus data source shows it), then the rest.
 	keep := max(0, sort.Search(len(rangeTimes), func(i int) bool { return rangeTimes[i].After(from) })-1)
-	r := GPUResult{GPU: s.GPU, Times: rangeTimes[keep:], Classes: rangeClasses[keep:], Shares: map[Class][]float64{}}
+	r := GPUResult{GPU: s.GPU, Times: rangeTimes[keep:], Classes: rangeClasses[keep:], Shares: map[Class][]float64{}, Pods: s.Pods}
 	for c, v := range shares {
 		r.Shares[c] = v[keep:]
 	}

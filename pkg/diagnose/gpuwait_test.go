@@ -2,11 +2,13 @@ package diagnose
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/classify"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/correlate"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
@@ -187,5 +189,49 @@ func TestIdlePartsScaleToTheSpansTime(t *testing.T) {
 	}
 	if parts := idleParts(m, 5000); parts[1].d != 600 || parts[2].d != 300 {
 		t.Errorf("unscaled parts %+v", parts)
+	}
+}
+
+// A shared GPU the DCGM series name other pods on: the cause names them, quotes the GPU's
+// utilisation and links to the GPU; without other pods it says the work is outside the request
+// and what would name it.
+func TestSharedGPUNamesTheOtherPods(t *testing.T) {
+	rng := rand.New(rand.NewPCG(12, 7))
+	for n := range 20 {
+		caller, gpuSvc := randomName(rng)+"-api", randomName(rng)+"-gpu"
+		window := (50 + rng.Int64N(500)) * int64(time.Millisecond)
+		spanMs := int(window/int64(time.Millisecond)) + 2
+		root := jspan(fmt.Sprintf("e%015x", n), "", caller, "POST /"+randomName(rng), 0, spanMs+10)
+		gpuSpan := jspan(fmt.Sprintf("f%015x", n), root.SpanID, gpuSvc, randomName(rng), 5, spanMs)
+		tr := &models.Trace{TraceID: root.TraceID, Spans: []models.Span{root, gpuSpan}}
+		g := &gpuWork{c: gputrace.NewCollector(gputrace.Limits{}), rng: rand.New(rand.NewPCG(uint64(n), 5))}
+		g.c.Add(gputrace.Activity{Kind: gputrace.KindAnnotation, Name: "request " + tr.TraceID + " span " + gpuSpan.SpanID, Start: 0, End: window + int64(time.Millisecond)})
+		g.write(PartSharedGPU, window)
+		result := g.c.Result(gputrace.AnalysisOptions{})
+		ans := answerOf(tr, nil, nil)
+		correlate.AttributeKernels(ans.Rows, tr.TraceID, []*gputrace.Result{result})
+		ans.KernelTraces = []*gputrace.Result{result}
+		other := classify.Pod{Namespace: "batch", Name: randomName(rng) + "-trainer-0"}
+		for i := range ans.Rows {
+			if ans.Rows[i].Span.SpanID == gpuSpan.SpanID && n%2 == 0 {
+				ans.Rows[i].GPU = &correlate.GPUWindow{GPUs: []classify.GPU{{Host: "gpu-node-3", Index: "2"}}, Class: classify.ComputeBound, ClassShare: 1,
+					Util: 97, MemActivity: 40, PCIe: math.NaN(), FBUsed: math.NaN(), FBFree: math.NaN(), Samples: 3, SharedWith: []classify.Pod{other}}
+			}
+		}
+		first := verdictOf(ans)[0]
+		if first.Kind != CauseSharedGPU || first.Service != gpuSvc {
+			t.Fatalf("request %d: first cause %s %q", n, first.Kind, first.Title)
+		}
+		ev := strings.Join(first.Evidence, "\n")
+		if n%2 == 0 {
+			if !strings.Contains(first.Title, "GPU shared with batch/"+other.Name) || !strings.Contains(ev, "utilisation 97%") || first.Host != "gpu-node-3" || first.GPU != "2" {
+				t.Errorf("request %d: %q, evidence %q, GPU %s/%s", n, first.Title, ev, first.Host, first.GPU)
+			}
+		} else if !strings.HasPrefix(first.Title, "GPU busy with work outside this request") || !strings.Contains(first.Caveat, "gpuLocal") {
+			t.Errorf("request %d: %q, caveat %q", n, first.Title, first.Caveat)
+		}
+		if !strings.Contains(ev, "launch-to-start delay") {
+			t.Errorf("request %d: evidence %q", n, ev)
+		}
 	}
 }

@@ -104,7 +104,8 @@ func GPUClassTimeline(results []classify.GPUResult) *data.Frame {
 func GPUClassSummary(results []classify.GPUResult) *data.Frame {
 	n := len(results)
 	gpu, host, index, mig, model := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-	dominant, evidence, action := make([]string, n), make([]string, n), make([]string, n)
+	dominant, evidence, action, pods := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	podCount := make([]int64, n)
 	domShare := make([]float64, n)
 	steps := make([]int64, n)
 	evidenceAt := make([]*time.Time, n)
@@ -132,6 +133,11 @@ func GPUClassSummary(results []classify.GPUResult) *data.Frame {
 			evidenceAt[i] = &t
 		}
 		action[i] = classify.Action(dom)
+		names := make([]string, len(r.Pods))
+		for j, p := range r.Pods {
+			names[j] = p.String()
+		}
+		pods[i], podCount[i] = strings.Join(names, ", "), int64(len(r.Pods))
 	}
 	pct := &data.FieldConfig{Unit: "percentunit", Min: ptr(data.ConfFloat64(0)), Max: ptr(data.ConfFloat64(1)), Decimals: ptr(uint16(1))}
 	f := data.NewFrame(GPUClassSummaryFrameName,
@@ -152,6 +158,10 @@ func GPUClassSummary(results []classify.GPUResult) *data.Frame {
 		data.NewField("evidence", nil, evidence),
 		data.NewField("evidence at", nil, evidenceAt),
 		data.NewField("action", nil, action),
+		data.NewField("pods", nil, pods).SetConfig(&data.FieldConfig{
+			Description: "The pods dcgm-exporter mapped the GPU to over the range (its Kubernetes mapping); empty when it maps none."}),
+		data.NewField("pod count", nil, podCount).SetConfig(&data.FieldConfig{
+			Description: "More than one: the GPU served several workloads over the range (time-sliced, MPS, or handed over), so its figures are all of theirs."}),
 	)
 	f.Meta = &data.FrameMeta{PreferredVisualization: data.VisTypeTable}
 	return f

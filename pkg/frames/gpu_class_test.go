@@ -22,7 +22,8 @@ func gpuClassResults() []classify.GPUResult {
 	tb := []time.Time{at(1), at(2), at(3)}
 	return []classify.GPUResult{
 		{GPU: a, Times: ta, Classes: ca, Shares: classify.TrailingShares(ta, ca, time.Minute),
-			Evidence: []string{"memory bandwidth 93.8% > memoryBoundPct 70", "compute 35.0% < memoryBoundMaxComputePct 70"}, EvidenceTime: at(3)},
+			Evidence: []string{"memory bandwidth 93.8% > memoryBoundPct 70", "compute 35.0% < memoryBoundMaxComputePct 70"}, EvidenceTime: at(3),
+			Pods: []classify.Pod{{Namespace: "batch", Name: "trainer-0"}, {Namespace: "inference", Name: "llm-decode-0"}}},
 		{GPU: b, Times: tb, Classes: cb, Shares: classify.TrailingShares(tb, cb, time.Minute),
 			Evidence: []string{"no clock-event bitmask: temperature 88 °C > thermalTempC 83"}, EvidenceTime: at(3)},
 	}
@@ -55,6 +56,10 @@ func TestGPUClassSummaryGolden(t *testing.T) {
 			t.Fatalf("no field %q", name)
 		}
 		return fl
+	}
+	// GPU a serves two pods: a shared GPU; GPU b's exporter maps none.
+	if field("pods").At(0) != "batch/trainer-0, inference/llm-decode-0" || field("pod count").At(0) != int64(2) || field("pod count").At(1) != int64(0) {
+		t.Errorf("pods %v / %v", field("pods").At(0), field("pod count").At(0))
 	}
 	// GPU a: compute-bound 2 of 4 steps (one gap), memory-bound 1.
 	if field("dominant class").At(0) != "compute-bound" || field("dominant share").At(0) != 0.5 ||
