@@ -98,3 +98,16 @@ func serveExporter(w http.ResponseWriter, r *http.Request, write func(io.Writer,
 		http.NotFound(w, r)
 	}
 }
+
+// Scrape writes gpus' series at t in dcgm-exporter's text format, each GPU in class with the live
+// simulator's noise: a scrape to write elsewhere (a scenario's GPUs, pushed into Prometheus).
+// GPUs of one host and index with other Labels are one device's copies per pod, as
+// --kubernetes-virtual-gpus writes a time-sliced GPU: the same reading under each.
+func Scrape(w io.Writer, gpus []GPU, class string, t time.Time) error {
+	samples := make([]Sample, len(gpus))
+	for i, g := range gpus {
+		r := Noisy(Nominal(class, g.Model), class, g.Host+"/"+strconv.Itoa(g.Index)+"/"+strconv.FormatInt(t.Unix(), 10))
+		samples[i] = newSample(g, r, float64(t.Sub(bootTime).Milliseconds())*Nominal(class, g.Model).PowerW)
+	}
+	return WriteText(w, gpus, samples)
+}

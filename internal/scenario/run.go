@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -114,6 +115,12 @@ func Run(ctx context.Context, cfg Config, s Spec) (*Result, error) {
 		}
 		culpritHost, res.GPU = cfg.GPUHost, strconv.Itoa(gpu)
 	}
+	if s.Kind == SharedGPU && cfg.Prometheus != "" {
+		// The culprit runs on a GPU host of its own, whose dcgm-exporter (written below) maps
+		// its GPU to the culprit's pod and another workload's.
+		culpritHost, gpu, res.GPU = s.SharedHost, s.SharedGPU, strconv.Itoa(s.SharedGPU)
+		res.TitleHas = "GPU shared with " + sharedNamespace + "/" + s.OtherPod
+	}
 	profiled := s.Kind != Queue && s.Kind != DownstreamOpaque && s.Kind != DownstreamQueued && s.Kind != KVPreempted
 
 	if (s.Kind == CPUThrottled || s.Kind == KVPreempted) && cfg.Prometheus == "" {
@@ -215,6 +222,11 @@ func Run(ctx context.Context, cfg Config, s Spec) (*Result, error) {
 	}
 	if s.Kind == CPUThrottled || profiled && cfg.Prometheus != "" {
 		if err := c.writeCadvisor(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if s.Kind == SharedGPU && cfg.Prometheus != "" {
+		if err := c.writeSharedGPU(ctx); err != nil {
 			return nil, err
 		}
 	}
@@ -395,6 +407,46 @@ func (c *culprit) preempted(ctx context.Context) {
 		attribute.String("gen_ai.response.model", s.Operation),
 	)
 	c.res.InjectedMs = ms(decode - own)
+}
+
+// sharedNamespace is the other workload's namespace on a shared GPU.
+const sharedNamespace = "batch"
+
+// writeSharedGPU writes the culprit's GPU host's dcgm-exporter series into Prometheus, from two
+// minutes before the request to now, a scrape a second: the culprit's GPU time-sliced between
+// its pod and another workload's (--kubernetes-virtual-gpus: every series once per pod, the
+// same device reading), busy computing, as the other workload keeps it.
+func (c *culprit) writeSharedGPU(ctx context.Context) error {
+	s := c.spec
+	pod := func(ns, name, container string) map[string]string {
+		return map[string]string{"namespace": ns, "pod": name, "container": container, "simulated": "true"}
+	}
+	gpus := []gpusim.GPU{
+		gpusim.NewGPU(s.SharedHost, s.SharedGPU, gpusim.A100SXM480GB, gpusim.Current, gpusim.SimulatedDriver, pod(s.Namespace, s.Pod, s.Container)),
+		gpusim.NewGPU(s.SharedHost, s.SharedGPU, gpusim.A100SXM480GB, gpusim.Current, gpusim.SimulatedDriver, pod(sharedNamespace, s.OtherPod, "trainer")),
+	}
+	end := time.Now().Truncate(time.Second)
+	since := c.workStart.Add(-2 * time.Minute).Truncate(time.Second)
+	if floor := c.cfg.SeriesSince.Add(time.Second).Truncate(time.Second); since.Before(floor) {
+		since = floor
+	}
+	scrapes := map[time.Time][]byte{}
+	for t := since; !t.After(end); t = t.Add(time.Second) {
+		var b bytes.Buffer
+		if err := gpusim.Scrape(&b, gpus, gpusim.ComputeBound, t); err != nil {
+			return err
+		}
+		scrapes[t] = b.Bytes()
+	}
+	series, err := promwrite.FromText(scrapes)
+	if err != nil {
+		return err
+	}
+	if err := (promwrite.Client{URL: c.cfg.Prometheus}).Write(ctx, series); err != nil {
+		return fmt.Errorf("writing the shared GPU's DCGM series: %w", err)
+	}
+	c.cfg.Log("wrote dcgm-exporter's series of %s GPU %d, shared by %s/%s and %s/%s", s.SharedHost, s.SharedGPU, s.Namespace, s.Pod, sharedNamespace, s.OtherPod)
+	return nil
 }
 
 // writeEngine writes the engine's vLLM series into Prometheus for its model, from two minutes

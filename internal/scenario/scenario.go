@@ -9,6 +9,7 @@ package scenario
 import (
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"time"
 
@@ -69,6 +70,11 @@ type Spec struct {
 	// container in the kinds slowed by something else (mild: 0.05–0.4): the verdict must keep
 	// their own first cause.
 	AroundThrottle float64
+	// SharedHost, SharedGPU and OtherPod are a SharedGPU culprit's GPU (a host of its own, one
+	// of its GPUs) and the other workload's pod that dcgm-exporter maps that GPU to as well.
+	SharedHost string
+	SharedGPU  int
+	OtherPod   string
 }
 
 // NewSpec draws a scenario's names and duration from seed. Durations run from 300 ms to 1.1 s,
@@ -88,6 +94,9 @@ func NewSpec(kind Kind, seed uint64) Spec {
 	// Under half a CPU: the span's one thread is throttled longer than it runs.
 	s.Quota = float64(20+rng.IntN(26)) / 100
 	s.AroundThrottle = float64(5+rng.IntN(36)) / 100
+	s.SharedHost = "gpu-" + word(rng) + "-" + strconv.Itoa(rng.IntN(50))
+	s.SharedGPU = rng.IntN(8)
+	s.OtherPod = word(rng) + "-trainer-" + strconv.Itoa(rng.IntN(4))
 	return s
 }
 
@@ -128,6 +137,9 @@ type Result struct {
 	// KernelTrace is the file the scenario wrote ("" for other kinds).
 	KernelTrace string `json:"kernelTrace,omitempty"`
 	GPU         string `json:"gpu,omitempty"`
+	// TitleHas is a phrase the first cause's title must contain (the other pod a shared GPU
+	// serves); "" when none.
+	TitleHas string `json:"titleHas,omitempty"`
 }
 
 // gpuWith is the GPU of the scenario host that shows class for at least margin on both sides of

@@ -66,6 +66,9 @@ func TestRealScenariosFirstCauseIsTheInjectedOne(t *testing.T) {
 			if res.Peer != "" && !strings.Contains(first.cause, res.Peer) {
 				t.Errorf("first cause %q does not name %s, the service it waited on", first.cause, res.Peer)
 			}
+			if res.TitleHas != "" && !strings.Contains(first.cause, res.TitleHas) {
+				t.Errorf("first cause %q does not say %q", first.cause, res.TitleHas)
+			}
 			if res.Class != "" && !strings.Contains(first.evidence, "GPU "+res.Class) {
 				t.Errorf("first cause's evidence does not name the GPU's class %s: %s", res.Class, first.evidence)
 			}

@@ -330,6 +330,21 @@ func TestTransformationsNameTheFieldsTheyMake(t *testing.T) {
 							names[to] = true
 						}
 					}
+				case "filterByValue":
+					var o struct{ Filters []struct{ FieldName string } }
+					_ = json.Unmarshal(tr.Options, &o)
+					for _, f := range o.Filters {
+						has("filterByValue", f.FieldName)
+					}
+				case "filterFieldsByName":
+					var o struct{ Include struct{ Names []string } }
+					_ = json.Unmarshal(tr.Options, &o)
+					kept := map[string]bool{}
+					for _, n := range o.Include.Names {
+						has("filterFieldsByName", n)
+						kept[n] = true
+					}
+					names = kept
 				case "sortBy":
 					var o struct{ Sort []struct{ Field string } }
 					_ = json.Unmarshal(tr.Options, &o)
