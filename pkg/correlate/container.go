@@ -3,7 +3,6 @@ package correlate
 import (
 	"cmp"
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -121,13 +120,7 @@ func attachContainers(rows []SpanRow, spans []ContainerSpan, j models.SpanMatch)
 func hasFigures(f models.ContainerCPU) bool { return len(f.Missing) < 5 }
 
 // containerNotices say which containers' throttling could not be read, and why.
-func containerNotices(spans []ContainerSpan, more int, err error) notices.List {
-	if len(spans) == 0 {
-		return nil
-	}
-	if err != nil {
-		return notices.List{{Severity: notices.Info, Text: fmt.Sprintf("Containers' CPU throttling not read (cAdvisor's series in the application's Prometheus): %v", err)}}
-	}
+func containerNotices(spans []ContainerSpan, more int) notices.List {
 	var out notices.List
 	var none []string
 	for _, s := range spans {

@@ -99,7 +99,7 @@ func JoinRequest(ctx context.Context, src TraceSources, q TraceQuery) (*TraceAns
 	out.Notices.Merge(kernelNotices)
 	out.KernelTraces, out.KernelBaselines = kernelResults, baselines
 	out.Notices.Merge(engineNotices(trace, a.engines, a.moreEngines, a.enginesErr))
-	out.Notices.Merge(containerNotices(a.containers, a.moreContainers, a.containersErr))
+	out.Notices.Merge(containerNotices(a.containers, a.moreContainers))
 	out.Lever = a.lever
 	if q.SettingsErr != nil {
 		out.Notices.Warnf("Some GPU or join settings are invalid and use their defaults: %v", q.SettingsErr)
@@ -128,7 +128,6 @@ type traceStores struct {
 
 	containers     []ContainerSpan
 	moreContainers int
-	containersErr  error
 
 	lever *Lever
 }
