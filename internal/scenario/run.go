@@ -409,6 +409,15 @@ func (c *culprit) preempted(ctx context.Context) {
 	c.res.InjectedMs = ms(decode - own)
 }
 
+// seriesEnd waits for the next whole second and returns it: the last sample written falls after
+// everything the request did (a counter's rise within the current second would otherwise be
+// left out of the series).
+func seriesEnd() time.Time {
+	end := time.Now().Truncate(time.Second).Add(time.Second)
+	time.Sleep(time.Until(end))
+	return end
+}
+
 // sharedNamespace is the other workload's namespace on a shared GPU.
 const sharedNamespace = "batch"
 
@@ -425,7 +434,7 @@ func (c *culprit) writeSharedGPU(ctx context.Context) error {
 		gpusim.NewGPU(s.SharedHost, s.SharedGPU, gpusim.A100SXM480GB, gpusim.Current, gpusim.SimulatedDriver, pod(s.Namespace, s.Pod, s.Container)),
 		gpusim.NewGPU(s.SharedHost, s.SharedGPU, gpusim.A100SXM480GB, gpusim.Current, gpusim.SimulatedDriver, pod(sharedNamespace, s.OtherPod, "trainer")),
 	}
-	end := time.Now().Truncate(time.Second)
+	end := seriesEnd()
 	since := c.workStart.Add(-2 * time.Minute).Truncate(time.Second)
 	if floor := c.cfg.SeriesSince.Add(time.Second).Truncate(time.Second); since.Before(floor) {
 		since = floor
@@ -459,7 +468,7 @@ func (c *culprit) writeEngine(ctx context.Context) error {
 	if s.Kind != KVPreempted {
 		from, to = c.engineStart, c.engineEnd
 	}
-	end := time.Now().Truncate(time.Second)
+	end := seriesEnd()
 	since := c.engineStart.Add(-2 * time.Minute).Truncate(time.Second)
 	if floor := c.cfg.SeriesSince.Add(time.Second).Truncate(time.Second); since.Before(floor) {
 		since = floor
@@ -501,7 +510,7 @@ func (c *culprit) writeCadvisor(ctx context.Context) error {
 	if c.workStart.IsZero() {
 		c.workStart = time.Now()
 	}
-	end := time.Now().Truncate(time.Second)
+	end := seriesEnd()
 	from := c.workStart.Add(-2 * time.Minute).Truncate(time.Second)
 	if since := c.cfg.SeriesSince.Add(time.Second).Truncate(time.Second); from.Before(since) {
 		from = since

@@ -356,7 +356,7 @@ func TestRealGPUMetricsSayWhatTheOldExporterLacks(t *testing.T) {
 		// Fleet-wide the profiling metrics exist (fixture-node-a), but not on this host.
 		"SM active (sm_active): no GPU matching the filter has series of DCGM_FI_PROF_SM_ACTIVE in this range",
 		// No exporter of the bed sends NVLink figures.
-		"NVLink transmit (nvlink_tx): Prometheus has no series of DCGM_FI_PROF_NVLINK_TX_BYTES in this range",
+		"NVLink transmit (nvlink_tx): Prometheus has no series of DCGM_FI_PROF_NVLINK_TX_BYTES or DCGM_FI_PROF_NVLINK_TX_BYTES_PER_SECOND in this range",
 	} {
 		if !strings.Contains(joined, want) {
 			t.Errorf("notices lack %q:\n%s", want, joined)

@@ -16,8 +16,10 @@ import (
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/upstream"
 )
 
-// engineParallelQueries bounds the queries of one EngineFigures call in flight at once.
-const engineParallelQueries = 4
+// engineParallelQueries bounds the queries of one EngineFigures or ContainerCPU call in flight
+// at once: all of them (at most 6), so that a slow Prometheus costs one timeout, not one per
+// batch (the data source's connection limit per upstream still applies).
+const engineParallelQueries = 6
 
 // engineFigureSpec is one figure a serving engine exports: a gauge read as stored, or the mean
 // queue time per request from two counters.

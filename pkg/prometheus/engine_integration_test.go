@@ -25,7 +25,7 @@ func TestRealEngineFiguresOfAModelWithoutAnEngineAreMissing(t *testing.T) {
 	end := time.Now().Add(-10 * time.Second)
 	for engine, want := range map[string][]string{
 		models.EngineVLLM: {"vllm:num_requests_waiting", "vllm:num_requests_running", "vllm:kv_cache_usage_perc",
-			"vllm:gpu_cache_usage_perc", "vllm:request_queue_time_seconds"},
+			"vllm:gpu_cache_usage_perc", "vllm:request_queue_time_seconds", "vllm:num_preemptions_total", "vllm:time_per_output_token_seconds"},
 		models.EngineTriton: {"nv_inference_pending_request_count", "nv_inference_queue_duration_us"},
 	} {
 		t.Run(engine, func(t *testing.T) {
