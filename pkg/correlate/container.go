@@ -5,7 +5,6 @@ import (
 	"context"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/notices"
@@ -80,8 +79,12 @@ func containerSpans(t *models.Trace, j models.SpanMatch) (out []ContainerSpan, q
 			byKey[c] = a
 			order = append(order, c)
 		}
-		a.q.Start = minTime(a.q.Start, s.Start)
-		a.q.End = maxTime(a.q.End, s.Start.Add(s.Duration))
+		if s.Start.Before(a.q.Start) {
+			a.q.Start = s.Start
+		}
+		if end := s.Start.Add(s.Duration); end.After(a.q.End) {
+			a.q.End = end
+		}
 		a.sum += int64(s.Duration)
 	}
 	slices.SortStableFunc(order, func(x, y SpanContainer) int { return cmp.Compare(byKey[y].sum, byKey[x].sum) })
@@ -141,18 +144,4 @@ func containerNotices(spans []ContainerSpan, more int) notices.List {
 		out.Infof("CPU throttling was read for the %d pods with the most span time; %d more were left out.", MaxContainerQueries, more)
 	}
 	return out
-}
-
-func minTime(a, b time.Time) time.Time {
-	if a.Before(b) {
-		return a
-	}
-	return b
-}
-
-func maxTime(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
 }
