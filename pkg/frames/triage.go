@@ -51,7 +51,7 @@ func triageFailures(fs []triage.Failure, links TriageLinks) *data.Frame {
 	at := make([]time.Time, n)
 	count := make([]int64, n)
 	cols := map[string][]string{}
-	names := []string{"failure", "class", "host", "gpu", "uuid", "pod", "namespace", "container", "service", "operation",
+	names := []string{"failure", "class", "host", "gpu", "uuid", "pod", "namespace", "container", "gpu shared with", "service", "operation",
 		"evidence", "first checks", "mitigation", "mapping", "gpu dashboard", "traces", "class id"}
 	for _, c := range names {
 		cols[c] = make([]string, n)
@@ -68,6 +68,7 @@ func triageFailures(fs []triage.Failure, links TriageLinks) *data.Frame {
 		set("pod", f.Pod)
 		set("namespace", f.Namespace)
 		set("container", f.Container)
+		set("gpu shared with", strings.Join(f.SharedWith, ", "))
 		set("service", f.Service)
 		set("operation", f.Operation)
 		set("evidence", strings.Join(f.Evidence, "; "))
@@ -83,11 +84,11 @@ func triageFailures(fs []triage.Failure, links TriageLinks) *data.Frame {
 		}
 	}
 	fields := []*data.Field{data.NewField("time", nil, at)}
-	for _, c := range names[:10] {
+	for _, c := range names[:11] {
 		fields = append(fields, data.NewField(c, nil, cols[c]))
 	}
 	fields = append(fields, data.NewField("count", nil, count))
-	for _, c := range names[10:] {
+	for _, c := range names[11:] {
 		fields = append(fields, data.NewField(c, nil, cols[c]))
 	}
 	f := data.NewFrame(TriageFailuresFrameName, fields...)

@@ -22,8 +22,8 @@ func triageAnswer() *triage.Answer {
 	oom := triage.Failure{At: at.Add(-time.Minute), Class: models.ClassCUDAOOM, Title: "CUDA out-of-memory while serving in llm (generate)",
 		Host: "node-a", GPU: "1", Service: "llm", Operation: "generate", Count: 2, Runbook: triage.RunbookOf(models.ClassCUDAOOM),
 		Evidence: []string{"2 requests failed", "GPU 1 of node-a had 97% of its framebuffer in use then"},
-		TraceIDs: []string{"4bf92f3577b34da6a3ce929d0e0e4736", "5bf92f3577b34da6a3ce929d0e0e4736"},
-		Chain:    triage.Chain{Request: "4bf92f3577b34da6a3ce929d0e0e4736", Missing: []string{"model: no model attribute"}}}
+		TraceIDs: []string{"4bf92f3577b34da6a3ce929d0e0e4736", "5bf92f3577b34da6a3ce929d0e0e4736"}, SharedWith: []string{"inference/llm-1", "batch/trainer-0"},
+		Chain: triage.Chain{Request: "4bf92f3577b34da6a3ce929d0e0e4736", Missing: []string{"model: no model attribute"}}}
 	var n notices.List
 	n.Infof("Uncorrectable (double-bit) ECC errors cannot be seen: no series")
 	return &triage.Answer{

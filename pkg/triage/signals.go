@@ -77,6 +77,19 @@ func signals(ev *Evidence, gpus []*gpu, requests []request) []Signal {
 			status = SignalMissing
 		}
 		add("mapping", "pod labels on DCGM series", status, fmt.Sprintf("%d of %d GPUs name their pod; without them a GPU failure cannot be tied to a pod (run dcgm-exporter with its Kubernetes mapping)", pods, len(gpus)))
+		if pods > 0 {
+			var sharedGPUs []string
+			for _, g := range gpus {
+				if len(g.pods) > 1 {
+					sharedGPUs = append(sharedGPUs, fmt.Sprintf("%s (%s)", g.name(), g.podNames()))
+				}
+			}
+			detail := fmt.Sprintf("none of the %d GPUs is mapped to more than one pod", len(gpus))
+			if len(sharedGPUs) > 0 {
+				detail = fmt.Sprintf("%d of %d GPUs are mapped to more than one pod (time-slicing, MPS or pods sharing a device): %s", len(sharedGPUs), len(gpus), strings.Join(sharedGPUs, "; "))
+			}
+			add("mapping", "GPUs shared by more than one pod", SignalPresent, detail)
+		}
 		status = SignalPresent
 		if drivers == 0 {
 			status = SignalMissing

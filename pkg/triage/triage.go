@@ -72,6 +72,10 @@ type Failure struct {
 	Title string
 	// Where: the GPU (host, index, UUID, MIG), the pod, the service.
 	Host, GPU, UUID, MIG, Pod, Namespace, Container, Service, Operation string
+	// SharedWith are the other pods ("namespace/pod") the failure's GPU series name: a GPU
+	// time-sliced or shared between pods, whose failure hits each of them and whose memory they
+	// all fill.
+	SharedWith []string
 	// Count is how many times it happened in the range (requests, restarts, errors).
 	Count    int
 	Evidence []string
@@ -126,6 +130,7 @@ func Triage(ev *Evidence, classes []string) *Answer {
 	requests = attribute(requests, health, &ans.Notices)
 	failures = append(failures, health...)
 	failures = append(failures, memoryEnvelope(ev, gpus, requests)...)
+	shared(failures, gpus)
 	for _, f := range failures {
 		if want(f.Class) {
 			ans.Failures = append(ans.Failures, f)
@@ -244,6 +249,44 @@ func gpusOf(ev *Evidence) []*gpu {
 	}
 	slices.SortFunc(out, func(a, b *gpu) int { return a.id.Compare(b.id) })
 	return out
+}
+
+// shared names, on each failure on a GPU whose series name more than one pod, the pods besides
+// the failure's own, with what that means for its class.
+func shared(failures []Failure, gpus []*gpu) {
+	for i := range failures {
+		f := &failures[i]
+		if f.Host == "" && f.GPU == "" && f.UUID == "" {
+			continue
+		}
+		var g *gpu
+		for _, c := range gpus {
+			if c.host == f.Host && c.index == f.GPU && c.uuid == f.UUID && c.mig == f.MIG {
+				g = c
+				break
+			}
+		}
+		if g == nil || len(g.pods) < 2 {
+			continue
+		}
+		for _, p := range g.pods {
+			if p.pod == f.Pod && (f.Namespace == "" || p.namespace == "" || p.namespace == f.Namespace) {
+				continue
+			}
+			f.SharedWith = append(f.SharedWith, qualified(p.namespace, p.pod))
+		}
+		if len(f.SharedWith) == 0 {
+			continue
+		}
+		switch f.Class {
+		case models.ClassCUDAOOM, models.ClassCUDAOOMLoad, models.ClassMemoryEnvelope:
+			f.Evidence = append(f.Evidence, fmt.Sprintf("%s is shared with %s (dcgm-exporter's pod mapping): their allocations fill the same framebuffer, so check theirs before this pod's", g.name(), strings.Join(f.SharedWith, ", ")))
+		case models.ClassContainerOOM:
+			// Host memory: the GPU's other tenants are not the cause.
+		default:
+			f.Evidence = append(f.Evidence, fmt.Sprintf("%s serves %d pods (%s; dcgm-exporter's pod mapping): each of them is hit", g.name(), len(g.pods), g.podNames()))
+		}
+	}
 }
 
 // name is how messages name the GPU: "GPU 0 (MIG 1) of gpu-node-1".

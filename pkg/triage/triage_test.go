@@ -459,3 +459,61 @@ func TestOOMAtLoadIsTheFailingServicesOwn(t *testing.T) {
 		t.Errorf("classes %v: want the gateway's load call to stay a serving OOM and the server's own load an OOM at load", got)
 	}
 }
+
+// A GPU whose series name two pods (time-slicing, or two pods on one device) is said to be
+// shared: a CUDA OOM of one pod names the other, whose memory fills the same framebuffer; a
+// hardware failure names both; the signals list the shared GPUs and no other.
+func TestTriageNamesTheOtherPodsOfASharedGPU(t *testing.T) {
+	for seed := range uint64(10) {
+		rng := rand.New(rand.NewPCG(seed, 31))
+		step := 30 * time.Second
+		f := newFleet(time.Unix(1_790_000_000+int64(rng.IntN(1e6)), 0).UTC().Truncate(step), 40, step)
+		host := word(rng) + "-node"
+		own := &fleetGPU{host: host, index: "0", uuid: fmt.Sprintf("GPU-%08x", rng.Uint32()), pod: word(rng) + "-0", namespace: word(rng)}
+		f.addGPU(own, 50)
+		other := *own
+		other.pod, other.namespace = word(rng)+"-trainer-0", word(rng)
+		alone := &fleetGPU{host: host, index: "1", uuid: fmt.Sprintf("GPU-%08x", rng.Uint32()), pod: word(rng) + "-1", namespace: own.namespace}
+		f.addGPU(alone, 50)
+		xidAt := 20 + rng.IntN(10)
+		for j := xidAt; j < f.steps(); j++ {
+			own.values[MetricXID][j] = 79
+		}
+		other.values = own.values
+		f.ev.FailedTraces = append(f.ev.FailedTraces, failedTrace(rng, word(rng), word(rng), "generate", own, f.at(5), "torch.OutOfMemoryError", "CUDA out of memory. Tried to allocate 2.00 GiB"))
+		f.flush([]*fleetGPU{own, &other, alone})
+
+		ans := Triage(f.ev, nil)
+		otherName := other.namespace + "/" + other.pod
+		var sawOOM, sawXID bool
+		for _, fl := range ans.Failures {
+			switch fl.Class {
+			case models.ClassCUDAOOM:
+				sawOOM = true
+				if !slices.Equal(fl.SharedWith, []string{otherName}) || !strings.Contains(strings.Join(fl.Evidence, "; "), "shared with "+otherName) {
+					t.Errorf("seed %d: CUDA OOM of %s: shared with %v, evidence %q; want %s named", seed, own.pod, fl.SharedWith, fl.Evidence, otherName)
+				}
+			case models.ClassXID:
+				sawXID = true
+				if len(fl.SharedWith) != 2 || fl.Pod != "" || !strings.Contains(strings.Join(fl.Evidence, "; "), "serves 2 pods") {
+					t.Errorf("seed %d: XID on the shared GPU: pod %q, shared with %v, evidence %q; want both pods", seed, fl.Pod, fl.SharedWith, fl.Evidence)
+				}
+			}
+		}
+		if !sawOOM || !sawXID {
+			t.Fatalf("seed %d: failures %+v: want the CUDA OOM and the XID", seed, ans.Failures)
+		}
+		found := false
+		for _, s := range ans.Signals {
+			if s.Signal == "GPUs shared by more than one pod" {
+				found = true
+				if !strings.Contains(s.Detail, "1 of 2 GPUs") || !strings.Contains(s.Detail, otherName) || strings.Contains(s.Detail, alone.pod) {
+					t.Errorf("seed %d: sharing signal %q: want GPU 0 with %s alone", seed, s.Detail, otherName)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("seed %d: no sharing signal in %+v", seed, ans.Signals)
+		}
+	}
+}
