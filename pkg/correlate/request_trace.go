@@ -98,6 +98,7 @@ func JoinRequest(ctx context.Context, src TraceSources, q TraceQuery) (*TraceAns
 	out.Notices = traceNotices(q, rows, a)
 	out.Notices.Merge(kernelNotices)
 	out.KernelTraces, out.KernelBaselines = kernelResults, baselines
+	out.Notices.Merge(attachLocalTenants(rows, src.LocalGPUs, src.LocalHost, q.Join))
 	out.Notices.Merge(engineNotices(trace, a.engines, a.moreEngines, a.enginesErr))
 	out.Notices.Merge(containerNotices(a.containers, a.moreContainers))
 	out.Lever = a.lever

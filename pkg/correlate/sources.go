@@ -221,6 +221,10 @@ type TraceSources struct {
 	// Containers reads the spans' containers' CPU throttling (cAdvisor, the application
 	// Prometheus); unavailable leaves the throttling unread, with a caveat where it matters.
 	Containers Source[Containers]
+	// LocalGPUs lists the processes on the plugin's host's GPUs (NVML), LocalHost that host's
+	// name: a span that ran there and queued behind other work names them.
+	LocalGPUs Source[LocalProcesses]
+	LocalHost string
 	// Lever's stores: runbook 002's questions over the panel's range.
 	Lever LeverSources
 }
@@ -249,6 +253,7 @@ func (s Sources) ForTrace(histograms []models.LatencyHistogram) TraceSources {
 		Kernels:    Narrow[KernelTraces](s.Kernels),
 		Engines:    Narrow[Engines](s.Metrics),
 		Containers: Narrow[Containers](s.Metrics),
+		LocalGPUs:  Narrow[LocalProcesses](s.LocalGPUs),
 		Lever: LeverSources{
 			GPUs: Narrow[GPUFigures](s.GPUs), Memory: Narrow[GPUMetrics](s.GPUs),
 			Engines: Narrow[Engines](s.Metrics), Latency: latency,

@@ -70,6 +70,9 @@ type SpanRow struct {
 	// Engine is what a serving engine's metrics said around the span, when the span is one an
 	// engine recorded (its preemptions, KV cache, time per output token); nil otherwise.
 	Engine *models.EngineFigures
+	// Tenants are the other processes NVML lists on the span's GPUs, for a span whose kernels
+	// queued behind other work and that ran on the plugin's own host; nil otherwise.
+	Tenants *LocalTenants
 }
 
 // GPUWindow is what the span's GPUs did over its window.

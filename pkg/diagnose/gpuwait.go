@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -157,6 +158,25 @@ func sharedGPUCause(c Cause, p BreakdownPart, row *correlate.SpanRow, m gputrace
 		c.Evidence = append(c.Evidence, fmt.Sprintf("kernel trace: launch-to-start delay median %s, p95 %s over %d kernels, with none of the request's own kernels or copies running and no synchronising call to wait for",
 			time.Duration(f.delayMedian).Round(time.Microsecond), time.Duration(f.delayP95).Round(time.Microsecond), f.kernels))
 	}
+	var tenants []string
+	if row != nil && row.Tenants != nil {
+		tenants = row.Tenants.Names()
+		c.Title = fmt.Sprintf("GPU shared with %s in %s%s", strings.Join(tenants, ", "), p.Service, op)
+		own := "the span names no process.pid, so its own process is among them"
+		if row.Tenants.ForeignPID != 0 {
+			own = fmt.Sprintf("the span's process.pid %d is not among them (a container's own PID namespace), so its own process is too", row.Tenants.ForeignPID)
+		}
+		if row.Tenants.OwnPID != 0 {
+			own = fmt.Sprintf("besides %s's own pid %d", p.Service, row.Tenants.OwnPID)
+		} else {
+			c.Title = fmt.Sprintf("GPU shared by %d processes (%s) in %s%s", len(tenants), strings.Join(tenants, ", "), p.Service, op)
+		}
+		if pr := row.Tenants.Processes; len(pr) > 0 {
+			c.Host, c.GPU = row.Tenants.Host, strconv.Itoa(pr[0].GPU)
+		}
+		c.Evidence = append(c.Evidence, fmt.Sprintf("NVML on %s lists %s on the span's GPU (%s; listed when this query ran, not over the span's window)",
+			row.Tenants.Host, strings.Join(tenantDetails(row.Tenants), ", "), own))
+	}
 	if row != nil && row.GPU != nil {
 		g := row.GPU
 		if len(g.SharedWith) > 0 {
@@ -173,12 +193,34 @@ func sharedGPUCause(c Cause, p BreakdownPart, row *correlate.SpanRow, m gputrace
 		if len(g.GPUs) > 0 {
 			c.Host, c.GPU = g.GPUs[0].Host, cmp.Or(g.GPUs[0].Index, g.GPUs[0].UUID)
 		}
-		if len(g.SharedWith) == 0 {
+		if len(g.SharedWith) == 0 && len(tenants) == 0 {
 			c.Caveat = "dcgm-exporter names no other pod on this GPU (its Kubernetes mapping, or --kubernetes-virtual-gpus for time-sliced GPUs, names them); nvidia-smi or the gpuLocal query on the host lists the processes using it"
 		}
-	} else {
+	} else if len(tenants) == 0 {
 		c.Caveat = "no DCGM series joined this span's GPU: with dcgm-exporter's Kubernetes mapping the other pods on it would be named; nvidia-smi or the gpuLocal query on the host lists the processes using it"
+	}
+	if len(tenants) > 0 && (row.GPU == nil || len(row.GPU.SharedWith) == 0) {
+		c.Caveat = "NVML lists the GPU's processes as they are when the query runs: a batch job that has since ended is not among them, and one started since is"
 	}
 	c.Action = "another workload runs on this GPU (time-slicing, MPS, or two pods on one device): give the service a dedicated GPU or a MIG slice, cap the other tenants (MPS's CUDA_MPS_ACTIVE_THREAD_PERCENTAGE), or schedule the batch job on other nodes"
 	return c
+}
+
+// tenantDetails is each NVML process with its GPU and memory: "python (pid 4242, GPU 0, 8.1 GiB
+// of its memory)".
+func tenantDetails(t *correlate.LocalTenants) []string {
+	out := make([]string, 0, len(t.Processes))
+	for _, p := range t.Processes {
+		d := fmt.Sprintf("pid %d, GPU %d", p.PID, p.GPU)
+		if p.UsedBytes != nil {
+			d += ", " + bytesText(int64(*p.UsedBytes)) + " of its memory"
+		}
+		if p.Name != "" {
+			d = p.Name + " (" + d + ")"
+		} else {
+			d = "a process (" + d + ")"
+		}
+		out = append(out, d)
+	}
+	return out
 }

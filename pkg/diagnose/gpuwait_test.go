@@ -12,6 +12,7 @@ import (
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/correlate"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/nvml"
 )
 
 // gpuWork writes one request's GPU work into a collector, as a profiler on the GPU service would
@@ -212,10 +213,18 @@ func TestSharedGPUNamesTheOtherPods(t *testing.T) {
 		correlate.AttributeKernels(ans.Rows, tr.TraceID, []*gputrace.Result{result})
 		ans.KernelTraces = []*gputrace.Result{result}
 		other := classify.Pod{Namespace: "batch", Name: randomName(rng) + "-trainer-0"}
+		tenant := nvml.Process{GPU: 1 + rng.IntN(7), PID: 1000 + uint32(rng.IntN(30000)), Name: randomName(rng), UsedBytes: new(float64(1+rng.IntN(40)) * (1 << 30))}
+		ownPID := uint32(rng.IntN(900) + 2)
 		for i := range ans.Rows {
-			if ans.Rows[i].Span.SpanID == gpuSpan.SpanID && n%2 == 0 {
+			if ans.Rows[i].Span.SpanID != gpuSpan.SpanID {
+				continue
+			}
+			switch n % 3 {
+			case 0:
 				ans.Rows[i].GPU = &correlate.GPUWindow{GPUs: []classify.GPU{{Host: "gpu-node-3", Index: "2"}}, Class: classify.ComputeBound, ClassShare: 1,
 					Util: 97, MemActivity: 40, PCIe: math.NaN(), FBUsed: math.NaN(), FBFree: math.NaN(), Samples: 3, SharedWith: []classify.Pod{other}}
+			case 1:
+				ans.Rows[i].Tenants = &correlate.LocalTenants{Host: "lab-box", OwnPID: ownPID, Processes: []nvml.Process{tenant}}
 			}
 		}
 		first := verdictOf(ans)[0]
@@ -223,11 +232,19 @@ func TestSharedGPUNamesTheOtherPods(t *testing.T) {
 			t.Fatalf("request %d: first cause %s %q", n, first.Kind, first.Title)
 		}
 		ev := strings.Join(first.Evidence, "\n")
-		if n%2 == 0 {
+		switch {
+		case n%3 == 0:
 			if !strings.Contains(first.Title, "GPU shared with batch/"+other.Name) || !strings.Contains(ev, "utilisation 97%") || first.Host != "gpu-node-3" || first.GPU != "2" {
 				t.Errorf("request %d: %q, evidence %q, GPU %s/%s", n, first.Title, ev, first.Host, first.GPU)
 			}
-		} else if !strings.HasPrefix(first.Title, "GPU busy with work outside this request") || !strings.Contains(first.Caveat, "gpuLocal") {
+		case n%3 == 1:
+			name := fmt.Sprintf("%s (pid %d)", tenant.Name, tenant.PID)
+			if !strings.Contains(first.Title, "GPU shared with "+name) || !strings.Contains(ev, fmt.Sprintf("own pid %d", ownPID)) ||
+				!strings.Contains(ev, fmt.Sprintf("GPU %d, %d.0 GiB of its memory", tenant.GPU, int(*tenant.UsedBytes)>>30)) ||
+				first.Host != "lab-box" || first.GPU != fmt.Sprint(tenant.GPU) || !strings.Contains(first.Caveat, "when the query runs") {
+				t.Errorf("request %d: %q, evidence %q, caveat %q, GPU %s/%s", n, first.Title, ev, first.Caveat, first.Host, first.GPU)
+			}
+		case !strings.HasPrefix(first.Title, "GPU busy with work outside this request") || !strings.Contains(first.Caveat, "gpuLocal"):
 			t.Errorf("request %d: %q, caveat %q", n, first.Title, first.Caveat)
 		}
 		if !strings.Contains(ev, "launch-to-start delay") {

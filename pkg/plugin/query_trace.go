@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"context"
+	"os"
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	"github.com/grafana/grafana-plugin-sdk-go/data"
@@ -20,7 +21,9 @@ func (d *Datasource) queryTrace(ctx context.Context, q backend.DataQuery) (data.
 	if err != nil {
 		return nil, models.InvalidQuery(err)
 	}
-	ans, err := correlate.JoinRequest(ctx, d.src.ForTrace(d.settings.Join.LatencyHistograms), correlate.TraceQuery{
+	src := d.src.ForTrace(d.settings.Join.LatencyHistograms)
+	src.LocalHost, _ = os.Hostname()
+	ans, err := correlate.JoinRequest(ctx, src, correlate.TraceQuery{
 		TraceID: tq.TraceID, ProfileTypeID: tq.ProfileTypeID, AllocTypeID: tq.AllocTypeID, MaxNodes: tq.MaxNodes,
 		From: q.TimeRange.From, To: q.TimeRange.To,
 		Join: d.settings.Join.SpanMatch, SLO: d.settings.Join.LatencyYellow, Thresholds: d.settings.Classify.Thresholds, SettingsErr: d.invalid.GPU,
