@@ -2,6 +2,7 @@ import { DataSourceJsonData } from '@grafana/data';
 import { DataQuery } from '@grafana/schema';
 
 import {
+  CADVISOR_LABEL_ROLES,
   DCGM_LABEL_ALIASES,
   DEFAULT_ALLOC_TYPE,
   DEFAULT_LATENCY_HISTOGRAMS as GENERATED_LATENCY_HISTOGRAMS,
@@ -292,6 +293,11 @@ interface BehaviourJsonData {
   pcieGeneration?: number;
   pcieWidth?: number;
   gpuThresholds?: GpuThresholds;
+
+  /** cAdvisor metric (CADVISOR_METRICS) → the metric to read instead (a recording rule's copy). */
+  cadvisorMetricNames?: Record<string, string>;
+  /** namespace, pod, container → the label of cAdvisor's series that carries it (default: the kubelet's). */
+  cadvisorLabelNames?: Partial<Record<(typeof CADVISOR_LABEL_ROLES)[number], string>>;
 
   /** The gpuLocal query: the Grafana host's GPUs through NVML (default off; the key is removed when off). */
   nvmlEnabled?: boolean;

@@ -101,6 +101,13 @@ func Generate() ([]byte, error) {
 		"label names the backend tries when the role is not set, in order of preference.",
 		"DCGM_LABEL_ALIASES", roles, true)
 
+	w.decl("The cAdvisor series the trace join reads of a span's container (pkg/models/container.go): the keys "+
+		"jsonData.cadvisorMetricNames accepts, in the order the settings page lists them.",
+		"CADVISOR_METRICS", strs(models.CadvisorMetrics), true)
+	w.decl("The roles of jsonData.cadvisorLabelNames (pkg/models/settings_containers.go); unset, the plugin "+
+		"reads the kubelet's namespace, pod, container, then pod_name, container_name.",
+		"CADVISOR_LABEL_ROLES", strs(models.ContainerRoles), true)
+
 	defaults := classify.DefaultThresholds()
 	var numeric object
 	for _, k := range classify.NumericThresholdKeys {

@@ -103,7 +103,7 @@ func JoinRequest(ctx context.Context, src TraceSources, q TraceQuery) (*TraceAns
 	out.Notices.Merge(containerNotices(a.containers, a.moreContainers))
 	out.Lever = a.lever
 	if q.SettingsErr != nil {
-		out.Notices.Warnf("Some GPU or join settings are invalid and use their defaults: %v", q.SettingsErr)
+		out.Notices.Warnf("Some GPU, join or cAdvisor settings are invalid and use their defaults: %v", q.SettingsErr)
 	}
 	return out, nil
 }

@@ -86,6 +86,8 @@ type Settings struct {
 	Classify ClassifySettings
 	// Join says how spans map to hosts and GPUs, and where links point (settings_join.go).
 	Join JoinSettings
+	// Containers names cAdvisor's CPU series (settings_containers.go).
+	Containers ContainerSettings
 	// Traces say where GPU kernel traces are read from (settings_traces.go).
 	Kernels KernelTraceSettings
 	// NVMLEnabled turns on the gpuLocal query type (jsonData.nvmlEnabled, default false): the
@@ -109,6 +111,8 @@ type Invalid struct {
 	Join error
 	// Kernels is the invalid kernel-trace keys.
 	Kernels error
+	// Containers is the invalid cAdvisor name keys (their defaults are used).
+	Containers error
 	// NVML is an invalid jsonData.nvmlEnabled.
 	NVML error
 }
@@ -156,6 +160,7 @@ func LoadSettings(s backend.DataSourceInstanceSettings) (*Settings, Invalid, err
 	out.MinStep, bad.MinStep = loadMinStep(j)
 	bad.Join = loadJoin(j, &out.Join)
 	bad.GPU = errors.Join(loadDCGM(j, &out.DCGM), loadClassify(j, &out.Classify), bad.Join)
+	bad.Containers = loadContainers(j, &out.Containers)
 	bad.Kernels = loadKernelTraces(j, s.DecryptedSecureJSONData, &out.Kernels)
 	if out.NVMLEnabled, bad.NVML = j.boolean("nvmlEnabled"); bad.NVML != nil {
 		bad.NVML = fmt.Errorf("%v: set it to true or false in the data source settings", bad.NVML)

@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"context"
+	"errors"
 	"os"
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
@@ -26,7 +27,7 @@ func (d *Datasource) queryTrace(ctx context.Context, q backend.DataQuery) (data.
 	ans, err := correlate.JoinRequest(ctx, src, correlate.TraceQuery{
 		TraceID: tq.TraceID, ProfileTypeID: tq.ProfileTypeID, AllocTypeID: tq.AllocTypeID, MaxNodes: tq.MaxNodes,
 		From: q.TimeRange.From, To: q.TimeRange.To,
-		Join: d.settings.Join.SpanMatch, SLO: d.settings.Join.LatencyYellow, Thresholds: d.settings.Classify.Thresholds, SettingsErr: d.invalid.GPU,
+		Join: d.settings.Join.SpanMatch, SLO: d.settings.Join.LatencyYellow, Thresholds: d.settings.Classify.Thresholds, SettingsErr: errors.Join(d.invalid.GPU, d.invalid.Containers),
 	})
 	if err != nil {
 		return nil, err

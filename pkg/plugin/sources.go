@@ -55,6 +55,8 @@ func newSources(s *models.Settings, bad *models.Invalid) (correlate.Sources, []*
 		case models.Prometheus:
 			if prom, err = prometheus.New(*u, hc.Client); err != nil {
 				bad.SetUpstream(u.Name, err)
+			} else {
+				prom = prom.WithContainers(s.Containers)
 			}
 		case models.Jaeger:
 			jae = jaeger.New(*u, hc.Client)

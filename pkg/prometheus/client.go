@@ -21,6 +21,8 @@ type Client struct {
 	dcgm models.DCGMSettings
 	// cat is dcgm applied to the catalogue, built once per WithDCGM.
 	cat *Catalogue
+	// containers names cAdvisor's series (WithContainers); the zero value uses cAdvisor's own.
+	containers models.ContainerSettings
 	// cache holds label detections (inventory.go), shared by every copy of the client.
 	cache *inventoryCache
 	// meta holds metric metadata (units.go), shared the same way.
@@ -38,6 +40,14 @@ func New(u models.Upstream, hc *http.Client) (*Client, error) {
 
 func newClient(url string, api promv1.API) *Client {
 	return &Client{url: url, api: api, cat: NewCatalogue(models.DCGMSettings{}), cache: newInventoryCache(), meta: newMetadataCache()}
+}
+
+// WithContainers returns a copy of the client that reads cAdvisor's CPU series under the names
+// the data source settings give (jsonData.cadvisorMetricNames, cadvisorLabelNames).
+func (c *Client) WithContainers(s models.ContainerSettings) *Client {
+	cp := *c
+	cp.containers = s
+	return &cp
 }
 
 // WithDCGM returns a copy of the client that names DCGM metrics and labels as the data source

@@ -43,12 +43,18 @@ func (c *Client) ContainerCPU(ctx context.Context, q models.ContainerQuery) (res
 	start, end := q.Window(models.ContainerRateWindow)
 	res = models.ContainerCPU{Namespace: q.Namespace, Pod: q.Pod, Container: q.Container, Start: start, End: end,
 		Periods: math.NaN(), ThrottledPeriods: math.NaN(), ThrottledSeconds: math.NaN(), UsageSeconds: math.NaN(), QuotaCPUs: math.NaN()}
-	for i, l := range containerLabels {
+	spellings := containerLabels
+	if ln := c.containers.LabelNames; len(ln) > 0 {
+		spellings = append([]struct{ namespace, pod, container string }{{
+			cmp.Or(ln[models.ContainerRoleNamespace], "namespace"), cmp.Or(ln[models.ContainerRolePod], "pod"), cmp.Or(ln[models.ContainerRoleContainer], "container"),
+		}}, containerLabels...)
+	}
+	for i, l := range spellings {
 		got, found, err := c.containerFigures(ctx, q, l.namespace, l.pod, l.container, start, end)
 		if err != nil {
 			return res, err
 		}
-		if found || i == len(containerLabels)-1 {
+		if found || i == len(spellings)-1 {
 			got.Start, got.End = start, end
 			return got, nil
 		}
@@ -72,14 +78,18 @@ func (c *Client) containerFigures(ctx context.Context, q models.ContainerQuery, 
 	by := []string{nsLabel, podLabel, ctrLabel}
 	rng := end.Sub(start)
 	exprs := make([]parser.Expr, 0, len(containerCounters)+1)
+	name := c.containers.Metric
 	for _, m := range containerCounters {
-		exprs = append(exprs, aggregateBy("sum", promCall("increase", rangeSelector(metricSelector(m, ms), rng)), by))
+		exprs = append(exprs, aggregateBy("sum", promCall("increase", rangeSelector(metricSelector(name(m), ms), rng)), by))
 	}
 	maxOver := func(m string) parser.Expr {
-		return aggregateBy("max", promCall("max_over_time", rangeSelector(metricSelector(m, ms), rng)), by)
+		return aggregateBy("max", promCall("max_over_time", rangeSelector(metricSelector(name(m), ms), rng)), by)
 	}
 	exprs = append(exprs, binaryExpr(parser.DIV, maxOver(models.CadvisorQuota), maxOver(models.CadvisorPeriod)))
-	names := append(append([]string(nil), containerCounters...), models.CadvisorQuota)
+	names := make([]string, 0, len(containerCounters)+1)
+	for _, m := range append(append([]string(nil), containerCounters...), models.CadvisorQuota) {
+		names = append(names, name(m))
+	}
 	queries := make([]string, len(exprs))
 	vecs := make([]model.Vector, len(exprs))
 	errs := safe.ForEach("container figure", len(exprs), engineParallelQueries, func(i int) error {

@@ -3,6 +3,7 @@
 package prometheus
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -38,6 +39,23 @@ func TestRealContainerCPUReadsCadvisorThrottling(t *testing.T) {
 	series := promwrite.CadvisorCPU(promwrite.Container{Namespace: "serving", Pod: pod, Container: "server"}, quota, per, from, end, time.Second)
 	// A sidecar in the same pod, never throttled.
 	series = append(series, promwrite.CadvisorCPU(promwrite.Container{Namespace: "serving", Pod: pod, Container: "envoy"}, 0.1, 0, from, end, time.Second)...)
+	// A relabelled copy of another pod, as a cluster whose scrape config renames cAdvisor's
+	// labels and whose recording rules rename the throttling counters would hold it.
+	copied := fmt.Sprintf("copy-%x", rng.Uint32())
+	renamed := map[string]string{}
+	for _, m := range models.CadvisorMetrics[:3] {
+		renamed[m] = "k8s_" + fmt.Sprint(rng.IntN(1000)) + ":" + m
+	}
+	for _, sr := range promwrite.CadvisorCPU(promwrite.Container{Namespace: "serving", Pod: copied, Container: "server"}, quota, per, from, end, time.Second) {
+		l := map[string]string{"kubernetes_namespace": sr.Labels["namespace"], "kubernetes_pod_name": sr.Labels["pod"], "kubernetes_container": sr.Labels["container"]}
+		for k, v := range sr.Labels {
+			if k != "namespace" && k != "pod" && k != "container" {
+				l[k] = v
+			}
+		}
+		l["__name__"] = cmp.Or(renamed[l["__name__"]], l["__name__"])
+		series = append(series, promwrite.Series{Labels: l, Samples: sr.Samples})
+	}
 	if err := (promwrite.Client{URL: bed.PrometheusURL}).Write(ctx, series); err != nil {
 		t.Fatal(err)
 	}
@@ -74,6 +92,14 @@ func TestRealContainerCPUReadsCadvisorThrottling(t *testing.T) {
 	named, err := c.ContainerCPU(ctx, models.ContainerQuery{Namespace: "serving", Pod: pod, Container: "envoy", Start: q.Start, End: q.End})
 	if err != nil || named.Container != "envoy" || named.Throttled() {
 		t.Errorf("the named sidecar: %+v, %v", named, err)
+	}
+	// The copy under its own names, through the settings' overrides.
+	relabelled := c.WithContainers(models.ContainerSettings{MetricNames: renamed,
+		LabelNames: map[string]string{"namespace": "kubernetes_namespace", "pod": "kubernetes_pod_name", "container": "kubernetes_container"}})
+	viaCopy, err := relabelled.ContainerCPU(ctx, models.ContainerQuery{Namespace: "serving", Pod: copied, Start: q.Start, End: q.End})
+	if err != nil || viaCopy.Container != "server" || len(viaCopy.Missing) != 0 || math.Abs(viaCopy.ThrottledPerCPUSecond()-per) > 0.01*per ||
+		!strings.Contains(strings.Join(viaCopy.Queries, " "), renamed[models.CadvisorThrottledSeconds]) {
+		t.Errorf("the relabelled copy through the overrides: %+v, %v", viaCopy, err)
 	}
 	none, err := c.ContainerCPU(ctx, models.ContainerQuery{Pod: pod + "-gone", Start: q.Start, End: q.End})
 	if err != nil || len(none.Missing) != 5 || !math.IsNaN(none.ThrottledSeconds) {

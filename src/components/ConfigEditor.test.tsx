@@ -408,6 +408,28 @@ describe('ConfigEditor settings sections', () => {
     expect(last().jsonData).toEqual({ pcieGeneration: 5, pcieWidth: 3 });
   });
 
+  it('writes cAdvisor metric and label names as objects', () => {
+    const { last, changes } = renderEditor(settings());
+    open('Container CPU (cAdvisor)');
+    fireEvent.click(screen.getByRole('button', { name: 'Add metric' }));
+    type('cAdvisor metric 1 from', 'container_cpu_cfs_throttled_seconds_total');
+    type('cAdvisor metric 1 to', 'k8s:throttled_seconds');
+    type('Pod name label', 'kubernetes_pod_name');
+    expect(last().jsonData).toEqual({
+      cadvisorMetricNames: { container_cpu_cfs_throttled_seconds_total: 'k8s:throttled_seconds' },
+      cadvisorLabelNames: { pod: 'kubernetes_pod_name' },
+    });
+    type('Container name label', 'kubernetes-container');
+    expect(screen.getByText('A label name: letters, digits and _ (e.g. Hostname)')).toBeInTheDocument();
+    type('cAdvisor metric 1 from', 'container_cpu_throttled');
+    expect(screen.getByText('Not a cAdvisor series the plugin reads')).toBeInTheDocument();
+    type('Pod name label', '');
+    type('Container name label', '');
+    fireEvent.click(screen.getByRole('button', { name: /remove cAdvisor metric 1/i }));
+    expect(last().jsonData).toEqual({});
+    expect(changes.length).toBeGreaterThan(2);
+  });
+
   it('adds and removes metric name overrides', () => {
     const { last, changes } = renderEditor(settings());
     open('GPU series (DCGM)');

@@ -970,6 +970,23 @@ export const DCGM_LABEL_ALIASES = {
   ]
 } as const;
 
+/** The cAdvisor series the trace join reads of a span's container (pkg/models/container.go): the keys jsonData.cadvisorMetricNames accepts, in the order the settings page lists them. */
+export const CADVISOR_METRICS = [
+  "container_cpu_cfs_periods_total",
+  "container_cpu_cfs_throttled_periods_total",
+  "container_cpu_cfs_throttled_seconds_total",
+  "container_cpu_usage_seconds_total",
+  "container_spec_cpu_quota",
+  "container_spec_cpu_period"
+] as const;
+
+/** The roles of jsonData.cadvisorLabelNames (pkg/models/settings_containers.go); unset, the plugin reads the kubelet's namespace, pod, container, then pod_name, container_name. */
+export const CADVISOR_LABEL_ROLES = [
+  "namespace",
+  "pod",
+  "container"
+] as const;
+
 /** Numeric jsonData.gpuThresholds keys with their default and valid range (min excluded when minOpen), in documentation order. */
 export const GPU_THRESHOLDS = {
   "computeBoundPct": {
