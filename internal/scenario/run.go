@@ -115,11 +115,15 @@ func Run(ctx context.Context, cfg Config, s Spec) (*Result, error) {
 		}
 		culpritHost, res.GPU = cfg.GPUHost, strconv.Itoa(gpu)
 	}
-	if s.Kind == SharedGPU && cfg.Prometheus != "" {
+	onSharedGPU := s.Kind.WritesKernelTrace() && cfg.Prometheus != ""
+	if onSharedGPU {
 		// The culprit runs on a GPU host of its own, whose dcgm-exporter (written below) maps
-		// its GPU to the culprit's pod and another workload's.
+		// its GPU to the culprit's pod and another workload's. Only SharedGPU's kernels queue
+		// behind that workload; the other GPU-idle kinds must keep their own first cause there.
 		culpritHost, gpu, res.GPU = s.SharedHost, s.SharedGPU, strconv.Itoa(s.SharedGPU)
-		res.TitleHas = "GPU shared with " + sharedNamespace + "/" + s.OtherPod
+		if s.Kind == SharedGPU {
+			res.TitleHas = "GPU shared with " + sharedNamespace + "/" + s.OtherPod
+		}
 	}
 	profiled := s.Kind != Queue && s.Kind != DownstreamOpaque && s.Kind != DownstreamQueued && s.Kind != KVPreempted
 
@@ -225,7 +229,7 @@ func Run(ctx context.Context, cfg Config, s Spec) (*Result, error) {
 			return nil, err
 		}
 	}
-	if s.Kind == SharedGPU && cfg.Prometheus != "" {
+	if onSharedGPU {
 		if err := c.writeSharedGPU(ctx); err != nil {
 			return nil, err
 		}

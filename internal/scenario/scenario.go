@@ -70,8 +70,9 @@ type Spec struct {
 	// container in the kinds slowed by something else (mild: 0.05–0.4): the verdict must keep
 	// their own first cause.
 	AroundThrottle float64
-	// SharedHost, SharedGPU and OtherPod are a SharedGPU culprit's GPU (a host of its own, one
-	// of its GPUs) and the other workload's pod that dcgm-exporter maps that GPU to as well.
+	// SharedHost, SharedGPU and OtherPod are the GPU-idle kinds' culprit's GPU (a host of its
+	// own, one of its GPUs) and the other workload's pod that dcgm-exporter maps that GPU to as
+	// well: only SharedGPU's kernels queue behind it, the others keep their own cause.
 	SharedHost string
 	SharedGPU  int
 	OtherPod   string

@@ -75,7 +75,7 @@ func containerSpans(t *models.Trace, j models.SpanMatch) (out []ContainerSpan, q
 		}
 		a := byKey[c]
 		if a == nil {
-			a = &acc{c: c, q: models.ContainerQuery{Namespace: c.Namespace, Pod: c.Pod, Container: c.Container, Start: s.Start, End: s.Start.Add(s.Duration)}}
+			a = &acc{c: c, q: models.ContainerQuery{Namespace: c.Namespace, Pod: c.Pod, Container: c.Container, Service: s.Service, Start: s.Start, End: s.Start.Add(s.Duration)}}
 			byKey[c] = a
 			order = append(order, c)
 		}

@@ -103,22 +103,26 @@ func attachEngines(rows []SpanRow, t *models.Trace, spans []EngineSpan) {
 }
 
 // Preemptions is how many requests the engine preempted in the window its figures were read
-// over, and whether its metrics say (the counter has series).
-func Preemptions(f *models.EngineFigures) (n float64, known bool) {
+// over, the metric that says so, and whether its metrics say: vLLM's and SGLang's counter, else
+// the most requests TensorRT-LLM held paused at once.
+func Preemptions(f *models.EngineFigures) (n float64, metric string, known bool) {
 	if f == nil {
-		return 0, false
+		return 0, "", false
 	}
-	for _, fig := range f.Figures {
-		if fig.Name == FigurePreemptions {
-			return fig.Max, true
+	for _, name := range []string{FigurePreemptions, FigurePaused} {
+		for _, fig := range f.Figures {
+			if fig.Name == name {
+				return fig.Max, fig.Metric, true
+			}
 		}
 	}
-	return 0, false
+	return 0, "", false
 }
 
 // Engine figure names the join and the diagnosis read (prometheus.Client's names).
 const (
 	FigurePreemptions = "preemptions"
+	FigurePaused      = "paused requests" // TensorRT-LLM's preempted requests, a gauge
 	FigureTPOT        = "time per output token"
 	FigureKVCache     = "KV cache usage"
 )

@@ -300,7 +300,19 @@ type engineFigure struct {
 func engineFigures(t *models.Trace, i int, children []int, row *correlate.SpanRow) []engineFigure {
 	s := t.Spans[i]
 	prefill, decode := attrSeconds(s, correlate.AttrTimeInPrefill), attrSeconds(s, correlate.AttrTimeInDecode)
-	out := []engineFigure{{PartQueue, "span attribute " + correlate.AttrTimeInQueue, attrSeconds(s, correlate.AttrTimeInQueue)}}
+	prefillFrom, decodeFrom := "span attribute "+correlate.AttrTimeInPrefill, "span attribute "+correlate.AttrTimeInDecode
+	queue := attrSeconds(s, correlate.AttrTimeInQueue)
+	if prefill == 0 && decode == 0 && attrSeconds(s, correlate.AttrTimeInInference) == 0 {
+		// TensorRT-LLM writes the queue, the first token and the end only: prefill and decode
+		// are their differences, as vLLM computes its own.
+		ttft, e2e := attrSeconds(s, correlate.AttrTimeToFirst), attrSeconds(s, correlate.AttrE2E)
+		if ttft > queue && e2e >= ttft {
+			prefill, decode = ttft-queue, e2e-ttft
+			prefillFrom = "span attributes " + correlate.AttrTimeToFirst + " − " + correlate.AttrTimeInQueue
+			decodeFrom = "span attributes " + correlate.AttrE2E + " − " + correlate.AttrTimeToFirst
+		}
+	}
+	out := []engineFigure{{PartQueue, "span attribute " + correlate.AttrTimeInQueue, queue}}
 	if p, ok := preemptedTime(s, row, prefill, decode); ok {
 		out = append(out, engineFigure{PartPreempted, p.source, p.excess})
 		fromDecode := min(p.excess, decode)
@@ -308,8 +320,8 @@ func engineFigures(t *models.Trace, i int, children []int, row *correlate.SpanRo
 		prefill -= min(p.excess-fromDecode, prefill)
 	}
 	out = append(out,
-		engineFigure{PartPrefill, "span attribute " + correlate.AttrTimeInPrefill, prefill},
-		engineFigure{PartDecode, "span attribute " + correlate.AttrTimeInDecode, decode},
+		engineFigure{PartPrefill, prefillFrom, prefill},
+		engineFigure{PartDecode, decodeFrom, decode},
 	)
 	if queued, ok := s.Event(correlate.EventQueueStart); ok {
 		for _, c := range children {
@@ -344,7 +356,7 @@ func preemptedTime(s models.Span, row *correlate.SpanRow, prefill, decode time.D
 	if row == nil {
 		return p, false
 	}
-	n, known := correlate.Preemptions(row.Engine)
+	n, metric, known := correlate.Preemptions(row.Engine)
 	if !known || n <= 0 {
 		return p, false
 	}
@@ -372,7 +384,7 @@ func preemptedTime(s models.Span, row *correlate.SpanRow, prefill, decode time.D
 		return p, false
 	}
 	p.excess = p.inference - p.model
-	p.source = "the span's inference time (" + correlate.AttrTimeInPrefill + " + " + correlate.AttrTimeInDecode + ") less the model's own (" + p.modelFrom + "), while the engine preempted requests (vllm:num_preemptions_total)"
+	p.source = "the span's inference time (" + correlate.AttrTimeInPrefill + " + " + correlate.AttrTimeInDecode + ") less the model's own (" + p.modelFrom + "), while the engine preempted requests (" + metric + ")"
 	return p, true
 }
 

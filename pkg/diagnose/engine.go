@@ -71,6 +71,7 @@ const CausePreempted = PartPreempted
 // model times, the engine's preemptions and KV cache around it, and the one remedy.
 func preemptedCause(c Cause, p BreakdownPart, row *correlate.SpanRow, op string) Cause {
 	c.Kind = CausePreempted
+	trtllm := false
 	c.Title = "preempted for KV-cache space in " + p.Service + op
 	c.Evidence = []string{fmt.Sprintf("%s of inference beyond the model's own time (%s)", p.Duration.Round(time.Millisecond), p.Source)}
 	if row != nil {
@@ -82,6 +83,9 @@ func preemptedCause(c Cause, p BreakdownPart, row *correlate.SpanRow, op string)
 		}
 		if fig := engineFigure0(row.Engine, correlate.FigurePreemptions); fig != nil {
 			c.Evidence = append(c.Evidence, fmt.Sprintf("the engine preempted %.0f request(s) in the %s around it (%s, Prometheus)", fig.Max, seconds(fig.End.Sub(fig.Start)), fig.Metric))
+		} else if fig := engineFigure0(row.Engine, correlate.FigurePaused); fig != nil {
+			trtllm = true
+			c.Evidence = append(c.Evidence, fmt.Sprintf("the engine held up to %.0f request(s) paused for KV-cache blocks in the %s around it (%s, Prometheus)", fig.Max, seconds(fig.End.Sub(fig.Start)), fig.Metric))
 		}
 		if fig := engineFigure0(row.Engine, correlate.FigureKVCache); fig != nil {
 			c.Evidence = append(c.Evidence, fmt.Sprintf("KV cache usage up to %.0f%% (%s, Prometheus)", 100*fig.Max, fig.Metric))
@@ -92,5 +96,8 @@ func preemptedCause(c Cause, p BreakdownPart, row *correlate.SpanRow, op string)
 	}
 	c.Caveat = "the preemption count is the engine's over the window, not this request's: that this request was among them is read from its inference outlasting its model time"
 	c.Action = "the engine ran out of KV-cache blocks and preempted running requests (recomputed or swapped later): give the KV cache headroom with a higher --gpu-memory-utilization, fewer concurrent sequences (--max-num-seqs), chunked prefill, prefix caching, or a larger GPU or tensor parallelism"
+	if trtllm {
+		c.Action = "the engine ran out of KV-cache blocks and paused running requests: give the KV cache headroom with a higher kv_cache_config.free_gpu_memory_fraction, a lower max_batch_size or max_num_tokens, KV-cache block reuse, the GUARANTEED_NO_EVICT scheduler policy, or a larger GPU or tensor parallelism"
+	}
 	return c
 }

@@ -50,15 +50,51 @@ func engineRequest(rng *rand.Rand, n int, queue, prefill, decode, excess time.Du
 	return ans, engine
 }
 
+// asTensorRTLLM makes the engine TensorRT-LLM: its span writes the queue, the first token and
+// the end only (tensorrt_llm/llmapi/tracing.py), its metrics are its KV and TPOT series, and its
+// paused requests (a gauge: the most held at once) stand where vLLM counts preemptions.
+func asTensorRTLLM(ans *correlate.TraceAnswer) {
+	for i := range ans.Trace.Spans {
+		a := ans.Trace.Spans[i].Attributes
+		if a[correlate.AttrE2E] == "" {
+			continue
+		}
+		queue, _ := strconv.ParseFloat(a[correlate.AttrTimeInQueue], 64)
+		prefill, _ := strconv.ParseFloat(a[correlate.AttrTimeInPrefill], 64)
+		a[correlate.AttrTimeToFirst] = strconv.FormatFloat(queue+prefill, 'f', 6, 64)
+		for _, k := range []string{correlate.AttrTimeInPrefill, correlate.AttrTimeInDecode, correlate.AttrTimeInExecute, correlate.AttrTimeInForward, correlate.AttrResponseModel} {
+			delete(a, k) // the rows' spans share the map
+		}
+	}
+	for _, e := range ans.Engines {
+		for i := range e.Figures.Figures {
+			f := &e.Figures.Figures[i]
+			switch f.Name {
+			case correlate.FigureKVCache:
+				f.Metric = "trtllm_kv_cache_utilization"
+			case correlate.FigureTPOT:
+				f.Metric = "trtllm_time_per_output_token_seconds"
+			case correlate.FigurePreemptions:
+				f.Name, f.Metric = correlate.FigurePaused, "trtllm_num_paused_requests"
+			}
+		}
+	}
+}
+
 // Randomised preempted requests: the first cause is the preemption in the engine, with its one
-// remedy, explaining the lost time within 10 %; the model keeps only its own time.
+// remedy, explaining the lost time within 10 %; the model keeps only its own time. A third of
+// the engines are TensorRT-LLM's, which pauses requests instead of counting preemptions.
 func TestPreemptedRequestsAreNamedByTheirPreemption(t *testing.T) {
 	rng := rand.New(rand.NewPCG(4, 44))
 	for n := range 60 {
 		prefill := time.Duration(20+rng.IntN(200)) * time.Millisecond
 		own := time.Duration(50+rng.IntN(300)) * time.Millisecond
 		excess := prefill + own + time.Duration(100+rng.IntN(700))*time.Millisecond // the preemption is the larger part
-		ans, engine := engineRequest(rng, n, time.Duration(rng.IntN(30))*time.Millisecond, prefill, own+excess, excess, n%2 == 0, float64(1+rng.IntN(9)))
+		trtllm := n%3 == 2
+		ans, engine := engineRequest(rng, n, time.Duration(rng.IntN(30))*time.Millisecond, prefill, own+excess, excess, n%2 == 0 && !trtllm, float64(1+rng.IntN(9)))
+		if trtllm {
+			asTensorRTLLM(ans)
+		}
 		d := Request(ans)
 		first := d.Verdict[0]
 		if first.Kind != CausePreempted || first.Service != engine {
@@ -67,8 +103,12 @@ func TestPreemptedRequestsAreNamedByTheirPreemption(t *testing.T) {
 		if got := float64(first.Explains); math.Abs(got-float64(excess)) > 0.1*float64(excess) {
 			t.Errorf("request %d (model time by attribute %v): explains %s, preempted %s", n, n%2 == 0, first.Explains, excess)
 		}
-		if !strings.Contains(first.Action, "--gpu-memory-utilization") || strings.Contains(first.Action, "shorter prompts") {
-			t.Errorf("request %d: action %q", n, first.Action)
+		remedy, evidence := "--gpu-memory-utilization", "preempted"
+		if trtllm {
+			remedy, evidence = "free_gpu_memory_fraction", "while the engine preempted requests (trtllm_num_paused_requests)"
+		}
+		if !strings.Contains(first.Action, remedy) || strings.Contains(first.Action, "shorter prompts") || !strings.Contains(strings.Join(first.Evidence, "; "), evidence) {
+			t.Errorf("request %d (TensorRT-LLM %v): action %q, evidence %q", n, trtllm, first.Action, first.Evidence)
 		}
 		var modelTime time.Duration
 		for _, p := range d.Breakdown {

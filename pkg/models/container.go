@@ -17,7 +17,10 @@ const ContainerRateWindow = time.Minute
 type ContainerQuery struct {
 	Namespace, Pod string
 	Container      string // "" = the pod's containers, the most throttled one answers
-	Start, End     time.Time
+	// Service is the span's service: with no container named, a container of that name (as
+	// Kubernetes deployments often name it) answers before the most throttled one.
+	Service    string
+	Start, End time.Time
 }
 
 // Validate says what is wrong with the query.

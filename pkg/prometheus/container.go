@@ -31,7 +31,8 @@ var containerCounters = []string{models.CadvisorPeriods, models.CadvisorThrottle
 // ContainerCPU reads cAdvisor's CPU figures of a pod's container over the query's window,
 // widened to models.ContainerRateWindow: the increase of its CFS periods, throttled periods,
 // throttled seconds and CPU usage, and its quota in CPUs. With no container named, the pod's
-// containers are read and the one with the most throttled time answers (the pause container and
+// containers are read and the one named after the span's service, else the one with the most
+// throttled time, answers (the pause container and
 // the pod-level series, container "" or "POD", are left out). A figure without series is NaN
 // and named in Missing; only a failed query fails the call.
 func (c *Client) ContainerCPU(ctx context.Context, q models.ContainerQuery) (res models.ContainerCPU, err error) {
@@ -122,8 +123,12 @@ func (c *Client) containerFigures(ctx context.Context, q models.ContainerQuery, 
 	res := models.ContainerCPU{Namespace: q.Namespace, Pod: q.Pod, Container: q.Container, Queries: queries,
 		Periods: math.NaN(), ThrottledPeriods: math.NaN(), ThrottledSeconds: math.NaN(), UsageSeconds: math.NaN(), QuotaCPUs: math.NaN()}
 	var best *key
-	// The most throttled time, then the most throttled periods, then the name: one answer.
+	// The container named after the span's service, else the most throttled time, then the most
+	// throttled periods, then the name: one answer.
 	more := func(k key, b key) bool {
+		if q.Service != "" && (k.ctr == q.Service) != (b.ctr == q.Service) {
+			return k.ctr == q.Service
+		}
 		f, g := figures[k], figures[b]
 		return cmp.Or(cmp.Compare(nanZero(f[2]), nanZero(g[2])), cmp.Compare(nanZero(f[1]), nanZero(g[1])), cmp.Compare(b.ctr, k.ctr)) > 0
 	}

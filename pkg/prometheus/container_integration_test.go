@@ -93,6 +93,12 @@ func TestRealContainerCPUReadsCadvisorThrottling(t *testing.T) {
 	if err != nil || named.Container != "envoy" || named.Throttled() {
 		t.Errorf("the named sidecar: %+v, %v", named, err)
 	}
+	// A span whose pod is known but not its container: the container named after its service
+	// answers, although the other is throttled more.
+	byService, err := c.ContainerCPU(ctx, models.ContainerQuery{Namespace: "serving", Pod: pod, Service: "envoy", Start: q.Start, End: q.End})
+	if err != nil || byService.Container != "envoy" {
+		t.Errorf("the service's container: %+v, %v", byService, err)
+	}
 	// The copy under its own names, through the settings' overrides.
 	relabelled := c.WithContainers(models.ContainerSettings{MetricNames: renamed,
 		LabelNames: map[string]string{"namespace": "kubernetes_namespace", "pod": "kubernetes_pod_name", "container": "kubernetes_container"}})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/prometheus/common/model"
@@ -39,6 +40,8 @@ type engineFigureSpec struct {
 	// counter: the figure is the counter's increase over the window, summed over series
 	// (replicas), with olderNames tried in turn.
 	counter bool
+	// optional: one engine's figure alone, never reported missing (the others do not have it).
+	optional bool
 }
 
 func (s engineFigureSpec) ratio() bool { return s.num != "" }
@@ -52,20 +55,29 @@ type engineSpec struct {
 var engineSpecs = map[string]engineSpec{
 	// https://docs.vllm.ai/en/latest/design/metrics.html: V1 adds the engine label; the KV cache
 	// gauge was vllm:gpu_cache_usage_perc before V1.
+	// SGLang's and TensorRT-LLM's metrics share vLLM's model_name label and write the same
+	// gen_ai.* span attributes (SGLang's docs/references/production_metrics.md; TensorRT-LLM's
+	// tensorrt_llm/metrics/collector.py, prefix trtllm_): they are read where vLLM's are absent.
 	models.EngineVLLM: {modelLabel: "model_name", figures: []engineFigureSpec{
-		{name: "requests waiting", unit: "short", metric: "vllm:num_requests_waiting"},
-		{name: "requests running", unit: "short", metric: "vllm:num_requests_running"},
-		// SGLang's KV pool usage and its retractions (its word for preemptions) share vLLM's
-		// model_name label (docs/references/production_metrics.md): read where vLLM's are absent.
-		{name: "KV cache usage", unit: "percentunit", metric: "vllm:kv_cache_usage_perc", olderNames: []string{"vllm:gpu_cache_usage_perc"}, alsoNames: []string{"sglang:token_usage"}},
+		{name: "requests waiting", unit: "short", metric: "vllm:num_requests_waiting", alsoNames: []string{"trtllm_num_requests_waiting"}},
+		{name: "requests running", unit: "short", metric: "vllm:num_requests_running", alsoNames: []string{"trtllm_num_requests_running"}},
+		// SGLang's KV pool usage; TensorRT-LLM's used ÷ max KV blocks.
+		{name: "KV cache usage", unit: "percentunit", metric: "vllm:kv_cache_usage_perc", olderNames: []string{"vllm:gpu_cache_usage_perc"},
+			alsoNames: []string{"sglang:token_usage", "trtllm_kv_cache_utilization"}},
 		{name: "queue time per request", unit: "s", metric: "vllm:request_queue_time_seconds",
-			num: "vllm:request_queue_time_seconds_sum", den: "vllm:request_queue_time_seconds_count", divisor: 1},
-		// Requests the scheduler preempted for KV-cache space (recomputed or swapped later).
+			num: "vllm:request_queue_time_seconds_sum", den: "vllm:request_queue_time_seconds_count", divisor: 1,
+			olderPairs: [][2]string{{"trtllm_request_queue_time_seconds_sum", "trtllm_request_queue_time_seconds_count"}}},
+		// Requests the scheduler preempted for KV-cache space (recomputed or swapped later);
+		// SGLang calls them retracted.
 		{name: "preemptions", unit: "short", metric: "vllm:num_preemptions_total", alsoNames: []string{"sglang:num_retracted_requests_total"}, counter: true},
+		// TensorRT-LLM counts no preemptions: its in-flight batcher pauses requests for KV-cache
+		// blocks (evicted, resumed later), a gauge per iteration.
+		{name: "paused requests", unit: "short", metric: "trtllm_num_paused_requests", optional: true},
 		// The engine's time per output token over its requests: a model's own decode pace.
 		{name: "time per output token", unit: "s", metric: "vllm:time_per_output_token_seconds",
 			num: "vllm:time_per_output_token_seconds_sum", den: "vllm:time_per_output_token_seconds_count", divisor: 1,
-			olderPairs: [][2]string{{"vllm:inter_token_latency_seconds_sum", "vllm:inter_token_latency_seconds_count"}}},
+			olderPairs: [][2]string{{"vllm:inter_token_latency_seconds_sum", "vllm:inter_token_latency_seconds_count"},
+				{"trtllm_time_per_output_token_seconds_sum", "trtllm_time_per_output_token_seconds_count"}}},
 	}},
 	// https://docs.nvidia.com/deeplearning/triton-inference-server/user-guide/docs/user_guide/metrics.html:
 	// the queue duration is cumulative microseconds.
@@ -131,6 +143,9 @@ func (c *Client) engineGauge(ctx context.Context, f engineFigureSpec, matchers [
 	start, end := q.Window(models.EngineGaugeWindow)
 	var a engineAnswer
 	reported := 1 + len(f.olderNames)
+	if f.optional {
+		reported = 0
+	}
 	for n, metric := range append(append([]string{f.metric}, f.olderNames...), f.alsoNames...) {
 		expr, err := checked(rangeSelector(metricSelector(metric, matchers), end.Sub(start)))
 		if err != nil {
@@ -218,8 +233,9 @@ func (c *Client) engineRatio(ctx context.Context, f engineFigureSpec, matchers [
 		return promCall("increase", rangeSelector(metricSelector(metric, matchers), rng))
 	}
 	var vec model.Vector
-	var expr string
+	var expr, metric string
 	for _, pair := range append([][2]string{{f.num, f.den}}, f.olderPairs...) {
+		metric = strings.TrimSuffix(pair[0], "_sum") // a histogram's name, or the counter's
 		var e parser.Expr = binaryExpr(parser.DIV, increase(pair[0]), increase(pair[1]))
 		if f.divisor != 1 {
 			e = binaryExpr(parser.DIV, e, numberLit(f.divisor))
@@ -238,7 +254,7 @@ func (c *Client) engineRatio(ctx context.Context, f engineFigureSpec, matchers [
 	if len(vec) == 0 {
 		return engineAnswer{missing: []string{f.metric}}, nil
 	}
-	fig := models.EngineFigure{Name: f.name, Metric: f.metric, Query: expr, Unit: f.unit, Max: math.Inf(-1), Start: start, End: end}
+	fig := models.EngineFigure{Name: f.name, Metric: metric, Query: expr, Unit: f.unit, Max: math.Inf(-1), Start: start, End: end}
 	sum := 0.0
 	for _, s := range vec {
 		v := float64(s.Value)

@@ -4,13 +4,17 @@ package prometheus
 
 import (
 	"context"
+	"fmt"
+	"math"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/api"
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 
+	"github.com/hsi-profiling/hsi-profiling-datasource/internal/promwrite"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 )
 
@@ -71,4 +75,62 @@ func TestRealEngineReadingsOfTheBedsOwnSeries(t *testing.T) {
 		t.Errorf("demo latency per request: %+v, missing %v", ratio.figure, ratio.missing)
 	}
 	t.Logf("up: %+v; latency per request: %+v", *up.figure, ratio.figure)
+}
+
+// A TensorRT-LLM server's series (trtllm-serve's collector names), written into the bed's real
+// Prometheus through its remote-write receiver for a model named for this run: the vLLM reading
+// of an engine span finds them where vLLM's are absent, its paused requests among them.
+func TestRealEngineFiguresReadTensorRTLLMsSeries(t *testing.T) {
+	ctx := context.Background()
+	model := fmt.Sprintf("trt-%x", time.Now().UnixNano()&0xffffff)
+	from := bed.FixtureEnd.Add(time.Second).Truncate(time.Second)
+	if wait := time.Until(from.Add(70 * time.Second)); wait > 0 {
+		t.Logf("waiting %s for the bed to hold 70 s of new samples", wait.Round(time.Second))
+		time.Sleep(wait)
+	}
+	end := time.Now().Truncate(time.Second)
+	labels := func(metric string) map[string]string {
+		return map[string]string{"__name__": metric, "model_name": model, "engine_type": "trtllm", "job": "trtllm", "simulated": "true"}
+	}
+	since := func(t time.Time) float64 { return t.Sub(from).Seconds() }
+	series := []promwrite.Series{
+		{Labels: labels("trtllm_kv_cache_utilization"), Samples: promwrite.Every(from, end, time.Second, func(time.Time) float64 { return 0.98 })},
+		{Labels: labels("trtllm_num_paused_requests"), Samples: promwrite.Every(from, end, time.Second, func(time.Time) float64 { return 2 })},
+		{Labels: labels("trtllm_num_requests_waiting"), Samples: promwrite.Every(from, end, time.Second, func(time.Time) float64 { return 5 })},
+		// One request a second, each 20 ms per output token.
+		{Labels: labels("trtllm_time_per_output_token_seconds_sum"), Samples: promwrite.Every(from, end, time.Second, func(t time.Time) float64 { return 0.02 * since(t) })},
+		{Labels: labels("trtllm_time_per_output_token_seconds_count"), Samples: promwrite.Every(from, end, time.Second, since)},
+	}
+	if err := (promwrite.Client{URL: bed.PrometheusURL}).Write(ctx, series); err != nil {
+		t.Fatal(err)
+	}
+	ac, err := api.NewClient(api.Config{Address: bed.PrometheusURL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newClient(bed.PrometheusURL, promv1.NewAPI(ac))
+	span := end.Add(-35 * time.Second)
+	q := models.EngineQuery{Engine: models.EngineVLLM, Model: model, Start: span, End: span.Add(800 * time.Millisecond)}
+	want := map[string]float64{"KV cache usage": 0.98, "paused requests": 2, "requests waiting": 5, "time per output token": 0.02}
+	var figs models.EngineFigures
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Second) {
+		if figs, err = c.EngineFigures(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+		got := 0
+		for _, f := range figs.Figures {
+			if w, ok := want[f.Name]; ok && math.Abs(f.Max-w) < 1e-6*max(1, w) && strings.HasPrefix(f.Metric, "trtllm_") {
+				got++
+			}
+		}
+		if got == len(want) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("figures %+v: want %v from TensorRT-LLM's series", figs.Figures, want)
+		}
+	}
+	if slices.Contains(figs.Missing, "trtllm_num_paused_requests") || !slices.Contains(figs.Missing, "vllm:num_preemptions_total") {
+		t.Errorf("missing %v: vLLM's counter, not TensorRT-LLM's own gauge", figs.Missing)
+	}
 }

@@ -383,3 +383,48 @@ func TestEngineFiguresRejectAnUnknownEngine(t *testing.T) {
 		t.Errorf("queries sent for an unknown engine: %v", f.queries)
 	}
 }
+
+// TensorRT-LLM (trtllm-serve's collector, prefix trtllm_) writes vLLM's span attributes, so its
+// spans are read as vLLM's: its own series answer where vLLM's are absent, its paused requests
+// (its preemption) among them, and none of its names is called missing.
+func TestEngineFiguresReadTensorRTLLM(t *testing.T) {
+	const model = "nemotron-nano-3"
+	lbls := map[string]string{"model_name": model, "engine_type": "trtllm"}
+	f := &fakeEngineProm{
+		stored: []fakeStream{
+			gauge("trtllm_num_requests_waiting", lbls, "0", "2", "4", "0"),
+			gauge("trtllm_num_requests_running", lbls, "8", "8", "8", "8"),
+			gauge("trtllm_kv_cache_utilization", lbls, "0.5", "0.97", "1", "0.4"),
+			gauge("trtllm_num_paused_requests", lbls, "0", "1", "3", "0"),
+		},
+		ratios: map[string][]sample{
+			"trtllm_time_per_output_token_seconds_sum": {{lbls, "0.021"}},
+			"trtllm_request_queue_time_seconds_sum":    {{lbls, "0.4"}},
+		},
+	}
+	figs, err := f.serve(t).EngineFigures(context.Background(), models.EngineQuery{Engine: models.EngineVLLM, Model: model, Start: reqStart, End: reqEnd})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]struct {
+		metric string
+		max    float64
+	}{
+		"requests waiting": {"trtllm_num_requests_waiting", 4}, "KV cache usage": {"trtllm_kv_cache_utilization", 1},
+		"paused requests": {"trtllm_num_paused_requests", 3}, "time per output token": {"trtllm_time_per_output_token_seconds", 0.021},
+		"queue time per request": {"trtllm_request_queue_time_seconds", 0.4},
+	} {
+		if fig := figureNamed(t, figs, name); fig.Metric != want.metric || fig.Max != want.max {
+			t.Errorf("%s: %s max %v, want %s max %v", name, fig.Metric, fig.Max, want.metric, want.max)
+		}
+	}
+	for _, m := range figs.Missing {
+		if strings.HasPrefix(m, "trtllm_") {
+			t.Errorf("missing %v names TensorRT-LLM's own series", figs.Missing)
+		}
+	}
+	// The counters vLLM and SGLang have and TensorRT-LLM lacks are said missing under vLLM's name.
+	if !slices.Contains(figs.Missing, "vllm:num_preemptions_total") || slices.Contains(figs.Missing, "trtllm_num_paused_requests") {
+		t.Errorf("missing %v", figs.Missing)
+	}
+}

@@ -40,6 +40,9 @@ type queryCase struct {
 	uses []string
 	// keep lists, per faulty upstream, the parts the other upstreams still give.
 	keep map[string][]part
+	// say lists, per faulty upstream, what the answer's notices must say besides naming it:
+	// each read of that upstream the query makes, degraded on its own.
+	say map[string][]string
 }
 
 func queryCases(traceID string, spanIDs []string) []queryCase {
@@ -76,7 +79,10 @@ func queryCases(traceID string, spanIDs []string) []queryCase {
 				"Prometheus": {{"spans", "operation"}, {"spans", "cpu"}, {"response", ""}, {"spans", "gpuKernelTime"}},
 				// Without spans, the flame graph comes from the samples labelled with the trace ID.
 				"Jaeger": {{"response", ""}},
-			}},
+			},
+			// Around the request: the container's CPU throttling (cAdvisor) and the engine's
+			// metrics are read from Prometheus too, each failing with its own warning.
+			say: map[string][]string{"Prometheus": {"No CPU throttling figures for pod ", "No serving-engine metrics"}}},
 		{name: "slowRequests", uses: []string{"Prometheus", "Jaeger"},
 			json: map[string]any{"queryType": "slowRequests", "service": "nemotron-backend"},
 			keep: map[string][]part{
@@ -400,6 +406,13 @@ func (r *rig) checkQuery(t *testing.T, c queryCase, u string, f faultproxy.Fault
 	}
 	if err := names(a.text, u, url, f); err != nil {
 		problems = append(problems, fmt.Sprintf("no error or notice names the upstream, its URL and the cause: %v\n%s", err, a.text))
+	}
+	for _, want := range c.say[u] {
+		if !slices.ContainsFunc(strings.Split(a.text, "\n"), func(line string) bool {
+			return strings.Contains(line, want) && strings.Contains(line, u+" ("+url+"): ")
+		}) {
+			problems = append(problems, fmt.Sprintf("no notice %q naming %s: %s", want, u, a.text))
+		}
 	}
 	for _, p := range c.keep[u] {
 		if !a.has(p) {
