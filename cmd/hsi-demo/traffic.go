@@ -23,6 +23,15 @@ const (
 	BurstTokens   = 100
 )
 
+// KV-filling request of the preempt step: its prompt leaves the KV cache PreemptRoom tokens
+// beside the backend's caption request, and its PreemptTokens-token answer holds that cache for
+// about a second (its prefill, then PreemptTokens × 8 ms).
+const (
+	PreemptRoom         = 4
+	PreemptPromptTokens = engineKVTokens - promptTokens - PreemptRoom
+	PreemptTokens       = 100
+)
+
 // DefaultOOMEvery: one request in 50 fails with a CUDA out-of-memory error, printed with step
 // StepCUDAOOM.
 const (
@@ -42,12 +51,12 @@ func traffic(args []string) error {
 	every := fs.Duration("every", 200*time.Millisecond, "pause between requests")
 	slowEvery := fs.Int("slow-every", 4, "every N-th request is slow (0: none)")
 	oomEvery := fs.Int("oom-every", DefaultOOMEvery, "every N-th request fails with a CUDA out-of-memory error (0: none)")
-	stepList := fs.String("steps", "", "slow steps to cycle through, comma-separated (default: serialize,db,model, then generate,queue with --engine)")
+	stepList := fs.String("steps", "", "slow steps to cycle through, comma-separated (default: serialize,db,model, then generate,queue,preempt with --engine)")
 	_ = fs.Parse(args)
 
 	steps := []string{SlowSerialize, SlowDB, SlowModel}
 	if *engine != "" {
-		steps = append(steps, SlowGenerate, SlowQueue)
+		steps = append(steps, SlowGenerate, SlowQueue, SlowPreempt)
 	}
 	if *stepList != "" {
 		steps = strings.Split(*stepList, ",")
@@ -55,12 +64,12 @@ func traffic(args []string) error {
 	for _, s := range steps {
 		switch s {
 		case SlowSerialize, SlowDB, SlowModel, SlowGenerate:
-		case SlowQueue:
+		case SlowQueue, SlowPreempt:
 			if *engine == "" {
-				return fmt.Errorf("the %s step needs --engine", SlowQueue)
+				return fmt.Errorf("the %s step needs --engine", s)
 			}
 		default:
-			return fmt.Errorf("unknown slow step %q (serialize, db, model, generate, queue)", s)
+			return fmt.Errorf("unknown slow step %q (serialize, db, model, generate, queue, preempt)", s)
 		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -76,9 +85,13 @@ func traffic(args []string) error {
 			slow, query = "", "&tokens="+strconv.Itoa(OOMTokens)
 		}
 		var burst sync.WaitGroup
-		if slow == SlowQueue {
+		switch slow {
+		case SlowQueue:
 			burst.Go(func() { fillEngine(ctx, client, *engine) })
 			time.Sleep(50 * time.Millisecond) // the burst reaches the engine first
+		case SlowPreempt:
+			burst.Go(func() { _ = complete(ctx, client, *engine, PreemptPromptTokens, PreemptTokens) })
+			time.Sleep(50 * time.Millisecond) // it arrives first, so the backend's is preempted
 		}
 		start := time.Now()
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, *backend+"/api/detect?slow="+slow+query, nil)

@@ -39,6 +39,11 @@ const (
 	// SlowQueue is not a step of the backend: the traffic generator fills the engine with other
 	// work first, so the backend's request waits in the engine's queue.
 	SlowQueue = "queue"
+	// SlowPreempt is not a step of the backend either: the traffic generator first sends the
+	// engine a prompt that leaves its KV cache a few tokens of room beside the backend's request,
+	// so the engine preempts the backend's request mid-decode (the last to arrive) until the
+	// long one is answered.
+	SlowPreempt = "preempt"
 )
 
 func cost(base time.Duration, slow, step string) time.Duration {

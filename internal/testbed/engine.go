@@ -55,6 +55,36 @@ func QueuedRequest(ctx context.Context, e Endpoints) (traceID string, err error)
 	return traceID, reqErr
 }
 
+// The demo's KV-cache preemption, as the traffic generator's preempt step makes it: one prompt
+// that leaves the engine's 4096-token KV cache 4 tokens of room beside the backend's 256-token
+// prompt, answered with 100 tokens, so the backend's request, the last to arrive, is preempted
+// after 4 tokens until that answer is done (about 0.4 s of prefill and 0.8 s of decode).
+const (
+	preemptPromptTokens = 4096 - burstPromptTokens - 4
+	preemptTokens       = 100
+)
+
+// PreemptedRequest sends the demo a request that the engine preempts for KV-cache space, as the
+// traffic generator's preempt step does: the KV-filling request to e.EngineURL, 50 ms later GET
+// /api/detect?slow=preempt on the backend, then waits for the filling request's answer. It
+// returns the request's trace ID.
+func PreemptedRequest(ctx context.Context, e Endpoints) (traceID string, err error) {
+	if e.EngineURL == "" || e.DemoURL == "" {
+		return "", errors.New("the test bed runs no demo engine (HSI_TESTBED_ENGINE_URL, HSI_TESTBED_DEMO_URL): no KV cache to fill")
+	}
+	var fill errgroup.Group
+	fill.Go(func() error { return completion(ctx, e.EngineURL, preemptPromptTokens, preemptTokens) })
+	select {
+	case <-ctx.Done():
+	case <-time.After(burstLead):
+	}
+	traceID, reqErr := getTraceID(ctx, e.DemoURL+"/api/detect?slow=preempt")
+	if err := fill.Wait(); err != nil {
+		return "", fmt.Errorf("the request that fills the engine's KV cache: %w", err)
+	}
+	return traceID, reqErr
+}
+
 // completion asks the engine for maxTokens tokens, as the demo's backend does.
 func completion(ctx context.Context, engineURL string, promptTokens, maxTokens int) error {
 	body, _ := json.Marshal(map[string]any{

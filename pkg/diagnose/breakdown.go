@@ -339,6 +339,9 @@ func engineFigures(t *models.Trace, i int, children []int, row *correlate.SpanRo
 	return out
 }
 
+// minPreemptedExcess is the least inference beyond the model's time taken for a preemption.
+const minPreemptedExcess = time.Millisecond
+
 // preemption is what a preempted request lost: its inference time beyond the model's own.
 type preemption struct {
 	excess, inference, model time.Duration
@@ -380,7 +383,9 @@ func preemptedTime(s models.Span, row *correlate.SpanRow, prefill, decode time.D
 		p.modelFrom = fmt.Sprintf("prefill + the engine's mean time per output token (%s, Prometheus) × %s output tokens (%s)",
 			tpot.Metric, s.Attributes[correlate.AttrCompletionTokens], correlate.AttrCompletionTokens)
 	}
-	if p.inference <= p.model {
+	// An engine's decode wall time exceeds its model time by its own work between steps
+	// (scheduling, sampling, detokenising: a few percent): less than a tenth is no preemption.
+	if p.inference-p.model < max(minPreemptedExcess, p.model/10) {
 		return p, false
 	}
 	p.excess = p.inference - p.model

@@ -138,6 +138,16 @@ func TestPreemptionsOfOthersLeaveTheRequestsOwnCause(t *testing.T) {
 				t.Errorf("request %d: a preemption cause %q for a request that ran in its model time", n, c.Title)
 			}
 		}
+		// The engine's own work between steps (a few percent over the model's time) while it
+		// preempted others: no preemption either.
+		model := time.Duration(200+rng.IntN(800)) * time.Millisecond
+		overhead := model * time.Duration(1+rng.IntN(8)) / 100
+		ans, _ = engineRequest(rng, n, queue, 20*time.Millisecond, model-20*time.Millisecond+overhead, overhead, true, float64(1+rng.IntN(5)))
+		for _, c := range verdictOf(ans) {
+			if c.Kind == CausePreempted {
+				t.Errorf("request %d: %s of step overhead over a %s model time named a preemption: %q", n, overhead, model, c.Title)
+			}
+		}
 		// Slow decode, but no preemption in the engine's window: the model's own time.
 		ans, _ = engineRequest(rng, n, 0, 30*time.Millisecond, 900*time.Millisecond, 500*time.Millisecond, true, 0)
 		if v := verdictOf(ans); v[0].Kind != CauseModel {
