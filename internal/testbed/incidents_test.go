@@ -73,7 +73,8 @@ func TestFixtureIncidentsInPrometheus(t *testing.T) {
 			one(what, "DCGM_FI_DEV_PCIE_REPLAY_COUNTER"+gpu, x.At.Add(10*time.Minute), 10*x.Value)
 		case gpusim.IncidentFramebufferFull:
 			res := instantQuery(t, ctx, "DCGM_FI_DEV_FB_USED"+gpu+" / (DCGM_FI_DEV_FB_USED"+gpu+" + DCGM_FI_DEV_FB_FREE"+gpu+" + DCGM_FI_DEV_FB_RESERVED"+gpu+")", x.At)
-			if len(res) != 1 || res[0].value(t) < 0.96 || res[0].value(t) > 0.97 {
+			// About 96.4 %, with the fixture's framebuffer noise of ±0.5 % of the reading.
+			if len(res) != 1 || res[0].value(t) < 0.955 || res[0].value(t) > 0.972 {
 				t.Errorf("%s: framebuffer share %v at %s, want about 0.96", what, res, x.At.Format(time.TimeOnly))
 			}
 			if res = instantQuery(t, ctx, "DCGM_FI_DEV_FB_USED"+gpu, before(x)); len(res) != 1 || res[0].value(t) > 0.7*81559 {

@@ -18,9 +18,9 @@ import (
 )
 
 // engineParallelQueries bounds the queries of one EngineFigures or ContainerCPU call in flight
-// at once: all of them (at most 6), so that a slow Prometheus costs one timeout, not one per
-// batch (the data source's connection limit per upstream still applies).
-const engineParallelQueries = 6
+// at once: all of them (vLLM's 7 figures, cAdvisor's 5), so that a slow Prometheus costs one
+// timeout, not one per batch (the data source's connection limit per upstream still applies).
+const engineParallelQueries = 8
 
 // engineFigureSpec is one figure a serving engine exports: a gauge read as stored, or the mean
 // queue time per request from two counters.

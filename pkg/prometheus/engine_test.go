@@ -428,3 +428,16 @@ func TestEngineFiguresReadTensorRTLLM(t *testing.T) {
 		t.Errorf("missing %v", figs.Missing)
 	}
 }
+
+// Every figure of an engine is asked at once: a Prometheus that times out costs one timeout.
+func TestEngineFiguresAreAskedAllAtOnce(t *testing.T) {
+	for engine, spec := range engineSpecs {
+		if len(spec.figures) > engineParallelQueries {
+			t.Errorf("%s has %d figures, %d asked at once: a slow Prometheus costs %d timeouts", engine, len(spec.figures), engineParallelQueries,
+				(len(spec.figures)+engineParallelQueries-1)/engineParallelQueries)
+		}
+	}
+	if n := len(containerCounters) + 1; n > engineParallelQueries {
+		t.Errorf("cAdvisor's %d figures, %d asked at once", n, engineParallelQueries)
+	}
+}
