@@ -155,14 +155,21 @@ func FlameGraphOf(ctx context.Context, pyro ProfileStore, pq *models.ProfileQuer
 func CallSiteText(callSite []string) string { return strings.Join(callSite, " → ") }
 
 // RequestProfileOf answers a profile query with a traceId (ProfileOfRequest) once the user's
-// selector parses: the whole request's flame graph, one service level under the root.
+// selector parses: the whole request's flame graph, one service level under the root. With
+// several trace IDs (q.TraceIDs: Grafana's traceIdSelector), the merged graph of those requests
+// (profileOfRequests).
 func RequestProfileOf(ctx context.Context, traces Traces, pyro Profiles, q RequestProfileQuery) (*RequestProfile, error) {
 	matchers, err := models.ParseLabelSelector(q.LabelSelector)
 	if err != nil {
 		return nil, models.InvalidQuery(err)
 	}
 	q.Matchers = matchers
-	rp, err := ProfileOfRequest(ctx, traces, pyro, q)
+	var rp *RequestProfile
+	if len(q.TraceIDs) > 1 {
+		rp, err = profileOfRequests(ctx, traces, pyro, q)
+	} else {
+		rp, err = ProfileOfRequest(ctx, traces, pyro, q)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -47,6 +47,9 @@ const MaxParallelProfileQueries = 16
 // RequestProfileQuery asks for the profile of one whole request.
 type RequestProfileQuery struct {
 	TraceID string
+	// TraceIDs, when it holds more than one, asks for the merged profile of those requests
+	// (Grafana's traceIdSelector) instead of TraceID's.
+	TraceIDs []string
 	// LabelSelector is the user's selector as typed (the error naming it quotes it), Matchers the
 	// same parsed; service_name is set per service.
 	LabelSelector string

@@ -78,8 +78,12 @@ type ProfileQuery struct {
 	StackTraceSelector []string `json:"stackTraceSelector"`
 	// Annotations adds Pyroscope's ingestion annotations (throttling, sampling) to the series.
 	Annotations *bool `json:"annotations"`
-	// TraceIDSelector is Grafana's list form of a trace ID; one ID means the same as traceId.
+	// TraceIDSelector is Grafana's list form of a trace ID: one ID means the same as traceId,
+	// several the merged profile of those requests (TraceIDs).
 	TraceIDSelector []string `json:"traceIdSelector"`
+	// TraceIDs are the requests the profile is of, traceId's and traceIdSelector's together
+	// (each once); TraceID is set too when there is one.
+	TraceIDs []string `json:"-"`
 	// FrameFilter keeps whole stacks by function name (Pyroscope's frame_filter).
 	FrameFilter FrameFilter `json:"frameFilter"`
 }
@@ -95,6 +99,8 @@ const (
 const (
 	MaxProfileIDs    = 1000
 	MaxCallSiteDepth = 256
+	// MaxTraceIDs bounds the requests one profile query merges (traceIdSelector).
+	MaxTraceIDs = 20
 )
 
 // profileIDRE is a profile ID as Pyroscope writes them in exemplars: a UUID.
@@ -145,20 +151,24 @@ func (q *ProfileQuery) normalizePyroscopeFields() error {
 			traceIDs = append(traceIDs, id)
 		}
 	}
-	switch {
-	case len(traceIDs) > 1:
-		return fmt.Errorf("field \"traceIdSelector\" holds %d trace IDs; this plugin answers one request at a time: give one (or use traceId)", len(traceIDs))
-	case len(traceIDs) == 1 && q.TraceID != "" && q.TraceID != traceIDs[0]:
-		return fmt.Errorf("fields \"traceId\" and \"traceIdSelector\" name different traces (%s, %s): give one", q.TraceID, traceIDs[0])
-	case len(traceIDs) == 1:
-		q.TraceID = traceIDs[0]
-	}
 	q.TraceIDSelector = traceIDs
+	if q.TraceID != "" && !slices.Contains(traceIDs, q.TraceID) {
+		traceIDs = append([]string{q.TraceID}, traceIDs...)
+	}
+	if len(traceIDs) > int(traceIDsBound.Max) {
+		return fmt.Errorf("fields \"traceId\" and \"traceIdSelector\" name %d traces; at most %d (each is one request's join)", len(traceIDs), traceIDsBound.Max)
+	}
+	q.TraceIDs = traceIDs
+	if len(traceIDs) == 1 {
+		q.TraceID = traceIDs[0]
+	} else {
+		q.TraceID = "" // several: the merged profile of TraceIDs
+	}
 	if err := q.FrameFilter.Validate(); err != nil {
 		return err
 	}
-	if len(q.ProfileIDSelector) > 0 && (len(q.SpanSelector) > 0 || q.TraceID != "") {
-		return errors.New(`field "profileIdSelector" excludes "spanSelector" and "traceId": profile IDs already name the profiles`)
+	if len(q.ProfileIDSelector) > 0 && (len(q.SpanSelector) > 0 || len(q.TraceIDs) > 0) {
+		return errors.New(`field "profileIdSelector" excludes "spanSelector", "traceId" and "traceIdSelector": profile IDs already name the profiles`)
 	}
 	return nil
 }
@@ -201,8 +211,8 @@ func ParseProfileQuery(raw json.RawMessage) (*ProfileQuery, error) {
 	if err := q.normalizePyroscopeFields(); err != nil {
 		return nil, err
 	}
-	if q.TraceID != "" && len(q.SpanSelector) > 0 {
-		return nil, errors.New(`fields "traceId" and "spanSelector" exclude each other: a trace ID already selects its spans`)
+	if len(q.TraceIDs) > 0 && len(q.SpanSelector) > 0 {
+		return nil, errors.New(`field "spanSelector" cannot be combined with "traceId" or "traceIdSelector": a trace ID already selects its spans, and Pyroscope refuses span and trace selectors together`)
 	}
 	for i, g := range q.GroupBy {
 		if !ValidLabelName(g) {

@@ -2,6 +2,8 @@ package models
 
 import (
 	"encoding/json"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -62,16 +64,32 @@ func TestGrafanaPyroscopeFieldsAreCheckedAndNormalised(t *testing.T) {
 		t.Errorf("parsed %+v", q)
 	}
 	q, err = ParseProfileQuery(json.RawMessage(`{"traceIdSelector":["4bf92f3577b34da6a3ce929d0e0e4736"]}`))
-	if err != nil || q.TraceID != "4bf92f3577b34da6a3ce929d0e0e4736" {
+	if err != nil || q.TraceID != "4bf92f3577b34da6a3ce929d0e0e4736" || len(q.TraceIDs) != 1 {
 		t.Errorf("one trace ID in traceIdSelector is traceId: %+v %v", q, err)
 	}
+	// Several: the merged profile of those requests, traceId's among them, each once.
+	q, err = ParseProfileQuery(json.RawMessage(`{"traceId":"4bf92f3577b34da6a3ce929d0e0e4736","traceIdSelector":["00F067AA0BA902B700F067AA0BA902B7","","4bf92f3577b34da6a3ce929d0e0e4736"]}`))
+	if err != nil || q.TraceID != "" || !slices.Equal(q.TraceIDs, []string{"00f067aa0ba902b700f067aa0ba902b7", "4bf92f3577b34da6a3ce929d0e0e4736"}) {
+		t.Errorf("traceId with two in traceIdSelector: %+v %v", q, err)
+	}
+	q, err = ParseProfileQuery(json.RawMessage(`{"traceId":"4bf92f3577b34da6a3ce929d0e0e4736","traceIdSelector":["00f067aa0ba902b700f067aa0ba902b7"]}`))
+	if err != nil || q.TraceID != "" || len(q.TraceIDs) != 2 {
+		t.Errorf("traceId and another in traceIdSelector: %+v %v", q, err)
+	}
+	many := make([]string, MaxTraceIDs+1)
+	for i := range many {
+		many[i] = fmt.Sprintf("%032x", i+1)
+	}
+	tooMany, _ := json.Marshal(map[string]any{"traceIdSelector": many})
 	for model, want := range map[string]string{
 		`{"heatmapType":"spans"}`:            `field "heatmapType" must be "individual" or "span", got "spans"`,
 		`{"profileIdSelector":["7c9e6679"]}`: `field "profileIdSelector" item 1 must be a profile ID (a UUID`,
 		`{"stackTraceSelector":["main",""]}`: `field "stackTraceSelector" item 2 must be a function name`,
-		`{"traceIdSelector":["4bf92f3577b34da6a3ce929d0e0e4736","00f067aa0ba902b700f067aa0ba902b7"]}`:           `holds 2 trace IDs; this plugin answers one request at a time`,
-		`{"traceId":"4bf92f3577b34da6a3ce929d0e0e4736","traceIdSelector":["00f067aa0ba902b700f067aa0ba902b7"]}`: `name different traces`,
-		`{"profileIdSelector":["7c9e6679-7425-40de-944b-e07fc1f90ae7"],"spanSelector":["00f067aa0ba902b7"]}`:    `field "profileIdSelector" excludes "spanSelector" and "traceId"`,
+		string(tooMany):                      `name 21 traces; at most 20`,
+		`{"traceIdSelector":["4bf92f3577b34da6a3ce929d0e0e4736","00f067aa0ba902b700f067aa0ba902b7"],"spanSelector":["00f067aa0ba902b7"]}`:                          `field "spanSelector" cannot be combined with "traceId" or "traceIdSelector"`,
+		`{"traceId":"4bf92f3577b34da6a3ce929d0e0e4736","spanSelector":["00f067aa0ba902b7"]}`:                                                                       `Pyroscope refuses span and trace selectors together`,
+		`{"profileIdSelector":["7c9e6679-7425-40de-944b-e07fc1f90ae7"],"spanSelector":["00f067aa0ba902b7"]}`:                                                       `field "profileIdSelector" excludes "spanSelector", "traceId" and "traceIdSelector"`,
+		`{"profileIdSelector":["7c9e6679-7425-40de-944b-e07fc1f90ae7"],"traceIdSelector":["4bf92f3577b34da6a3ce929d0e0e4736","00f067aa0ba902b700f067aa0ba902b7"]}`: `profile IDs already name the profiles`,
 		`{"traceIdSelector":["not-hex"]}`: `traceIdSelector item 1`,
 	} {
 		_, err := ParseProfileQuery(json.RawMessage(model))

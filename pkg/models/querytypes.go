@@ -87,7 +87,9 @@ var (
 	maxNodesBound     = Bound{Name: "maxNodes", Default: DefaultMaxNodes, Min: 1, Max: MaxMaxNodes}
 	profileLimitBound = Bound{Name: "limit", Min: 0} // the top series; 0: all
 	profileIDsBound   = Bound{Name: "profileIdSelector", Max: MaxProfileIDs, Unit: "items"}
-	callSiteBound     = Bound{Name: "stackTraceSelector", Max: MaxCallSiteDepth, Unit: "items"}
+	// traceIDsBound: each trace is one request's join (its trace read, its spans' profiles).
+	traceIDsBound = Bound{Name: "traceIdSelector", Max: MaxTraceIDs, Unit: "items"}
+	callSiteBound = Bound{Name: "stackTraceSelector", Max: MaxCallSiteDepth, Unit: "items"}
 	// functionNameBound: no function name is longer; a longer one is a paste gone wrong.
 	functionNameBound = Bound{Name: "functionName", Min: 1, Max: 4096, Unit: "characters"}
 	slowLimitBound    = Bound{Name: "limit", Default: DefaultSlowTraces, Min: 1, Max: MaxSlowTraces}
@@ -99,7 +101,7 @@ var (
 	// triageServicesBound: each service is one trace search.
 	triageServicesBound       = Bound{Name: "services", Max: MaxTriageServices, Unit: "items"}
 	kernelBaselineRecentBound = Bound{Name: "baseline.recent", Default: DefaultKernelBaselineRecent, Min: 1, Max: MaxKernelBaselineRecent}
-	profileQueryBounds        = []Bound{maxNodesBound, profileLimitBound, profileIDsBound, callSiteBound, functionNameBound}
+	profileQueryBounds        = []Bound{maxNodesBound, profileLimitBound, profileIDsBound, traceIDsBound, callSiteBound, functionNameBound}
 )
 
 // QueryTypeSpecs are every query type, in the editor's picker order.

@@ -28,7 +28,7 @@ func (d *Datasource) profileFrames(ctx context.Context, q backend.DataQuery, pq 
 	if err != nil {
 		return nil, err
 	}
-	if pq.TraceID != "" {
+	if len(pq.TraceIDs) > 0 {
 		return d.queryRequestProfile(ctx, q, pq, pyro)
 	}
 	ans, err := correlate.FlameGraphOf(ctx, pyro, pq, q.TimeRange.From, q.TimeRange.To)
@@ -40,10 +40,11 @@ func (d *Datasource) profileFrames(ctx context.Context, q backend.DataQuery, pq 
 
 // queryRequestProfile answers a profile query with a traceId: the whole request's flame graph,
 // one service level under the root, plus one frame per service when perService is set. Notices
-// say how the samples were matched (span IDs or the trace_id label) and what is missing.
+// say how the samples were matched (span IDs or the trace_id label) and what is missing. With
+// several trace IDs (traceIdSelector), the merged graph of those requests.
 func (d *Datasource) queryRequestProfile(ctx context.Context, q backend.DataQuery, pq *models.ProfileQuery, pyro correlate.Profiles) (data.Frames, error) {
 	rp, err := correlate.RequestProfileOf(ctx, correlate.TracesOf(d.src.Traces), pyro, correlate.RequestProfileQuery{
-		TraceID: pq.TraceID, LabelSelector: pq.LabelSelector, ProfileTypeID: pq.ProfileTypeID,
+		TraceID: pq.TraceID, TraceIDs: pq.TraceIDs, LabelSelector: pq.LabelSelector, ProfileTypeID: pq.ProfileTypeID,
 		MaxNodes: pq.MaxNodes, From: q.TimeRange.From, To: q.TimeRange.To, CallSite: pq.StackTraceSelector,
 		FrameFilter: pq.FrameFilter, PerService: pq.PerService,
 	})

@@ -130,6 +130,37 @@ func TestTraceProfileIsTheWholeRequestWithAServiceLevel(t *testing.T) {
 	}
 }
 
+// Grafana's Pyroscope data source's traceIdSelector with several trace IDs: the merged profile of
+// those requests, per service, with a notice saying so.
+func TestTraceIDSelectorOfSeveralRequestsMergesTheirProfiles(t *testing.T) {
+	b := newTraceProfileBed(t, false)
+	other := fakeTrace("00f067aa0ba902b700f067aa0ba902b7", b.trace.Spans[0].Start.Add(time.Minute), 40*time.Millisecond,
+		"nemotron-backend/GET /api/detect", "ai-detector/GET /detect")
+	for i := range other.Spans {
+		other.Spans[i].Attributes[models.ProfileIDAttribute] = other.Spans[i].SpanID
+	}
+	b.traces.traces = append(b.traces.traces, other)
+	b.profiles.bySpan[cpuTypeID][other.Spans[0].SpanID] = []string{"main.handleDetect;main.dbQuery 100"}
+	b.profiles.bySpan[cpuTypeID][other.Spans[1].SpanID] = []string{"main.handleDetector;main.modelPredict 60"}
+	r := b.query(t, `{"queryType":"profile","profileTypeId":"`+cpuTypeID+`","labelSelector":"{}","traceIdSelector":["4bf92f3577b34da6a3ce929d0e0e4736","00F067AA0BA902B700F067AA0BA902B7"]}`)
+	if r.Error != nil {
+		t.Fatal(r.Error)
+	}
+	want := []string{
+		"0 total 535",
+		"1 ai-detector 100", "2 main.handleDetector 100", "3 main.modelPredict 100",
+		"1 ai-enrichment 15", "2 main.handleEnrichment 15", "3 main.extractFeatures 15",
+		"1 nemotron-backend 420", "2 main.handleDetect 420", "3 main.dbQuery 400", "3 main.serializeResponse 20",
+	}
+	if got := rows(r.Frames[0]); !slices.Equal(got, want) {
+		t.Errorf("two requests merged:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if n := frameNotices(r.Frames[0]); !strings.Contains(n, "The merged profile of 2 requests (traceIdSelector), 2 of them with samples") ||
+		!strings.Contains(n, "Trace 00f067aa0ba902b700f067aa0ba902b7: Whole request") {
+		t.Errorf("notices = %s", n)
+	}
+}
+
 // The logic of the whole request's profile is tested in pkg/correlate; here, how its errors
 // reach the user.
 
@@ -160,7 +191,7 @@ func TestTraceProfileNeedsPyroscopeAndValidIDs(t *testing.T) {
 	for model, want := range map[string]string{
 		`{"queryType":"profile","traceId":"xyz"}`:                                                  `field "traceId" must be a trace ID of 32 hex digits (or 16), without dashes, got "xyz"`,
 		`{"queryType":"profile","traceId":"4bf92f3577b34da6","spanSelector":["a"]}`:                `field "spanSelector" item 1 must be a span ID of 16 hex digits`,
-		`{"queryType":"profile","traceId":"4bf92f3577b34da6","spanSelector":["4bf92f3577b34da6"]}`: `exclude each other`,
+		`{"queryType":"profile","traceId":"4bf92f3577b34da6","spanSelector":["4bf92f3577b34da6"]}`: `cannot be combined with "traceId" or "traceIdSelector"`,
 		`{"queryType":"profile","labelSelector":"{service_name=\"x\""}`:                            `field "labelSelector" is not a label selector`,
 	} {
 		wantError(t, run(t, ds, query("A", model)).Responses["A"], backend.ErrorSourceDownstream, want)

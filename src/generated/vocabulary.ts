@@ -58,6 +58,11 @@ export const QUERY_TYPE_INFO = {
         "max": 1000,
         "unit": "items"
       },
+      "traceIdSelector": {
+        "min": 0,
+        "max": 20,
+        "unit": "items"
+      },
       "stackTraceSelector": {
         "min": 0,
         "max": 256,
@@ -106,6 +111,11 @@ export const QUERY_TYPE_INFO = {
       "profileIdSelector": {
         "min": 0,
         "max": 1000,
+        "unit": "items"
+      },
+      "traceIdSelector": {
+        "min": 0,
+        "max": 20,
         "unit": "items"
       },
       "stackTraceSelector": {
@@ -158,6 +168,11 @@ export const QUERY_TYPE_INFO = {
         "max": 1000,
         "unit": "items"
       },
+      "traceIdSelector": {
+        "min": 0,
+        "max": 20,
+        "unit": "items"
+      },
       "stackTraceSelector": {
         "min": 0,
         "max": 256,
@@ -206,6 +221,11 @@ export const QUERY_TYPE_INFO = {
       "profileIdSelector": {
         "min": 0,
         "max": 1000,
+        "unit": "items"
+      },
+      "traceIdSelector": {
+        "min": 0,
+        "max": 20,
         "unit": "items"
       },
       "stackTraceSelector": {
