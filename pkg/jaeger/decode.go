@@ -5,19 +5,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"slices"
 	"strings"
 	"time"
 
-	"go.opentelemetry.io/collector/pdata/pcommon"
-	"go.opentelemetry.io/collector/pdata/ptrace"
-
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/otlptrace"
 )
 
 // ServiceNameAttribute is the resource attribute naming the service (OpenTelemetry semantic
 // conventions); v1 moves it out of the process tags into serviceName.
-const ServiceNameAttribute = "service.name"
+const ServiceNameAttribute = otlptrace.ServiceNameAttribute
 
 // v3Reply is the envelope of Jaeger's v3 HTTP API: {"result": <OTLP JSON TracesData>} or
 // {"error": {...}}.
@@ -60,64 +57,15 @@ func (r *v3Reply) spans(path string) ([]models.Span, error) {
 	if len(r.Result) == 0 || string(r.Result) == "null" {
 		return nil, fmt.Errorf("reply to %s has no \"result\" field: is this URL Jaeger's query service (default port 16686)?", path)
 	}
-	td, err := new(ptrace.JSONUnmarshaler).UnmarshalTraces(r.Result)
+	td, err := otlptrace.UnmarshalJSON(r.Result)
 	if err != nil {
 		return nil, fmt.Errorf("reply to %s is not the OTLP JSON Jaeger sends: %w", path, err)
 	}
-	var out []models.Span
-	for _, rs := range td.ResourceSpans().All() {
-		resource := attributes(rs.Resource().Attributes())
-		service := resource[ServiceNameAttribute]
-		for _, ss := range rs.ScopeSpans().All() {
-			for _, s := range ss.Spans().All() {
-				if s.TraceID().IsEmpty() || s.SpanID().IsEmpty() {
-					return nil, fmt.Errorf("reply to %s has a span (%q) without traceId or spanId", path, s.Name())
-				}
-				start, end := s.StartTimestamp().AsTime(), s.EndTimestamp().AsTime()
-				if end.Before(start) {
-					// A negative duration would become a Pyroscope range that ends before it starts.
-					return nil, fmt.Errorf("reply to %s has a span (%s) that ends before it starts", path, s.SpanID())
-				}
-				sp := models.Span{
-					TraceID:    s.TraceID().String(),
-					SpanID:     s.SpanID().String(),
-					Service:    service,
-					Operation:  s.Name(),
-					Start:      start,
-					Duration:   end.Sub(start),
-					Attributes: attributes(s.Attributes()),
-					Resource:   resource,
-					Kind:       v3Kind(s.Kind()),
-				}
-				switch s.Status().Code() {
-				case ptrace.StatusCodeError:
-					sp.Status = models.StatusError
-				case ptrace.StatusCodeOk:
-					sp.Status = models.StatusOK
-				}
-				sp.StatusMessage = s.Status().Message()
-				for _, e := range s.Events().All() {
-					sp.Events = append(sp.Events, models.SpanEvent{Name: e.Name(), Time: e.Timestamp().AsTime(), Attributes: attributes(e.Attributes())})
-				}
-				sortEvents(sp.Events)
-				if !s.ParentSpanID().IsEmpty() {
-					sp.ParentSpanID = s.ParentSpanID().String()
-				}
-				out = append(out, sp)
-			}
-		}
+	spans, err := otlptrace.Spans(td)
+	if err != nil {
+		return nil, fmt.Errorf("reply to %s has %w", path, err)
 	}
-	return out, nil
-}
-
-// attributes flattens OTLP attributes to strings (AsString: numbers and booleans as printed,
-// arrays and maps as JSON).
-func attributes(m pcommon.Map) map[string]string {
-	out := make(map[string]string, m.Len())
-	for k, v := range m.All() {
-		out[k] = v.AsString()
-	}
-	return out
+	return spans, nil
 }
 
 // v1Reply is the envelope of Jaeger's v1 JSON API (the UI's): {"data": [...], "errors": [...]}.
@@ -220,7 +168,7 @@ func (r *v1Reply) spans(path string) ([]models.Span, error) {
 				delete(fields, v1EventField)
 				sp.Events = append(sp.Events, models.SpanEvent{Name: name, Time: time.UnixMicro(l.Timestamp).UTC(), Attributes: fields})
 			}
-			sortEvents(sp.Events)
+			otlptrace.SortEvents(sp.Events)
 			// v1 moved service.name out of the tags; put it back so both APIs give the same
 			// resource.
 			if _, ok := sp.Resource[ServiceNameAttribute]; !ok && p.ServiceName != "" {
@@ -274,19 +222,6 @@ const (
 	v1StatusDescriptionTag = "otel.status_description"
 	v1ErrorTag             = "error"
 )
-
-// v3Kind is the span kind as v1's span.kind tag spells it (lower case), "" when unspecified.
-func v3Kind(k ptrace.SpanKind) string {
-	if k == ptrace.SpanKindUnspecified {
-		return ""
-	}
-	return strings.ToLower(k.String())
-}
-
-// sortEvents puts events in time order (stable: events at one instant keep the store's order).
-func sortEvents(es []models.SpanEvent) {
-	slices.SortStableFunc(es, func(a, b models.SpanEvent) int { return a.Time.Compare(b.Time) })
-}
 
 func tags(kvs []v1KV) map[string]string {
 	out := make(map[string]string, len(kvs))
