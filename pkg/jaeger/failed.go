@@ -77,7 +77,7 @@ func failedOnly(spans []models.Span, api string) []*models.Trace {
 		if !slices.ContainsFunc(t.Spans, models.Span.Failed) {
 			continue
 		}
-		sortSpans(t.Spans)
+		models.SortSpans(t.Spans)
 		out = append(out, t)
 	}
 	return out

@@ -51,7 +51,7 @@ func checkSpans(t *testing.T, data []byte, spans []models.Span) {
 			t.Fatalf("span %s has a negative duration %v", s.SpanID, s.Duration)
 		}
 	}
-	sortSpans(spans)
+	models.SortSpans(spans)
 	total := 0
 	for _, sum := range summarise(spans) {
 		total += sum.Spans

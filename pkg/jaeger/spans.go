@@ -29,7 +29,7 @@ func (c *Client) SearchSpans(ctx context.Context, q models.TraceSearchQuery) (sp
 	if err != nil {
 		return nil, err
 	}
-	sortSpans(spans)
+	models.SortSpans(spans)
 	return spans, nil
 }
 

@@ -21,7 +21,7 @@ import (
 
 // ErrTraceNotFound is what Trace returns (wrapped, with the upstream's name and URL) when Jaeger
 // has no span of the trace; check it with errors.Is.
-var ErrTraceNotFound = errors.New("trace not found")
+var ErrTraceNotFound = models.ErrTraceNotFound
 
 // traceNotFoundError says which trace and the usual reasons; it is ErrTraceNotFound for
 // errors.Is. It deliberately does not wrap the HTTP 404, so upstream.Describe says this, not
@@ -66,7 +66,7 @@ func (c *Client) Trace(ctx context.Context, traceID string) (tr *models.Trace, e
 	if len(spans) == 0 {
 		return nil, &traceNotFoundError{traceID: traceID}
 	}
-	sortSpans(spans)
+	models.SortSpans(spans)
 	return &models.Trace{TraceID: padTraceID(traceID), Spans: spans, API: api}, nil
 }
 
@@ -192,7 +192,7 @@ func summarise(spans []models.Span) []models.TraceSummary {
 	out := make([]models.TraceSummary, 0, len(order))
 	for _, id := range order {
 		ts := byTrace[id]
-		sortSpans(ts)
+		models.SortSpans(ts)
 		root, rootMissing := ts[0], true
 		for _, s := range ts {
 			if s.ParentSpanID == "" {
@@ -223,23 +223,6 @@ func summarise(spans []models.Span) []models.TraceSummary {
 		return cmp.Or(cmp.Compare(b.Duration, a.Duration), a.Start.Compare(b.Start), cmp.Compare(a.TraceID, b.TraceID))
 	})
 	return out
-}
-
-// sortSpans orders spans by start, then ID, so that both APIs give the same order.
-func sortSpans(spans []models.Span) {
-	// Sorted by index, then moved once: a span is a large value, and a sort moves each many times.
-	order := make([]int, len(spans))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortStableFunc(order, func(a, b int) int {
-		return cmp.Or(spans[a].Start.Compare(spans[b].Start), cmp.Compare(spans[a].SpanID, spans[b].SpanID))
-	})
-	sorted := make([]models.Span, len(spans))
-	for i, j := range order {
-		sorted[i] = spans[j]
-	}
-	copy(spans, sorted)
 }
 
 func isHexID(id string) bool {

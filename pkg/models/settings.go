@@ -17,6 +17,7 @@ const (
 	Pyroscope  = "Pyroscope"
 	Prometheus = "Prometheus"
 	Jaeger     = "Jaeger"
+	Tempo      = "Tempo"
 )
 
 // Auth kinds an upstream can use.

@@ -1,6 +1,11 @@
 package models
 
-import "time"
+import (
+	"cmp"
+	"errors"
+	"slices"
+	"time"
+)
 
 // Trace is one request's spans, in the form the rest of the plugin uses whatever API or store answered
 // (jaeger.Client reads them; the joins read them without importing the client).
@@ -154,4 +159,24 @@ func RequestRoot(t *Trace) int {
 		}
 	}
 	return best
+}
+
+// ErrTraceNotFound is a trace store's answer for a trace it does not hold.
+var ErrTraceNotFound = errors.New("trace not found")
+
+// SortSpans orders spans by start, then ID, so that every trace store and API gives the same order.
+func SortSpans(spans []Span) {
+	// Sorted by index, then moved once: a span is a large value, and a sort moves each many times.
+	order := make([]int, len(spans))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		return cmp.Or(spans[a].Start.Compare(spans[b].Start), cmp.Compare(spans[a].SpanID, spans[b].SpanID))
+	})
+	sorted := make([]Span, len(spans))
+	for i, j := range order {
+		sorted[i] = spans[j]
+	}
+	copy(spans, sorted)
 }
