@@ -150,7 +150,7 @@ func (r *v1Reply) spans(path string) ([]models.Span, error) {
 				traceID = t.TraceID
 			}
 			sp := models.Span{
-				TraceID:      padTraceID(traceID),
+				TraceID:      models.PadTraceID(traceID),
 				SpanID:       s.SpanID,
 				ParentSpanID: v1Parent(s),
 				Service:      p.ServiceName,

@@ -57,7 +57,7 @@ func failedOnly(spans []models.Span, api string) []*models.Trace {
 	var order []string
 	seen := map[[2]string]bool{}
 	for _, s := range spans {
-		id := padTraceID(s.TraceID)
+		id := models.PadTraceID(s.TraceID)
 		k := [2]string{id, s.SpanID}
 		if seen[k] {
 			continue

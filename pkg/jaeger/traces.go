@@ -10,7 +10,6 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -39,7 +38,7 @@ func (e *traceNotFoundError) Is(target error) bool { return target == ErrTraceNo
 func (c *Client) Trace(ctx context.Context, traceID string) (tr *models.Trace, err error) {
 	// The ID goes into the URL path: only hex may pass. A bad ID is the caller's error, not
 	// Jaeger's, so it is not wrapped as an upstream failure.
-	if !isHexID(traceID) {
+	if !models.IsHexTraceID(traceID) {
 		return nil, fmt.Errorf("trace ID %q is not 16 or 32 hex digits", traceID)
 	}
 	ctx, span := upstream.StartSpan(ctx, models.Jaeger, "Trace", attribute.String("hsi.trace_id", traceID))
@@ -67,7 +66,7 @@ func (c *Client) Trace(ctx context.Context, traceID string) (tr *models.Trace, e
 		return nil, &traceNotFoundError{traceID: traceID}
 	}
 	models.SortSpans(spans)
-	return &models.Trace{TraceID: padTraceID(traceID), Spans: spans, API: api}, nil
+	return &models.Trace{TraceID: models.PadTraceID(traceID), Spans: spans, API: api}, nil
 }
 
 func (c *Client) traceV3(ctx context.Context, traceID string) ([]models.Span, error) {
@@ -223,27 +222,6 @@ func summarise(spans []models.Span) []models.TraceSummary {
 		return cmp.Or(cmp.Compare(b.Duration, a.Duration), a.Start.Compare(b.Start), cmp.Compare(a.TraceID, b.TraceID))
 	})
 	return out
-}
-
-func isHexID(id string) bool {
-	if len(id) != 16 && len(id) != 32 {
-		return false
-	}
-	for _, r := range id {
-		if !('0' <= r && r <= '9' || 'a' <= r && r <= 'f' || 'A' <= r && r <= 'F') {
-			return false
-		}
-	}
-	return true
-}
-
-// padTraceID makes a 64-bit trace ID (v1 prints those with 16 digits) the 32-digit form OTLP
-// uses, so that IDs from both APIs compare equal.
-func padTraceID(id string) string {
-	if len(id) < 32 {
-		return strings.Repeat("0", 32-len(id)) + strings.ToLower(id)
-	}
-	return strings.ToLower(id)
 }
 
 // rawString turns a v1 tag value (a JSON string, number or boolean) into the string form the

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -12,7 +13,10 @@ import (
 type Trace struct {
 	TraceID string // 32 lower-case hex digits
 	Spans   []Span
-	API     string // which API answered (jaeger.APIv3 or jaeger.APIv1)
+	API     string // which API answered (jaeger.APIv3 or jaeger.APIv1, tempo.APIv2 or tempo.APIv1)
+	// Partial, when set, says the store answered part of the trace, and why (Tempo's partial
+	// status: the trace is larger than its limit, or was pruned).
+	Partial string
 }
 
 // Span is one span of a trace. IDs are lower-case hex; attribute values are strings (numbers and
@@ -179,4 +183,28 @@ func SortSpans(spans []Span) {
 		sorted[i] = spans[j]
 	}
 	copy(spans, sorted)
+}
+
+// IsHexTraceID says whether id is a trace ID a store's URL path may carry: 16 or 32 hex digits
+// (Jaeger's 64-bit IDs have 16).
+func IsHexTraceID(id string) bool {
+	if len(id) != 16 && len(id) != 32 {
+		return false
+	}
+	for _, r := range id {
+		if !('0' <= r && r <= '9' || 'a' <= r && r <= 'f' || 'A' <= r && r <= 'F') {
+			return false
+		}
+	}
+	return true
+}
+
+// PadTraceID makes a 64-bit trace ID the 32-digit lower-case form OTLP uses, so that IDs from
+// every API compare equal.
+func PadTraceID(id string) string {
+	id = strings.ToLower(id)
+	if len(id) < 32 {
+		return strings.Repeat("0", 32-len(id)) + id
+	}
+	return id
 }
