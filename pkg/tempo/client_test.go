@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -28,6 +29,8 @@ type fakeTempo struct {
 	tagVals  map[string][]string
 	lastQ    string
 	accepted []string
+	search   string       // the /api/search reply
+	asked    []url.Values // the searches' parameters
 }
 
 func (f *fakeTempo) serve(t *testing.T) *Client {
@@ -83,6 +86,11 @@ func (f *fakeTempo) serve(t *testing.T) *Client {
 			reply.TagValues = append(reply.TagValues, map[string]string{"type": "string", "value": v})
 		}
 		_ = json.NewEncoder(w).Encode(reply)
+	})
+	mux.HandleFunc("GET /api/search", func(w http.ResponseWriter, r *http.Request) {
+		f.asked = append(f.asked, r.URL.Query())
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(f.search))
 	})
 	mux.HandleFunc("GET /api/status/buildinfo", func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = w.Write([]byte(`{"version":"2.9.0","revision":"abc","branch":"HEAD","goVersion":"go1.25.1"}`))
