@@ -64,19 +64,9 @@ func loadContainers(j jsonFields, out *ContainerSettings) error {
 		}
 		metrics[k] = v
 	}
-	labelNames, err := stringMap(j, "cadvisorLabelNames")
+	labelNames, err := roleLabels(j, "cadvisorLabelNames", ContainerRoles, func(role string) string { return role })
 	if err != nil {
 		return err
-	}
-	for _, k := range sortedMapKeys(labelNames) {
-		v := strings.TrimSpace(labelNames[k])
-		if !slices.Contains(ContainerRoles, k) {
-			return fmt.Errorf("jsonData.cadvisorLabelNames: unknown role %q; valid roles are %s", truncate(k, 40), strings.Join(ContainerRoles, ", "))
-		}
-		if !ValidLabelName(v) || strings.HasPrefix(v, "__") {
-			return fmt.Errorf("jsonData.cadvisorLabelNames.%s must be a label name such as %s, got %q", k, k, truncate(v, 60))
-		}
-		labelNames[k] = v
 	}
 	out.MetricNames, out.LabelNames = metrics, labelNames
 	return nil

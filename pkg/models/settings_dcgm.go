@@ -66,19 +66,9 @@ func loadDCGM(j jsonFields, out *DCGMSettings) error {
 		}
 		metrics[k] = v
 	}
-	labelNames, err := stringMap(j, "dcgmLabelNames")
+	labelNames, err := roleLabels(j, "dcgmLabelNames", GPURoles, func(string) string { return "Hostname" })
 	if err != nil {
 		return err
-	}
-	for _, k := range sortedMapKeys(labelNames) {
-		v := strings.TrimSpace(labelNames[k])
-		if !slices.Contains(GPURoles, k) {
-			return fmt.Errorf("jsonData.dcgmLabelNames: unknown role %q; valid roles are %s", truncate(k, 40), strings.Join(GPURoles, ", "))
-		}
-		if !ValidLabelName(v) || strings.HasPrefix(v, "__") {
-			return fmt.Errorf("jsonData.dcgmLabelNames.%s must be a label name such as Hostname, got %q", k, truncate(v, 60))
-		}
-		labelNames[k] = v
 	}
 	n, err := j.number("gpuMaxSeries")
 	if err != nil {
@@ -136,4 +126,25 @@ func validMetricName(s string) bool {
 		}
 	}
 	return true
+}
+
+// roleLabels reads an object of role → label name (dcgmLabelNames, cadvisorLabelNames): each role
+// one of roles, each name a label name (not a reserved __ one), trimmed. example gives the label
+// the error message suggests for a role.
+func roleLabels(j jsonFields, key string, roles []string, example func(role string) string) (map[string]string, error) {
+	labelNames, err := stringMap(j, key)
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range sortedMapKeys(labelNames) {
+		v := strings.TrimSpace(labelNames[k])
+		if !slices.Contains(roles, k) {
+			return nil, fmt.Errorf("jsonData.%s: unknown role %q; valid roles are %s", key, truncate(k, 40), strings.Join(roles, ", "))
+		}
+		if !ValidLabelName(v) || strings.HasPrefix(v, "__") {
+			return nil, fmt.Errorf("jsonData.%s.%s must be a label name such as %s, got %q", key, k, example(k), truncate(v, 60))
+		}
+		labelNames[k] = v
+	}
+	return labelNames, nil
 }
