@@ -96,6 +96,9 @@ func JoinRequest(ctx context.Context, src TraceSources, q TraceQuery) (*TraceAns
 	out := &TraceAnswer{Trace: trace, Rows: rows, Profile: a.cpu, Engines: a.engines, Containers: a.containers}
 	kernelNotices, kernelResults, baselines := kernelTimes(ctx, src.Kernels, trace.TraceID, rows)
 	out.Notices = traceNotices(q, rows, a)
+	if trace.Partial != "" {
+		out.Notices.Warnf("The trace store answered part of trace %s (%s): the spans it left out are not in the table, the breakdown or the verdict.", trace.TraceID, trace.Partial)
+	}
 	out.Notices.Merge(kernelNotices)
 	out.KernelTraces, out.KernelBaselines = kernelResults, baselines
 	out.Notices.Merge(attachLocalTenants(rows, src.LocalGPUs, src.LocalHost, q.Join))
