@@ -151,7 +151,8 @@ describe("The GPU incident dashboard's tables on the triage's answers", () => {
     }
     await showPanel(`dashboard-incidents-failures-${answer}`, failures, fixtures[answer], ({ headers, cells }) => {
       // The columns the dashboard shows, in the frame's order, each once; the class id is the
-      // class's name for the panels and alerts, the class column shows its title.
+      // class's name for the panels and alerts, the class column shows its title; the GPU's other
+      // pods are in the evidence where they matter (gpu shared with, hidden: empty on most rows).
       expect(headers).toEqual([
         'time',
         'failure',

@@ -410,7 +410,7 @@ describe('ConfigEditor settings sections', () => {
 
   it('writes cAdvisor metric and label names as objects', () => {
     const { last, changes } = renderEditor(settings());
-    open('Container CPU (cAdvisor)');
+    open('Request join and links');
     fireEvent.click(screen.getByRole('button', { name: 'Add metric' }));
     type('cAdvisor metric 1 from', 'container_cpu_cfs_throttled_seconds_total');
     type('cAdvisor metric 1 to', 'k8s:throttled_seconds');

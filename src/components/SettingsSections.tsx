@@ -1,7 +1,6 @@
 import React from 'react';
 
 import { HsiOptions } from '../types';
-import { CONTAINER_KEYS, ContainersSection } from './config/ContainersSection';
 import { DCGM_KEYS, DcgmSection } from './config/DcgmSection';
 import { SettingsProps } from './config/fields';
 import { JOIN_KEYS, JoinSection } from './config/JoinSection';
@@ -26,7 +25,6 @@ export function SettingsSections({ jsonData, onChange, secrets }: SettingsProps 
     <>
       <ProfilesSection jsonData={jsonData} onChange={onChange} open={has('minStep')} />
       <DcgmSection jsonData={jsonData} onChange={onChange} open={has(...DCGM_KEYS)} />
-      <ContainersSection jsonData={jsonData} onChange={onChange} open={has(...CONTAINER_KEYS)} />
       <NvmlSection jsonData={jsonData} onChange={onChange} open={has('nvmlEnabled')} />
       <TraceDirectoriesSection
         jsonData={jsonData}

@@ -6,8 +6,10 @@ import { TRACE_DATASOURCE_TYPES, TraceDatasourceType } from '../../types';
 import { JOIN_DEFAULTS } from '../../generated/vocabulary';
 import { attributeError, dashboardUidError } from '../validation';
 import { LABEL_WIDTH, SectionProps, Section, TextSetting, KeyValueList } from './fields';
+import { CONTAINER_KEYS, ContainerNames } from './ContainerNames';
 
 export const JOIN_KEYS = [
+  ...CONTAINER_KEYS,
   'joinHostAttribute',
   'joinGpuAttribute',
   'joinHostMap',
@@ -21,7 +23,7 @@ export function JoinSection({ jsonData, onChange, open }: SectionProps) {
   return (
     <Section
       title="Request join and links"
-      summary="How a request's spans find their hosts and GPUs, and where trace and GPU links lead."
+      summary="How a request's spans find their hosts, GPUs and containers, and where trace and GPU links lead."
       open={open}
     >
       <TextSetting
@@ -50,6 +52,7 @@ export function JoinSection({ jsonData, onChange, open }: SectionProps) {
         value={jsonData.joinHostMap}
         onChange={(v) => onChange({ joinHostMap: v })}
       />
+      <ContainerNames jsonData={jsonData} onChange={onChange} />
       <InlineField
         label="Trace data source"
         labelWidth={LABEL_WIDTH}

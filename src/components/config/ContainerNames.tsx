@@ -2,7 +2,7 @@ import React from 'react';
 import { InlineFieldRow } from '@grafana/ui';
 import { CADVISOR_LABEL_ROLES, CADVISOR_METRICS } from '../../generated/vocabulary';
 import { labelNameError, metricNameError } from '../validation';
-import { SectionProps, Section, TextSetting, KeyValueList, asRecord } from './fields';
+import { SettingsProps, TextSetting, KeyValueList, asRecord } from './fields';
 
 export const CONTAINER_KEYS = ['cadvisorMetricNames', 'cadvisorLabelNames'] as const;
 
@@ -16,17 +16,14 @@ const ROLE_TEXT: Record<(typeof CADVISOR_LABEL_ROLES)[number], { label: string; 
 /**
  * cAdvisor's CPU series of a span's container (CPU throttling by its limit): other metric and
  * label names, where the cluster's Prometheus holds them under recording-rule or relabelled names.
+ * Part of the request join's settings: it is how a span meets its container's series.
  */
-export function ContainersSection({ jsonData, onChange, open }: SectionProps) {
+export function ContainerNames({ jsonData, onChange }: SettingsProps) {
   const labels = asRecord(jsonData.cadvisorLabelNames);
   return (
-    <Section
-      title="Container CPU (cAdvisor)"
-      summary="How a span's container CPU limit and throttling are read from Prometheus: other metric and label names."
-      open={open}
-    >
+    <>
       <KeyValueList
-        label="Metric names"
+        label="cAdvisor metrics"
         tooltip="Read one of cAdvisor's CPU series from another metric, e.g. a recording rule's copy. It must be the same kind of series: a counter for the _total names, the container spec's gauge for the others. Without an entry the plugin reads cAdvisor's own name."
         name="cAdvisor metric"
         keyPlaceholder="container_cpu_cfs_throttled_periods_total"
@@ -58,6 +55,6 @@ export function ContainersSection({ jsonData, onChange, open }: SectionProps) {
           />
         ))}
       </InlineFieldRow>
-    </Section>
+    </>
   );
 }
