@@ -203,7 +203,14 @@ export async function look(
     }
   });
   page.on('pageerror', (e) => problems.push(`exception: ${e instanceof Error ? e.message : String(e)}`));
-  page.on('requestfailed', (r) => problems.push(`request failed: ${r.url()} ${r.failure()?.errorText}`));
+  // A request the page's own closing cancels (an icon a hover in the check asked for) is no
+  // problem of the page.
+  let closing = false;
+  page.on('requestfailed', (r) => {
+    if (!closing) {
+      problems.push(`request failed: ${r.url()} ${r.failure()?.errorText}`);
+    }
+  });
   page.on('response', (r) => {
     if (r.status() >= 400) {
       problems.push(`HTTP ${r.status()}: ${r.url()}`);
@@ -230,7 +237,10 @@ export async function look(
       await page.screenshot({ path: join(screenshots, `${name}.failed.png`), fullPage: true });
       throw e;
     }
+    // What the check's hovers asked for arrives before the page closes, within a bound.
+    await page.waitForNetworkIdle({ idleTime: 300, timeout: 5000 }).catch(() => undefined);
   } finally {
+    closing = true;
     await page.close();
   }
   expect(problems).toEqual([]);
