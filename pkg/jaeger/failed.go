@@ -31,7 +31,7 @@ func (c *Client) FailedTraces(ctx context.Context, q models.TraceSearchQuery) (t
 	}
 	ctx, span := upstream.StartSpan(ctx, models.Jaeger, "FailedTraces", attribute.String("hsi.service", q.Service), attribute.Int("hsi.limit", q.Limit))
 	defer func() { err = upstream.EndSpan(span, upstream.Wrap(models.Jaeger, c.url, err)) }()
-	q = searchDefaults(q, time.Now())
+	q = q.WithDefaults(time.Now())
 	api, err := c.detectAPI(ctx)
 	if err != nil {
 		return nil, err

@@ -25,7 +25,7 @@ func (c *Client) SearchSpans(ctx context.Context, q models.TraceSearchQuery) (sp
 	ctx, span := upstream.StartSpan(ctx, models.Jaeger, "SearchSpans",
 		attribute.String("hsi.service", q.Service), attribute.String("hsi.operation", q.Operation), attribute.Int("hsi.limit", q.Limit))
 	defer func() { err = upstream.EndSpan(span, upstream.Wrap(models.Jaeger, c.url, err)) }()
-	spans, err = c.search(ctx, searchDefaults(q, time.Now()))
+	spans, err = c.search(ctx, q.WithDefaults(time.Now()))
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,6 @@
 package jaeger
 
+import "github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
+
 // DefaultTraceLimit is how many traces a search returns unless asked otherwise.
-const DefaultTraceLimit = 20
+const DefaultTraceLimit = models.DefaultTraceLimit

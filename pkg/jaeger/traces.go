@@ -97,7 +97,7 @@ func (c *Client) FindTraces(ctx context.Context, q models.TraceSearchQuery) (fou
 	ctx, span := upstream.StartSpan(ctx, models.Jaeger, "FindTraces", attribute.String("hsi.service", q.Service))
 	defer func() { err = upstream.EndSpan(span, upstream.Wrap(models.Jaeger, c.url, err)) }()
 
-	q = searchDefaults(q, time.Now())
+	q = q.WithDefaults(time.Now())
 	spans, err := c.search(ctx, q)
 	if err != nil {
 		return nil, err
@@ -107,20 +107,6 @@ func (c *Client) FindTraces(ctx context.Context, q models.TraceSearchQuery) (fou
 		found = found[:q.Limit]
 	}
 	return found, nil
-}
-
-// searchDefaults fills what the search left out: up to now, the hour before, DefaultTraceLimit.
-func searchDefaults(q models.TraceSearchQuery, now time.Time) models.TraceSearchQuery {
-	if q.End.IsZero() {
-		q.End = now
-	}
-	if q.Start.IsZero() {
-		q.Start = q.End.Add(-time.Hour)
-	}
-	if q.Limit <= 0 {
-		q.Limit = DefaultTraceLimit
-	}
-	return q
 }
 
 func (c *Client) findV3(ctx context.Context, q models.TraceSearchQuery) ([]models.Span, error) {

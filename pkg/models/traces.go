@@ -208,3 +208,20 @@ func PadTraceID(id string) string {
 	}
 	return id
 }
+
+// DefaultTraceLimit is how many traces a search returns unless asked otherwise.
+const DefaultTraceLimit = 20
+
+// WithDefaults fills what a search left out: up to now, the hour before, DefaultTraceLimit.
+func (q TraceSearchQuery) WithDefaults(now time.Time) TraceSearchQuery {
+	if q.End.IsZero() {
+		q.End = now
+	}
+	if q.Start.IsZero() {
+		q.Start = q.End.Add(-time.Hour)
+	}
+	if q.Limit <= 0 {
+		q.Limit = DefaultTraceLimit
+	}
+	return q
+}

@@ -20,8 +20,6 @@ import (
 // Search bounds.
 const (
 	pathSearch = "/api/search"
-	// DefaultTraceLimit is how many traces a search returns unless asked otherwise (as Jaeger's).
-	DefaultTraceLimit = 20
 	// spansPerSpanSet is how many matching spans of each trace a span search asks for (spss).
 	spansPerSpanSet = 100
 	// maxFailedTraces bounds the failed requests read whole, one trace fetch each.
@@ -96,20 +94,6 @@ func (c *Client) search(ctx context.Context, query string, q models.TraceSearchQ
 	return &reply, nil
 }
 
-// searchDefaults fills what the search left out: up to now, the hour before, DefaultTraceLimit.
-func searchDefaults(q models.TraceSearchQuery, now time.Time) models.TraceSearchQuery {
-	if q.End.IsZero() {
-		q.End = now
-	}
-	if q.Start.IsZero() {
-		q.Start = q.End.Add(-time.Hour)
-	}
-	if q.Limit <= 0 {
-		q.Limit = DefaultTraceLimit
-	}
-	return q
-}
-
 var errNoService = errors.New("a trace search needs a service: set the service")
 
 // FindTraces lists the traces with a span of the service (and operation, at least MinDuration
@@ -120,7 +104,7 @@ func (c *Client) FindTraces(ctx context.Context, q models.TraceSearchQuery) (fou
 	}
 	ctx, span := upstream.StartSpan(ctx, models.Tempo, "FindTraces", attribute.String("hsi.service", q.Service))
 	defer func() { err = upstream.EndSpan(span, upstream.Wrap(models.Tempo, c.url, err)) }()
-	q = searchDefaults(q, time.Now())
+	q = q.WithDefaults(time.Now())
 	reply, err := c.search(ctx, traceQL(q), q, 0)
 	if err != nil {
 		return nil, err
@@ -164,7 +148,7 @@ func (c *Client) SearchSpans(ctx context.Context, q models.TraceSearchQuery) (sp
 	ctx, span := upstream.StartSpan(ctx, models.Tempo, "SearchSpans",
 		attribute.String("hsi.service", q.Service), attribute.String("hsi.operation", q.Operation), attribute.Int("hsi.limit", q.Limit))
 	defer func() { err = upstream.EndSpan(span, upstream.Wrap(models.Tempo, c.url, err)) }()
-	q = searchDefaults(q, time.Now())
+	q = q.WithDefaults(time.Now())
 	reply, err := c.search(ctx, traceQL(q)+" | select(span."+models.ProfileIDAttribute+")", q, spansPerSpanSet)
 	if err != nil {
 		return nil, err
@@ -205,7 +189,7 @@ func (c *Client) FailedTraces(ctx context.Context, q models.TraceSearchQuery) (t
 	}
 	ctx, span := upstream.StartSpan(ctx, models.Tempo, "FailedTraces", attribute.String("hsi.service", q.Service))
 	defer func() { err = upstream.EndSpan(span, upstream.Wrap(models.Tempo, c.url, err)) }()
-	q = searchDefaults(q, time.Now())
+	q = q.WithDefaults(time.Now())
 	q.Limit = min(q.Limit, maxFailedTraces)
 	q.MinDuration, q.Operation = 0, ""
 	reply, err := c.search(ctx, traceQL(q, "status = error"), q, 0)
