@@ -36,7 +36,12 @@ func TestEnginePreemptsTheLastArrivedRequestWhenItsKVCacheIsFull(t *testing.T) {
 	wg.Go(func() {
 		errs[0] = complete(context.Background(), srv.Client(), srv.URL, PreemptPromptTokens, longTokens)
 	})
-	time.Sleep(30 * time.Millisecond) // the long one is admitted first
+	// The long one is admitted first: wait until it holds its cache, however loaded the machine.
+	for admitted := false; !admitted; time.Sleep(time.Millisecond) {
+		e.mu.Lock()
+		admitted = e.kvInUse >= PreemptPromptTokens
+		e.mu.Unlock()
+	}
 	wg.Go(func() { errs[1] = complete(context.Background(), srv.Client(), srv.URL, promptTokens, shortTokens) })
 	wg.Wait()
 	for _, err := range errs {
