@@ -113,7 +113,7 @@ export interface HsiQuery extends DataQuery {
   groupBy?: string[];
   /**
    * Metrics: keep the top N series; 0 or unset: all. Slow requests: the N slowest traces. Span
-   * heatmap and profile: traces read from Jaeger's search (default 500, at most 1500).
+   * heatmap and profile: traces read from the trace store's search (Jaeger or Tempo) (default 500, at most 1500).
    */
   limit?: number;
   /** The whole request, across services (profile, trace): 16 or 32 hex digits. */

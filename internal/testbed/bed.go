@@ -26,6 +26,10 @@ type Endpoints struct {
 	PyroscopeURL  string
 	JaegerURL     string // query API (v1 and v3 JSON)
 	JaegerOTLP    string // OTLP gRPC host:port
+	// TempoURL is the bed's Tempo (the fake, or a real one: tempo.go), multi-tenant with
+	// TempoTenant; TempoOTLP its OTLP gRPC receiver, which Jaeger forwards every span to;
+	// TempoVersion "fake", or "real" and the binary.
+	TempoURL, TempoOTLP, TempoTenant, TempoVersion string
 	DemoURL       string // the demo's backend service, "" without the demo
 	EngineURL     string // the demo's simulated LLM engine (POST /v1/completions), "" without the demo
 	// GPUSimulatorURL is the simulated dcgm-exporter (GET /metrics), "" without the demo.
@@ -51,6 +55,10 @@ func (e Endpoints) Env() []string {
 		"HSI_TESTBED_PYROSCOPE_URL=" + e.PyroscopeURL,
 		"HSI_TESTBED_JAEGER_URL=" + e.JaegerURL,
 		"HSI_TESTBED_JAEGER_OTLP=" + e.JaegerOTLP,
+		"HSI_TESTBED_TEMPO_URL=" + e.TempoURL,
+		"HSI_TESTBED_TEMPO_OTLP=" + e.TempoOTLP,
+		"HSI_TESTBED_TEMPO_TENANT=" + e.TempoTenant,
+		"HSI_TESTBED_TEMPO_VERSION=" + e.TempoVersion,
 		"HSI_TESTBED_S3_ENDPOINT=" + e.S3Endpoint,
 		"HSI_TESTBED_S3_ACCESS_KEY=" + e.S3AccessKey,
 		"HSI_TESTBED_S3_SECRET_KEY=" + e.S3SecretKey,
@@ -89,6 +97,10 @@ func FromEnv() (Endpoints, bool) {
 		PyroscopeURL:  os.Getenv("HSI_TESTBED_PYROSCOPE_URL"),
 		JaegerURL:     os.Getenv("HSI_TESTBED_JAEGER_URL"),
 		JaegerOTLP:    os.Getenv("HSI_TESTBED_JAEGER_OTLP"),
+		TempoURL:      os.Getenv("HSI_TESTBED_TEMPO_URL"),
+		TempoOTLP:     os.Getenv("HSI_TESTBED_TEMPO_OTLP"),
+		TempoTenant:   os.Getenv("HSI_TESTBED_TEMPO_TENANT"),
+		TempoVersion:  os.Getenv("HSI_TESTBED_TEMPO_VERSION"),
 		S3Endpoint:    os.Getenv("HSI_TESTBED_S3_ENDPOINT"),
 		S3AccessKey:   os.Getenv("HSI_TESTBED_S3_ACCESS_KEY"),
 		S3SecretKey:   os.Getenv("HSI_TESTBED_S3_SECRET_KEY"),
@@ -121,7 +133,9 @@ type Bed struct {
 	Endpoints
 	Dir   string
 	procs []*process
-	opts  Options
+	// closers stop what runs inside the bed's own process (the Tempo fake).
+	closers []func()
+	opts    Options
 	// seaweed is the object store's weed process, seaweedPorts its listeners (tests check that
 	// Stop leaves neither behind).
 	seaweed      *process
@@ -158,7 +172,7 @@ func Start(ctx context.Context, opts Options) (b *Bed, err error) {
 	defer cancel()
 	started := time.Now()
 
-	ports, err := freePorts(24)
+	ports, err := freePorts(28)
 	if err != nil {
 		return nil, err
 	}
@@ -168,6 +182,7 @@ func Start(ctx context.Context, opts Options) (b *Bed, err error) {
 	gpuSimPort, scenarioGPUPort, kubeStatePort := ports[13], ports[14], ports[15]
 	weedPorts := seaweedPorts{master: ports[16], masterGRPC: ports[17], volume: ports[18], volumeGRPC: ports[19],
 		filer: ports[20], filerGRPC: ports[21], s3: ports[22], s3GRPC: ports[23]}
+	tempoHTTP, tempoGRPC, tempoOTLP, tempoMember := ports[24], ports[25], ports[26], ports[27]
 
 	b.PrometheusURL = "http://" + addr(promPort)
 	b.PyroscopeURL = "http://" + addr(pyroHTTP)
@@ -200,6 +215,9 @@ func Start(ctx context.Context, opts Options) (b *Bed, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := b.startTempo(ctx, tempoHTTP, tempoGRPC, tempoOTLP, tempoMember); err != nil {
+		return nil, err
+	}
 	jaeger, err := b.startJaeger(bins.jaeger, jOTLPgrpc, jOTLPhttp, jQueryHTTP, jQueryGRPC, jHealth)
 	if err != nil {
 		return nil, err
@@ -225,8 +243,8 @@ func Start(ctx context.Context, opts Options) (b *Bed, err error) {
 	}); err != nil {
 		return nil, err
 	}
-	opts.Log("Prometheus %s · Pyroscope %s · Jaeger %s · S3 %s, all ready %s after the start",
-		b.PrometheusURL, b.PyroscopeURL, b.JaegerURL, b.S3Endpoint, time.Since(started).Round(100*time.Millisecond))
+	opts.Log("Prometheus %s · Pyroscope %s · Jaeger %s · Tempo %s (%s) · S3 %s, all ready %s after the start",
+		b.PrometheusURL, b.PyroscopeURL, b.JaegerURL, b.TempoURL, b.TempoVersion, b.S3Endpoint, time.Since(started).Round(100*time.Millisecond))
 	if opts.Demo {
 		if err := checkGPUFixtures(ctx, b.Endpoints); err != nil {
 			return nil, err
@@ -248,6 +266,10 @@ func (b *Bed) Stop() {
 		}
 	}
 	b.procs = nil
+	for _, c := range b.closers {
+		c()
+	}
+	b.closers = nil
 	b.removeSeaweedSockets()
 	if !b.opts.KeepDir && b.Dir != "" {
 		os.RemoveAll(b.Dir)

@@ -141,3 +141,6 @@ func freePorts(n int) ([]int, error) {
 }
 
 func addr(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }
+
+// FreePorts reserves n distinct free loopback ports for a server a test starts itself.
+func FreePorts(n int) ([]int, error) { return freePorts(n) }

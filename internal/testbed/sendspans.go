@@ -40,6 +40,12 @@ type SentEvent struct {
 // to otlpEndpoint (host:port) with the OpenTelemetry SDK, as an instrumented service would, and
 // returns its trace ID. start is truncated to the microsecond, the resolution of Jaeger's v1 API.
 func SendSpans(ctx context.Context, otlpEndpoint string, start time.Time, spans []SentSpan) (traceID string, err error) {
+	return SendTenantSpans(ctx, otlpEndpoint, "", start, spans)
+}
+
+// SendTenantSpans is SendSpans with the tenant a multi-tenant receiver (Tempo) files the spans
+// under, sent as X-Scope-OrgID; "" sends none.
+func SendTenantSpans(ctx context.Context, otlpEndpoint, tenant string, start time.Time, spans []SentSpan) (traceID string, err error) {
 	if otlpEndpoint == "" {
 		return "", errors.New("no OTLP endpoint (HSI_TESTBED_JAEGER_OTLP is empty)")
 	}
@@ -58,7 +64,11 @@ func SendSpans(ctx context.Context, otlpEndpoint string, start time.Time, spans 
 	for i, s := range spans {
 		tp := providers[s.Service]
 		if tp == nil {
-			exp, err := otlptracegrpc.New(ctx, otlptracegrpc.WithEndpoint(otlpEndpoint), otlptracegrpc.WithInsecure())
+			opts := []otlptracegrpc.Option{otlptracegrpc.WithEndpoint(otlpEndpoint), otlptracegrpc.WithInsecure()}
+			if tenant != "" {
+				opts = append(opts, otlptracegrpc.WithHeaders(map[string]string{"X-Scope-OrgID": tenant}))
+			}
+			exp, err := otlptracegrpc.New(ctx, opts...)
 			if err != nil {
 				return "", err
 			}

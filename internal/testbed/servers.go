@@ -95,7 +95,7 @@ const jaegerConfig = `service:
     traces:
       receivers: [otlp]
       processors: [batch]
-      exporters: [jaeger_storage_exporter]
+      exporters: [jaeger_storage_exporter, otlp/tempo]
   telemetry:
     metrics:
       level: none
@@ -131,11 +131,18 @@ processors:
 exporters:
   jaeger_storage_exporter:
     trace_storage: memstore
+  otlp/tempo:
+    endpoint: %[6]s
+    tls:
+      insecure: true
+    headers:
+      X-Scope-OrgID: %[7]s
 `
 
 func (b *Bed) startJaeger(bin string, otlpGRPC, otlpHTTP, queryHTTP, queryGRPC, health int) (*process, error) {
 	path := filepath.Join(b.Dir, "jaeger.yaml")
-	cfg := fmt.Sprintf(jaegerConfig, addr(otlpGRPC), addr(otlpHTTP), addr(queryHTTP), addr(queryGRPC), addr(health))
+	// Jaeger forwards every span it takes to the bed's Tempo as well (startTempo runs first).
+	cfg := fmt.Sprintf(jaegerConfig, addr(otlpGRPC), addr(otlpHTTP), addr(queryHTTP), addr(queryGRPC), addr(health), b.TempoOTLP, b.TempoTenant)
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		return nil, err
 	}

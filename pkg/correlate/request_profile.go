@@ -328,7 +328,7 @@ func tracedProfile(q RequestProfileQuery, rp *RequestProfile, way string, partia
 		rp.warn(fmt.Sprintf("Some trace_id queries failed, so the graph may lack samples: %v", partialErr))
 	}
 	if q.PerService && len(rp.Services) == 0 {
-		rp.warn("perService: no per-service flame graphs, because without the trace's spans the services are not known: the samples were matched by trace ID across all services in one query, which does not say which service each came from. They need the trace's spans from Jaeger.")
+		rp.warn("perService: no per-service flame graphs, because without the trace's spans the services are not known: the samples were matched by trace ID across all services in one query, which does not say which service each came from. They need the trace's spans from the trace store (Jaeger or Tempo).")
 	}
 	return rp, nil
 }

@@ -44,7 +44,7 @@ func SlowestTraces(ctx context.Context, search TraceSearch, q SlowTracesQuery) (
 			services = services[:MaxSearchedServices]
 		}
 		if len(services) == 0 {
-			return nil, notices.List{{Severity: notices.Info, Text: "Jaeger knows no service yet."}}, nil
+			return nil, notices.List{{Severity: notices.Info, Text: "The trace store knows no service yet."}}, nil
 		}
 	}
 	var searches []models.TraceSearchQuery
@@ -108,7 +108,7 @@ func SlowestTraces(ctx context.Context, search TraceSearch, q SlowTracesQuery) (
 		if arriving > 1 {
 			have = "have"
 		}
-		notes.Infof("%d of the %d traces listed %s no root span in Jaeger yet (still arriving, or the caller is not traced): duration and root service cover only the spans stored so far; ask again in a few seconds.", arriving, len(out), have)
+		notes.Infof("%d of the %d traces listed %s no root span in the trace store yet (still arriving, or the caller is not traced): duration and root service cover only the spans stored so far; ask again in a few seconds.", arriving, len(out), have)
 	}
 	return out, notes, nil
 }

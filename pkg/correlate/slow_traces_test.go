@@ -138,7 +138,7 @@ func TestSlowestTracesSaysWhatTheListMayMiss(t *testing.T) {
 		t.Errorf("error %v", err)
 	}
 	f = &fakeSearch{services: []string{"jaeger-query"}}
-	if got, notes, err := SlowestTraces(context.Background(), f, SlowTracesQuery{Limit: 5}); err != nil || len(got) != 0 || !slices.Equal(notes.Texts(), []string{"Jaeger knows no service yet."}) {
+	if got, notes, err := SlowestTraces(context.Background(), f, SlowTracesQuery{Limit: 5}); err != nil || len(got) != 0 || !slices.Equal(notes.Texts(), []string{"The trace store knows no service yet."}) {
 		t.Errorf("%v %v %v", got, notes, err)
 	}
 }
@@ -168,7 +168,7 @@ func TestSlowestTracesKeepsTheFullestCopyAndNamesTracesStillArriving(t *testing.
 		if got[0].RootService != "nemotron-backend" || got[0].Duration != ms(430) || got[0].RootMissing {
 			t.Errorf("kept %+v, want the whole request's copy", got[0])
 		}
-		if len(notes) != 1 || !strings.Contains(notes[0].Text, "1 of the 2 traces listed has no root span in Jaeger yet") {
+		if len(notes) != 1 || !strings.Contains(notes[0].Text, "1 of the 2 traces listed has no root span in the trace store yet") {
 			t.Errorf("notes %q", notes)
 		}
 	}

@@ -423,7 +423,7 @@ func SpanHeatmapOf(ctx context.Context, search SpanSearch, q *models.SpanQuery, 
 		ans.Notices.Warn(NoSpans(found))
 		return ans, nil
 	}
-	ans.Notices.Infof("%s, from Jaeger's search, in %s steps; exemplars: the slowest span of each step.", found.Describe(), ans.Step)
+	ans.Notices.Infof("%s, from the trace store's search, in %s steps; exemplars: the slowest span of each step.", found.Describe(), ans.Step)
 	if note := found.LimitNote(); note != "" {
 		ans.Notices.Warn(note)
 	}
@@ -448,6 +448,6 @@ func SpanProfileOf(ctx context.Context, search SpanSearch, profiles Profiles, q 
 
 // NoSpans says why a span query found nothing.
 func NoSpans(found *OperationSpans) string {
-	return fmt.Sprintf("The trace search found no span of %s in the range (%d trace(s) read): check the service and operation (the editor lists those Jaeger knows) or widen the range.",
+	return fmt.Sprintf("The trace search found no span of %s in the range (%d trace(s) read): check the service and operation (the editor lists those the trace store knows) or widen the range.",
 		found.Subject(), found.Traces)
 }

@@ -39,15 +39,16 @@ const MaxTimeout = 300 * time.Second
 // pyroscopeAuth, pyroscopeBasicAuthUser, ...), because provisioning files are easiest to write
 // that way; secrets use the same prefix in secureJsonData.
 type Upstream struct {
-	Name    string // Pyroscope, Prometheus or Jaeger
-	Key     string // jsonData prefix: pyroscope, prometheus or jaeger
+	Name    string // Pyroscope, Prometheus, Jaeger or Tempo
+	Key     string // jsonData prefix: pyroscope, prometheus, jaeger or tempo
 	URL     string // empty when the upstream is not configured
 	Auth    string
 	User    string
 	Timeout time.Duration
 	TLS     TLS
 
-	// Tenant is sent as X-Scope-OrgID (Pyroscope, and Mimir/Cortex-style Prometheus).
+	// Tenant is sent as X-Scope-OrgID (Pyroscope, multi-tenant Tempo, and Mimir/Cortex-style
+	// Prometheus).
 	Tenant string
 
 	// Secrets, from secureJsonData only. Never logged, returned or put in frames.
@@ -72,6 +73,12 @@ type Settings struct {
 	Pyroscope  Upstream
 	Prometheus Upstream
 	Jaeger     Upstream
+	Tempo      Upstream
+
+	// TraceStore is jsonData.traceStore: which of Jaeger and Tempo the trace-reading queries ask
+	// (TraceStoreJaeger, TraceStoreTempo), or "" for the one whose URL is set (Jaeger when both
+	// are). See TraceUpstream.
+	TraceStore string
 
 	// SelfProfilingURL names a Pyroscope the plugin pushes its own profiles to; empty means off.
 	SelfProfilingURL string
@@ -102,7 +109,7 @@ type Settings struct {
 // keep their defaults with a warning. The zero Invalid: every setting is valid.
 type Invalid struct {
 	// Upstreams are the upstreams' invalid settings, by upstream name (Pyroscope, Prometheus,
-	// Jaeger): "invalid Pyroscope settings: …".
+	// Jaeger, Tempo): "invalid Pyroscope settings: …".
 	Upstreams map[string]error
 	// MinStep is an invalid jsonData.minStep.
 	MinStep error
@@ -116,6 +123,9 @@ type Invalid struct {
 	Containers error
 	// NVML is an invalid jsonData.nvmlEnabled.
 	NVML error
+	// TraceStore is an invalid jsonData.traceStore: no trace is read until it is fixed, as
+	// reading the other store would answer from traces the user did not choose.
+	TraceStore error
 }
 
 // Upstream is why the named upstream's settings cannot be used, nil when they can.
@@ -132,9 +142,44 @@ func (i *Invalid) SetUpstream(name string, err error) {
 // DefaultMinStep is Grafana's Pyroscope data source's default for jsonData.minStep.
 const DefaultMinStep = 15 * time.Second
 
-// Upstreams lists the three upstreams in the order messages name them.
+// Upstreams lists the upstreams in the order messages name them.
 func (s *Settings) Upstreams() []*Upstream {
-	return []*Upstream{&s.Pyroscope, &s.Prometheus, &s.Jaeger}
+	return []*Upstream{&s.Pyroscope, &s.Prometheus, &s.Jaeger, &s.Tempo}
+}
+
+// The values of jsonData.traceStore.
+const (
+	TraceStoreJaeger = "jaeger"
+	TraceStoreTempo  = "tempo"
+)
+
+// TraceUpstream is the upstream traces are read from: the one jsonData.traceStore names, else
+// the one whose URL is set, else Jaeger when both are (it was the only trace store before Tempo,
+// so a data source that gains a Tempo URL keeps its answers until the user chooses). It fails,
+// saying what to set, when none can be used.
+func (s *Settings) TraceUpstream() (*Upstream, error) {
+	const neither = "no trace store is configured: set Jaeger's URL (jsonData.jaegerUrl) or Tempo's (jsonData.tempoUrl) in the data source settings"
+	switch s.TraceStore {
+	case TraceStoreJaeger, TraceStoreTempo:
+		u := &s.Jaeger
+		if s.TraceStore == TraceStoreTempo {
+			u = &s.Tempo
+		}
+		if !u.Configured() {
+			return nil, fmt.Errorf("jsonData.traceStore is %s, but %s is not configured: set its URL (jsonData.%sUrl), or choose the other trace store", s.TraceStore, u.Name, u.Key)
+		}
+		return u, nil
+	case "":
+	default:
+		return nil, fmt.Errorf("jsonData.traceStore must be jaeger or tempo, got %q", truncate(s.TraceStore, 40))
+	}
+	switch {
+	case s.Jaeger.Configured():
+		return &s.Jaeger, nil
+	case s.Tempo.Configured():
+		return &s.Tempo, nil
+	}
+	return nil, errors.New(neither)
 }
 
 // LoadSettings reads jsonData and secureJsonData. It fails only when jsonData is not a JSON
@@ -152,14 +197,24 @@ func LoadSettings(s backend.DataSourceInstanceSettings) (*Settings, Invalid, err
 	for _, u := range []struct {
 		into      *Upstream
 		name, key string
-	}{{&out.Pyroscope, Pyroscope, "pyroscope"}, {&out.Prometheus, Prometheus, "prometheus"}, {&out.Jaeger, Jaeger, "jaeger"}} {
+	}{{&out.Pyroscope, Pyroscope, "pyroscope"}, {&out.Prometheus, Prometheus, "prometheus"}, {&out.Jaeger, Jaeger, "jaeger"}, {&out.Tempo, Tempo, "tempo"}} {
 		var err error
 		if *u.into, err = loadUpstream(u.name, u.key, j, s.DecryptedSecureJSONData); err != nil {
 			bad.SetUpstream(u.name, err)
 		}
 	}
 	out.MinStep, bad.MinStep = loadMinStep(j)
+	if out.TraceStore, bad.TraceStore = j.str("traceStore"); bad.TraceStore == nil {
+		out.TraceStore = strings.ToLower(strings.TrimSpace(out.TraceStore))
+		bad.TraceStore = validTraceStore(out.TraceStore)
+	}
 	bad.Join = loadJoin(j, &out.Join)
+	if _, set := j["traceDatasourceType"]; !set {
+		// Span links open the trace in the data source of the store the traces come from.
+		if u, err := out.TraceUpstream(); err == nil && u.Name == Tempo {
+			out.Join.TraceDatasourceType = TraceDatasourceTempo
+		}
+	}
 	bad.GPU = errors.Join(loadDCGM(j, &out.DCGM), loadClassify(j, &out.Classify), bad.Join)
 	bad.Containers = loadContainers(j, &out.Containers)
 	bad.Kernels = loadKernelTraces(j, s.DecryptedSecureJSONData, &out.Kernels)
@@ -176,6 +231,15 @@ func LoadSettings(s backend.DataSourceInstanceSettings) (*Settings, Invalid, err
 		out.SelfProfilingURL = ""
 	}
 	return out, bad, nil
+}
+
+// validTraceStore checks jsonData.traceStore's value ("" lets the URLs choose).
+func validTraceStore(v string) error {
+	switch v {
+	case "", TraceStoreJaeger, TraceStoreTempo:
+		return nil
+	}
+	return fmt.Errorf("jsonData.traceStore must be jaeger or tempo, got %q: no trace is read until it is fixed", truncate(v, 40))
 }
 
 // loadMinStep reads jsonData.minStep, a duration as Grafana's Pyroscope data source stores it

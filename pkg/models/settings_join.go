@@ -34,7 +34,7 @@ type JoinSettings struct {
 	// TraceDatasourceUID is the trace data source that span links open in Explore
 	// (jsonData.traceDatasourceUid); empty: spans carry no trace link.
 	TraceDatasourceUID string
-	// TraceDatasourceType is jaeger (default) or tempo: the query model of that data source.
+	// TraceDatasourceType is jaeger (default; tempo when traces are read from Tempo) or tempo: the query model of that data source.
 	TraceDatasourceType string
 	// GPUDashboardUID is the dashboard GPU links open (jsonData.gpuDashboardUid).
 	GPUDashboardUID string

@@ -151,3 +151,53 @@ func TestLoadSettingsNamesAnInvalidMinStepAndKeepsTheUpstreams(t *testing.T) {
 		}
 	}
 }
+
+// The trace store is the one whose URL is set, Jaeger when both are unless jsonData.traceStore
+// chooses; a choice that cannot be used says what to set, and span links follow Tempo.
+func TestTraceUpstreamChoosesTheStoreTracesAreReadFrom(t *testing.T) {
+	const jaegerURL, tempoURL = `"jaegerUrl": "http://jaeger:16686"`, `"tempoUrl": "http://tempo:3200"`
+	for _, tc := range []struct {
+		name, jsonData, want, wantErr, linkType string
+	}{
+		{name: "only Jaeger", jsonData: `{` + jaegerURL + `}`, want: Jaeger, linkType: TraceDatasourceJaeger},
+		{name: "only Tempo", jsonData: `{` + tempoURL + `}`, want: Tempo, linkType: TraceDatasourceTempo},
+		{name: "both, unset", jsonData: `{` + jaegerURL + `,` + tempoURL + `}`, want: Jaeger, linkType: TraceDatasourceJaeger},
+		{name: "both, tempo chosen", jsonData: `{` + jaegerURL + `,` + tempoURL + `, "traceStore": " Tempo "}`, want: Tempo, linkType: TraceDatasourceTempo},
+		{name: "both, jaeger chosen", jsonData: `{` + jaegerURL + `,` + tempoURL + `, "traceStore": "jaeger"}`, want: Jaeger, linkType: TraceDatasourceJaeger},
+		{name: "tempo chosen, links kept", jsonData: `{` + tempoURL + `, "traceDatasourceType": "jaeger"}`, want: Tempo, linkType: TraceDatasourceJaeger},
+		{name: "neither", jsonData: `{}`, linkType: TraceDatasourceJaeger, wantErr: "no trace store is configured: set Jaeger's URL (jsonData.jaegerUrl) or Tempo's (jsonData.tempoUrl)"},
+		{name: "chosen one not set", jsonData: `{` + jaegerURL + `, "traceStore": "tempo"}`, linkType: TraceDatasourceJaeger, wantErr: "jsonData.traceStore is tempo, but Tempo is not configured: set its URL (jsonData.tempoUrl)"},
+		{name: "unknown store", jsonData: `{` + jaegerURL + `, "traceStore": "zipkin"}`, linkType: TraceDatasourceJaeger, wantErr: `jsonData.traceStore must be jaeger or tempo, got "zipkin"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := load(t, tc.jsonData, nil)
+			u, err := s.TraceUpstream()
+			switch {
+			case tc.wantErr != "":
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Errorf("TraceUpstream() = %v, %v; want the error %q", u, err, tc.wantErr)
+				}
+			case err != nil || u.Name != tc.want:
+				t.Errorf("TraceUpstream() = %+v, %v; want %s", u, err, tc.want)
+			}
+			if s.Join.TraceDatasourceType != tc.linkType {
+				t.Errorf("span links open %q traces, want %q", s.Join.TraceDatasourceType, tc.linkType)
+			}
+			if strings.Contains(tc.name, "unknown") != (s.bad.TraceStore != nil) {
+				t.Errorf("invalid traceStore = %v", s.bad.TraceStore)
+			}
+		})
+	}
+}
+
+func TestLoadSettingsReadsTempoAsAnUpstreamWithTenant(t *testing.T) {
+	s := load(t, `{"tempoUrl": "https://tempo.example/", "tempoTenant": "team-a", "tempoAuth": "bearer", "tempoTimeoutSeconds": 20}`,
+		map[string]string{"tempoBearerToken": "tok"})
+	if s.Tempo.URL != "https://tempo.example" || s.Tempo.Tenant != "team-a" || s.Tempo.BearerToken != "tok" ||
+		s.Tempo.Timeout != 20*time.Second || s.bad.Upstream(Tempo) != nil {
+		t.Errorf("tempo = %+v, invalid %v", s.Tempo, s.bad.Upstream(Tempo))
+	}
+	if bad := load(t, `{"tempoUrl": "tempo:3200"}`, nil).bad.Upstream(Tempo); bad == nil || !strings.Contains(bad.Error(), "invalid Tempo settings") {
+		t.Errorf("a Tempo URL without a scheme: %v", bad)
+	}
+}

@@ -18,7 +18,8 @@ const (
 
 // SpanQuery is the query of the spanHeatmap and spanProfile types.
 type SpanQuery struct {
-	// Service is the Jaeger service whose spans are read (required: Jaeger searches one service).
+	// Service is the service whose spans are read (required: the trace store is searched one
+	// service at a time).
 	Service string `json:"service"`
 	// Operation is the span name; empty: every operation of the service.
 	Operation string `json:"operation"`
@@ -47,7 +48,7 @@ func ParseSpanQuery(queryType string, raw json.RawMessage) (*SpanQuery, error) {
 		}
 	}
 	if q.Service == "" {
-		return nil, errors.New(`field "service" is required: the service whose spans to read (Jaeger searches one service at a time)`)
+		return nil, errors.New(`field "service" is required: the service whose spans to read (the trace store is searched one service at a time)`)
 	}
 	switch b := spanLimitBound; {
 	case q.Limit == 0:

@@ -10,9 +10,13 @@ import (
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/jaeger"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/nvml"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/prometheus"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/pyroscope"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/safe"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/tempo"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/upstream"
 )
 
@@ -35,7 +39,11 @@ func (d *Datasource) CheckHealth(ctx context.Context, _ *backend.CheckHealthRequ
 	answers := make([]string, len(ups))
 	errs := safe.ForEach("health check", len(ups), 0, func(i int) (err error) {
 		if u := ups[i]; u.Configured() && d.invalid.Upstream(u.Name) == nil {
-			answers[i], err = d.checkUpstream(ctx, u.Name)
+			check, ok := d.healthChecks[u.Name]
+			if !ok {
+				return fmt.Errorf("the %s client was not created although its settings are valid", u.Name)
+			}
+			answers[i], err = check(ctx)
 		}
 		return err
 	})
@@ -73,7 +81,7 @@ func (d *Datasource) CheckHealth(ctx context.Context, _ *backend.CheckHealthRequ
 	msg := strings.Join(lines, " · ")
 	if configured == 0 {
 		status = backend.HealthStatusError
-		msg = "No upstream configured: set at least one of the Pyroscope, Prometheus or Jaeger URLs. " + msg
+		msg = "No upstream configured: set at least one of the Pyroscope, Prometheus, Jaeger or Tempo URLs. " + msg
 	}
 	details, _ := json.Marshal(map[string]any{"upstreams": results})
 	return &backend.CheckHealthResult{Status: status, Message: msg, JSONDetails: details}, nil
@@ -131,42 +139,59 @@ func (d *Datasource) bucketHealth(ctx context.Context) []upstreamHealth {
 	return out
 }
 
-// checkUpstream makes the upstream's cheap call and returns what to say after "OK".
-func (d *Datasource) checkUpstream(ctx context.Context, name string) (string, error) {
-	switch name {
-	case models.Pyroscope:
-		pyro, err := d.src.Profiles.Get()
-		if err != nil {
-			return "", err
+// healthChecks are the cheap calls of the clients that were made: Pyroscope's profile types,
+// Prometheus' version, Jaeger's services, Tempo's build and services. A trace store the queries
+// do not read says so, so that a user with both URLs set sees which one answers.
+func healthChecks(s *models.Settings, pyro *pyroscope.Client, prom *prometheus.Client, jae *jaeger.Client, tem *tempo.Client) map[string]healthCheck {
+	checks := map[string]healthCheck{}
+	if pyro != nil {
+		checks[models.Pyroscope] = func(ctx context.Context) (string, error) {
+			now := time.Now()
+			types, err := pyro.ProfileTypes(ctx, now.Add(-healthWindow), now)
+			if err != nil {
+				return "", err
+			}
+			return fmt.Sprintf(" (%d profile types)", len(types)), nil
 		}
-		now := time.Now()
-		types, err := pyro.ProfileTypes(ctx, now.Add(-healthWindow), now)
-		if err != nil {
-			return "", err
-		}
-		return fmt.Sprintf(" (%d profile types)", len(types)), nil
-	case models.Prometheus:
-		prom, err := d.src.Metrics.Get()
-		if err != nil {
-			return "", err
-		}
-		version, err := prom.Version(ctx)
-		if err != nil {
-			return "", err
-		}
-		return " (version " + version + ")", nil
-	case models.Jaeger:
-		jae, err := d.src.Traces.Get()
-		if err != nil {
-			return "", err
-		}
-		services, api, err := jae.Services(ctx)
-		if err != nil {
-			return "", err
-		}
-		return fmt.Sprintf(" (%d services, API %s)", len(services), api), nil
 	}
-	return "", fmt.Errorf("unknown upstream %q", name)
+	if prom != nil {
+		checks[models.Prometheus] = func(ctx context.Context) (string, error) {
+			version, err := prom.Version(ctx)
+			if err != nil {
+				return "", err
+			}
+			return " (version " + version + ")", nil
+		}
+	}
+	traceRole := func(name string) string {
+		if u, err := s.TraceUpstream(); err == nil && u.Name != name && s.Jaeger.Configured() && s.Tempo.Configured() {
+			return fmt.Sprintf("; traces are read from %s, as jsonData.traceStore says (Jaeger when it is unset)", u.Name)
+		}
+		return ""
+	}
+	if jae != nil {
+		checks[models.Jaeger] = func(ctx context.Context) (string, error) {
+			services, api, err := jae.Services(ctx)
+			if err != nil {
+				return "", err
+			}
+			return fmt.Sprintf(" (%d services, API %s%s)", len(services), api, traceRole(models.Jaeger)), nil
+		}
+	}
+	if tem != nil {
+		checks[models.Tempo] = func(ctx context.Context) (string, error) {
+			version, err := tem.Version(ctx)
+			if err != nil {
+				return "", err
+			}
+			services, _, err := tem.Services(ctx)
+			if err != nil {
+				return "", err
+			}
+			return fmt.Sprintf(" (version %s, %d services%s)", version, len(services), traceRole(models.Tempo)), nil
+		}
+	}
+	return checks
 }
 
 // healthCause keeps the health line short: the upstream is already named at its start.

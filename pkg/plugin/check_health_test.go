@@ -35,7 +35,7 @@ func TestCheckHealthNamesEachUpstreamWithItsResult(t *testing.T) {
 	ds := newTestDatasource(t, map[string]any{"pyroscopeUrl": pyro.URL, "prometheusUrl": prom.URL, "jaegerUrl": jaeger.URL}, nil)
 
 	res := checkHealth(t, ds)
-	want := "Pyroscope: OK (2 profile types) · Prometheus: OK (version 2.53.0) · Jaeger: OK (1 services, API v1)"
+	want := "Pyroscope: OK (2 profile types) · Prometheus: OK (version 2.53.0) · Jaeger: OK (1 services, API v1) · Tempo: not configured"
 	if res.Status != backend.HealthStatusOk || res.Message != want {
 		t.Errorf("health = %v %q\nwant OK %q", res.Status, res.Message, want)
 	}

@@ -35,8 +35,10 @@ type Datasource struct {
 	src     correlate.Sources
 
 	httpClients []*upstream.HTTPClient
-	queries     *datasource.QueryTypeMux
-	resources   backend.CallResourceHandler
+	// healthChecks are the made clients' cheap calls, by upstream name (CheckHealth).
+	healthChecks map[string]healthCheck
+	queries      *datasource.QueryTypeMux
+	resources    backend.CallResourceHandler
 	// maxConcurrentQueries bounds the queries of one QueryData call answered at once: Grafana's
 	// concurrent_query_limit, as Grafana sends it to every data source.
 	maxConcurrentQueries int
@@ -49,7 +51,7 @@ func NewDatasource(_ context.Context, s backend.DataSourceInstanceSettings) (ins
 		return nil, err
 	}
 	ds := &Datasource{settings: settings, invalid: invalid}
-	ds.src, ds.httpClients = newSources(settings, &ds.invalid)
+	ds.src, ds.httpClients, ds.healthChecks = newSources(settings, &ds.invalid)
 	if settings.SelfProfilingURL != "" {
 		selfprofile.Start(settings.SelfProfilingURL)
 	}

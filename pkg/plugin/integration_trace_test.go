@@ -279,7 +279,7 @@ func TestRealSlowRequestsListsTheDemosEndpointsAndSlowTraces(t *testing.T) {
 			if column(t, slow, "rootService")[i] == "nemotron-backend" {
 				break
 			}
-			if !strings.Contains(frameNotices(slow), "no root span in Jaeger yet") {
+			if !strings.Contains(frameNotices(slow), "no root span in the trace store yet") {
 				t.Errorf("request %s listed from part of its trace, without a notice: %s", id, frameNotices(slow))
 			}
 		}

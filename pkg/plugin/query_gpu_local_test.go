@@ -176,7 +176,7 @@ func TestGPULocalUnavailableIsTheQueryErrorAndTheHealthLine(t *testing.T) {
 		t.Errorf("health = %v %q", res.Status, res.Message)
 	}
 	ok := localDatasource(t, &fakeLocalGPUs{})
-	if res := checkHealth(t, ok); res.Status != backend.HealthStatusOk || res.Message != "Pyroscope: not configured · Prometheus: not configured · Jaeger: not configured · NVML: OK (driver 550.54.15, 1 GPUs)" {
+	if res := checkHealth(t, ok); res.Status != backend.HealthStatusOk || res.Message != "Pyroscope: not configured · Prometheus: not configured · Jaeger: not configured · Tempo: not configured · NVML: OK (driver 550.54.15, 1 GPUs)" {
 		t.Errorf("health = %v %q", res.Status, res.Message)
 	}
 	ok.Dispose()

@@ -17,7 +17,7 @@ const traceSearchWindow = time.Hour
 // maxTraceSearchLimit bounds one search: each hit is a whole trace that Jaeger loads and sends.
 const maxTraceSearchLimit = 1000
 
-// resourceTraceServices lists the services Jaeger knows, for the trace editor's service picker.
+// resourceTraceServices lists the services the trace store knows, for the trace editor's service picker.
 func (d *Datasource) resourceTraceServices(w http.ResponseWriter, r *http.Request) {
 	jae, err := d.src.Traces.Get()
 	if err != nil {
@@ -35,7 +35,7 @@ func (d *Datasource) resourceTraceServices(w http.ResponseWriter, r *http.Reques
 	writeJSON(w, http.StatusOK, services)
 }
 
-// resourceTraceOperations lists a service's operations (span names) Jaeger knows, sorted, for the
+// resourceTraceOperations lists a service's operations (span names) the trace store knows, sorted, for the
 // span editors' operation picker: ?service= (required).
 func (d *Datasource) resourceTraceOperations(w http.ResponseWriter, r *http.Request) {
 	jae, err := d.src.Traces.Get()
@@ -90,7 +90,7 @@ func traceQuery(r *http.Request) (models.TraceSearchQuery, error) {
 	p := r.URL.Query()
 	q := models.TraceSearchQuery{Service: p.Get("service"), Operation: p.Get("operation"), Limit: jaeger.DefaultTraceLimit}
 	if q.Service == "" {
-		return q, fmt.Errorf("parameter \"service\" is required: Jaeger searches one service at a time")
+		return q, fmt.Errorf("parameter \"service\" is required: the trace store is searched one service at a time")
 	}
 	for name, v := range map[string]string{"service": q.Service, "operation": q.Operation} {
 		if err := models.CheckName(v); err != nil {

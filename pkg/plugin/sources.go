@@ -16,6 +16,7 @@ import (
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/nvml"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/prometheus"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/pyroscope"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/tempo"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/upstream"
 )
 
@@ -23,21 +24,28 @@ import (
 var (
 	_ correlate.ProfileStore = (*pyroscope.Client)(nil)
 	_ correlate.TraceStore   = (*jaeger.Client)(nil)
+	_ correlate.TraceStore   = (*tempo.Client)(nil)
 	_ correlate.MetricStore  = (*prometheus.Client)(nil)
 	_ correlate.GPUStore     = (*prometheus.Client)(nil)
 	_ correlate.KernelStore  = (*gputrace.Store)(nil)
 )
 
+// healthCheck makes an upstream's cheap real call and says what follows "OK" in its health line.
+type healthCheck func(ctx context.Context) (string, error)
+
 // newSources builds every store of an instance once: its client, or the reason it cannot be
 // used (not configured, invalid settings), filed as the user's to fix; a client that cannot be
-// made is recorded in bad. It also returns the HTTP clients to close when the instance goes.
-func newSources(s *models.Settings, bad *models.Invalid) (correlate.Sources, []*upstream.HTTPClient) {
+// made is recorded in bad. It also returns the HTTP clients to close when the instance goes, and
+// each made client's health check, by upstream name (both trace stores are checked when both
+// are set, whichever the queries read).
+func newSources(s *models.Settings, bad *models.Invalid) (correlate.Sources, []*upstream.HTTPClient, map[string]healthCheck) {
 	var (
 		src     correlate.Sources
 		clients []*upstream.HTTPClient
 		pyro    *pyroscope.Client
 		prom    *prometheus.Client
 		jae     *jaeger.Client
+		tem     *tempo.Client
 	)
 	for _, u := range s.Upstreams() {
 		if !u.Configured() || bad.Upstream(u.Name) != nil {
@@ -60,10 +68,12 @@ func newSources(s *models.Settings, bad *models.Invalid) (correlate.Sources, []*
 			}
 		case models.Jaeger:
 			jae = jaeger.New(*u, hc.Client)
+		case models.Tempo:
+			tem = tempo.New(*u, hc.Client)
 		}
 	}
 	src.Profiles = source[correlate.ProfileStore](&s.Pyroscope, bad, pyro)
-	src.Traces = source[correlate.TraceStore](&s.Jaeger, bad, jae)
+	src.Traces = traceStore(s, bad, jae, tem)
 	src.Metrics = source[correlate.MetricStore](&s.Prometheus, bad, prom)
 	switch {
 	case !src.Metrics.Ready():
@@ -76,12 +86,28 @@ func newSources(s *models.Settings, bad *models.Invalid) (correlate.Sources, []*
 	}
 	src.Kernels = kernelStore(s.Kernels, bad.Kernels)
 	src.LocalGPUs = localGPUs(s, bad.NVML)
-	return src, clients
+	return src, clients, healthChecks(s, pyro, prom, jae, tem)
+}
+
+// traceStore is the trace store the settings choose (models.Settings.TraceUpstream), or why
+// none can be used.
+func traceStore(s *models.Settings, bad *models.Invalid, jae *jaeger.Client, tem *tempo.Client) correlate.Source[correlate.TraceStore] {
+	if bad.TraceStore != nil {
+		return correlate.Unavailable[correlate.TraceStore](backend.DownstreamError(bad.TraceStore))
+	}
+	u, err := s.TraceUpstream()
+	if err != nil {
+		return correlate.Unavailable[correlate.TraceStore](backend.DownstreamError(err))
+	}
+	if u.Name == models.Tempo {
+		return source[correlate.TraceStore](u, bad, tem)
+	}
+	return source[correlate.TraceStore](u, bad, jae)
 }
 
 // source is an upstream's store, or why it cannot be used.
 func source[T any, C interface {
-	*pyroscope.Client | *jaeger.Client | *prometheus.Client
+	*pyroscope.Client | *jaeger.Client | *tempo.Client | *prometheus.Client
 }](u *models.Upstream, bad *models.Invalid, client C) correlate.Source[T] {
 	switch {
 	case !u.Configured():

@@ -57,6 +57,9 @@ type variableFunction struct {
 	run      func(ctx context.Context, src correlate.Sources, vq models.VariableQuery, from, to time.Time) ([]variableValue, error)
 }
 
+// traceStoreName is the upstream of the trace variables: Jaeger or Tempo, as the settings choose.
+const traceStoreName = models.Jaeger + " or " + models.Tempo
+
 // variableFunctions are the functions models.ParseVariableQuery lets through, one a line.
 var variableFunctions = map[string]variableFunction{
 	"profile_types": {models.Pyroscope, profileTypeValues},
@@ -69,9 +72,9 @@ var variableFunctions = map[string]variableFunction{
 	"label_values": {models.Pyroscope, pyroscopeValues(func(ctx context.Context, p correlate.ProfileStore, vq models.VariableQuery, from, to time.Time) ([]string, error) {
 		return p.LabelValues(ctx, vq.Label, vq.Selector, from, to)
 	})},
-	"trace_services":   {models.Jaeger, traceServiceValues},
-	"trace_operations": {models.Jaeger, traceOperationValues},
-	"trace_ids":        {models.Jaeger, traceIDValues},
+	"trace_services":   {traceStoreName, traceServiceValues},
+	"trace_operations": {traceStoreName, traceOperationValues},
+	"trace_ids":        {traceStoreName, traceIDValues},
 	"gpu_label_values": {models.Prometheus, gpuLabelValues},
 }
 

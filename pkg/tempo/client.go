@@ -23,6 +23,7 @@ const (
 	pathTraceV1          = "/api/traces/"
 	pathTagValuesV2      = "/api/v2/search/tag/%s/values"
 	pathBuildInfo        = "/api/status/buildinfo"
+	pathEcho             = "/api/echo"
 	headerAccept         = "Accept"
 	mediaTypeProtobuf    = "application/protobuf"
 	mediaTypeJSON        = "application/json"
@@ -98,13 +99,24 @@ type BuildInfo struct {
 	GoVersion string `json:"goVersion"`
 }
 
-// Version asks Tempo for its build.
+// Version asks Tempo for its build. A Tempo without the build endpoint (before 2.3) is asked
+// for its echo, so that the health check still tells Tempo from another server.
 func (c *Client) Version(ctx context.Context) (v string, err error) {
 	ctx, span := upstream.StartSpan(ctx, models.Tempo, "Version")
 	defer func() { err = upstream.EndSpan(span, upstream.Wrap(models.Tempo, c.url, err)) }()
 	var info BuildInfo
 	if err := c.getJSON(ctx, pathBuildInfo, nil, &info); err != nil {
-		return "", err
+		if st, ok := errors.AsType[*upstream.HTTPStatusError](err); !ok || st.Status != http.StatusNotFound {
+			return "", err
+		}
+		body, echoErr := c.get(ctx, pathEcho, nil, "text/plain")
+		if echoErr != nil {
+			return "", fmt.Errorf("%s is not found and %s fails (%v): is this URL Tempo's query frontend (default port 3200)?", pathBuildInfo, pathEcho, echoErr)
+		}
+		if strings.TrimSpace(string(body)) != "echo" {
+			return "", fmt.Errorf("%s is not found and %s does not answer \"echo\": is this URL Tempo's query frontend (default port 3200)?", pathBuildInfo, pathEcho)
+		}
+		return "unknown (older than 2.3: no " + pathBuildInfo + ")", nil
 	}
 	if info.Version == "" {
 		return "", fmt.Errorf("reply to %s names no version: is this URL Tempo?", pathBuildInfo)

@@ -233,3 +233,30 @@ func TestServicesAndOperationsAreTagValues(t *testing.T) {
 		t.Errorf("version %q %v", v, err)
 	}
 }
+
+// A Tempo older than 2.3 has no build endpoint: its echo still tells it from another server,
+// and a server that answers neither is named as probably not Tempo.
+func TestVersionOfOldTempoAndOfAnotherServer(t *testing.T) {
+	for _, tc := range []struct {
+		name, echo, want, wantErr string
+	}{
+		{name: "old Tempo", echo: "echo", want: "unknown (older than 2.3: no /api/status/buildinfo)"},
+		{name: "another server", echo: "", wantErr: "is this URL Tempo's query frontend"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mux := http.NewServeMux()
+			if tc.echo != "" {
+				mux.HandleFunc("GET /api/echo", func(w http.ResponseWriter, _ *http.Request) { http.Error(w, tc.echo, http.StatusOK) })
+			}
+			s := httptest.NewServer(mux)
+			defer s.Close()
+			v, err := New(models.Upstream{Name: models.Tempo, URL: s.URL}, s.Client()).Version(context.Background())
+			switch {
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Errorf("error %v, want one saying %q", err, tc.wantErr)
+			case tc.wantErr == "" && (err != nil || v != tc.want):
+				t.Errorf("version %q %v, want %q", v, err, tc.want)
+			}
+		})
+	}
+}

@@ -37,7 +37,7 @@ export function SpanFields({ query, update, runQuery, datasource, from, to }: Fi
           labelWidth={LABEL_WIDTH}
           value={service}
           placeholder="Choose a service"
-          tooltip="The Jaeger service whose spans are read (required: Jaeger searches one service at a time)"
+          tooltip="The service whose spans are read (required: the trace store is searched one service at a time)"
           width={24}
           load={async () => stringOptions(await datasource.getTraceServices())}
           // Another service has other operations.
@@ -98,7 +98,7 @@ export function SpanFields({ query, update, runQuery, datasource, from, to }: Fi
             labelWidth={LABEL_WIDTH}
             value={query.limit}
             placeholder={String(SPAN_TRACES.default)}
-            tooltip={`Traces read from Jaeger's search, at most ${SPAN_TRACES.max}`}
+            tooltip={`Traces read from the trace store's search, at most ${SPAN_TRACES.max}`}
             error={limitError}
             onChange={(limit) => update({ limit }, false)}
             onBlur={runQuery}
