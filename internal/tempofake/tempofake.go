@@ -430,7 +430,9 @@ func searchHit(t *trace, f *filter, spss int) map[string]any {
 	if n == 0 {
 		return nil
 	}
-	sort.Slice(matched, func(i, j int) bool { return matched[i]["startTimeUnixNano"].(string) < matched[j]["startTimeUnixNano"].(string) })
+	sort.Slice(matched, func(i, j int) bool {
+		return matched[i]["startTimeUnixNano"].(string) < matched[j]["startTimeUnixNano"].(string)
+	})
 	set := map[string]any{"spans": matched, "matched": n}
 	hit := map[string]any{
 		"traceID":           strings.TrimLeft(t.id.String(), "0"),

@@ -30,8 +30,8 @@ type Endpoints struct {
 	// TempoTenant; TempoOTLP its OTLP gRPC receiver, which Jaeger forwards every span to;
 	// TempoVersion "fake", or "real" and the binary.
 	TempoURL, TempoOTLP, TempoTenant, TempoVersion string
-	DemoURL       string // the demo's backend service, "" without the demo
-	EngineURL     string // the demo's simulated LLM engine (POST /v1/completions), "" without the demo
+	DemoURL                                        string // the demo's backend service, "" without the demo
+	EngineURL                                      string // the demo's simulated LLM engine (POST /v1/completions), "" without the demo
 	// GPUSimulatorURL is the simulated dcgm-exporter (GET /metrics), "" without the demo.
 	GPUSimulatorURL string
 	// ScenarioGPUsURL is the second simulated dcgm-exporter, GPUScenarioCount GPUs on
