@@ -204,7 +204,22 @@ export const UPSTREAMS = [
   { key: 'pyroscope', name: 'Pyroscope', placeholder: 'http://localhost:4040', tenant: true },
   { key: 'prometheus', name: 'Prometheus', placeholder: 'http://localhost:9090', tenant: true },
   { key: 'jaeger', name: 'Jaeger', placeholder: 'http://localhost:16686', tenant: false },
+  { key: 'tempo', name: 'Tempo', placeholder: 'http://localhost:3200', tenant: true },
 ] as const;
+
+/** jsonData.traceStore: which trace store the trace-reading queries ask (pkg/models/settings.go). */
+export type TraceStore = 'jaeger' | 'tempo';
+
+/**
+ * The trace store the backend reads: the one jsonData.traceStore names, else the one whose URL is
+ * set, Jaeger when both are (models.Settings.TraceUpstream).
+ */
+export function chosenTraceStore(j: { traceStore?: TraceStore; jaegerUrl?: string; tempoUrl?: string }): TraceStore {
+  if (j.traceStore === 'jaeger' || j.traceStore === 'tempo') {
+    return j.traceStore;
+  }
+  return (j.tempoUrl ?? '').trim() !== '' && (j.jaegerUrl ?? '').trim() === '' ? 'tempo' : 'jaeger';
+}
 
 export type UpstreamKey = (typeof UPSTREAMS)[number]['key'];
 export type AuthKind = 'none' | 'basic' | 'bearer';
@@ -320,6 +335,8 @@ interface BehaviourJsonData {
   /** The trace data source span links open in Explore; unset: no trace links. */
   traceDatasourceUid?: string;
   traceDatasourceType?: TraceDatasourceType;
+  /** Which of Jaeger and Tempo the trace-reading queries ask; unset: the one whose URL is set. */
+  traceStore?: TraceStore;
   /** Dashboards the GPU and slow-trace links open (default hsi-gpu-metrics, hsi-request-profiling). */
   gpuDashboardUid?: string;
   requestDashboardUid?: string;

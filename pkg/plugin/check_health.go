@@ -163,11 +163,16 @@ func healthChecks(s *models.Settings, pyro *pyroscope.Client, prom *prometheus.C
 			return " (version " + version + ")", nil
 		}
 	}
+	// With both trace stores set, the one the queries do not read says so.
 	traceRole := func(name string) string {
-		if u, err := s.TraceUpstream(); err == nil && u.Name != name && s.Jaeger.Configured() && s.Tempo.Configured() {
-			return fmt.Sprintf("; traces are read from %s, as jsonData.traceStore says (Jaeger when it is unset)", u.Name)
+		u, err := s.TraceUpstream()
+		switch {
+		case err != nil || u.Name == name || !s.Jaeger.Configured() || !s.Tempo.Configured():
+			return ""
+		case s.TraceStore == "":
+			return "; not read: with both URLs set, traces are read from Jaeger unless jsonData.traceStore says tempo"
 		}
-		return ""
+		return "; not read: jsonData.traceStore is " + s.TraceStore
 	}
 	if jae != nil {
 		checks[models.Jaeger] = func(ctx context.Context) (string, error) {

@@ -16,6 +16,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/hsi-profiling/hsi-profiling-datasource/internal/tempofake"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/upstream"
 )
 
@@ -215,4 +216,26 @@ func TestDisposeClosesUpstreamConnections(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the idle upstream connection was not closed by Dispose")
 	}
+}
+
+// With both trace stores set, both are checked and the one the queries do not read says so.
+func TestCheckHealthNamesBothTraceStoresAndWhichIsRead(t *testing.T) {
+	jaeger := newFakeJaeger(t, []string{"nemotron-backend"}, nil)
+	tempo, err := tempofake.Start(tempofake.Options{HTTPAddr: "127.0.0.1:0", OTLPAddr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tempo.Close()
+	for _, tc := range []struct{ traceStore, want string }{
+		{"", "Jaeger: OK (1 services, API v1) · Tempo: OK (version " + tempofake.Version + ", 0 services; not read: with both URLs set, traces are read from Jaeger unless jsonData.traceStore says tempo)"},
+		{"tempo", "Jaeger: OK (1 services, API v1; not read: jsonData.traceStore is tempo) · Tempo: OK (version " + tempofake.Version + ", 0 services)"},
+	} {
+		ds := newTestDatasource(t, map[string]any{"jaegerUrl": jaeger.URL, "tempoUrl": tempo.URL, "traceStore": tc.traceStore}, nil)
+		if res := checkHealth(t, ds); res.Status != backend.HealthStatusOk || !strings.HasSuffix(res.Message, tc.want) {
+			t.Errorf("traceStore %q: health = %v %q\nwant it to end in %q", tc.traceStore, res.Status, res.Message, tc.want)
+		}
+	}
+	bad := newTestDatasource(t, map[string]any{"jaegerUrl": jaeger.URL, "traceStore": "zipkin"}, nil)
+	r := run(t, bad, query("A", `{"queryType":"trace","traceId":"0af7651916cd43dd8448eb211c80319c"}`)).Responses["A"]
+	wantError(t, r, backend.ErrorSourceDownstream, `jsonData.traceStore must be jaeger or tempo, got "zipkin"`)
 }

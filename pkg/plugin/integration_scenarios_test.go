@@ -51,28 +51,41 @@ func TestRealScenariosFirstCauseIsTheInjectedOne(t *testing.T) {
 		"pyroscopeUrl": bed.PyroscopeURL, "prometheusUrl": bed.PrometheusURL, "jaegerUrl": bed.JaegerURL,
 		"traceDirectories": []string{dir},
 	}, nil)
+	// The same scenarios with Tempo as the only trace store: the same verdict.
+	dsTempo := newTestDatasource(t, map[string]any{
+		"pyroscopeUrl": bed.PyroscopeURL, "prometheusUrl": bed.PrometheusURL, "tempoUrl": bed.TempoURL, "tempoTenant": bed.TempoTenant,
+		"traceDirectories": []string{dir},
+	}, nil)
 	for i, kind := range scenario.Kinds {
 		t.Run(string(kind), func(t *testing.T) {
 			res, r := contendedRetry(t, ds, kind, seed+uint64(i), dir)
-			causes := verdictRows(t, r)
-			wantBreakdownSums(t, r)
-			first := causes[0]
-			if first.kind != res.CauseKind || first.service != res.Service {
-				t.Fatalf("first cause %q (%s in %s), want %s in %s", first.cause, first.kind, first.service, res.CauseKind, res.Service)
-			}
-			if math.Abs(first.explains-res.InjectedMs) > 0.1*res.InjectedMs {
-				t.Errorf("first cause %q explains %.1f ms, injected %.1f ms (more than 10 %% apart)", first.cause, first.explains, res.InjectedMs)
-			}
-			if res.Peer != "" && !strings.Contains(first.cause, res.Peer) {
-				t.Errorf("first cause %q does not name %s, the service it waited on", first.cause, res.Peer)
-			}
-			if res.TitleHas != "" && !strings.Contains(first.cause, res.TitleHas) {
-				t.Errorf("first cause %q does not say %q", first.cause, res.TitleHas)
-			}
-			if res.Class != "" && !strings.Contains(first.evidence, "GPU "+res.Class) {
-				t.Errorf("first cause's evidence does not name the GPU's class %s: %s", res.Class, first.evidence)
-			}
+			wantScenarioVerdict(t, "Jaeger", res, r)
+			wantScenarioVerdict(t, "Tempo", res, scenarioAnswer(t, dsTempo, res))
 		})
+	}
+}
+
+// wantScenarioVerdict checks one store's answer to a scenario: its first cause is the injected
+// one, explains the injected time within 10 %, and names what the scenario says it must.
+func wantScenarioVerdict(t *testing.T, store string, res scenario.Result, r backend.DataResponse) {
+	t.Helper()
+	causes := verdictRows(t, r)
+	wantBreakdownSums(t, r)
+	first := causes[0]
+	if first.kind != res.CauseKind || first.service != res.Service {
+		t.Fatalf("%s: first cause %q (%s in %s), want %s in %s", store, first.cause, first.kind, first.service, res.CauseKind, res.Service)
+	}
+	if math.Abs(first.explains-res.InjectedMs) > 0.1*res.InjectedMs {
+		t.Errorf("%s: first cause %q explains %.1f ms, injected %.1f ms (more than 10 %% apart)", store, first.cause, first.explains, res.InjectedMs)
+	}
+	if res.Peer != "" && !strings.Contains(first.cause, res.Peer) {
+		t.Errorf("%s: first cause %q does not name %s, the service it waited on", store, first.cause, res.Peer)
+	}
+	if res.TitleHas != "" && !strings.Contains(first.cause, res.TitleHas) {
+		t.Errorf("%s: first cause %q does not say %q", store, first.cause, res.TitleHas)
+	}
+	if res.Class != "" && !strings.Contains(first.evidence, "GPU "+res.Class) {
+		t.Errorf("%s: first cause's evidence does not name the GPU's class %s: %s", store, res.Class, first.evidence)
 	}
 }
 

@@ -31,6 +31,8 @@ const (
 	serviceNameTag       = "resource.service.name"
 	spanNameTag          = "name"
 	defaultTagValueLimit = 1000
+	// noOrgID is what a multi-tenant Tempo answers (401) to a request without X-Scope-OrgID.
+	noOrgID = "no org id"
 )
 
 // Client is one Tempo (its query frontend, or the single binary).
@@ -65,7 +67,11 @@ func (c *Client) get(ctx context.Context, path string, query url.Values, accept 
 	defer res.Body.Close()
 	if res.StatusCode/100 != 2 {
 		body, _ := io.ReadAll(io.LimitReader(res.Body, maxErrorBodyQuoted))
-		return nil, &upstream.HTTPStatusError{Status: res.StatusCode, Body: strings.TrimSpace(string(body))}
+		text := strings.TrimSpace(string(body))
+		if res.StatusCode == http.StatusUnauthorized && strings.Contains(text, noOrgID) {
+			text += ": this Tempo is multi-tenant and the data source names no tenant; set Tempo's tenant (jsonData.tempoTenant, sent as X-Scope-OrgID) in the data source settings"
+		}
+		return nil, &upstream.HTTPStatusError{Status: res.StatusCode, Body: text}
 	}
 	if strings.HasPrefix(res.Header.Get("Content-Type"), "text/html") {
 		return nil, fmt.Errorf("reply to %s is an HTML page, not Tempo's API: is this URL Tempo's query frontend (default port 3200)?", path)

@@ -134,7 +134,7 @@ func checkTempo(t *testing.T, tt tempoUnderTest) {
 	}
 	if tt.tenant != "" {
 		_, err := tt.client(t, "").Trace(ctx, id)
-		if err == nil || !strings.Contains(err.Error(), "HTTP 401") || !strings.Contains(err.Error(), "no org id") {
+		if err == nil || !strings.Contains(err.Error(), "HTTP 401") || !strings.Contains(err.Error(), "no org id") || !strings.Contains(err.Error(), "jsonData.tempoTenant") {
 			t.Errorf("without a tenant: %v", err)
 		}
 	}

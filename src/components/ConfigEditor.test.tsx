@@ -100,6 +100,29 @@ describe('ConfigEditor', () => {
     expect(screen.queryByLabelText('Jaeger tenant')).not.toBeInTheDocument();
   });
 
+  it('shows one trace store at a time: the one the backend reads, or the one picked', () => {
+    renderEditor(settings({ jsonData: { tempoUrl: 'http://tempo:3200' } }));
+    // Only Tempo's URL is set: Tempo is the trace store, and its section is shown.
+    expect(screen.getByRole('radio', { name: 'Tempo' })).toBeChecked();
+    expect(screen.getByLabelText('Tempo URL')).toHaveValue('http://tempo:3200');
+    expect(screen.getByLabelText('Tempo tenant')).toBeInTheDocument();
+    expect(screen.queryByLabelText('Jaeger URL')).not.toBeInTheDocument();
+  });
+
+  it('writes the picked trace store, keeping the other one stored', () => {
+    const { last } = renderEditor(settings({ jsonData: { jaegerUrl: 'http://jaeger:16686' } }));
+    expect(screen.getByRole('radio', { name: 'Jaeger' })).toBeChecked();
+    fireEvent.click(screen.getByRole('radio', { name: 'Tempo' }));
+    type('Tempo URL', 'http://tempo:3200');
+    type('Tempo tenant', 'team-gpu');
+    expect(last().jsonData).toEqual({
+      jaegerUrl: 'http://jaeger:16686',
+      traceStore: 'tempo',
+      tempoUrl: 'http://tempo:3200',
+      tempoTenant: 'team-gpu',
+    });
+  });
+
   it('writes each URL under the jsonData name provisioning uses', () => {
     const { last } = renderEditor(settings());
     fireEvent.change(screen.getByLabelText('Pyroscope URL'), { target: { value: 'http://pyroscope:4040' } });
@@ -265,7 +288,12 @@ describe('ConfigEditor keys', () => {
       ['Pyroscope', 'pyroscope'],
       ['Prometheus', 'prometheus'],
       ['Jaeger', 'jaeger'],
+      ['Tempo', 'tempo'],
     ] as const) {
+      if (key === 'tempo') {
+        // One trace store's settings at a time: Tempo's once it is picked.
+        fireEvent.click(screen.getByRole('radio', { name: 'Tempo' }));
+      }
       type(`${name} URL`, `https://${key}.example.com`);
       if (key !== 'jaeger') {
         type(`${name} tenant`, 'team');
@@ -289,7 +317,7 @@ describe('ConfigEditor keys', () => {
     }
     const json = last().jsonData as Record<string, unknown>;
     const secure = last().secureJsonData as Record<string, string>;
-    for (const key of ['pyroscope', 'prometheus', 'jaeger']) {
+    for (const key of ['pyroscope', 'prometheus', 'jaeger', 'tempo']) {
       expect(json).toMatchObject({
         [`${key}Url`]: `https://${key}.example.com`,
         [`${key}TimeoutSeconds`]: 45,
@@ -308,16 +336,21 @@ describe('ConfigEditor keys', () => {
         })
       );
     }
-    expect(json).toMatchObject({ pyroscopeTenant: 'team', prometheusTenant: 'team' });
+    expect(json).toMatchObject({
+      pyroscopeTenant: 'team',
+      prometheusTenant: 'team',
+      tempoTenant: 'team',
+      traceStore: 'tempo',
+    });
     expect(Object.keys(json).sort()).toEqual(
-      ['pyroscope', 'prometheus', 'jaeger']
+      ['pyroscope', 'prometheus', 'jaeger', 'tempo']
         .flatMap((k) =>
           ['Url', 'TimeoutSeconds', 'Auth', 'BasicAuthUser', 'TlsServerName', 'TlsSkipVerify'].map((s) => k + s)
         )
-        .concat(['pyroscopeTenant', 'prometheusTenant'])
+        .concat(['pyroscopeTenant', 'prometheusTenant', 'tempoTenant', 'traceStore'])
         .sort()
     );
-    expect(Object.keys(secure)).toHaveLength(15);
+    expect(Object.keys(secure)).toHaveLength(20);
     // No secret in jsonData.
     for (const v of Object.values(secure)) {
       expect(JSON.stringify(json)).not.toContain(v);
@@ -326,7 +359,7 @@ describe('ConfigEditor keys', () => {
 });
 
 /** Opens an upstream's authentication and TLS settings (folded unless something needs fixing). */
-function openAuth(upstream: 'Pyroscope' | 'Prometheus' | 'Jaeger') {
+function openAuth(upstream: 'Pyroscope' | 'Prometheus' | 'Jaeger' | 'Tempo') {
   const section = screen.getByRole('heading', { name: upstream }).closest('div')!.parentElement!;
   fireEvent.click(within(section).getByRole('button', { name: 'Expand section Authentication and TLS' }));
 }

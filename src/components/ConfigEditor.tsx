@@ -3,9 +3,10 @@ import { css } from '@emotion/css';
 import { DataSourcePluginOptionsEditorProps } from '@grafana/data';
 import { ConfigSection, DataSourceDescription } from '@grafana/plugin-ui';
 import { config } from '@grafana/runtime';
-import { Divider, Stack } from '@grafana/ui';
+import { Divider, InlineField, RadioButtonGroup, Stack } from '@grafana/ui';
 
-import { HsiOptions, HsiSecureJsonData, UPSTREAMS } from '../types';
+import { HsiOptions, HsiSecureJsonData, TraceStore, UPSTREAMS, chosenTraceStore } from '../types';
+import { LABEL_WIDTH } from './config/fields';
 import { UpstreamSection } from './config/UpstreamSection';
 import { JsonPatch, SettingsSections } from './SettingsSections';
 
@@ -13,10 +14,20 @@ type Props = DataSourcePluginOptionsEditorProps<HsiOptions, HsiSecureJsonData>;
 type JsonKey = keyof HsiOptions;
 type SecureKey = keyof HsiSecureJsonData;
 
+const TRACE_STORES: Array<{ label: string; value: TraceStore; description: string }> = [
+  { label: 'Jaeger', value: 'jaeger', description: 'Traces are read from Jaeger (its v3 or v1 query API)' },
+  {
+    label: 'Tempo',
+    value: 'tempo',
+    description: 'Traces are read from Grafana Tempo (TraceQL search, its v2 trace API)',
+  },
+];
+
 /**
  * Laid out like Grafana's own data sources (@grafana/plugin-ui): a description, one section per
- * upstream (URL, tenant and timeout, with authentication and TLS folded), then the additional
- * settings, each folded unless one of its keys is set. Secrets go to secureJsonData.
+ * upstream (URL, tenant and timeout, with authentication and TLS folded), the trace store (Jaeger
+ * or Tempo, one picked) among them, then the additional settings, each folded unless one of its
+ * keys is set. Secrets go to secureJsonData.
  */
 export function ConfigEditor(props: Props) {
   const { options, onOptionsChange } = props;
@@ -46,6 +57,24 @@ export function ConfigEditor(props: Props) {
       secureJsonData: { ...options.secureJsonData, ...Object.fromEntries(keys.map((k) => [k, ''])) },
     });
 
+  // One trace store's settings at a time; the other's stay stored, unused (the health check
+  // still checks it).
+  const traceStore = chosenTraceStore(jsonData);
+  const traceStorePicker = (
+    <InlineField
+      label="Trace store"
+      labelWidth={LABEL_WIDTH}
+      tooltip="Where the requests' traces are read from. With both URLs set and none chosen, Jaeger is read."
+    >
+      <RadioButtonGroup
+        aria-label="Trace store"
+        options={TRACE_STORES}
+        value={traceStore}
+        onChange={(v) => setJson('traceStore', v)}
+      />
+    </InlineField>
+  );
+
   return (
     <div className={styles.page}>
       <DataSourceDescription
@@ -53,7 +82,7 @@ export function ConfigEditor(props: Props) {
         docsLink={`${config.appSubUrl ?? ''}/plugins/hsi-profiling-datasource`}
         hasRequiredFields={false}
       />
-      {UPSTREAMS.map((u) => (
+      {UPSTREAMS.filter((u) => (u.key !== 'jaeger' && u.key !== 'tempo') || u.key === traceStore).map((u) => (
         <React.Fragment key={u.key}>
           <Divider spacing={3} />
           <UpstreamSection
@@ -64,6 +93,7 @@ export function ConfigEditor(props: Props) {
             setJson={setJson}
             setSecret={setSecret}
             resetSecrets={resetSecrets}
+            header={u.key === traceStore ? traceStorePicker : undefined}
           />
         </React.Fragment>
       ))}

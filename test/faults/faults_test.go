@@ -214,8 +214,8 @@ func (a answer) shape() string {
 
 // cause is what a message must say for fault f of the upstream, beyond its name and URL.
 func cause(f faultproxy.Fault, upstream string) []string {
-	per := func(pyroscope, prometheus, jaeger string) []string {
-		return []string{map[string]string{"Pyroscope": pyroscope, "Prometheus": prometheus, "Jaeger": jaeger}[upstream]}
+	per := func(pyroscope, prometheus, jaeger, tempo string) []string {
+		return []string{map[string]string{"Pyroscope": pyroscope, "Prometheus": prometheus, "Jaeger": jaeger, "Tempo": tempo}[upstream]}
 	}
 	switch f {
 	case faultproxy.Down:
@@ -227,13 +227,13 @@ func cause(f faultproxy.Fault, upstream string) []string {
 		return []string{"503"}
 	case faultproxy.ClientError:
 		// The server's own words, with the credentials it quoted taken out.
-		return append(per("authentication failed (", "unauthorized: ", "HTTP 401: "), "credentials rejected", "[redacted]")
+		return append(per("authentication failed (", "unauthorized: ", "HTTP 401: ", "HTTP 401: "), "credentials rejected", "[redacted]")
 	case faultproxy.Truncated:
-		return per("reply cut short", "reply cut short", "is truncated")
+		return per("reply cut short", "reply cut short", "is truncated", "is truncated")
 	case faultproxy.Invalid:
-		return per("invalid reply, not the protobuf Pyroscope sends", "invalid reply, not the JSON Prometheus sends", "is not the JSON Jaeger sends")
+		return per("invalid reply, not the protobuf Pyroscope sends", "invalid reply, not the JSON Prometheus sends", "is not the JSON Jaeger sends", "Tempo sends")
 	case faultproxy.WrongType:
-		return per("is not a Pyroscope API reply", "invalid reply, not the JSON Prometheus sends", "is an HTML page")
+		return per("is not a Pyroscope API reply", "invalid reply, not the JSON Prometheus sends", "is an HTML page", "is an HTML page")
 	case faultproxy.Huge:
 		return []string{fmt.Sprintf("reply larger than the response limit (%d MiB)", responseLimit>>20)}
 	}
@@ -277,9 +277,28 @@ func TestEveryQueryTypeAndRouteUnderEveryUpstreamFault(t *testing.T) {
 		t.Fatal(err)
 	}
 	sec := newSecrets()
-	r := newRig(t, sec, traceDir)
-	cases, routes := queryCases(traceID, spanIDs), resourceCases(traceID)
+	r := newRig(t, sec, traceDir, "jaeger")
+	runMatrix(t, r, queryCases(traceID, spanIDs), resourceCases(traceID), upstreams)
+	r.checkCredentials(t)
 
+	// The plugin logged the upstreams' failures, the echoed credentials among them, but never a
+	// secret.
+	log := r.log.Bytes()
+	if !bytes.Contains(log, []byte("credentials rejected")) {
+		t.Errorf("the plugin's log lacks the upstreams' error text, so it proves nothing about secrets")
+	}
+	if s := sec.leaked(log); s != "" {
+		i := strings.Index(string(log), s)
+		t.Errorf("the plugin's log carries the secret %q: ...%s...", s, log[max(0, i-300):min(len(log), i+100)])
+	}
+	t.Logf("plugin log: %d bytes; the matrix took %v", len(log), time.Since(began).Round(time.Second))
+	checkSpans(t, r, began)
+}
+
+// runMatrix answers every query case and route with every upstream healthy, then with each
+// faulted upstream at each fault in turn, and checks each answer (checkQuery, checkRoute), the
+// health check and that the process stays up.
+func runMatrix(t *testing.T, r *rig, cases []queryCase, routes []resourceCase, faulted []string) {
 	// What each query and route answers with every upstream healthy.
 	baseline := map[string]answer{}
 	baseStatus := map[string]int{}
@@ -311,7 +330,7 @@ func TestEveryQueryTypeAndRouteUnderEveryUpstreamFault(t *testing.T) {
 
 	retried := map[string]int{}
 	for _, f := range faultproxy.Faults {
-		for _, u := range upstreams {
+		for _, u := range faulted {
 			r.set(t, u, f)
 			var wg sync.WaitGroup
 			var said sync.Once
@@ -362,26 +381,12 @@ func TestEveryQueryTypeAndRouteUnderEveryUpstreamFault(t *testing.T) {
 				t.Errorf("%s %s: health %v %q, want an error naming %s", u, f, health.Status, health.Message, u)
 			}
 			t.Logf("%s %s: health %q", u, f, health.GetMessage())
-			if s := sec.leaked([]byte(health.GetMessage() + string(health.GetJsonDetails()))); s != "" {
+			if s := r.secrets.leaked([]byte(health.GetMessage() + string(health.GetJsonDetails()))); s != "" {
 				t.Errorf("%s %s: the health check carries the secret %q", u, f, s)
 			}
 			r.set(t, u, faultproxy.None)
 		}
 	}
-	r.checkCredentials(t)
-
-	// The plugin logged the upstreams' failures, the echoed credentials among them, but never a
-	// secret.
-	log := r.log.Bytes()
-	if !bytes.Contains(log, []byte("credentials rejected")) {
-		t.Errorf("the plugin's log lacks the upstreams' error text, so it proves nothing about secrets")
-	}
-	if s := sec.leaked(log); s != "" {
-		i := strings.Index(string(log), s)
-		t.Errorf("the plugin's log carries the secret %q: ...%s...", s, log[max(0, i-300):min(len(log), i+100)])
-	}
-	t.Logf("plugin log: %d bytes; the matrix took %v", len(log), time.Since(began).Round(time.Second))
-	checkSpans(t, r, began)
 }
 
 // checkQuery answers one query with upstream u at fault f and lists what is wrong with the

@@ -51,13 +51,14 @@ const (
 	responseLimit = 4 << 20
 )
 
-// secrets are the data source's secureJsonData: Pyroscope with basic auth, Prometheus and Jaeger
-// with a bearer token each, all random so that no other text can contain them by chance; and,
+// secrets are the data source's secureJsonData: Pyroscope with basic auth, Prometheus, Jaeger
+// and Tempo with a bearer token each, all random so that no other text can contain them by chance; and,
 // where a test reads kernel-trace buckets, the bed's S3 keys (kernelBucket.<name>.accessKey and
 // .secretKey).
 type secrets struct {
 	pyroscopeUser, pyroscopePassword string
 	prometheusToken, jaegerToken     string
+	tempoToken                       string
 	s3AccessKey, s3SecretKey         string
 }
 
@@ -67,7 +68,7 @@ func newSecrets() secrets {
 		_, _ = rand.Read(b)
 		return prefix + hex.EncodeToString(b)
 	}
-	return secrets{pyroscopeUser: "hsi-reader", pyroscopePassword: r("pw-"), prometheusToken: r("prom-tok-"), jaegerToken: r("jaeger-tok-")}
+	return secrets{pyroscopeUser: "hsi-reader", pyroscopePassword: r("pw-"), prometheusToken: r("prom-tok-"), jaegerToken: r("jaeger-tok-"), tempoToken: r("tempo-tok-")}
 }
 
 func (s secrets) basic() string {
@@ -78,7 +79,7 @@ func (s secrets) basic() string {
 // header's base64, which carries the password in a form a plain search would miss. (An S3
 // secret key never leaves the plugin in any form: SigV4 sends only an HMAC made with it.)
 func (s secrets) forbidden() []string {
-	out := []string{s.pyroscopePassword, strings.TrimPrefix(s.basic(), "Basic "), s.prometheusToken, s.jaegerToken}
+	out := []string{s.pyroscopePassword, strings.TrimPrefix(s.basic(), "Basic "), s.prometheusToken, s.jaegerToken, s.tempoToken}
 	for _, k := range []string{s.s3AccessKey, s.s3SecretKey} {
 		if k != "" {
 			out = append(out, k)
@@ -116,9 +117,10 @@ func (b *syncBuffer) Bytes() []byte {
 }
 
 // upstreams in the order messages name them.
-var upstreams = []string{"Pyroscope", "Prometheus", "Jaeger"}
+var upstreams = []string{"Pyroscope", "Prometheus", "Jaeger", "Tempo"}
 
-// rig is one plugin process whose three upstreams are proxies in front of the bed.
+// rig is one plugin process whose four upstreams are proxies in front of the bed; traceStore
+// (jsonData.traceStore) says which of Jaeger and Tempo its queries read.
 type rig struct {
 	host    *pluginhost.Host
 	log     *syncBuffer
@@ -128,7 +130,7 @@ type rig struct {
 
 // newRig starts the proxies and the plugin, which exports its spans to the bed's Jaeger.
 // Everything is stopped when t's test ends.
-func newRig(t *testing.T, sec secrets, traceDir string) *rig {
+func newRig(t *testing.T, sec secrets, traceDir, traceStore string) *rig {
 	t.Helper()
 	r := &rig{log: &syncBuffer{}, proxies: map[string]*faultproxy.Proxy{}, secrets: sec}
 	for name, p := range map[string]struct {
@@ -140,6 +142,7 @@ func newRig(t *testing.T, sec secrets, traceDir string) *rig {
 		// quotes in the error.
 		"Prometheus": {bed.PrometheusURL, faultproxy.Options{Authorization: "Bearer " + sec.prometheusToken, ClientErrorStatus: http.StatusBadRequest}},
 		"Jaeger":     {bed.JaegerURL, faultproxy.Options{Authorization: "Bearer " + sec.jaegerToken}},
+		"Tempo":      {bed.TempoURL, faultproxy.Options{Authorization: "Bearer " + sec.tempoToken}},
 	} {
 		proxy, err := faultproxy.New(p.target, p.opts)
 		if err != nil {
@@ -155,13 +158,16 @@ func newRig(t *testing.T, sec secrets, traceDir string) *rig {
 			"pyroscopeUrl": r.proxies["Pyroscope"].URL(), "pyroscopeAuth": "basic", "pyroscopeBasicAuthUser": sec.pyroscopeUser,
 			"prometheusUrl": r.proxies["Prometheus"].URL(), "prometheusAuth": "bearer",
 			"jaegerUrl": r.proxies["Jaeger"].URL(), "jaegerAuth": "bearer",
-			"pyroscopeTimeoutSeconds": timeout, "prometheusTimeoutSeconds": timeout, "jaegerTimeoutSeconds": timeout,
+			"tempoUrl": r.proxies["Tempo"].URL(), "tempoAuth": "bearer", "tempoTenant": bed.TempoTenant,
+			"traceStore":              traceStore,
+			"pyroscopeTimeoutSeconds": timeout, "prometheusTimeoutSeconds": timeout, "jaegerTimeoutSeconds": timeout, "tempoTimeoutSeconds": timeout,
 			"traceDirectories": []string{traceDir},
 		},
 		SecureJSONData: map[string]string{
 			"pyroscopeBasicAuthPassword": sec.pyroscopePassword,
 			"prometheusBearerToken":      sec.prometheusToken,
 			"jaegerBearerToken":          sec.jaegerToken,
+			"tempoBearerToken":           sec.tempoToken,
 		},
 		GrafanaConfig: map[string]string{"GF_RESPONSE_LIMIT": fmt.Sprint(responseLimit)},
 	}

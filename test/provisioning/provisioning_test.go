@@ -3,10 +3,15 @@
 package provisioning
 
 import (
+	"encoding/json"
 	"os"
+	"reflect"
 	"testing"
 
+	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 )
 
 type datasources struct {
@@ -27,13 +32,13 @@ func TestTraceDataSourcesLinkToThisPluginsProfiles(t *testing.T) {
 	if err := yaml.Unmarshal(raw, &f); err != nil {
 		t.Fatal(err)
 	}
-	pluginUID := ""
+	plugins := map[string]bool{}
 	for _, ds := range f.Datasources {
 		if ds.Type == "hsi-profiling-datasource" {
-			pluginUID = ds.UID
+			plugins[ds.UID] = true
 		}
 	}
-	if pluginUID == "" {
+	if len(plugins) == 0 {
 		t.Fatal("no data source of type hsi-profiling-datasource")
 	}
 	linked := map[string]bool{}
@@ -42,8 +47,8 @@ func TestTraceDataSourcesLinkToThisPluginsProfiles(t *testing.T) {
 		if !ok {
 			continue
 		}
-		if link["datasourceUid"] != pluginUID {
-			t.Errorf("%s: tracesToProfiles.datasourceUid = %v, want %q", ds.Name, link["datasourceUid"], pluginUID)
+		if uid, _ := link["datasourceUid"].(string); !plugins[uid] {
+			t.Errorf("%s: tracesToProfiles.datasourceUid = %v, want one of the HSI Profiling data sources %v", ds.Name, link["datasourceUid"], plugins)
 		}
 		// Grafana builds the label selector from these tags: service.name must become the
 		// service_name label Pyroscope and this plugin select on.
@@ -62,5 +67,42 @@ func TestTraceDataSourcesLinkToThisPluginsProfiles(t *testing.T) {
 		if !linked[typ] {
 			t.Errorf("no %s data source links its traces to profiles", typ)
 		}
+	}
+}
+
+// Each HSI Profiling data source of the file loads as the plugin reads it, nothing invalid, and
+// reads traces from the store its name says: both trace stores have an example.
+func TestPluginDataSourcesLoadWithTheirTraceStore(t *testing.T) {
+	raw, err := os.ReadFile("../../provisioning/datasources/datasources.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f datasources
+	if err := yaml.Unmarshal(raw, &f); err != nil {
+		t.Fatal(err)
+	}
+	stores := map[string]bool{}
+	for _, ds := range f.Datasources {
+		if ds.Type != "hsi-profiling-datasource" {
+			continue
+		}
+		jsonData, _ := json.Marshal(ds.JSONData)
+		s, bad, err := models.LoadSettings(backend.DataSourceInstanceSettings{JSONData: jsonData})
+		if err != nil || !reflect.DeepEqual(bad, models.Invalid{}) {
+			t.Errorf("%s: %v, invalid %+v", ds.Name, err, bad)
+			continue
+		}
+		u, err := s.TraceUpstream()
+		if err != nil {
+			t.Errorf("%s: %v", ds.Name, err)
+			continue
+		}
+		stores[u.Name] = true
+		if u.Name == models.Tempo && s.Join.TraceDatasourceType != models.TraceDatasourceTempo {
+			t.Errorf("%s reads Tempo but its span links open %s", ds.Name, s.Join.TraceDatasourceType)
+		}
+	}
+	if !stores[models.Jaeger] || !stores[models.Tempo] {
+		t.Errorf("the examples read traces from %v, want both Jaeger and Tempo", stores)
 	}
 }

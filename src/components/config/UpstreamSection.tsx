@@ -17,6 +17,7 @@ const PURPOSE: Record<UpstreamKey, string> = {
   pyroscope: 'Profiles: flame graphs and profile values over time, of a whole request or one span.',
   prometheus: "GPU series from NVIDIA's DCGM exporter, and request-duration histograms.",
   jaeger: 'Traces: the requests, their spans and the services they went through.',
+  tempo: 'Traces: the requests, their spans and the services they went through, searched with TraceQL.',
 };
 
 const BEARER = 'custom-bearer' as const;
@@ -37,6 +38,8 @@ export interface UpstreamProps {
   setSecret: (key: SecureKey, value: string) => void;
   /** Forgets stored secrets (on save), with a jsonData patch made in the same change. */
   resetSecrets: (keys: SecureKey[], patch?: Partial<HsiOptions>) => void;
+  /** Shown above the URL: the trace-store picker, for Jaeger and Tempo. */
+  header?: React.ReactNode;
 }
 
 /**
@@ -59,6 +62,7 @@ export function UpstreamSection(p: UpstreamProps) {
   return (
     <ConfigSection title={name} description={PURPOSE[k]}>
       <div className={styles.fields}>
+        {p.header}
         <InlineField
           label="URL"
           labelWidth={LABEL_WIDTH}
@@ -83,7 +87,7 @@ export function UpstreamSection(p: UpstreamProps) {
             labelWidth={LABEL_WIDTH}
             interactive
             htmlFor={`${k}-tenant`}
-            tooltip={`Sent as the X-Scope-OrgID header, for a multi-tenant ${name === 'Prometheus' ? 'Mimir or Cortex' : name}. Empty: none.`}
+            tooltip={`Sent as the X-Scope-OrgID header, for a multi-tenant ${name === 'Prometheus' ? 'Mimir or Cortex' : name === 'Tempo' ? 'Tempo or Grafana Cloud Traces' : name}. Empty: none.`}
           >
             <Input
               id={`${k}-tenant`}
