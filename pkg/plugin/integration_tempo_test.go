@@ -93,7 +93,7 @@ func TestRealTempoOnlyAnswersEveryTraceReadingQuery(t *testing.T) {
 	if heat[0].Rows() == 0 {
 		t.Errorf("span heatmap from Tempo has no rows: %s", frameNotices(heat[0]))
 	}
-	sp := ok("spanProfile", one(tds, `{"queryType":"spanProfile","service":"nemotron-backend","operation":"db_query","minDuration":"200ms"}`))
+	sp := ok("spanProfile", one(tds, `{"queryType":"spanProfile","service":"nemotron-backend","operation":"GET /api/detect","minDuration":"200ms"}`))
 	if rootTotal(t, sp[0]) <= 0 {
 		t.Errorf("span profile from Tempo has no samples: %s", frameNotices(sp[0]))
 	}

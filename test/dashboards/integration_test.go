@@ -52,14 +52,29 @@ func slowRequest(t *testing.T, ds *plugin.Datasource) string {
 	return traceID
 }
 
+// Every plugin panel of every dashboard answers with rows, with Jaeger and with Tempo as the
+// only trace store; the Prometheus panels answer from Prometheus.
 func TestRealEveryDashboardPanelAnswers(t *testing.T) {
+	t.Run("Jaeger", func(t *testing.T) { everyPluginPanelAnswers(t, map[string]any{"jaegerUrl": bed.JaegerURL}) })
+	t.Run("Tempo", func(t *testing.T) {
+		everyPluginPanelAnswers(t, map[string]any{"tempoUrl": bed.TempoURL, "tempoTenant": bed.TempoTenant})
+	})
+	prometheusPanelsAnswer(t)
+}
+
+// everyPluginPanelAnswers runs every dashboard's plugin queries on the bed, traces read from the
+// trace store traceStore's settings name.
+func everyPluginPanelAnswers(t *testing.T, traceStore map[string]any) {
 	// The test bed captures no GPU kernel traces: the kernels panel reads a small PyTorch
 	// profiler trace written below for the request's trace ID, as the seeds would capture it.
 	traceDir := t.TempDir()
-	jsonData, _ := json.Marshal(map[string]any{
-		"pyroscopeUrl": bed.PyroscopeURL, "prometheusUrl": bed.PrometheusURL, "jaegerUrl": bed.JaegerURL,
-		"traceDirectories": []string{traceDir},
-	})
+	settings := map[string]any{
+		"pyroscopeUrl": bed.PyroscopeURL, "prometheusUrl": bed.PrometheusURL, "traceDirectories": []string{traceDir},
+	}
+	for k, v := range traceStore {
+		settings[k] = v
+	}
+	jsonData, _ := json.Marshal(settings)
 	inst, err := plugin.NewDatasource(context.Background(), backend.DataSourceInstanceSettings{UID: "hsi-profiling", JSONData: jsonData})
 	if err != nil {
 		t.Fatal(err)
@@ -122,7 +137,12 @@ func TestRealEveryDashboardPanelAnswers(t *testing.T) {
 		}
 	}
 
-	// Panels whose natural source is Prometheus itself run there, through its HTTP API.
+}
+
+// prometheusPanelsAnswer runs the panels whose natural source is Prometheus itself there,
+// through its HTTP API.
+func prometheusPanelsAnswer(t *testing.T) {
+	values := sampleValues("")
 	for _, d := range load(t) {
 		for _, p := range d.Panels {
 			if p.Datasource == nil || p.Datasource.Type != "prometheus" {
