@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"sort"
@@ -152,6 +153,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /api/search", s.tenanted(s.search))
 	mux.HandleFunc("GET /api/v2/search/tag/{tag}/values", s.tenanted(s.tagValues))
 	mux.HandleFunc("GET /api/v2/search/tags", s.tenanted(s.tags))
+	mux.HandleFunc("GET /api/metrics/query", s.tenanted(s.metricsInstant))
 	return mux
 }
 
@@ -378,6 +380,9 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request, st *store) {
 		return
 	}
 	f, err := parseTraceQL(q)
+	if err == nil && f.metric != "" {
+		err = fmt.Errorf("invalid TraceQL query: %s is a metrics query: ask /api/metrics/query or /api/metrics/query_range", f.metric)
+	}
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
@@ -482,6 +487,107 @@ func searchSpan(res pcommon.Resource, sp ptrace.Span, f *filter) map[string]any 
 		out["attributes"] = attrs
 	}
 	return out
+}
+
+// metricsInstant answers /api/metrics/query: quantile_over_time(duration, …) or count_over_time()
+// of the spans the filter matches that start in [start, end], one series per by(...) group (and
+// quantile, labelled p), as Tempo's QueryInstantResponse. Quantiles are estimated from
+// power-of-two buckets of the durations in nanoseconds, interpolated exponentially inside the
+// bucket, as Tempo estimates them.
+func (s *Server) metricsInstant(w http.ResponseWriter, r *http.Request, st *store) {
+	start, end, err := searchRange(r)
+	if err == nil && start.IsZero() {
+		err = errors.New("this fake needs start and end")
+	}
+	var f *filter
+	if err == nil {
+		f, err = parseTraceQL(r.URL.Query().Get("q"))
+	}
+	if err == nil && f.metric == "" {
+		err = errors.New("invalid TraceQL query: a metrics query needs a metrics function")
+	}
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	type group struct {
+		labels []any
+		ns     []int64
+	}
+	groups := map[string]*group{}
+	var order []string
+	st.each(start, end, func(t *trace) bool {
+		t.spans(func(res pcommon.Resource, sp ptrace.Span) {
+			at := sp.StartTimestamp().AsTime()
+			if at.Before(start) || at.After(end) || !f.matches(res, sp) {
+				return
+			}
+			var labels []any
+			var key strings.Builder
+			for _, a := range f.by {
+				v, ok := value(a, res, sp)
+				if !ok {
+					continue
+				}
+				labels = append(labels, map[string]any{"key": a.String(), "value": map[string]any{"stringValue": v}})
+				key.WriteString(a.String() + "=" + v + "\x00")
+			}
+			g := groups[key.String()]
+			if g == nil {
+				g = &group{labels: labels}
+				groups[key.String()] = g
+				order = append(order, key.String())
+			}
+			g.ns = append(g.ns, sp.EndTimestamp().AsTime().Sub(at).Nanoseconds())
+		})
+		return true
+	})
+	series := []any{}
+	for _, k := range order {
+		g := groups[k]
+		if f.metric == "count_over_time" {
+			series = append(series, map[string]any{"labels": g.labels, "value": float64(len(g.ns))})
+			continue
+		}
+		for _, q := range f.quantiles {
+			labels := append(append([]any{}, g.labels...), map[string]any{"key": "p", "value": map[string]any{"doubleValue": q}})
+			series = append(series, map[string]any{"labels": labels, "value": log2Quantile(q, g.ns)})
+		}
+	}
+	writeJSON(w, map[string]any{"series": series, "metrics": map[string]any{"inspectedSpans": "0"}})
+}
+
+// log2Quantile estimates the q quantile, in seconds, of durations in nanoseconds from their
+// power-of-two buckets: the bucket that holds the ceil(q·n)-th duration, interpolated
+// exponentially between the previous bucket's bound and its own.
+func log2Quantile(q float64, ns []int64) float64 {
+	counts := map[float64]int{}
+	for _, d := range ns {
+		b := 1.0
+		for b < float64(d) {
+			b *= 2
+		}
+		counts[b]++
+	}
+	bounds := make([]float64, 0, len(counts))
+	for b := range counts {
+		bounds = append(bounds, b)
+	}
+	sort.Float64s(bounds)
+	want := max(int(math.Ceil(q*float64(len(ns)))), 1)
+	total := 0
+	for i, b := range bounds {
+		if total+counts[b] >= want {
+			lo := math.Log2(b) - 1
+			if i > 0 {
+				lo = math.Log2(bounds[i-1])
+			}
+			frac := float64(want-total) / float64(counts[b])
+			return math.Pow(2, lo+(math.Log2(b)-lo)*frac) / 1e9
+		}
+		total += counts[b]
+	}
+	return 0
 }
 
 // tagValues answers /api/v2/search/tag/{tag}/values: the values of an attribute or of the name

@@ -2,6 +2,7 @@ package tempofake
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -19,6 +20,11 @@ import (
 type filter struct {
 	conds  []cond
 	selAtt []attrRef // select(span.x, resource.y)
+	// metric is a TraceQL metrics function after the filter (quantile_over_time(duration, ...)
+	// or count_over_time()), with its quantiles and its by(...) attributes; "" for a search.
+	metric    string
+	quantiles []float64
+	by        []attrRef
 }
 
 // cond is `lhs op value`.
@@ -30,9 +36,10 @@ type cond struct {
 	isDur bool
 }
 
-// attrRef is an intrinsic (name, duration, status) or a scoped attribute (span.x, resource.x).
+// attrRef is an intrinsic (name, duration, status, kind) or a scoped attribute (span.x,
+// resource.x).
 type attrRef struct {
-	intrinsic string // "name", "duration", "status", or "" for an attribute
+	intrinsic string // "name", "duration", "status", "kind", or "" for an attribute
 	scope     string // "span" or "resource" (an unscoped .x is not sent by the plugin)
 	key       string
 }
@@ -107,8 +114,14 @@ func (p *parser) pipeline(f *filter) (*filter, error) {
 		return nil, p.fail("unexpected text after the spanset filter")
 	}
 	p.space()
-	if !p.eat("select(") {
-		return nil, p.fail("this fake reads only select(...) after |")
+	switch {
+	case p.eat("quantile_over_time("):
+		return p.quantiles(f)
+	case p.eat("count_over_time()"):
+		f.metric = "count_over_time"
+		return p.byClause(f)
+	case !p.eat("select("):
+		return nil, p.fail("this fake reads only select(...), quantile_over_time(duration, ...) and count_over_time() after |")
 	}
 	for {
 		p.space()
@@ -132,6 +145,70 @@ func (p *parser) pipeline(f *filter) (*filter, error) {
 	return f, nil
 }
 
+// quantiles reads `duration, 0.5, 0.99) [by (...)]`.
+func (p *parser) quantiles(f *filter) (*filter, error) {
+	f.metric = "quantile_over_time"
+	p.space()
+	if !p.eat("duration") {
+		return nil, p.fail("this fake takes quantiles of duration only")
+	}
+	for {
+		p.space()
+		if p.eat(")") {
+			break
+		}
+		if !p.eat(",") {
+			return nil, p.fail("expected , or ) in quantile_over_time")
+		}
+		p.space()
+		w := p.word()
+		q, err := strconv.ParseFloat(w, 64)
+		if err != nil || q < 0 || q > 1 {
+			return nil, p.fail(fmt.Sprintf("%q is not a quantile", w))
+		}
+		f.quantiles = append(f.quantiles, q)
+	}
+	if len(f.quantiles) == 0 {
+		return nil, p.fail("quantile_over_time needs at least one quantile")
+	}
+	return p.byClause(f)
+}
+
+// byClause reads an optional ` by (a, b)` to the end.
+func (p *parser) byClause(f *filter) (*filter, error) {
+	p.space()
+	if p.pos == len(p.s) {
+		return f, nil
+	}
+	if !p.eat("by") {
+		return nil, p.fail("unexpected text after the metrics function")
+	}
+	p.space()
+	if !p.eat("(") {
+		return nil, p.fail("expected ( after by")
+	}
+	for {
+		p.space()
+		a, err := p.attr()
+		if err != nil {
+			return nil, err
+		}
+		f.by = append(f.by, a)
+		p.space()
+		if p.eat(")") {
+			break
+		}
+		if !p.eat(",") {
+			return nil, p.fail("expected , or ) in by")
+		}
+	}
+	p.space()
+	if p.pos != len(p.s) {
+		return nil, p.fail("unexpected text after by(...)")
+	}
+	return f, nil
+}
+
 func (p *parser) word() string {
 	start := p.pos
 	for p.pos < len(p.s) {
@@ -148,7 +225,7 @@ func (p *parser) word() string {
 func (p *parser) attr() (attrRef, error) {
 	w := p.word()
 	switch {
-	case w == "name" || w == "duration" || w == "status":
+	case w == "name" || w == "duration" || w == "status" || w == "kind":
 		return attrRef{intrinsic: w}, nil
 	case strings.HasPrefix(w, "span.") && len(w) > 5:
 		return attrRef{scope: "span", key: w[5:]}, nil
@@ -183,6 +260,14 @@ func (p *parser) cond() (cond, error) {
 			return cond{}, p.fail(fmt.Sprintf("%q is not a duration", w))
 		}
 		c.dur, c.isDur = d, true
+	case a.intrinsic == "kind":
+		c.str = p.word()
+		if !slices.Contains([]string{"server", "client", "internal", "producer", "consumer", "unspecified"}, c.str) {
+			return cond{}, p.fail(fmt.Sprintf("%q is not a span kind", c.str))
+		}
+		if c.op != "=" && c.op != "!=" {
+			return cond{}, p.fail("kind compares with = or != only")
+		}
 	case a.intrinsic == "status":
 		c.str = p.word()
 		if c.str != "error" && c.str != "ok" && c.str != "unset" {
@@ -249,12 +334,44 @@ func (c cond) matches(res pcommon.Resource, s ptrace.Span) bool {
 		return (st == c.str) == (c.op == "=")
 	case "name":
 		return (s.Name() == c.str) == (c.op == "=")
+	case "kind":
+		return (kindOf(s) == c.str) == (c.op == "=")
 	}
 	v, ok := lookup(c.lhs, res, s)
 	if !ok {
 		return false // TraceQL: a missing attribute matches neither = nor !=
 	}
 	return (v == c.str) == (c.op == "=")
+}
+
+// kindOf is the span's kind as TraceQL spells it.
+func kindOf(s ptrace.Span) string {
+	switch s.Kind() {
+	case ptrace.SpanKindServer:
+		return "server"
+	case ptrace.SpanKindClient:
+		return "client"
+	case ptrace.SpanKindInternal:
+		return "internal"
+	case ptrace.SpanKindProducer:
+		return "producer"
+	case ptrace.SpanKindConsumer:
+		return "consumer"
+	}
+	return "unspecified"
+}
+
+// value is what a by(...) attribute or intrinsic holds for the span, false when nothing.
+func value(a attrRef, res pcommon.Resource, s ptrace.Span) (string, bool) {
+	switch a.intrinsic {
+	case "name":
+		return s.Name(), true
+	case "kind":
+		return kindOf(s), true
+	case "":
+		return lookup(a, res, s)
+	}
+	return "", false
 }
 
 // lookup is a scoped attribute's value as a string.

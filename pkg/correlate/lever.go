@@ -2,6 +2,7 @@ package correlate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -271,18 +272,29 @@ func maxValue(series []models.GPUMetricSeries) float64 {
 	return m
 }
 
-// ServiceLatencies answers a service's p99 from the latency histograms slowRequests reads: the
+// ServiceLatencies answers a service's p99 from the latency histograms slowRequests reads (Store,
+// nil without Prometheus), else from the trace store's metrics (Traces, where it has them): the
 // highest p99 among the service's endpoints over the range.
 type ServiceLatencies struct {
 	Store      Latencies
 	Histograms []models.LatencyHistogram
+	Traces     Source[TraceLatencies]
 }
 
 // ServiceP99 is the highest p99 among the service's endpoints over the range.
 func (s ServiceLatencies) ServiceP99(ctx context.Context, service string, start, end time.Time) (LatencyFigure, error) {
-	res, err := s.Store.EndpointLatencies(ctx, prometheus.LatencyQuery{
-		Histograms: s.Histograms, Service: service, End: end, Range: end.Sub(start),
-	})
+	var res prometheus.LatencyResult
+	err := errors.New("no latency histograms are read (Prometheus is not configured)")
+	if s.Store != nil {
+		res, err = s.Store.EndpointLatencies(ctx, prometheus.LatencyQuery{
+			Histograms: s.Histograms, Service: service, End: end, Range: end.Sub(start),
+		})
+	}
+	if (err != nil || len(res.Rows) == 0) && s.Traces.Ready() {
+		if fromTraces, terr := latencyFromTraces(ctx, s.Traces, service, "", start, end); terr == nil && len(fromTraces.Rows) > 0 {
+			res, err = fromTraces, nil
+		}
+	}
 	if err != nil {
 		return LatencyFigure{}, err
 	}
@@ -298,7 +310,7 @@ func (s ServiceLatencies) ServiceP99(ctx context.Context, service string, start,
 		}
 	}
 	if best.P99 == 0 {
-		return best, fmt.Errorf("no latency histogram of %s has requests in the range", service)
+		return best, fmt.Errorf("no latency histogram (nor the trace store's metrics) of %s has requests in the range", service)
 	}
 	return best, nil
 }

@@ -1,6 +1,7 @@
 package correlate
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -41,6 +42,8 @@ type SlowRequestsAnswer struct {
 // is a warning beside the other half; both failing is the error.
 func SlowRequests(ctx context.Context, latencies Source[Latencies], search Source[TraceSearch], q SlowRequestsQuery) (*SlowRequestsAnswer, error) {
 	ans := &SlowRequestsAnswer{}
+	traceMetrics := Narrow[TraceLatencies](search)
+	var fromTraces string // why the latency table comes from the trace store's metrics
 	errs := safe.ForEach("slow requests", 2, 0, func(i int) (err error) {
 		if i == 0 {
 			ans.Latency, err = get(latencies, func(l Latencies) (prometheus.LatencyResult, error) {
@@ -49,7 +52,23 @@ func SlowRequests(ctx context.Context, latencies Source[Latencies], search Sourc
 					End: q.To, Range: q.To.Sub(q.From), Threshold: q.Good,
 				})
 			})
-			return err
+			if (err == nil && len(ans.Latency.Rows) > 0) || !traceMetrics.Ready() {
+				return err
+			}
+			// No histogram has these requests: the trace store's metrics (Tempo) may.
+			why := "no latency histogram has these requests"
+			if err != nil {
+				why = fmt.Sprintf("the latency histograms could not be read (%v)", err)
+			}
+			res, terr := latencyFromTraces(ctx, traceMetrics, q.Service, q.Endpoint, q.From, q.To)
+			if terr != nil || len(res.Rows) == 0 {
+				if terr != nil {
+					ans.LatencyNotices.Warnf("No latency from the trace store's metrics either: %v", terr)
+				}
+				return err
+			}
+			ans.Latency, fromTraces = res, why
+			return nil
 		}
 		s, err := search.Get()
 		if err != nil {
@@ -63,7 +82,13 @@ func SlowRequests(ctx context.Context, latencies Source[Latencies], search Sourc
 	if errs[0] != nil && errs[1] != nil {
 		return nil, fmt.Errorf("latency table: %w; slow traces: %w", errs[0], errs[1])
 	}
-	ans.LatencyNotices = latencyNotices(q, ans.Latency, errs[0])
+	if fromTraces != "" {
+		ans.LatencyNotices.Infof("p50, p95 and p99 are the server spans' durations from %s, as %s: estimates, from power-of-two buckets (queries: %s). No goodput without a histogram.",
+			TraceMetricsSource, fromTraces, strings.Join(ans.Latency.Queries, "; "))
+		ans.LatencyNotices.Merge(ans.Latency.Notices)
+	} else {
+		ans.LatencyNotices = append(latencyNotices(q, ans.Latency, errs[0]), ans.LatencyNotices...)
+	}
 	if errs[1] != nil {
 		ans.TraceNotices.Warnf("No slow traces: %v", errs[1])
 	}
@@ -103,4 +128,48 @@ func latencyNotices(q SlowRequestsQuery, lat prometheus.LatencyResult, latErr er
 			q.Good, strings.Join(interpolated, ", "))
 	}
 	return out
+}
+
+// TraceMetricsSource names the latency rows a trace store's metrics answered, in the table's
+// metric column and the notices.
+const TraceMetricsSource = "Tempo's TraceQL metrics"
+
+// latencyFromTraces is the latency table from the trace store's metrics, in the histograms'
+// shape: the quantiles of LatencyQuantiles, requests counted, no goodput.
+func latencyFromTraces(ctx context.Context, src Source[TraceLatencies], service, endpoint string, from, to time.Time) (prometheus.LatencyResult, error) {
+	tl, err := src.Get()
+	if err != nil {
+		return prometheus.LatencyResult{}, err
+	}
+	res, err := tl.EndpointLatencies(ctx, models.TraceLatencyQuery{Service: service, Endpoint: endpoint, Start: from, End: to, Quantiles: prometheus.LatencyQuantiles})
+	if err != nil {
+		return prometheus.LatencyResult{}, err
+	}
+	out := prometheus.LatencyResult{Queries: res.Queries, Range: to.Sub(from)}
+	if res.Partial != "" {
+		out.Notices.Warnf("%s answered part of the range: %s", TraceMetricsSource, res.Partial)
+	}
+	for _, r := range res.Rows {
+		out.Rows = append(out.Rows, prometheus.EndpointLatency{Metric: TraceMetricsSource, Service: r.Service, Endpoint: r.Endpoint,
+			Quantiles: r.Quantiles, Requests: r.Requests, Good: math.NaN()})
+	}
+	// Slowest p99 first, as the histograms' table.
+	p99 := slices.Index(prometheus.LatencyQuantiles, 0.99)
+	slices.SortStableFunc(out.Rows, func(a, b prometheus.EndpointLatency) int {
+		return cmpNaNLast(b.Quantiles[p99], a.Quantiles[p99])
+	})
+	return out, nil
+}
+
+// cmpNaNLast compares a and b with NaN smaller than any number.
+func cmpNaNLast(a, b float64) int {
+	switch {
+	case math.IsNaN(a) && math.IsNaN(b):
+		return 0
+	case math.IsNaN(a):
+		return -1
+	case math.IsNaN(b):
+		return 1
+	}
+	return cmp.Compare(a, b)
 }

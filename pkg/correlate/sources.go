@@ -85,6 +85,12 @@ type KubeStates interface {
 	ContainerTerminations(ctx context.Context, f models.GPUFilter, start, end time.Time) (prometheus.KubeAnswer, error)
 }
 
+// TraceLatencies answers the latency table from a trace store's own metrics (Tempo's TraceQL
+// metrics over server spans), where no request-duration histogram has the requests.
+type TraceLatencies interface {
+	EndpointLatencies(ctx context.Context, q models.TraceLatencyQuery) (models.TraceLatencyResult, error)
+}
+
 // FailedRequests lists the services and finds a service's failed traces (the triage).
 type FailedRequests interface {
 	Services(ctx context.Context) (services []string, api string, err error)
@@ -240,11 +246,15 @@ type LeverSources struct {
 // ForTrace is what the trace join reads of s; histograms are the latency histograms whose p99
 // the lever compares with the service's threshold.
 func (s Sources) ForTrace(histograms []models.LatencyHistogram) TraceSources {
+	// The histograms first, else the trace store's metrics where it has them (Tempo).
+	traceMetrics := Narrow[TraceLatencies](s.Traces)
 	latency := Unavailable[ServiceLatency](nil)
-	if m, err := s.Metrics.Get(); err != nil {
-		latency = Unavailable[ServiceLatency](err)
+	if m, err := s.Metrics.Get(); err == nil {
+		latency = Ready[ServiceLatency](ServiceLatencies{Store: m, Histograms: histograms, Traces: traceMetrics})
+	} else if traceMetrics.Ready() {
+		latency = Ready[ServiceLatency](ServiceLatencies{Histograms: histograms, Traces: traceMetrics})
 	} else {
-		latency = Ready[ServiceLatency](ServiceLatencies{Store: m, Histograms: histograms})
+		latency = Unavailable[ServiceLatency](err)
 	}
 	return TraceSources{
 		Traces:     Narrow[Traces](s.Traces),

@@ -225,3 +225,30 @@ func (q TraceSearchQuery) WithDefaults(now time.Time) TraceSearchQuery {
 	}
 	return q
 }
+
+// TraceLatencyQuery asks a trace store for its server spans' latency by service and endpoint
+// (span name) over [Start, End]: the latency table where no request-duration histogram has
+// them. Service and Endpoint are exact matches; empty matches all.
+type TraceLatencyQuery struct {
+	Service, Endpoint string
+	Start, End        time.Time
+	// Quantiles are the percentiles asked for (0.5, 0.95, 0.99), in the answer's order.
+	Quantiles []float64
+}
+
+// TraceLatency is one service and endpoint's server-span latency from a trace store's metrics.
+type TraceLatency struct {
+	Service, Endpoint string
+	// Quantiles are seconds at TraceLatencyQuery.Quantiles; NaN where the store had no answer.
+	Quantiles []float64
+	// Requests counts the server spans in the range; NaN when unknown.
+	Requests float64
+}
+
+// TraceLatencyResult is a trace store's latency table with the queries asked (for the notice).
+type TraceLatencyResult struct {
+	Rows    []TraceLatency
+	Queries []string
+	// Partial, when set, says the store answered part of the range, and why.
+	Partial string
+}

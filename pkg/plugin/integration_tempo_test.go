@@ -126,6 +126,20 @@ func TestRealTempoOnlyAnswersEveryTraceReadingQuery(t *testing.T) {
 		return false, fmt.Sprintf("%d rows, none of trace %s", len(rows), oomID)
 	})
 
+	// A service without a request-duration histogram in Prometheus: its latency table comes from
+	// Tempo's TraceQL metrics, and says so.
+	eventuallyTrue(t, "the loader's latency from Tempo's metrics", func() (bool, string) {
+		fs := ok("slowRequests", one(tds, `{"queryType":"slowRequests","service":"`+service+`"}`))
+		for _, f := range fs {
+			if f.Name == "latency" && f.Rows() > 0 {
+				table, _ := f.StringTable(-1, -1)
+				return strings.Contains(table, "Tempo's TraceQL metrics") && strings.Contains(table, "POST /v2/repository/models/llama/load") &&
+					strings.Contains(frameNotices(f), "from Tempo's TraceQL metrics"), table + frameNotices(f)
+			}
+		}
+		return false, "no latency rows"
+	})
+
 	// Variables and pickers.
 	code, services, body := variable(t, tds, "trace_services()", nil)
 	if code != 200 || !containsValue(services, "nemotron-backend") {

@@ -3,6 +3,7 @@ package tempo
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -124,6 +125,18 @@ func checkTempo(t *testing.T, tt tempoUnderTest) {
 	if !slices.Equal(ops, []string{"POST", "POST /v1/embed"}) {
 		t.Errorf("operations %v", ops)
 	}
+	// The latency table from TraceQL metrics: the embedder's two server spans, 390 and 450 ms.
+	lq := models.TraceLatencyQuery{Service: embedder, Start: window.Start, End: window.End, Quantiles: []float64{0.5, 0.99}}
+	var lat models.TraceLatencyResult
+	eventually(t, "the embedder's latency from TraceQL metrics", func() bool {
+		lat, err = c.EndpointLatencies(ctx, lq)
+		return err == nil && len(lat.Rows) == 1 && lat.Rows[0].Requests == 2
+	}, func() string { return fmt.Sprintf("%+v %s", lat, errText(err)) })
+	// Tempo's quantiles are estimates from power-of-two buckets: within a factor of two.
+	if r := lat.Rows[0]; r.Service != embedder || r.Endpoint != "embed_batch" || r.Quantiles[0] < 0.39/2 || r.Quantiles[0] > 0.45*2 || r.Quantiles[1] < r.Quantiles[0] {
+		t.Errorf("latency row %+v", r)
+	}
+
 	if v, err := c.Version(ctx); err != nil || v == "" {
 		t.Errorf("version %q %v", v, err)
 	}
