@@ -1,6 +1,7 @@
 package tempofake
 
 import (
+	"bytes"
 	"sort"
 	"sync"
 	"time"
@@ -82,6 +83,12 @@ func (s *store) get(id pcommon.TraceID) (ptrace.Traces, bool) {
 // each calls fn with every trace overlapping [start, end] (zero times: no bound), newest start
 // first, under the read lock; fn must not keep the trace.
 func (s *store) each(start, end time.Time, fn func(t *trace) bool) {
+	s.eachOrdered(start, end, true, fn)
+}
+
+// eachOrdered is each, newest first when newest is set, else in the order of the trace IDs: a
+// Tempo asked without the most_recent hint answers the first traces it finds, not the newest.
+func (s *store) eachOrdered(start, end time.Time, newest bool, fn func(t *trace) bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	ts := make([]*trace, 0, len(s.traces))
@@ -91,7 +98,11 @@ func (s *store) each(start, end time.Time, fn func(t *trace) bool) {
 		}
 		ts = append(ts, t)
 	}
-	sort.Slice(ts, func(i, j int) bool { return ts[i].start.After(ts[j].start) })
+	if newest {
+		sort.Slice(ts, func(i, j int) bool { return ts[i].start.After(ts[j].start) })
+	} else {
+		sort.Slice(ts, func(i, j int) bool { return bytes.Compare(ts[i].id[:], ts[j].id[:]) < 0 })
+	}
 	for _, t := range ts {
 		if !fn(t) {
 			return

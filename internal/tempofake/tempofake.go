@@ -389,7 +389,7 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request, st *store) {
 	}
 	traces := []any{}
 	inspected := 0
-	st.each(start, end, func(t *trace) bool {
+	st.eachOrdered(start, end, f.mostRecent, func(t *trace) bool {
 		inspected++
 		if hit := searchHit(t, f, spss); hit != nil {
 			traces = append(traces, hit)

@@ -20,6 +20,8 @@ import (
 type filter struct {
 	conds  []cond
 	selAtt []attrRef // select(span.x, resource.y)
+	// mostRecent is the with(most_recent=true) hint: newest traces first.
+	mostRecent bool
 	// metric is a TraceQL metrics function after the filter (quantile_over_time(duration, ...)
 	// or count_over_time()), with its quantiles and its by(...) attributes; "" for a search.
 	metric    string
@@ -106,6 +108,15 @@ func (p *parser) eat(tok string) bool {
 }
 
 func (p *parser) pipeline(f *filter) (*filter, error) {
+	// Hints come last: `with (most_recent=true)`, the one hint this fake reads.
+	if at := strings.LastIndex(p.s, " with ("); at >= p.pos {
+		hint := strings.Join(strings.Fields(p.s[at:]), "")
+		if hint != "with(most_recent=true)" {
+			return nil, p.fail("this fake reads only the hint with (most_recent=true)")
+		}
+		f.mostRecent = true
+		p.s = p.s[:at]
+	}
 	p.space()
 	if p.pos == len(p.s) {
 		return f, nil

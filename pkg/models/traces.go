@@ -124,7 +124,7 @@ type TraceSearchQuery struct {
 	Operation   string
 	MinDuration time.Duration
 	Start, End  time.Time // zero End: now; zero Start: an hour before End
-	Limit       int       // 0: the trace store's default (jaeger.DefaultTraceLimit)
+	Limit       int       // 0: the trace store's default (DefaultTraceLimit)
 }
 
 // TraceSummary is one search hit: enough to list and link a trace.

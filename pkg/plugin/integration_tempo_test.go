@@ -126,20 +126,6 @@ func TestRealTempoOnlyAnswersEveryTraceReadingQuery(t *testing.T) {
 		return false, fmt.Sprintf("%d rows, none of trace %s", len(rows), oomID)
 	})
 
-	// A service without a request-duration histogram in Prometheus: its latency table comes from
-	// Tempo's TraceQL metrics, and says so.
-	eventuallyTrue(t, "the loader's latency from Tempo's metrics", func() (bool, string) {
-		fs := ok("slowRequests", one(tds, `{"queryType":"slowRequests","service":"`+service+`"}`))
-		for _, f := range fs {
-			if f.Name == "latency" && f.Rows() > 0 {
-				table, _ := f.StringTable(-1, -1)
-				return strings.Contains(table, "Tempo's TraceQL metrics") && strings.Contains(table, "POST /v2/repository/models/llama/load") &&
-					strings.Contains(frameNotices(f), "from Tempo's TraceQL metrics"), table + frameNotices(f)
-			}
-		}
-		return false, "no latency rows"
-	})
-
 	// Variables and pickers.
 	code, services, body := variable(t, tds, "trace_services()", nil)
 	if code != 200 || !containsValue(services, "nemotron-backend") {
@@ -154,11 +140,25 @@ func TestRealTempoOnlyAnswersEveryTraceReadingQuery(t *testing.T) {
 	if code != 200 || !containsValue(ids, id) {
 		t.Errorf("trace_ids from Tempo lack %s: HTTP %d %s", id, code, body)
 	}
-	for _, path := range []string{"trace-services", "trace-operations?service=nemotron-backend", "traces?service=nemotron-backend&minDuration=300ms"} {
+	for _, path := range []string{"trace-services", "trace-operations?service=nemotron-backend", "traces?service=nemotron-backend&minDuration=300ms&limit=200"} {
 		if status, body := traceResource(t, tds, path); status != 200 || (strings.HasPrefix(path, "traces") && !strings.Contains(body, id)) {
 			t.Errorf("%s from Tempo: HTTP %d %s", path, status, body)
 		}
 	}
+
+	// A service without a request-duration histogram in Prometheus: its latency table comes from
+	// Tempo's TraceQL metrics, and says so.
+	eventuallyTrue(t, "the loader's latency from Tempo's metrics", func() (bool, string) {
+		fs := ok("slowRequests", one(tds, `{"queryType":"slowRequests","service":"`+service+`"}`))
+		for _, f := range fs {
+			if f.Name == "latency" && f.Rows() > 0 {
+				table, _ := f.StringTable(-1, -1)
+				return strings.Contains(table, "Tempo's TraceQL metrics") && strings.Contains(table, "POST /v2/repository/models/llama/load") &&
+					strings.Contains(frameNotices(f), "from Tempo's TraceQL metrics"), table + frameNotices(f)
+			}
+		}
+		return false, "no latency rows"
+	})
 }
 
 func valuesOf(vs []variableValue) []string {

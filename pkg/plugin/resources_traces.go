@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/jaeger"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 )
 
@@ -88,7 +87,7 @@ func (d *Datasource) resourceTraces(w http.ResponseWriter, r *http.Request) {
 // traceQuery reads the search parameters; each error names the parameter and what it accepts.
 func traceQuery(r *http.Request) (models.TraceSearchQuery, error) {
 	p := r.URL.Query()
-	q := models.TraceSearchQuery{Service: p.Get("service"), Operation: p.Get("operation"), Limit: jaeger.DefaultTraceLimit}
+	q := models.TraceSearchQuery{Service: p.Get("service"), Operation: p.Get("operation"), Limit: models.DefaultTraceLimit}
 	if q.Service == "" {
 		return q, fmt.Errorf("parameter \"service\" is required: the trace store is searched one service at a time")
 	}

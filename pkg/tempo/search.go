@@ -75,11 +75,16 @@ func traceQL(q models.TraceSearchQuery, extra ...string) string {
 // so nothing is rounded.
 func traceQLDuration(d time.Duration) string { return strconv.FormatInt(d.Nanoseconds(), 10) + "ns" }
 
-// search asks /api/search with the TraceQL query over the window (whole seconds: Tempo reads
-// start and end as Unix seconds, so the end is rounded up).
+// mostRecent is the TraceQL hint (Tempo 2.8+; older servers ignore hints they do not know) for
+// the newest traces first: without it Tempo answers the first traces it finds up to the limit,
+// which can leave out the request a user just made.
+const mostRecent = " with (most_recent=true)"
+
+// search asks /api/search with the TraceQL query, newest traces first, over the window (whole
+// seconds: Tempo reads start and end as Unix seconds, so the end is rounded up).
 func (c *Client) search(ctx context.Context, query string, q models.TraceSearchQuery, spss int) (*searchResponse, error) {
 	v := url.Values{
-		"q":     {query},
+		"q":     {query + mostRecent},
 		"start": {strconv.FormatInt(q.Start.Unix(), 10)},
 		"end":   {strconv.FormatInt(q.End.Add(time.Second-1).Unix(), 10)},
 		"limit": {strconv.Itoa(q.Limit)},

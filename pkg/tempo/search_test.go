@@ -34,7 +34,7 @@ func TestFindTracesAsksTraceQLAndReadsTheSummaries(t *testing.T) {
 		t.Fatal(err)
 	}
 	q := f.asked[0]
-	if q.Get("q") != `{ resource.service.name = "ranker" && name = "score" && duration >= 250000000ns }` || q.Get("start") != "1796449000" ||
+	if q.Get("q") != `{ resource.service.name = "ranker" && name = "score" && duration >= 250000000ns } with (most_recent=true)` || q.Get("start") != "1796449000" ||
 		q.Get("end") != "1796452601" || q.Get("limit") != "5" || q.Get("spss") != "" {
 		t.Errorf("asked %v", q)
 	}
@@ -61,7 +61,7 @@ func TestSearchSpansSelectsTheProfileIDOfEachMatchingSpan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if q := f.asked[0]; q.Get("q") != `{ resource.service.name = "ranker" && name = "score" } | select(span.pyroscope.profile.id)` || q.Get("spss") != "100" {
+	if q := f.asked[0]; q.Get("q") != `{ resource.service.name = "ranker" && name = "score" } | select(span.pyroscope.profile.id) with (most_recent=true)` || q.Get("spss") != "100" {
 		t.Errorf("asked %v", q)
 	}
 	if len(spans) != 2 || spans[0].TraceID != "00f067aa0ba902b700f067aa0ba902b7" || spans[0].Service != "ranker" || spans[0].Operation != "score" ||
@@ -81,7 +81,7 @@ func TestFailedTracesReadsEachFailedTraceWhole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if q := f.asked[0]; q.Get("q") != `{ resource.service.name = "ranker" && status = error }` || q.Get("limit") != "20" {
+	if q := f.asked[0]; q.Get("q") != `{ resource.service.name = "ranker" && status = error } with (most_recent=true)` || q.Get("limit") != "20" {
 		t.Errorf("asked %v", q)
 	}
 	// The second hit is gone from the store (retention): left out, not an error.
