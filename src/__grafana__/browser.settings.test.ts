@@ -137,6 +137,44 @@ describe('the settings page', () => {
       );
     });
 
+    it(`Tempo as the trace store, ${width} px wide: its section with tenant, Jaeger's kept out of sight`, async () => {
+      await look(
+        `settings-tempo-${width}`,
+        {
+          kind: 'config',
+          jsonData: {
+            jaegerUrl: 'http://jaeger:16686',
+            tempoUrl: 'https://tempo-prod-10-prod-eu-west-2.grafana.net/tempo',
+            tempoTenant: 'team-gpu',
+            tempoAuth: 'basic',
+            tempoBasicAuthUser: '123456',
+            traceStore: 'tempo',
+          },
+          secureJsonFields: { tempoBasicAuthPassword: true },
+        },
+        'input',
+        async (page) => {
+          const values = await inputValues(page);
+          expect(values).toContain('https://tempo-prod-10-prod-eu-west-2.grafana.net/tempo');
+          expect(values).toContain('team-gpu');
+          expect(values).not.toContain('http://jaeger:16686');
+          const shown = await text(page);
+          expect(shown).toContain('Tempo');
+          expect(shown).toContain('Basic authentication as 123456');
+          // The picked store is Tempo.
+          expect(
+            await page.$eval('[data-testid="scene"] input[type="radio"]:checked', (e) =>
+              e.ownerDocument.querySelector(`label[for="${e.id}"]`)?.textContent?.trim()
+            )
+          ).toBe('Tempo');
+          // The empty page's bound and Tempo's tenant row (Jaeger has none).
+          expect(await pageHeight(page)).toBeLessThan(1500 + 40);
+          expect(await labelsThatDoNotFit(page)).toEqual([]);
+        },
+        width
+      );
+    });
+
     it(`filled, ${width} px wide: stored values shown, secrets as configured`, async () => {
       await look(
         `settings-filled-${width}`,
