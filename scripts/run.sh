@@ -76,7 +76,9 @@ Ready in $((SECONDS - start)) s. The stack keeps running:
   Jaeger UI      $(grep JAEGER_URL "$ENV_FILE" | cut -d= -f2)
   Pyroscope UI   $(grep PYROSCOPE_URL "$ENV_FILE" | cut -d= -f2)
   Prometheus     $(grep PROMETHEUS_URL "$ENV_FILE" | cut -d= -f2)
+  Tempo          $(grep TEMPO_URL "$ENV_FILE" | cut -d= -f2) (tenant $(grep TEMPO_TENANT "$ENV_FILE" | cut -d= -f2); Jaeger forwards it every span)
 Ask it more:     scripts/query.sh request $trace_id
+                 scripts/query.sh --trace-store tempo request $trace_id    (the same, traces read from Tempo)
                  scripts/query.sh query '{"queryType":"profile","labelSelector":"{service_name=\"nemotron-backend\"}"}'
                  scripts/query.sh query '{"queryType":"profile","labelSelector":"{service_name=\"ai-enrichment\"}","profileTypeId":"memory:alloc_objects:count:space:bytes"}'
                  scripts/query.sh query '{"queryType":"diff","labelSelector":"{service_name=\"nemotron-backend\"}","baseline":{"from":"now-15m","to":"now"},"comparison":{"traceId":"$trace_id"}}'

@@ -10,8 +10,9 @@
 // --since-data SELECTOR starts the range where the Prometheus series SELECTOR begin, when that is
 // later than now-since (a test bed started seconds ago), and says so in one line.
 //
-// Upstream URLs come from --env-file (written by hsi-testbed) or the --pyroscope, --prometheus
-// and --jaeger flags; --json-data sets any other setting. It exits 1 when the answer is an error
+// Upstream URLs come from --env-file (written by hsi-testbed: Jaeger and Tempo both, Jaeger read
+// unless --trace-store tempo) or the --pyroscope, --prometheus, --jaeger and --tempo flags;
+// --json-data sets any other setting. It exits 1 when the answer is an error
 // (a failed health check, a query answered with an error, a resource's HTTP error), so scripts can
 // tell.
 package main
@@ -44,6 +45,8 @@ func main() {
 	pyro := flag.String("pyroscope", "", "Pyroscope URL")
 	prom := flag.String("prometheus", "", "Prometheus URL")
 	jaeger := flag.String("jaeger", "", "Jaeger query URL")
+	tempo := flag.String("tempo", "", "Tempo URL (its query frontend or single binary)")
+	traceStore := flag.String("trace-store", "", "which trace store the queries read when both are set: jaeger (default) or tempo (jsonData.traceStore)")
 	jsonDataFlag := flag.String("json-data", "", `data source settings merged into jsonData last, e.g. '{"traceDirectories":["/tmp/traces"]}'`)
 	since := flag.Duration("since", 15*time.Minute, "query time range: from now-since to now")
 	sinceData := flag.String("since-data", "", `query: start the range at the first sample of these Prometheus series when later than now-since, e.g. 'DCGM_FI_DEV_GPU_UTIL{Hostname="gpu-node-1"}'`)
@@ -72,8 +75,12 @@ func main() {
 		jsonData["pyroscopeUrl"] = env["HSI_TESTBED_PYROSCOPE_URL"]
 		jsonData["prometheusUrl"] = env["HSI_TESTBED_PROMETHEUS_URL"]
 		jsonData["jaegerUrl"] = env["HSI_TESTBED_JAEGER_URL"]
+		if env["HSI_TESTBED_TEMPO_URL"] != "" {
+			jsonData["tempoUrl"] = env["HSI_TESTBED_TEMPO_URL"]
+			jsonData["tempoTenant"] = env["HSI_TESTBED_TEMPO_TENANT"]
+		}
 	}
-	for key, v := range map[string]string{"pyroscopeUrl": *pyro, "prometheusUrl": *prom, "jaegerUrl": *jaeger} {
+	for key, v := range map[string]string{"pyroscopeUrl": *pyro, "prometheusUrl": *prom, "jaegerUrl": *jaeger, "tempoUrl": *tempo, "traceStore": *traceStore} {
 		if v != "" {
 			jsonData[key] = v
 		}

@@ -29,3 +29,20 @@ func TestAPartialTraceIsSaidToBePartial(t *testing.T) {
 		}
 	}
 }
+
+// A whole-request profile asked alone (profile by trace ID) says the same of a partial trace.
+func TestAPartialTracesProfileIsSaidToBePartial(t *testing.T) {
+	for _, partial := range []string{"", "Trace exceeds maximum size of 5000000 bytes, a partial trace is returned"} {
+		tr := *demoTrace
+		tr.Partial = partial
+		traces := tracesFunc(func(context.Context, string) (*models.Trace, error) { return &tr, nil })
+		rp, err := ProfileOfRequest(context.Background(), traces, &fakeProfiles{bySpan: demoSpanSamples()}, requestQuery(t, "{}"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := strings.Join(rp.Notices.Texts(), "\n")
+		if got := strings.Contains(text, "answered part of trace"); got != (partial != "") || partial != "" && !strings.Contains(text, partial) {
+			t.Errorf("partial %q: notices\n%s", partial, text)
+		}
+	}
+}

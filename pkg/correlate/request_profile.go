@@ -103,7 +103,12 @@ type RequestProfile struct {
 // notice. It fails only when nothing can be said about the request.
 func ProfileOfRequest(ctx context.Context, traces Traces, profiles Profiles, q RequestProfileQuery) (*RequestProfile, error) {
 	trace, traceErr := traces.Trace(ctx, q.TraceID)
-	return ProfileOfTrace(ctx, profiles, q, trace, traceErr)
+	rp, err := ProfileOfTrace(ctx, profiles, q, trace, traceErr)
+	if rp != nil && traceErr == nil && trace.Partial != "" {
+		// The trace query says this once on its spans; a profile asked alone says it here.
+		rp.warn(fmt.Sprintf("The trace store answered part of trace %s (%s): the spans it left out, and their samples, are not in this profile.", trace.TraceID, trace.Partial))
+	}
+	return rp, err
 }
 
 // ProfileOfTrace is ProfileOfRequest once the trace has been read (or reading it failed with
