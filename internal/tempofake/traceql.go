@@ -134,26 +134,36 @@ func (p *parser) pipeline(f *filter) (*filter, error) {
 	case !p.eat("select("):
 		return nil, p.fail("this fake reads only select(...), quantile_over_time(duration, ...) and count_over_time() after |")
 	}
+	var err error
+	if f.selAtt, err = p.attrsToEnd("select"); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// attrsToEnd reads `a, b)` after what's opening parenthesis, which must end the query.
+func (p *parser) attrsToEnd(what string) ([]attrRef, error) {
+	var out []attrRef
 	for {
 		p.space()
 		a, err := p.attr()
 		if err != nil {
 			return nil, err
 		}
-		f.selAtt = append(f.selAtt, a)
+		out = append(out, a)
 		p.space()
 		if p.eat(")") {
 			break
 		}
 		if !p.eat(",") {
-			return nil, p.fail("expected , or ) in select")
+			return nil, p.fail("expected , or ) in " + what)
 		}
 	}
 	p.space()
 	if p.pos != len(p.s) {
-		return nil, p.fail("unexpected text after select(...)")
+		return nil, p.fail("unexpected text after " + what + "(...)")
 	}
-	return f, nil
+	return out, nil
 }
 
 // quantiles reads `duration, 0.5, 0.99) [by (...)]`.
@@ -198,24 +208,9 @@ func (p *parser) byClause(f *filter) (*filter, error) {
 	if !p.eat("(") {
 		return nil, p.fail("expected ( after by")
 	}
-	for {
-		p.space()
-		a, err := p.attr()
-		if err != nil {
-			return nil, err
-		}
-		f.by = append(f.by, a)
-		p.space()
-		if p.eat(")") {
-			break
-		}
-		if !p.eat(",") {
-			return nil, p.fail("expected , or ) in by")
-		}
-	}
-	p.space()
-	if p.pos != len(p.s) {
-		return nil, p.fail("unexpected text after by(...)")
+	var err error
+	if f.by, err = p.attrsToEnd("by"); err != nil {
+		return nil, err
 	}
 	return f, nil
 }

@@ -23,7 +23,9 @@ type datasources struct {
 	} `yaml:"datasources"`
 }
 
-func TestTraceDataSourcesLinkToThisPluginsProfiles(t *testing.T) {
+// readDatasources reads the provisioned data sources users copy.
+func readDatasources(t *testing.T) datasources {
+	t.Helper()
 	raw, err := os.ReadFile("../../provisioning/datasources/datasources.yml")
 	if err != nil {
 		t.Fatal(err)
@@ -32,6 +34,11 @@ func TestTraceDataSourcesLinkToThisPluginsProfiles(t *testing.T) {
 	if err := yaml.Unmarshal(raw, &f); err != nil {
 		t.Fatal(err)
 	}
+	return f
+}
+
+func TestTraceDataSourcesLinkToThisPluginsProfiles(t *testing.T) {
+	f := readDatasources(t)
 	plugins := map[string]bool{}
 	for _, ds := range f.Datasources {
 		if ds.Type == "hsi-profiling-datasource" {
@@ -73,14 +80,7 @@ func TestTraceDataSourcesLinkToThisPluginsProfiles(t *testing.T) {
 // Each HSI Profiling data source of the file loads as the plugin reads it, nothing invalid, and
 // reads traces from the store its name says: both trace stores have an example.
 func TestPluginDataSourcesLoadWithTheirTraceStore(t *testing.T) {
-	raw, err := os.ReadFile("../../provisioning/datasources/datasources.yml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var f datasources
-	if err := yaml.Unmarshal(raw, &f); err != nil {
-		t.Fatal(err)
-	}
+	f := readDatasources(t)
 	stores := map[string]bool{}
 	for _, ds := range f.Datasources {
 		if ds.Type != "hsi-profiling-datasource" {
