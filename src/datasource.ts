@@ -140,17 +140,17 @@ export class DataSource extends DataSourceWithBackend<HsiQuery, HsiOptions> {
     return this.getResource<string[]>('label-values', params);
   }
 
-  /** Jaeger's services. */
+  /** The trace store's services (Jaeger or Tempo). */
   getTraceServices(): Promise<string[]> {
     return this.getResource<string[]>('trace-services');
   }
 
-  /** The operations (span names) of a Jaeger service, sorted. */
+  /** The operations (span names) of a service in the trace store, sorted. */
   getTraceOperations(service: string): Promise<string[]> {
     return this.getResource<string[]>('trace-operations', { service: this.interpolate(service) });
   }
 
-  /** Recent traces of a service in the range, from Jaeger. */
+  /** Recent traces of a service in the range, from the trace store. */
   getTraces(search: TraceSearch, from?: number, to?: number): Promise<TraceSummary[]> {
     const params: Params = { service: this.interpolate(search.service), ...rangeParams(from, to) };
     for (const key of ['operation', 'minDuration', 'limit'] as const) {

@@ -150,7 +150,7 @@ export interface HsiQuery extends DataQuery {
   /** Trace: the allocation profile type of each span (profileTypeId is its CPU one). */
   allocTypeId?: string;
   /**
-   * Slow requests: Jaeger's service (all when unset), an endpoint (operation) and a Go duration,
+   * Slow requests: the trace store's service (all when unset), an endpoint (operation) and a Go duration,
    * e.g. 500ms. Span heatmap and profile: the service (required) and the spans at least this long,
    * a Go duration or milliseconds.
    */
@@ -178,7 +178,7 @@ export interface HsiQuery extends DataQuery {
    * the view; unset: summary.
    */
   view?: GpuLocalView | TriageView | KernelsView;
-  /** Triage: the Jaeger services searched for failed requests; unset: every service. */
+  /** Triage: the trace store's services searched for failed requests; unset: every service. */
   services?: string[];
   /** Triage: only these failure classes; unset: all. */
   classes?: TriageClass[];
@@ -412,7 +412,7 @@ export interface GpuMetric {
 export interface TraceSearch {
   service: string;
   operation?: string;
-  /** Jaeger duration, e.g. 500ms. */
+  /** A Go duration, as Jaeger and Grafana write them, e.g. 500ms. */
   minDuration?: string;
   limit?: number;
 }

@@ -14,7 +14,7 @@ export function SlowRequestFields({ query, update, runQuery, datasource }: Field
         labelWidth={LABEL_WIDTH}
         value={query.service}
         placeholder="All services"
-        tooltip="A Jaeger service"
+        tooltip="A service of the trace store (Jaeger or Tempo)"
         width={20}
         clearable
         load={async () => stringOptions(await datasource.getTraceServices())}

@@ -14,7 +14,7 @@ const profileTypeName = (id: string) => {
 };
 
 /**
- * Span heatmap and span profile: the spans of one Jaeger service's operation (or all its
+ * Span heatmap and span profile: the spans of one service's operation in the trace store (Jaeger or Tempo) (or all its
  * operations) slower than a minimum duration or, for the profile, a percentile of their durations.
  * The service and operation are fields of the query, so they stay when the type is switched
  * between these two and slow requests, and when Grafana draws the editor again.

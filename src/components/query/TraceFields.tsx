@@ -9,7 +9,7 @@ import { LABEL_WIDTH, OptionsRow, Picker, stringOptions } from './fields';
 import { traceIdError } from '../validation';
 
 /**
- * The Jaeger service last picked in each data source's trace editor. The editor is mounted anew
+ * The trace store's service last picked in each data source's trace editor. The editor is mounted anew
  * when the query type is switched away and back, and when Grafana draws the query row again (the
  * row collapsed and opened, the panel editor reopened); Grafana keeps one DataSource object per
  * data source meanwhile. The service only narrows the slow-trace picker and the backend reads no
@@ -31,7 +31,7 @@ function useRememberedService(datasource: DataSource): [string | undefined, (ser
 }
 
 /**
- * The request-level join of one trace: its ID (typed, $trace_id, or picked from a Jaeger service's
+ * The request-level join of one trace: its ID (typed, $trace_id, or picked from a service's
  * slowest traces) and the profile types read for each span's CPU and allocations.
  */
 export function TraceFields({ query, update, runQuery, datasource, from, to }: FieldsProps) {
@@ -56,7 +56,7 @@ export function TraceFields({ query, update, runQuery, datasource, from, to }: F
           labelWidth={LABEL_WIDTH}
           value={service}
           placeholder="To list its traces"
-          tooltip="A Jaeger service, to list its slowest recent traces under Slow traces; not part of the query"
+          tooltip="A service of the trace store, to list its slowest recent traces under Slow traces; not part of the query"
           width={24}
           clearable
           load={async () => stringOptions(await datasource.getTraceServices())}

@@ -70,7 +70,7 @@ export function TriageFields(props: FieldsProps) {
           label="Services"
           value={query.services}
           placeholder="All services"
-          tooltip="The Jaeger services searched for failed requests (CUDA OOM); none chosen: every service"
+          tooltip="The services searched in the trace store for failed requests (CUDA OOM); none chosen: every service"
           load={async () => stringOptions(await datasource.getTraceServices())}
           onChange={(services) => update({ services })}
         />
