@@ -127,7 +127,7 @@ func Noisy(r Reading, class string, key string) Reading {
 
 	utilSpread := 2.0
 	if class == ThermalThrottled {
-		utilSpread = 12 // "utilisation fluctuating" (seed 001)
+		utilSpread = 12 // "utilisation fluctuating" (the Continuous Profiling Guide)
 	}
 	r.GPUUtil = clamp(math.Round(r.GPUUtil+utilSpread*n(1)), 0, 100)
 	r.MemCopyUtil = clamp(math.Round(r.MemCopyUtil+2*n(2)), 0, 100)

@@ -27,7 +27,7 @@ func TestSeedExamplesAndFallbacks(t *testing.T) {
 		want     Class
 		evidence []string // substrings that must appear in the evidence
 	}{
-		// Seed 001's examples with the exporter's default metrics (no profiling ratios).
+		// The Continuous Profiling Guide's examples with the exporter's default metrics (no profiling ratios).
 		{"001 compute-bound 95/30", fig(func(f *Figures) { f.GPUUtil, f.MemCopyUtil = 95, 30 }), ComputeBound,
 			[]string{"compute 95.0% (DCGM_FI_DEV_GPU_UTIL) > computeBoundPct 80", "memory bandwidth 30.0% (DCGM_FI_DEV_MEM_COPY_UTIL) < computeBoundMaxMemoryPct 60",
 				"fallback: no DCGM_FI_PROF_SM_ACTIVE or DCGM_FI_PROF_GR_ENGINE_ACTIVE, compute from DCGM_FI_DEV_GPU_UTIL",
@@ -40,7 +40,7 @@ func TestSeedExamplesAndFallbacks(t *testing.T) {
 			[]string{"PCIe TX 20.0 GB/s = 63% of Gen4"}},
 		{"001 30/20 with a quiet link is low utilisation", fig(func(f *Figures) { f.GPUUtil, f.MemCopyUtil, f.PCIeTx, f.PCIeRx = 30, 20, 1e9, 1e9 }), Idle,
 			[]string{"compute 30.0% (DCGM_FI_DEV_GPU_UTIL) < idleBelowPct 50 (low utilisation)"}},
-		// Seed 003's patterns with profiling ratios: they win over GPU_UTIL / MEM_COPY_UTIL.
+		// The TensorRT-LLM Nsight Systems guide's patterns with profiling ratios: they win over GPU_UTIL / MEM_COPY_UTIL.
 		{"003 compute-bound SM 0.95, DRAM 0.3 (37.5% of its 0.8 peak)", fig(func(f *Figures) { f.SMActive, f.DRAMActive, f.GPUUtil, f.MemCopyUtil = 0.95, 0.3, 10, 90 }), ComputeBound,
 			[]string{"compute 95.0% (DCGM_FI_PROF_SM_ACTIVE 0.950) > computeBoundPct 80", "memory bandwidth 37.5% (DCGM_FI_PROF_DRAM_ACTIVE 0.300 / dramActivePeak 0.80) < computeBoundMaxMemoryPct 60"}},
 		{"003 memory-bound: DRAM 0.72 is 90% of the practical peak", fig(func(f *Figures) { f.SMActive, f.DRAMActive = 0.5, 0.72 }), MemoryBound,
@@ -97,7 +97,7 @@ func TestSeedExamplesAndFallbacks(t *testing.T) {
 }
 
 // The thermal fallback (old exporters, no bitmask) compares the SM clock with its maximum over
-// the trailing window: seed 001's "temperature > 83 °C, SM clock below expected".
+// the trailing window: the Continuous Profiling Guide's "temperature > 83 °C, SM clock below expected".
 func TestThermalFallbackUsesTheObservedClockMaximumOverTheWindow(t *testing.T) {
 	busy := func(at time.Duration, temp, clock float64) Sample {
 		return Sample{Time: t0.Add(at), Figures: fig(func(f *Figures) { f.GPUUtil, f.MemCopyUtil, f.TempC, f.SMClockMHz = 95, 30, temp, clock })}
@@ -141,7 +141,7 @@ func TestThresholdsAreConfigurable(t *testing.T) {
 	if c := ClassesOf(GPUSeries{Samples: []Sample{{Time: t0, Figures: f}}}, th)[0]; c != ComputeBound {
 		t.Fatalf("SM 0.85 with the default 80%%: %s", c)
 	}
-	th.ComputeBoundPct = 90 // seed 003's stricter "SM > 90 %"
+	th.ComputeBoundPct = 90 // the Nsight Systems guide's stricter "SM > 90 %"
 	if c := ClassesOf(GPUSeries{Samples: []Sample{{Time: t0, Figures: f}}}, th)[0]; c != Balanced {
 		t.Fatalf("SM 0.85 with computeBoundPct 90: %s, want balanced", c)
 	}

@@ -18,28 +18,30 @@ import (
 // DCGM_FI_DEV_MEM_COPY_UTIL.
 type Thresholds struct {
 	// ComputeBoundPct (computeBoundPct, 80): compute above it, with memory below
-	// ComputeBoundMaxMemoryPct, is compute-bound. Seed 001: GPU util > 80 %; NVIDIA: SM_ACTIVE ≥ 0.8
-	// is necessary for effective use. Seed 003 asks SM > 90 %: set 90 to follow it.
+	// ComputeBoundMaxMemoryPct, is compute-bound. The Continuous Profiling Guide: GPU util > 80 %; NVIDIA: SM_ACTIVE
+	// ≥ 0.8 is necessary for effective use. The TensorRT-LLM Nsight Systems guide asks SM > 90 %:
+	// set 90 to follow it.
 	ComputeBoundPct float64
-	// ComputeBoundMaxMemoryPct (computeBoundMaxMemoryPct, 60): seed 003's "memory bandwidth < 60 %"
-	// (001's example has 30 %).
+	// ComputeBoundMaxMemoryPct (computeBoundMaxMemoryPct, 60): the Nsight Systems guide's "memory bandwidth
+	// < 60 %" (the Continuous Profiling Guide's example has 30 %).
 	ComputeBoundMaxMemoryPct float64
 	// MemoryBoundPct (memoryBoundPct, 70): memory above it, with compute below
-	// MemoryBoundMaxComputePct, is memory-bound. Seed 001: > 70 %; 003 asks > 90 % (set 90).
+	// MemoryBoundMaxComputePct, is memory-bound. The Continuous Profiling Guide: > 70 %; the Nsight
+	// Systems guide asks > 90 % (set 90).
 	MemoryBoundPct float64
-	// MemoryBoundMaxComputePct (memoryBoundMaxComputePct, 70): seed 003's "SM < 70 %" (001 says
-	// util < 50 %; 70 keeps the gap to compute-bound small).
+	// MemoryBoundMaxComputePct (memoryBoundMaxComputePct, 70): the Nsight Systems guide's "SM < 70 %"
+	// (the Continuous Profiling Guide says util < 50 %; 70 keeps the gap to compute-bound small).
 	MemoryBoundMaxComputePct float64
 	// PCIeBoundLinkShare (pcieBoundLinkShare, 0.6): the busier PCIe direction above this share of
-	// one direction's link capacity is seed 001's "PCIe TX/RX very high"; it is PCIe-bound when
-	// neither compute (≤ ComputeBoundPct) nor memory (≤ MemoryBoundPct) is high, as in 001's
-	// 30 % / 20 % example.
+	// one direction's link capacity is the Continuous Profiling Guide's "PCIe TX/RX very high"; it
+	// is PCIe-bound when neither compute (≤ ComputeBoundPct) nor memory (≤ MemoryBoundPct) is
+	// high, as in that guide's 30 % / 20 % example.
 	PCIeBoundLinkShare float64
-	// IdleBelowPct (idleBelowPct, 50): compute below it is low utilisation (seed 003 Pattern 1:
-	// GPU utilisation < 50 %; NVIDIA: SM_ACTIVE < 0.5 is ineffective use).
+	// IdleBelowPct (idleBelowPct, 50): compute below it is low utilisation (the Nsight Systems
+	// guide's Pattern 1: GPU utilisation < 50 %; NVIDIA: SM_ACTIVE < 0.5 is ineffective use).
 	IdleBelowPct float64
 	// ThermalTempC (thermalTempC, 83) and ThermalClockRatio (thermalClockRatio, 0.9): without the
-	// clock-event bitmask, a GPU above 83 °C (seed 001) whose SM clock is below 0.9 × its observed
+	// clock-event bitmask, a GPU above 83 °C (the Continuous Profiling Guide) whose SM clock is below 0.9 × its observed
 	// maximum ("SM clock below expected") is thermal-throttled.
 	ThermalTempC      float64
 	ThermalClockRatio float64

@@ -271,11 +271,11 @@ func SlowRequests(ans *correlate.SlowRequestsAnswer, th LatencyThresholds, links
 }
 
 // Request is the trace query's frames: the span table, the latency breakdown and the verdict
-// (diagnose.Request), then the request's flame graph when there is one. It comes last: it is
-// the frame that may be missing, so the others keep their places (panels pick a table's frame
-// by index). The three read the answer and write nothing to it: built side by side, a request
-// of thousands of spans answers sooner.
-func Request(traceID string, ans *correlate.TraceAnswer, profileTypeID, allocTypeID string, links TraceLinks) (data.Frames, error) {
+// (why, diagnose.Request's answer, which the caller asks for: frames only present), then the
+// request's flame graph when there is one. It comes last: it is the frame that may be missing, so
+// the others keep their places (panels pick a table's frame by index). The frames read the answer
+// and write nothing to it: built side by side, a request of thousands of spans answers sooner.
+func Request(traceID string, ans *correlate.TraceAnswer, why diagnose.Diagnosis, profileTypeID, allocTypeID string, links TraceLinks) (data.Frames, error) {
 	if ans.Trace != nil {
 		traceID = ans.Trace.TraceID
 	}
@@ -285,7 +285,6 @@ func Request(traceID string, ans *correlate.TraceAnswer, profileTypeID, allocTyp
 		case 0:
 			spans = TraceSpans(traceID, ans.Rows, profileTypeID, allocTypeID, links)
 		case 1:
-			why := diagnose.Request(ans)
 			breakdown, verdict = TraceBreakdown(why.Breakdown, why.Request), TraceVerdict(traceID, why.Verdict, ans.Lever, profileTypeID, links)
 		case 2:
 			if ans.Profile != nil {

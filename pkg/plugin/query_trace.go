@@ -9,6 +9,7 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/data"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/correlate"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/diagnose"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/frames"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 )
@@ -32,7 +33,7 @@ func (d *Datasource) queryTrace(ctx context.Context, q backend.DataQuery) (data.
 	if err != nil {
 		return nil, err
 	}
-	return frames.Request(tq.TraceID, ans, tq.ProfileTypeID, tq.AllocTypeID, d.traceLinks(ctx))
+	return frames.Request(tq.TraceID, ans, diagnose.Request(ans), tq.ProfileTypeID, tq.AllocTypeID, d.traceLinks(ctx))
 }
 
 // traceLinks is where the spans frame links to; this data source's UID comes from the request's

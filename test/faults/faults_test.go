@@ -227,7 +227,7 @@ func cause(f faultproxy.Fault, upstream string) []string {
 		return []string{"503"}
 	case faultproxy.ClientError:
 		// The server's own words, with the credentials it quoted taken out.
-		return append(per("authentication failed (", "unauthorized: ", "HTTP 401: ", "HTTP 401: "), "credentials rejected", "[redacted]")
+		return append(per("authentication failed (", "unauthorized: ", "HTTP 401: ", "HTTP 403: "), "credentials rejected", "[redacted]")
 	case faultproxy.Truncated:
 		return per("reply cut short", "reply cut short", "is truncated", "is truncated")
 	case faultproxy.Invalid:

@@ -142,7 +142,8 @@ func newRig(t *testing.T, sec secrets, traceDir, traceStore string) *rig {
 		// quotes in the error.
 		"Prometheus": {bed.PrometheusURL, faultproxy.Options{Authorization: "Bearer " + sec.prometheusToken, ClientErrorStatus: http.StatusBadRequest}},
 		"Jaeger":     {bed.JaegerURL, faultproxy.Options{Authorization: "Bearer " + sec.jaegerToken}},
-		"Tempo":      {bed.TempoURL, faultproxy.Options{Authorization: "Bearer " + sec.tempoToken}},
+		// Tempo's 4xx is a 403 (Jaeger's the default 401): both refusals are covered.
+		"Tempo": {bed.TempoURL, faultproxy.Options{Authorization: "Bearer " + sec.tempoToken, ClientErrorStatus: http.StatusForbidden}},
 	} {
 		proxy, err := faultproxy.New(p.target, p.opts)
 		if err != nil {
