@@ -158,7 +158,7 @@ const (
 // so a data source that gains a Tempo URL keeps its answers until the user chooses). It fails,
 // saying what to set, when none can be used.
 func (s *Settings) TraceUpstream() (*Upstream, error) {
-	const neither = "no trace store is configured: set Jaeger's URL (jsonData.jaegerUrl) or Tempo's (jsonData.tempoUrl) in the data source settings"
+	const neither = "the trace store is not configured: set Jaeger's URL (jsonData.jaegerUrl) or Tempo's (jsonData.tempoUrl) in the data source settings"
 	switch s.TraceStore {
 	case TraceStoreJaeger, TraceStoreTempo:
 		u := &s.Jaeger

@@ -165,7 +165,7 @@ func TestTraceUpstreamChoosesTheStoreTracesAreReadFrom(t *testing.T) {
 		{name: "both, tempo chosen", jsonData: `{` + jaegerURL + `,` + tempoURL + `, "traceStore": " Tempo "}`, want: Tempo, linkType: TraceDatasourceTempo},
 		{name: "both, jaeger chosen", jsonData: `{` + jaegerURL + `,` + tempoURL + `, "traceStore": "jaeger"}`, want: Jaeger, linkType: TraceDatasourceJaeger},
 		{name: "tempo chosen, links kept", jsonData: `{` + tempoURL + `, "traceDatasourceType": "jaeger"}`, want: Tempo, linkType: TraceDatasourceJaeger},
-		{name: "neither", jsonData: `{}`, linkType: TraceDatasourceJaeger, wantErr: "no trace store is configured: set Jaeger's URL (jsonData.jaegerUrl) or Tempo's (jsonData.tempoUrl)"},
+		{name: "neither", jsonData: `{}`, linkType: TraceDatasourceJaeger, wantErr: "the trace store is not configured: set Jaeger's URL (jsonData.jaegerUrl) or Tempo's (jsonData.tempoUrl)"},
 		{name: "chosen one not set", jsonData: `{` + jaegerURL + `, "traceStore": "tempo"}`, linkType: TraceDatasourceJaeger, wantErr: "jsonData.traceStore is tempo, but Tempo is not configured: set its URL (jsonData.tempoUrl)"},
 		{name: "unknown store", jsonData: `{` + jaegerURL + `, "traceStore": "zipkin"}`, linkType: TraceDatasourceJaeger, wantErr: `jsonData.traceStore must be jaeger or tempo, got "zipkin"`},
 	} {

@@ -211,7 +211,7 @@ func TestSlowRequestsSaysWhatToConfigure(t *testing.T) {
 	// The stores as the data source builds them from settings without URLs: no wire is asked.
 	ds := newTestDatasource(t, map[string]any{}, nil)
 	wantError(t, run(t, ds, query("A", `{"queryType":"slowRequests"}`)).Responses["A"], backend.ErrorSourceDownstream,
-		"latency table: Prometheus is not configured: set its URL (jsonData.prometheusUrl)", "slow traces: no trace store is configured: set Jaeger's URL (jsonData.jaegerUrl) or Tempo's (jsonData.tempoUrl)")
+		"latency table: Prometheus is not configured: set its URL (jsonData.prometheusUrl)", "slow traces: the trace store is not configured: set Jaeger's URL (jsonData.jaegerUrl) or Tempo's (jsonData.tempoUrl)")
 	// A Prometheus without the histograms: the notice names the metrics read and the setting.
 	b := newSlowBed(t, false, false, map[string]any{"latencyHistograms": []map[string]any{{"metric": "rpc_duration_seconds", "serviceLabels": []string{"app"}, "endpointLabel": "method"}}})
 	r := b.query(t, `{"queryType":"slowRequests","service":"checkout"}`)

@@ -157,7 +157,7 @@ func TestTraceResourcesWithoutOrWithBrokenJaeger(t *testing.T) {
 	ds := newTestDatasource(t, map[string]any{"pyroscopeUrl": "http://127.0.0.1:4040"}, nil)
 	for _, path := range []string{"trace-services", "traces?service=a"} {
 		status, body := traceResource(t, ds, path)
-		if status != 400 || !strings.Contains(body, "no trace store is configured: set Jaeger's URL (jsonData.jaegerUrl) or Tempo's (jsonData.tempoUrl)") {
+		if status != 400 || !strings.Contains(body, "the trace store is not configured: set Jaeger's URL (jsonData.jaegerUrl) or Tempo's (jsonData.tempoUrl)") {
 			t.Errorf("not configured, %s: HTTP %d %s", path, status, body)
 		}
 	}

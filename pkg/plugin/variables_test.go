@@ -154,7 +154,7 @@ func TestVariablesNameTheUpstreamTheyNeed(t *testing.T) {
 		t.Errorf("services without Pyroscope: HTTP %d %s", code, body)
 	}
 	code, _, body = variable(t, unset, "trace_services()", nil)
-	if code != 400 || !strings.Contains(body, "no trace store is configured") || !strings.Contains(body, "jsonData.jaegerUrl") || !strings.Contains(body, "jsonData.tempoUrl") {
+	if code != 400 || !strings.Contains(body, "the trace store is not configured") || !strings.Contains(body, "jsonData.jaegerUrl") || !strings.Contains(body, "jsonData.tempoUrl") {
 		t.Errorf("trace_services without Jaeger or Tempo: HTTP %d %s", code, body)
 	}
 	// Configured but failing: the upstream's error, 502.
