@@ -42,8 +42,23 @@ type Activity struct {
 	// Process is the host process of a host activity (Kineto's pid, Nsight's globalTid's
 	// process part); 0 when unknown. The timeline shows each thread as a service.
 	Process int64
+	// Launcher is the process whose correlation IDs Correlation counts in, where the export
+	// says so for both the calls and the GPU work (Nsight: the calls' globalTid and the GPU
+	// activities' globalPid); 0 for a trace of one process (Kineto). CUDA numbers correlations
+	// per process: a multi-process export repeats them.
+	Launcher int64
 	// Grid and Block are a kernel's launch geometry (x, y, z); zeros when unknown.
 	Grid, Block [3]int32
+}
+
+// joinID is what an activity joins its launch call (or, for a call, its GPU work) on: the
+// correlation ID, qualified by its launcher (Launcher; CUDA's correlation IDs are 32-bit, a
+// process ID at most 24), 0 for none.
+func (a Activity) joinID() int64 {
+	if a.Correlation == 0 {
+		return 0
+	}
+	return a.Correlation | a.Launcher<<32
 }
 
 // onHost says whether an activity runs on a host thread (the others run on a GPU stream).

@@ -232,7 +232,7 @@ func (c *Collector) Add(a Activity) {
 			switch {
 			case a.Correlation == 0:
 			case len(c.syncCalls) < c.limits.MaxLaunches:
-				c.syncCalls[a.Correlation] = struct{}{}
+				c.syncCalls[a.joinID()] = struct{}{}
 			default:
 				c.dropped.syncs++
 			}
@@ -240,18 +240,18 @@ func (c *Collector) Add(a Activity) {
 		if a.Correlation != 0 {
 			ln := hostCall{start: a.Start, end: a.End, thread: a.Thread, api: c.apiIndex(a.Name)}
 			if len(c.launch) < c.limits.MaxLaunches {
-				c.launch[a.Correlation] = ln
+				c.launch[a.joinID()] = ln
 			} else {
 				c.dropped.launches++
 			}
-			c.joinPending(a.Correlation, ln)
+			c.joinPending(a.joinID(), ln)
 		}
 	case KindSync:
 		if !blocksHost(a.Name) {
 			return
 		}
 		if len(c.syncRecords) < c.limits.MaxLaunches {
-			c.syncRecords = append(c.syncRecords, syncRecord{a.Correlation, a.Start, a.End})
+			c.syncRecords = append(c.syncRecords, syncRecord{a.joinID(), a.Start, a.End})
 		} else {
 			c.dropped.syncs++
 		}
@@ -312,7 +312,7 @@ func (c *Collector) addInterval(a Activity) {
 		return
 	}
 	c.ivals = append(c.ivals, interval{
-		start: a.Start, end: a.End, correlation: a.Correlation,
+		start: a.Start, end: a.End, correlation: a.joinID(),
 		device: a.Device, stream: a.Stream, class: classOf(a.Kind, a.Name),
 	})
 }

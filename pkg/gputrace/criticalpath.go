@@ -146,7 +146,7 @@ func (p *pathData) add(c *Collector, a Activity) {
 			p.nameIdx[a.Name] = n
 		}
 	}
-	e := cpEvent{start: a.Start, end: a.End, corr: a.Correlation, name: n, kind: a.Kind}
+	e := cpEvent{start: a.Start, end: a.End, corr: a.joinID(), name: n, kind: a.Kind}
 	if e.gpu() {
 		e.device, e.stream = a.Device, a.Stream
 	} else {

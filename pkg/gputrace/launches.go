@@ -157,7 +157,7 @@ func (c *Collector) joinKernel(a Activity, name string) {
 		c.noCall++
 		return
 	}
-	if ln, ok := c.launch[a.Correlation]; ok {
+	if ln, ok := c.launch[a.joinID()]; ok {
 		c.addLaunch(name, ln, a.Start, a.End)
 		return
 	}
@@ -167,7 +167,7 @@ func (c *Collector) joinKernel(a Activity, name string) {
 		c.dropped.joins++
 		return
 	}
-	c.pending[a.Correlation] = append(c.pending[a.Correlation], pendingKernel{name, a.Start, a.End})
+	c.pending[a.joinID()] = append(c.pending[a.joinID()], pendingKernel{name, a.Start, a.End})
 	c.pendingN++
 }
 

@@ -48,8 +48,25 @@ func readNsysDB(ctx context.Context, db *sql.DB, c *Collector) error {
 		}
 		return "COALESCE((SELECT value FROM StringIds WHERE id = " + col + "), CAST(" + col + " AS TEXT))"
 	}
+	// CUDA numbers correlations per process: in a multi-process export, a call and its GPU work
+	// join on the process too, where every table says it (the calls' globalTid, the GPU
+	// activities' globalPid).
+	byProcess := cols["CUPTI_ACTIVITY_KIND_RUNTIME"]["globalTid"]
+	for _, t := range []string{"CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"} {
+		if cols[t] != nil && !cols[t]["globalPid"] {
+			byProcess = false
+		}
+	}
+	launcher := func(globalPid int64) int64 {
+		if !byProcess {
+			return 0
+		}
+		pid, _ := splitGlobalTid(globalPid)
+		return pid
+	}
 	// The runtime calls first: each kernel then finds its launch call already read, and the
-	// per-launch join holds no kernel waiting for its call.
+	// per-launch join holds no kernel waiting for its call. Rows are read in no particular order
+	// (Nsight Systems 2025.6 no longer writes them in time order); nothing below relies on one.
 	if r := cols["CUPTI_ACTIVITY_KIND_RUNTIME"]; r != nil {
 		if err := need("CUPTI_ACTIVITY_KIND_RUNTIME", r, "start", "end", "nameId"); err != nil {
 			return err
@@ -60,6 +77,7 @@ func readNsysDB(ctx context.Context, db *sql.DB, c *Collector) error {
 			var tid int64
 			err := s.Scan(&a.Start, &a.End, &a.Correlation, &tid, &a.Name)
 			a.Process, a.Thread = splitGlobalTid(tid)
+			a.Launcher = launcher(tid)
 			// nsys names calls with their version suffix: cudaLaunchKernel_v7000.
 			if i := strings.Index(a.Name, "_v"); i > 0 {
 				a.Name = a.Name[:i]
@@ -78,12 +96,14 @@ func readNsysDB(ctx context.Context, db *sql.DB, c *Collector) error {
 		if err := need("CUPTI_ACTIVITY_KIND_KERNEL", k, "start", "end", nameCol); err != nil {
 			return err
 		}
-		q := "SELECT start, end, " + opt(k, "deviceId") + ", " + opt(k, "streamId") + ", " + opt(k, "correlationId") + ", " + name(nameCol) +
+		q := "SELECT start, end, " + opt(k, "deviceId") + ", " + opt(k, "streamId") + ", " + opt(k, "correlationId") + ", " + opt(k, "globalPid") + ", " + name(nameCol) +
 			", " + opt(k, "gridX") + ", " + opt(k, "gridY") + ", " + opt(k, "gridZ") + ", " + opt(k, "blockX") + ", " + opt(k, "blockY") + ", " + opt(k, "blockZ") + " FROM CUPTI_ACTIVITY_KIND_KERNEL"
 		if err := scanRows(ctx, db, q, func(s scanner) error {
 			a := Activity{Kind: KindKernel}
-			err := s.Scan(&a.Start, &a.End, &a.Device, &a.Stream, &a.Correlation, &a.Name,
+			var pid int64
+			err := s.Scan(&a.Start, &a.End, &a.Device, &a.Stream, &a.Correlation, &pid, &a.Name,
 				&a.Grid[0], &a.Grid[1], &a.Grid[2], &a.Block[0], &a.Block[1], &a.Block[2])
+			a.Launcher = launcher(pid)
 			c.Add(a)
 			return err
 		}); err != nil {
@@ -94,11 +114,12 @@ func readNsysDB(ctx context.Context, db *sql.DB, c *Collector) error {
 		if err := need("CUPTI_ACTIVITY_KIND_MEMCPY", m, "start", "end"); err != nil {
 			return err
 		}
-		q := "SELECT start, end, " + opt(m, "deviceId") + ", " + opt(m, "streamId") + ", " + opt(m, "correlationId") + ", " + opt(m, "bytes") + ", " + opt(m, "copyKind") + " FROM CUPTI_ACTIVITY_KIND_MEMCPY"
+		q := "SELECT start, end, " + opt(m, "deviceId") + ", " + opt(m, "streamId") + ", " + opt(m, "correlationId") + ", " + opt(m, "globalPid") + ", " + opt(m, "bytes") + ", " + opt(m, "copyKind") + " FROM CUPTI_ACTIVITY_KIND_MEMCPY"
 		if err := scanRows(ctx, db, q, func(s scanner) error {
 			a := Activity{Kind: KindMemcpy}
-			var kind int64
-			err := s.Scan(&a.Start, &a.End, &a.Device, &a.Stream, &a.Correlation, &a.Bytes, &kind)
+			var kind, pid int64
+			err := s.Scan(&a.Start, &a.End, &a.Device, &a.Stream, &a.Correlation, &pid, &a.Bytes, &kind)
+			a.Launcher = launcher(pid)
 			a.Name = "Memcpy " + copyKindName(kind)
 			c.Add(a)
 			return err
@@ -110,10 +131,12 @@ func readNsysDB(ctx context.Context, db *sql.DB, c *Collector) error {
 		if err := need("CUPTI_ACTIVITY_KIND_MEMSET", m, "start", "end"); err != nil {
 			return err
 		}
-		q := "SELECT start, end, " + opt(m, "deviceId") + ", " + opt(m, "streamId") + ", " + opt(m, "correlationId") + ", " + opt(m, "bytes") + " FROM CUPTI_ACTIVITY_KIND_MEMSET"
+		q := "SELECT start, end, " + opt(m, "deviceId") + ", " + opt(m, "streamId") + ", " + opt(m, "correlationId") + ", " + opt(m, "globalPid") + ", " + opt(m, "bytes") + " FROM CUPTI_ACTIVITY_KIND_MEMSET"
 		if err := scanRows(ctx, db, q, func(s scanner) error {
 			a := Activity{Kind: KindMemset, Name: "Memset"}
-			err := s.Scan(&a.Start, &a.End, &a.Device, &a.Stream, &a.Correlation, &a.Bytes)
+			var pid int64
+			err := s.Scan(&a.Start, &a.End, &a.Device, &a.Stream, &a.Correlation, &pid, &a.Bytes)
+			a.Launcher = launcher(pid)
 			c.Add(a)
 			return err
 		}); err != nil {

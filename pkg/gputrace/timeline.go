@@ -265,14 +265,14 @@ func (t *Timeline) Tree() TimelineTree {
 		}
 		stacks[si] = st
 		if (a.Kind == KindRuntime || a.Kind == KindDriver) && a.Correlation != 0 {
-			if j, seen := calls[a.Correlation]; !seen || t.Activities[j].Kind == KindDriver && a.Kind == KindRuntime {
-				calls[a.Correlation] = int32(i)
+			if j, seen := calls[a.joinID()]; !seen || t.Activities[j].Kind == KindDriver && a.Kind == KindRuntime {
+				calls[a.joinID()] = int32(i)
 			}
 		}
 	}
 	for i, a := range t.Activities {
 		tr.Launch[i] = -1
-		if j, ok := calls[a.Correlation]; ok && a.Correlation != 0 && launched(a.Kind) {
+		if j, ok := calls[a.joinID()]; ok && a.Correlation != 0 && launched(a.Kind) {
 			tr.Launch[i] = j
 		}
 	}

@@ -1,0 +1,138 @@
+package gputrace
+
+import (
+	"context"
+	"database/sql"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+)
+
+// nsysRow is one row of a hand-made export: its table and its values, in insert order.
+type nsysRow struct {
+	table string
+	q     string
+	args  []any
+}
+
+// twoProcessRows is an export of two processes (pids 4100 and 4200, on one machine) whose CUDA
+// correlation IDs collide, as each process numbers its own: each launches one kernel with
+// correlation 1, and process 4100 one copy with correlation 2.
+func twoProcessRows() []nsysRow {
+	const machine = int64(7) << 48 // globalTid/globalPid's bits above the process
+	gtid := func(pid, tid int64) int64 { return machine | pid<<24 | tid }
+	gpid := func(pid int64) int64 { return machine | pid<<24 }
+	kernel := func(name, corr, pid, start, end int64) nsysRow {
+		return nsysRow{"CUPTI_ACTIVITY_KIND_KERNEL", `INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL (start, end, deviceId, contextId, streamId, correlationId, globalPid,
+		  demangledName, shortName, registersPerThread, gridX, gridY, gridZ, blockX, blockY, blockZ,
+		  staticSharedMemory, dynamicSharedMemory, localMemoryPerThread, localMemoryTotal, gridId)
+		  VALUES (?, ?, 0, 1, 7, ?, ?, ?, ?, 32, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1)`, []any{start, end, corr, gpid(pid), name, name}}
+	}
+	call := func(corr, pid, start, end int64) nsysRow {
+		return nsysRow{"CUPTI_ACTIVITY_KIND_RUNTIME", `INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME (start, end, eventClass, globalTid, correlationId, nameId, returnValue)
+		  VALUES (?, ?, 1, ?, ?, 2, 0)`, []any{start, end, gtid(pid, pid+1), corr}}
+	}
+	return []nsysRow{
+		call(1, 4100, 0, 5*µs),             // gemm's launch: 5 µs of API, then 5 µs queued
+		kernel(0, 1, 4100, 10*µs, 30*µs),   // gemm
+		call(1, 4200, 100*µs, 102*µs),      // relu's launch: 2 µs of API, then 98 µs queued
+		kernel(1, 1, 4200, 200*µs, 210*µs), // relu
+		call(2, 4100, 40*µs, 41*µs),        // the copy's call
+		{"CUPTI_ACTIVITY_KIND_MEMCPY", `INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY (start, end, deviceId, contextId, streamId, correlationId, globalPid, bytes, copyKind)
+		  VALUES (?, ?, 0, 1, 7, 2, ?, 1000, 1)`, []any{45 * µs, 50 * µs, gpid(4100)}},
+	}
+}
+
+// writeNsysRows writes an export of rows in the order given.
+func writeNsysRows(t *testing.T, path string, rows []nsysRow) {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(nsysSchema); err != nil {
+		t.Fatal(err)
+	}
+	for id, s := range []string{"gemm", "relu", "cudaLaunchKernel_v7000"} {
+		if _, err := db.Exec("INSERT INTO StringIds VALUES (?, ?)", id, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, r := range rows {
+		if _, err := db.Exec(r.q, r.args...); err != nil {
+			t.Fatalf("%s: %v", r.q, err)
+		}
+	}
+}
+
+func analyzeWith(t *testing.T, path string, l Limits) *Result {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r, err := AnalyzeOpened(context.Background(), f, path, l, AnalysisOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// A multi-process export repeats correlation IDs: each kernel and copy joins the call of its own
+// process (per launch, on the timeline, on the critical path), not the other process's.
+func TestNsysJoinsEachKernelToItsOwnProcesssCall(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "two-processes.sqlite")
+	writeNsysRows(t, path, twoProcessRows())
+	r := analyzeWith(t, path, Limits{Timeline: true, CriticalPath: true})
+	got := map[string]LaunchSummary{}
+	for _, l := range r.Launches {
+		got[l.Kernel] = l
+	}
+	if g := got["gemm"]; g.Count != 1 || g.APITime.Total != 5*µs || g.QueueTime.Total != 5*µs {
+		t.Errorf("gemm launched %+v, want its own process's call: 5 µs of API, 5 µs queued", g)
+	}
+	if g := got["relu"]; g.Count != 1 || g.APITime.Total != 2*µs || g.QueueTime.Total != 98*µs {
+		t.Errorf("relu launched %+v, want its own process's call: 2 µs of API, 98 µs queued", g)
+	}
+	tree := r.Timeline.Tree()
+	for i, a := range r.Timeline.Activities {
+		if a.Kind != KindKernel && a.Kind != KindMemcpy {
+			continue
+		}
+		j := tree.Launch[i]
+		if j < 0 {
+			t.Errorf("%s at %d: no launch call on the timeline", a.Name, a.Start)
+			continue
+		}
+		if call := r.Timeline.Activities[j]; call.Process != a.Launcher {
+			t.Errorf("%s of process %d joined to a call of process %d on the timeline", a.Name, a.Launcher, call.Process)
+		}
+	}
+}
+
+// Since Nsight Systems 2025.6 an export's rows are not in time order: the analysis of rows in
+// any order is the analysis of the rows in time order.
+func TestNsysRowsInAnyOrderAnalyseTheSame(t *testing.T) {
+	dir := t.TempDir()
+	inOrder := filepath.Join(dir, "in-order.sqlite")
+	writeNsysRows(t, inOrder, twoProcessRows())
+	l := Limits{Timeline: true, CriticalPath: true}
+	want := analyzeWith(t, inOrder, l)
+	rng := rand.New(rand.NewPCG(5, 6))
+	for i := range 5 {
+		rows := twoProcessRows()
+		rng.Shuffle(len(rows), func(a, b int) { rows[a], rows[b] = rows[b], rows[a] })
+		path := filepath.Join(dir, "shuffled"+string(rune('a'+i))+".sqlite")
+		writeNsysRows(t, path, rows)
+		got := analyzeWith(t, path, l)
+		if !reflect.DeepEqual(got.Launches, want.Launches) || !reflect.DeepEqual(got.Temporal, want.Temporal) ||
+			!reflect.DeepEqual(got.Launch, want.Launch) || !reflect.DeepEqual(got.Kernels, want.Kernels) ||
+			!reflect.DeepEqual(got.CriticalPath, want.CriticalPath) || !reflect.DeepEqual(got.Timeline.Tree(), want.Timeline.Tree()) {
+			t.Errorf("shuffle %d analyses differently from the rows in time order:\n got %+v\nwant %+v", i, got.Launches, want.Launches)
+		}
+	}
+}
