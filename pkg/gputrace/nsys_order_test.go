@@ -48,6 +48,12 @@ func twoProcessRows() []nsysRow {
 // writeNsysRows writes an export of rows in the order given.
 func writeNsysRows(t *testing.T, path string, rows []nsysRow) {
 	t.Helper()
+	writeNsysRowsWith(t, path, rows)
+}
+
+// writeNsysRowsWith is writeNsysRows with more names in StringIds (ids from 3).
+func writeNsysRowsWith(t *testing.T, path string, rows []nsysRow, names ...string) {
+	t.Helper()
 	db, err := sql.Open("sqlite", path)
 	if err != nil {
 		t.Fatal(err)
@@ -56,7 +62,7 @@ func writeNsysRows(t *testing.T, path string, rows []nsysRow) {
 	if _, err := db.Exec(nsysSchema); err != nil {
 		t.Fatal(err)
 	}
-	for id, s := range []string{"gemm", "relu", "cudaLaunchKernel_v7000"} {
+	for id, s := range append([]string{"gemm", "relu", "cudaLaunchKernel_v7000"}, names...) {
 		if _, err := db.Exec("INSERT INTO StringIds VALUES (?, ?)", id, s); err != nil {
 			t.Fatal(err)
 		}
@@ -133,6 +139,49 @@ func TestNsysRowsInAnyOrderAnalyseTheSame(t *testing.T) {
 			!reflect.DeepEqual(got.Launch, want.Launch) || !reflect.DeepEqual(got.Kernels, want.Kernels) ||
 			!reflect.DeepEqual(got.CriticalPath, want.CriticalPath) || !reflect.DeepEqual(got.Timeline.Tree(), want.Timeline.Tree()) {
 			t.Errorf("shuffle %d analyses differently from the rows in time order:\n got %+v\nwant %+v", i, got.Launches, want.Launches)
+		}
+	}
+}
+
+// A CUDA graph launch (vLLM's and SGLang's decode) is one call whose correlation all its kernels
+// share: every kernel stays in the per-launch figures, under the graph launch, and on the
+// critical path (HTA drops kernels that share a correlation).
+func TestGraphLaunchKeepsEveryKernel(t *testing.T) {
+	const pid = 4100
+	gpid := int64(pid) << 24
+	rows := []nsysRow{{"CUPTI_ACTIVITY_KIND_RUNTIME", `INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME (start, end, eventClass, globalTid, correlationId, nameId, returnValue)
+		  VALUES (0, ?, 1, ?, 9, 3, 0)`, []any{4 * µs, gpid | 1}}}
+	for i, name := range []int64{0, 1, 0} { // gemm, relu, gemm: one graph, three nodes
+		start := int64(10+10*i) * µs
+		rows = append(rows, nsysRow{"CUPTI_ACTIVITY_KIND_KERNEL", `INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL (start, end, deviceId, contextId, streamId, correlationId, globalPid,
+		  demangledName, shortName, registersPerThread, gridX, gridY, gridZ, blockX, blockY, blockZ,
+		  staticSharedMemory, dynamicSharedMemory, localMemoryPerThread, localMemoryTotal, gridId)
+		  VALUES (?, ?, 0, 1, 7, 9, ?, ?, ?, 32, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1)`, []any{start, start + 10*µs, gpid, name, name}})
+	}
+	path := filepath.Join(t.TempDir(), "graph.sqlite")
+	writeNsysRowsWith(t, path, rows, "cudaGraphLaunch_v10000")
+	r := analyzeWith(t, path, Limits{CriticalPath: true, Timeline: true})
+	got := map[string]LaunchSummary{}
+	for _, l := range r.Launches {
+		got[l.Kernel] = l
+	}
+	if g := got["gemm"]; g.API != "cudaGraphLaunch" || g.Count != 2 || g.KernelTime.Total != 20*µs {
+		t.Errorf("gemm's launches %+v, want 2 under cudaGraphLaunch", g)
+	}
+	if g := got["relu"]; g.API != "cudaGraphLaunch" || g.Count != 1 {
+		t.Errorf("relu's launches %+v, want 1 under cudaGraphLaunch", g)
+	}
+	if r.Launch.Joined != 3 {
+		t.Errorf("%d kernels joined to a call, want all 3", r.Launch.Joined)
+	}
+	p := r.CriticalPath
+	if p == nil || p.Length != 40*µs || p.GPU != 30*µs {
+		t.Fatalf("critical path %+v, want the call then all three kernels: 40 µs, 30 of them on the GPU", p)
+	}
+	tree := r.Timeline.Tree()
+	for i, a := range r.Timeline.Activities {
+		if a.Kind == KindKernel && tree.Launch[i] < 0 {
+			t.Errorf("kernel %s at %d µs has no launch call on the timeline", a.Name, a.Start/µs)
 		}
 	}
 }
