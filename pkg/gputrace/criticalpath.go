@@ -515,6 +515,31 @@ func (g *cpGraph) gpuEdges(syncs []cpSync) {
 		}
 		last[s] = end
 	}
+	if len(syncs) == 0 {
+		g.blockingSyncEdges(gpus, syncEdge)
+	}
+}
+
+// blockingSyncEdges stands in for cuda_sync records where a trace has none (Nsight Systems
+// exports have none): a blocking synchronisation call (cudaStreamSynchronize,
+// cudaDeviceSynchronize, cudaEventSynchronize, their driver forms) returned when the GPU work it
+// waited for finished, so the last GPU activity to end while the call waited gets a sync edge
+// to the call's end.
+func (g *cpGraph) blockingSyncEdges(gpus []int, syncEdge func(from int32, call int)) {
+	byEnd := append([]int(nil), gpus...)
+	sort.Slice(byEnd, func(a, b int) bool { return g.ev[byEnd[a]].end < g.ev[byEnd[b]].end })
+	for i := range g.ev {
+		e := &g.ev[i]
+		if e.gpu() || (e.kind != KindRuntime && e.kind != KindDriver) || !strings.Contains(g.p.name(e.name), "Synchronize") {
+			continue
+		}
+		// The last activity ending at or before the call's end, if it ended after the call began.
+		j := sort.Search(len(byEnd), func(j int) bool { return g.ev[byEnd[j]].end > e.end }) - 1
+		if j < 0 || g.ev[byEnd[j]].end < e.start {
+			continue
+		}
+		syncEdge(node(byEnd[j], true), i)
+	}
 }
 
 // longest is nx.dag_longest_path over the graph (CPGraph.critical_path), by Kahn's topological

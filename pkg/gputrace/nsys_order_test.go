@@ -185,3 +185,40 @@ func TestGraphLaunchKeepsEveryKernel(t *testing.T) {
 		}
 	}
 }
+
+// An Nsight export has no cuda_sync records: a blocking synchronisation call still makes the
+// GPU work it waited for a dependency of the host's next step (a sync edge from the last
+// activity that ended while it waited), so the critical path runs through that kernel rather
+// than through the call's host time.
+func TestNsysBlockingCallsMakeSyncEdges(t *testing.T) {
+	const pid = 4100
+	gtid := int64(pid)<<24 | 1
+	call := func(name, corr, start, end int64) nsysRow {
+		return nsysRow{"CUPTI_ACTIVITY_KIND_RUNTIME", `INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME (start, end, eventClass, globalTid, correlationId, nameId, returnValue)
+		  VALUES (?, ?, 1, ?, ?, ?, 0)`, []any{start, end, gtid, corr, name}}
+	}
+	kernel := func(corr, start, end int64) nsysRow {
+		return nsysRow{"CUPTI_ACTIVITY_KIND_KERNEL", `INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL (start, end, deviceId, contextId, streamId, correlationId, globalPid,
+		  demangledName, shortName, registersPerThread, gridX, gridY, gridZ, blockX, blockY, blockZ,
+		  staticSharedMemory, dynamicSharedMemory, localMemoryPerThread, localMemoryTotal, gridId)
+		  VALUES (?, ?, 0, 1, 7, ?, ?, 0, 0, 32, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1)`, []any{start, end, corr, int64(pid) << 24}}
+	}
+	for _, syncCall := range []string{"cudaStreamSynchronize_v3020", "cudaDeviceSynchronize_v3020", "cudaEventSynchronize_v3020"} {
+		t.Run(syncCall, func(t *testing.T) {
+			rows := []nsysRow{
+				call(2, 1, 0, 2*µs), kernel(1, 5*µs, 100*µs), // a long kernel
+				call(3, 0, 3*µs, 101*µs), // the host waits for it
+				call(2, 2, 102*µs, 104*µs), kernel(2, 106*µs, 120*µs),
+			}
+			path := filepath.Join(t.TempDir(), "sync.sqlite")
+			writeNsysRowsWith(t, path, rows, syncCall)
+			p := analyzeWith(t, path, Limits{CriticalPath: true}).CriticalPath
+			if p == nil || len(p.SyncEdges) != 1 || p.SyncEdges[0] != [2]int64{1 | pid<<32, 0} {
+				t.Fatalf("critical path %+v, want one sync edge from the long kernel to the call", p)
+			}
+			if p.GPU != 95*µs+14*µs {
+				t.Errorf("critical path: %d µs on the GPU of %d µs, want both kernels on it (109 µs)", p.GPU/µs, p.Length/µs)
+			}
+		})
+	}
+}
