@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"context"
+	"errors"
 	"net/http"
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
@@ -11,19 +12,25 @@ import (
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/frames"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/notices"
 )
 
 // queryKernels answers the kernels query: the GPU kernel traces of a request (or one chosen
 // file) from the configured trace directories and buckets, each analysed by pkg/gputrace and
 // shown as the query's view (the summary, the per-launch times and ranges, the critical path,
 // or the activities as one trace frame). A file that fails to read becomes a notice; the other
-// files' frames stay.
+// files' frames stay. Without a trace directory or bucket, the answer is empty with a notice
+// that says what to configure.
 func (d *Datasource) queryKernels(ctx context.Context, q backend.DataQuery) (data.Frames, error) {
 	kq, err := models.ParseKernelsQuery(q.JSON)
 	if err != nil {
 		return nil, models.InvalidQuery(err)
 	}
 	store, err := d.src.Kernels.Get()
+	if errors.Is(err, errKernelsOff) {
+		// Nothing configured: the panel says what to set, as an empty answer, not a red error.
+		return frames.KernelTraces(nil, notices.List{{Severity: notices.Info, Text: traceDirsOffMessage}}), nil
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -120,6 +120,11 @@ func source[T any, C interface {
 	return correlate.Ready(any(client).(T))
 }
 
+// errKernelsOff is why the kernel store is unavailable while no trace directory or bucket is
+// configured: the kernels query answers it as a notice (an optional source left unset is not an
+// error on a dashboard), the editor's file list as an error.
+var errKernelsOff = errors.New(traceDirsOffMessage)
+
 // traceDirsOffMessage answers kernels queries while no trace directory is configured.
 const traceDirsOffMessage = "GPU kernel traces: jsonData.traceDirectories is not configured for this data source: add a directory under \"GPU kernel traces\" in its settings (jsonData.traceDirectories, a list of absolute paths such as the PYTORCH_PROFILE_DIR of the PyTorch profiler's trace handler), or a bucket (jsonData.kernelBuckets)"
 
@@ -131,7 +136,7 @@ func kernelStore(ks models.KernelTraceSettings, invalid error) correlate.Source[
 	case invalid != nil:
 		return correlate.Unavailable[correlate.KernelStore](backend.DownstreamError(fmt.Errorf("invalid GPU kernel trace settings: %w", invalid)))
 	case len(ks.Directories) == 0 && len(ks.Buckets) == 0:
-		return correlate.Unavailable[correlate.KernelStore](backend.DownstreamError(errors.New(traceDirsOffMessage)))
+		return correlate.Unavailable[correlate.KernelStore](backend.DownstreamError(errKernelsOff))
 	}
 	store := gputrace.NewStore(ks.Directories, ks.MaxFiles, ks.MaxFileBytes)
 	for _, b := range ks.Buckets {
