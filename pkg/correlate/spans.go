@@ -432,7 +432,10 @@ func SpanHeatmapOf(ctx context.Context, search SpanSearch, q *models.SpanQuery, 
 
 // SpanProfileOf merges the profiles of an operation's spans slower than a duration or a
 // percentile: one profile call with their span IDs, answering what a single short span has too
-// few samples to show. No span found is an empty profile that says so.
+// few samples to show. No span found, or none with a span profile (an operation the profiler
+// does not mark, such as a child span), is an empty profile whose notice says so and names the
+// operations that have span profiles: a dashboard panel on such an operation reads as advice,
+// not as an error.
 func SpanProfileOf(ctx context.Context, search SpanSearch, profiles Profiles, q *models.SpanQuery, from, to time.Time) (*SpanProfile, error) {
 	found, err := FindOperationSpans(ctx, search, q, from, to)
 	if err != nil {
@@ -443,7 +446,13 @@ func SpanProfileOf(ctx context.Context, search SpanSearch, profiles Profiles, q 
 		sp.Notices.Warn(NoSpans(found))
 		return sp, nil
 	}
-	return ProfileSpans(ctx, profiles, q, found)
+	sp, err := ProfileSpans(ctx, profiles, q, found)
+	if errors.Is(err, ErrUnprofiledSpans) {
+		empty := &SpanProfile{}
+		empty.Notices.Warn(err.Error())
+		return empty, nil
+	}
+	return sp, err
 }
 
 // NoSpans says why a span query found nothing.

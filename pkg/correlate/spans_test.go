@@ -298,3 +298,20 @@ func TestFindOperationSpansFailsOnceWhenTheStoreFails(t *testing.T) {
 		t.Errorf("%d searches reached the store after it failed; at most the first round of %d should", f.live, parallelSpanSearches)
 	}
 }
+
+// Asked for an operation whose spans carry no span profile, the span profile query answers an
+// empty profile whose warning names the operations that have one, not an error.
+func TestSpanProfileOfAnUnprofiledOperationIsAnEmptyAnswerWithAdvice(t *testing.T) {
+	search := &fakeSpanSearch{spans: []models.Span{
+		opSpan(1, "backend", "GET /api/detect", time.Minute, 400*time.Millisecond, true),
+		opSpan(1, "backend", "db_query", time.Minute, 300*time.Millisecond, false),
+	}}
+	q := &models.SpanQuery{Service: "backend", Operation: "db_query", ProfileTypeID: models.DefaultProfileTypeID, Limit: 10}
+	sp, err := SpanProfileOf(context.Background(), search, &fakeProfiles{}, q, spanT0, spanT0.Add(time.Hour))
+	if err != nil || sp.Tree != nil || len(sp.Merged) != 0 {
+		t.Fatalf("span profile %+v, %v: want an empty answer", sp, err)
+	}
+	if text := strings.Join(sp.Notices.Texts(), "\n"); !strings.Contains(text, `operations of backend with span profiles: "GET /api/detect"`) {
+		t.Errorf("notices %q should name the operation that has span profiles", text)
+	}
+}
