@@ -33,6 +33,9 @@ type Variable struct {
 	Type       string          `json:"type"`
 	Query      json.RawMessage `json:"query"`
 	Datasource *DSRef          `json:"datasource"`
+	// Sort is Grafana's order of the values: 1 and 5 alphabetical (ascending), 0 as the
+	// query answers them.
+	Sort int `json:"sort"`
 }
 
 // DSRef is a data-source reference of a panel or a variable.
