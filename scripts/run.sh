@@ -19,7 +19,7 @@ else
   quietly "building the test bed (cmd/hsi-testbed)" go build -o "$RUN_DIR/hsi-testbed" ./cmd/hsi-testbed
   step=$SECONDS
   log "starting the test bed: Prometheus, Pyroscope, Jaeger, the demo and its traffic (log: ${RUN_DIR#"$ROOT"/}/testbed.log) …"
-  setsid "$RUN_DIR/hsi-testbed" --env-file "$ENV_FILE" >"$RUN_DIR/testbed.log" 2>&1 </dev/null &
+  setsid "$RUN_DIR/hsi-testbed" --env-file "$ENV_FILE" --s3-if-installed >"$RUN_DIR/testbed.log" 2>&1 </dev/null &
   echo $! >"$PID_FILE"
   wait_for_env "$(cat "$PID_FILE")" || { tail -n 40 "$RUN_DIR/testbed.log" >&2; log "the test bed did not start"; exit 1; }
   log "test bed up in $((SECONDS - step)) s"

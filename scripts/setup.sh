@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs and builds everything: frontend dependencies and bundle, the backend binary, the test
-# bed's servers, Chromium for the browser test (not with --no-browser: scripts/run.sh needs none).
+# bed's servers, Chromium for the browser test and the bed's S3 server (neither with --no-browser:
+# scripts/run.sh needs neither; scripts/test.sh builds them).
 # Safe to run again: each step is skipped or fast when already done. Each step says how long it
 # took; what the builds print goes to .testbed/run/setup.log.
 # shellcheck source=scripts/lib.sh
@@ -41,7 +42,11 @@ case "$PLUGIN_BINARY" in
   *_linux_arm64) quietly "building the backend ($PLUGIN_BINARY)" mage -v build:linuxARM64 ;;
   *) log "the test bed runs on Linux (amd64 or arm64), not $(go env GOOS)/$(go env GOARCH)"; exit 1 ;;
 esac
-quietly "installing the test bed's servers (testbed/install.sh)" testbed/install.sh
+if [ "$browser" = 1 ]; then
+  quietly "installing the test bed's servers (testbed/install.sh)" testbed/install.sh
+else
+  quietly "installing the test bed's servers, the S3 server left for scripts/test.sh (testbed/install.sh --no-s3)" testbed/install.sh --no-s3
+fi
 
 # The browser test drives Debian's Chromium through puppeteer-core (npm's puppeteer would download
 # a browser of its own).

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs the test bed's servers, once: Prometheus from Debian's package, Pyroscope, Jaeger and
 # SeaweedFS (the bed's S3-compatible object store) built from their Go modules (testbed/tools/*).
+# --no-s3 leaves SeaweedFS out (scripts/run.sh's first run reads no bucket; the build takes
+# minutes): a bed then starts without it when asked to (hsi-testbed --s3-if-installed).
 # Binaries are cached outside the clone, under $HSI_TESTBED_CACHE/bin (default
 # ~/.cache/hsi-profiling/bin) keyed by version, so later runs and other clones take seconds.
 set -euo pipefail
@@ -11,6 +13,8 @@ bin="${HSI_TESTBED_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hsi-profiling}/bin"
 mkdir -p "$bin"
 
 log() { printf '[testbed] %s\n' "$*" >&2; }
+s3=1
+[ "${1:-}" = "--no-s3" ] && s3=0
 
 if ! command -v prometheus >/dev/null || ! command -v promtool >/dev/null; then
   log "installing Prometheus (Debian package)"
@@ -33,5 +37,9 @@ build() { # name version package
 
 build pyroscope "$PYROSCOPE_VERSION" github.com/grafana/pyroscope/cmd/pyroscope
 build jaeger "$JAEGER_VERSION" github.com/jaegertracing/jaeger/cmd/jaeger
-build seaweedfs "$SEAWEEDFS_VERSION" github.com/seaweedfs/seaweedfs/weed
-log "ready: $(prometheus --version 2>&1 | head -1); pyroscope $PYROSCOPE_VERSION; jaeger $JAEGER_VERSION; seaweedfs $SEAWEEDFS_VERSION"
+if [ "$s3" = 1 ]; then
+  build seaweedfs "$SEAWEEDFS_VERSION" github.com/seaweedfs/seaweedfs/weed
+  log "ready: $(prometheus --version 2>&1 | head -1); pyroscope $PYROSCOPE_VERSION; jaeger $JAEGER_VERSION; seaweedfs $SEAWEEDFS_VERSION"
+else
+  log "ready: $(prometheus --version 2>&1 | head -1); pyroscope $PYROSCOPE_VERSION; jaeger $JAEGER_VERSION (no S3 server: --no-s3)"
+fi

@@ -26,6 +26,7 @@ func main() {
 	traffic := flag.Bool("traffic", true, "send the demo a steady trickle of requests (some slow)")
 	keep := flag.Bool("keep", false, "keep the bed's folder (logs, data) after stopping")
 	lifetime := flag.Duration("for", 0, "stop by itself after this long (0: until interrupted)")
+	s3IfInstalled := flag.Bool("s3-if-installed", false, "start the S3 object store only if testbed/install.sh built it (scripts/run.sh: the first run builds none)")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -37,7 +38,7 @@ func main() {
 	}
 	logf := func(format string, args ...any) { log.Printf("[testbed] "+format, args...) }
 
-	bed, err := testbed.Start(ctx, testbed.Options{Demo: *demo, KeepDir: *keep, Log: logf})
+	bed, err := testbed.Start(ctx, testbed.Options{Demo: *demo, KeepDir: *keep, S3IfInstalled: *s3IfInstalled, Log: logf})
 	if err != nil {
 		log.Fatalf("[testbed] %v", err)
 	}

@@ -124,6 +124,10 @@ type Options struct {
 	Demo bool
 	// KeepDir leaves the bed's folder (logs, data) in place after Stop.
 	KeepDir bool
+	// S3IfInstalled starts the S3 object store only when testbed/install.sh built it (the
+	// first run, scripts/run.sh, does not: its answers read no bucket, and the build takes
+	// minutes); otherwise a bed without it fails to start, as the tests need it.
+	S3IfInstalled bool
 	// Log receives progress lines; nil discards them.
 	Log func(format string, args ...any)
 }
@@ -154,7 +158,7 @@ func Start(ctx context.Context, opts Options) (b *Bed, err error) {
 	if err != nil {
 		return nil, err
 	}
-	bins, err := binaries(root)
+	bins, err := binaries(root, opts.S3IfInstalled)
 	if err != nil {
 		return nil, err
 	}
@@ -188,9 +192,11 @@ func Start(ctx context.Context, opts Options) (b *Bed, err error) {
 	b.PyroscopeURL = "http://" + addr(pyroHTTP)
 	b.JaegerURL = "http://" + addr(jQueryHTTP)
 	b.JaegerOTLP = addr(jOTLPgrpc)
-	b.S3Endpoint = addr(weedPorts.s3)
-	b.S3AccessKey, b.S3SecretKey = newS3Keys()
-	b.S3Bucket = S3Bucket
+	if bins.seaweedfs != "" {
+		b.S3Endpoint = addr(weedPorts.s3)
+		b.S3AccessKey, b.S3SecretKey = newS3Keys()
+		b.S3Bucket = S3Bucket
+	}
 
 	promData := filepath.Join(dir, "prometheus-data")
 	jobs := map[string][]string{}
@@ -222,16 +228,20 @@ func Start(ctx context.Context, opts Options) (b *Bed, err error) {
 	if err != nil {
 		return nil, err
 	}
-	weedStarted := time.Now()
-	weed, err := b.startSeaweed(bins.seaweedfs, weedPorts)
-	if err != nil {
-		return nil, err
+	if bins.seaweedfs != "" {
+		weedStarted := time.Now()
+		weed, err := b.startSeaweed(bins.seaweedfs, weedPorts)
+		if err != nil {
+			return nil, err
+		}
+		opts.Log("waiting for Prometheus, Pyroscope, Jaeger and SeaweedFS")
+		if err := b.waitS3Ready(ctx, weed); err != nil {
+			return nil, err
+		}
+		opts.Log("SeaweedFS's S3 gateway ready, bucket %s created, %s after weed started", b.S3Bucket, time.Since(weedStarted).Round(100*time.Millisecond))
+	} else {
+		opts.Log("no S3 object store: SeaweedFS is not built (testbed/install.sh builds it; scripts/test.sh needs it)")
 	}
-	opts.Log("waiting for Prometheus, Pyroscope, Jaeger and SeaweedFS")
-	if err := b.waitS3Ready(ctx, weed); err != nil {
-		return nil, err
-	}
-	opts.Log("SeaweedFS's S3 gateway ready, bucket %s created, %s after weed started", b.S3Bucket, time.Since(weedStarted).Round(100*time.Millisecond))
 	if err := prom.waitReady(ctx, b.PrometheusURL+"/-/ready", statusOK); err != nil {
 		return nil, err
 	}
@@ -243,8 +253,12 @@ func Start(ctx context.Context, opts Options) (b *Bed, err error) {
 	}); err != nil {
 		return nil, err
 	}
+	s3 := b.S3Endpoint
+	if s3 == "" {
+		s3 = "none"
+	}
 	opts.Log("Prometheus %s · Pyroscope %s · Jaeger %s · Tempo %s (%s) · S3 %s, all ready %s after the start",
-		b.PrometheusURL, b.PyroscopeURL, b.JaegerURL, b.TempoURL, b.TempoVersion, b.S3Endpoint, time.Since(started).Round(100*time.Millisecond))
+		b.PrometheusURL, b.PyroscopeURL, b.JaegerURL, b.TempoURL, b.TempoVersion, s3, time.Since(started).Round(100*time.Millisecond))
 	if opts.Demo {
 		if err := checkGPUFixtures(ctx, b.Endpoints); err != nil {
 			return nil, err
@@ -289,8 +303,9 @@ func statusOK(status int, _ []byte) bool { return status == 200 }
 
 type serverBinaries struct{ pyroscope, jaeger, seaweedfs string }
 
-// binaries finds the servers built by testbed/install.sh.
-func binaries(root string) (serverBinaries, error) {
+// binaries finds the servers built by testbed/install.sh; with s3IfInstalled a missing
+// SeaweedFS is no error (seaweedfs is then "").
+func binaries(root string, s3IfInstalled bool) (serverBinaries, error) {
 	versions, err := readVersions(filepath.Join(root, "testbed", "versions.sh"))
 	if err != nil {
 		return serverBinaries{}, err
@@ -301,7 +316,13 @@ func binaries(root string) (serverBinaries, error) {
 		jaeger:    filepath.Join(dir, "jaeger-"+versions["JAEGER_VERSION"]),
 		seaweedfs: filepath.Join(dir, "seaweedfs-"+versions["SEAWEEDFS_VERSION"]),
 	}
+	if _, err := os.Stat(bins.seaweedfs); err != nil && s3IfInstalled {
+		bins.seaweedfs = ""
+	}
 	for _, p := range []string{bins.pyroscope, bins.jaeger, bins.seaweedfs} {
+		if p == "" {
+			continue
+		}
 		if _, err := os.Stat(p); err != nil {
 			return bins, fmt.Errorf("test bed server %s is missing: run testbed/install.sh first", p)
 		}
