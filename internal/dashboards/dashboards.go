@@ -36,6 +36,11 @@ type Variable struct {
 	// Sort is Grafana's order of the values: 1 and 5 alphabetical (ascending), 0 as the
 	// query answers them.
 	Sort int `json:"sort"`
+	// Current is the value the dashboard was saved with; Grafana keeps it where the variable's
+	// query still offers it.
+	Current struct {
+		Value any `json:"value"`
+	} `json:"current"`
 }
 
 // DSRef is a data-source reference of a panel or a variable.

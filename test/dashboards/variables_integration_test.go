@@ -21,9 +21,10 @@ import (
 )
 
 // resolveVariables picks each query variable of the dashboard this plugin answers as Grafana does
-// on a first visit, the dashboard saving no current value: the variable's query, with the
-// variables before it substituted, over the range; its values sorted as the variable says; the
-// first one. Variables whose values come from elsewhere keep the sample values.
+// on a first visit: the variable's query, with the variables before it substituted, over the
+// range; the value the dashboard was saved with where the query still offers it, else the first
+// of its values sorted as the variable says. Variables whose values come from elsewhere keep the
+// sample values.
 func resolveVariables(t *testing.T, ds *plugin.Datasource, d dashboard, from, to time.Time) map[string]string {
 	t.Helper()
 	values := sampleValues("")
@@ -43,8 +44,12 @@ func resolveVariables(t *testing.T, ds *plugin.Datasource, d dashboard, from, to
 		if len(got) == 0 {
 			t.Fatalf("%s: variable %s (%s) has no value in the last 15 minutes", d.File, v.Name, q)
 		}
-		values[v.Name] = got[0]
-		t.Logf("%s: $%s = %q (first of %d: %s)", d.File, v.Name, got[0], len(got), q)
+		pick, how := got[0], "first"
+		if saved, ok := v.Current.Value.(string); ok && slices.Contains(got, saved) {
+			pick, how = saved, "saved"
+		}
+		values[v.Name] = pick
+		t.Logf("%s: $%s = %q (%s of %d: %s)", d.File, v.Name, pick, how, len(got), q)
 	}
 	return values
 }
@@ -52,12 +57,17 @@ func resolveVariables(t *testing.T, ds *plugin.Datasource, d dashboard, from, to
 // variableValues calls the variable resource as Grafana's variable editor does.
 func variableValues(t *testing.T, ds *plugin.Datasource, query string, from, to time.Time) []string {
 	t.Helper()
-	path := "variable?" + url.Values{"query": {query}, "from": {strconv.FormatInt(from.UnixMilli(), 10)}, "to": {strconv.FormatInt(to.UnixMilli(), 10)}}.Encode()
+	// As Grafana sends it: the path alone, the URL with its query.
+	u := "variable?" + url.Values{"query": {query}, "from": {strconv.FormatInt(from.UnixMilli(), 10)}, "to": {strconv.FormatInt(to.UnixMilli(), 10)}}.Encode()
 	var res *backend.CallResourceResponse
-	err := ds.CallResource(context.Background(), &backend.CallResourceRequest{Method: "GET", Path: path, URL: path},
+	err := ds.CallResource(context.Background(), &backend.CallResourceRequest{Method: "GET", Path: "variable", URL: u},
 		backend.CallResourceResponseSenderFunc(func(r *backend.CallResourceResponse) error { res = r; return nil }))
 	if err != nil || res == nil || res.Status != 200 {
-		t.Fatalf("variable %s: %v %+v", query, err, res)
+		body := ""
+		if res != nil {
+			body = fmt.Sprintf("HTTP %d %s", res.Status, res.Body)
+		}
+		t.Fatalf("variable %s: %v %s", query, err, body)
 	}
 	var vs []struct{ Value string }
 	if err := json.Unmarshal(res.Body, &vs); err != nil {
