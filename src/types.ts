@@ -180,7 +180,10 @@ export interface HsiQuery extends DataQuery {
   view?: GpuLocalView | TriageView | KernelsView;
   /** Triage: the trace store's services searched for failed requests; unset: every service. */
   services?: string[];
-  /** Triage: only these failure classes; unset: all. */
+  /**
+   * Triage: only these failure classes; unset: all. (GPU class queries take the same key for the
+   * workload classes whose shares to answer, written in alert rules' JSON, not in this editor.)
+   */
   classes?: TriageClass[];
   /** GPU kernels: a trace file, relative to a configured trace directory (else found by traceId). */
   file?: string;

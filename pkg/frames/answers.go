@@ -11,6 +11,7 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	"github.com/grafana/grafana-plugin-sdk-go/data"
 
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/classify"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/correlate"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/diagnose"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/flamegraph"
@@ -36,9 +37,10 @@ func withNotices(out data.Frames, l notices.List) data.Frames {
 }
 
 // GPUClasses are the gpuClass query's frames in the asked format: the state timeline, the
-// summary with evidence and actions, and the share series for alerting. Shares alone with no
-// GPU still give one empty share frame, which carries the notices, so the panel or alert says why.
-func GPUClasses(ans *correlate.GPUClassAnswer, format string) data.Frames {
+// summary with evidence and actions, and the share series for alerting (of classes only, when
+// given). Shares alone with no GPU still give one empty share frame, which carries the notices,
+// so the panel or alert says why.
+func GPUClasses(ans *correlate.GPUClassAnswer, format string, classes []classify.Class) data.Frames {
 	all := format == models.GPUClassFormatAll
 	var out data.Frames
 	if all || format == models.GPUClassFormatTimeline {
@@ -48,7 +50,7 @@ func GPUClasses(ans *correlate.GPUClassAnswer, format string) data.Frames {
 		out = append(out, GPUClassSummary(ans.Results))
 	}
 	if all || format == models.GPUClassFormatShares {
-		shares := GPUClassShareFrames(ans.Results, ans.ShareWindow)
+		shares := GPUClassShareFrames(ans.Results, ans.ShareWindow, classes)
 		if len(shares) == 0 && !all {
 			empty := data.NewFrame(GPUClassShareFrameName, data.NewField("time", nil, []time.Time{}), data.NewField("share", nil, []*float64{}))
 			empty.Meta = &data.FrameMeta{Type: data.FrameTypeTimeSeriesMulti, TypeVersion: data.FrameTypeVersion{0, 1}}

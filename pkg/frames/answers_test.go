@@ -47,7 +47,7 @@ func TestGPUClassesWithNoGPUStillGiveAFrameForTheNotices(t *testing.T) {
 	var l notices.List
 	l.Warn("no DCGM series match the filter")
 	for _, format := range []string{models.GPUClassFormatShares, models.GPUClassFormatSummary, models.GPUClassFormatAll} {
-		out := GPUClasses(&correlate.GPUClassAnswer{Notices: l}, format)
+		out := GPUClasses(&correlate.GPUClassAnswer{Notices: l}, format, nil)
 		if len(out) == 0 || len(out[0].Meta.Notices) != 1 || out[0].Meta.Notices[0].Text != "no DCGM series match the filter" {
 			t.Errorf("%s: %d frames, notices on the first: %v", format, len(out), out)
 		}

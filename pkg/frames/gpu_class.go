@@ -172,12 +172,12 @@ func GPUClassSummary(results []classify.GPUResult) *data.Frame {
 // nullable float64 "share" field (0..1, percentunit) labelled with the GPU's roles and
 // class=<class>, so a Grafana alert rule can reduce each to its last value and compare it, like
 // the recording rule hsi:gpu_class_share:ratio1h. A step whose trailing window holds no
-// classified step is null.
-func GPUClassShareFrames(results []classify.GPUResult, window time.Duration) []*data.Frame {
+// classified step is null. With classes, only those classes' frames.
+func GPUClassShareFrames(results []classify.GPUResult, window time.Duration, classes []classify.Class) []*data.Frame {
 	var out []*data.Frame
 	for _, r := range results {
 		for _, c := range classify.Classes {
-			if c == classify.NoData {
+			if c == classify.NoData || len(classes) > 0 && !slices.Contains(classes, c) {
 				continue
 			}
 			// One backing array per frame: a pointer per value would allocate millions.

@@ -81,7 +81,7 @@ func TestGPUClassSummaryGolden(t *testing.T) {
 }
 
 func TestGPUClassShareFramesGolden(t *testing.T) {
-	fs := GPUClassShareFrames(gpuClassResults(), time.Minute)
+	fs := GPUClassShareFrames(gpuClassResults(), time.Minute, nil)
 	if len(fs) != 2*7 {
 		t.Fatalf("%d frames, want one per GPU and class (7 classes, no data excluded)", len(fs))
 	}
@@ -105,7 +105,21 @@ func TestGPUClassFramesWithoutGPUs(t *testing.T) {
 	if f := GPUClassSummary(nil); f.Rows() != 0 {
 		t.Errorf("empty summary: %d rows", f.Rows())
 	}
-	if fs := GPUClassShareFrames(nil, time.Hour); len(fs) != 0 {
+	if fs := GPUClassShareFrames(nil, time.Hour, nil); len(fs) != 0 {
 		t.Errorf("%d share frames", len(fs))
+	}
+}
+
+// An alert rule asks for the classes that matter: only their share frames come back, one per
+// GPU and class.
+func TestGPUClassShareFramesOfTheAskedClassesOnly(t *testing.T) {
+	fs := GPUClassShareFrames(gpuClassResults(), time.Minute, []classify.Class{classify.ThermalThrottled, classify.PowerThrottled})
+	if len(fs) != 2*2 {
+		t.Fatalf("%d frames, want one per GPU and asked class (2 × 2)", len(fs))
+	}
+	for _, f := range fs {
+		if c := f.Fields[1].Labels["class"]; c != string(classify.ThermalThrottled) && c != string(classify.PowerThrottled) {
+			t.Errorf("frame of class %q, which was not asked", c)
+		}
 	}
 }

@@ -21,7 +21,7 @@ var spanFields = []string{"service", "operation", "minDuration", "percentile", "
 // The fields of the GPU queries: the filter's and their own.
 var (
 	gpuMetricsFields = append(slices.Clone(gpuFilterFields), "metrics", "aggregation")
-	gpuClassFields   = append(slices.Clone(gpuFilterFields), "format", "minStep")
+	gpuClassFields   = append(slices.Clone(gpuFilterFields), "format", "minStep", "classes")
 	triageFields     = append(slices.Clone(gpuFilterFields), "view", "services", "classes")
 )
 

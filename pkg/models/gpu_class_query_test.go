@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/classify"
 )
 
 func TestParseGPUClassQueryDefaults(t *testing.T) {
@@ -40,6 +42,18 @@ func TestParseGPUClassQueryNamesTheField(t *testing.T) {
 		_, err := ParseGPUClassQuery([]byte(c.json))
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: error %v, want it to contain %q", c.json, err, c.want)
+		}
+	}
+}
+
+func TestGPUClassQueryClasses(t *testing.T) {
+	q, err := ParseGPUClassQuery([]byte(`{"format":"shares","classes":["thermal-throttled"," power-throttled","thermal-throttled"]}`))
+	if err != nil || len(q.Classes) != 2 || q.Classes[0] != classify.ThermalThrottled || q.Classes[1] != classify.PowerThrottled {
+		t.Fatalf("classes %v, %v", q, err)
+	}
+	for _, bad := range []string{`{"classes":["hot"]}`, `{"classes":["no data"]}`, `{"classes":"idle"}`} {
+		if _, err := ParseGPUClassQuery([]byte(bad)); err == nil || !strings.Contains(err.Error(), `"classes"`) {
+			t.Errorf("%s: %v, want an error naming the field", bad, err)
 		}
 	}
 }

@@ -31,7 +31,7 @@ func (d *Datasource) queryGPUClass(ctx context.Context, q backend.DataQuery) (da
 	if err != nil {
 		return nil, err
 	}
-	return frames.GPUClasses(ans, gq.Format), nil
+	return frames.GPUClasses(ans, gq.Format, gq.Classes), nil
 }
 
 // queryGPULocal answers the gpuLocal query from the instance's NVML sampler (pkg/nvml), which

@@ -368,7 +368,8 @@ export const QUERY_TYPE_INFO = {
       "namespaces",
       "gpuSelector",
       "format",
-      "minStep"
+      "minStep",
+      "classes"
     ],
     "bounds": {
       "filterValues": {
