@@ -61,6 +61,9 @@ func (d *Datasource) CheckHealth(ctx context.Context, _ *backend.CheckHealthRequ
 			results[i].Message = "OK" + answers[i]
 		}
 	}
+	if h, ok := d.traceStoreHealth(); ok {
+		results = append(results, h)
+	}
 	if h, ok := d.nvmlHealth(); ok {
 		results = append(results, h)
 	}
@@ -85,6 +88,24 @@ func (d *Datasource) CheckHealth(ctx context.Context, _ *backend.CheckHealthRequ
 	}
 	details, _ := json.Marshal(map[string]any{"upstreams": results})
 	return &backend.CheckHealthResult{Status: status, Message: msg, JSONDetails: details}, nil
+}
+
+// traceStoreHealth is a line of its own when the trace store cannot be chosen although the user
+// set something for it (an unknown jsonData.traceStore, or one naming a store without a URL):
+// every upstream may answer, yet no trace would be read.
+func (d *Datasource) traceStoreHealth() (upstreamHealth, bool) {
+	s := d.settings
+	if s.TraceStore == "" && d.invalid.TraceStore == nil {
+		return upstreamHealth{}, false
+	}
+	err := d.invalid.TraceStore
+	if err == nil {
+		_, err = s.TraceUpstream()
+	}
+	if err == nil {
+		return upstreamHealth{}, false
+	}
+	return upstreamHealth{Upstream: "Trace store", Configured: true, Message: err.Error()}, true
 }
 
 // nvmlHealth is NVML's line, only when jsonData.nvmlEnabled is set (or invalid): the driver

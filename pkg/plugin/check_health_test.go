@@ -235,7 +235,16 @@ func TestCheckHealthNamesBothTraceStoresAndWhichIsRead(t *testing.T) {
 			t.Errorf("traceStore %q: health = %v %q\nwant it to end in %q", tc.traceStore, res.Status, res.Message, tc.want)
 		}
 	}
-	bad := newTestDatasource(t, map[string]any{"jaegerUrl": jaeger.URL, "traceStore": "zipkin"}, nil)
-	r := run(t, bad, query("A", `{"queryType":"trace","traceId":"0af7651916cd43dd8448eb211c80319c"}`)).Responses["A"]
-	wantError(t, r, backend.ErrorSourceDownstream, `jsonData.traceStore must be jaeger or tempo, got "zipkin"`)
+	// A trace store that cannot be chosen fails the health check, with why, though Jaeger answers.
+	for traceStore, want := range map[string]string{
+		"zipkin": `jsonData.traceStore must be jaeger or tempo, got "zipkin"`,
+		"tempo":  "jsonData.traceStore is tempo, but Tempo is not configured",
+	} {
+		bad := newTestDatasource(t, map[string]any{"jaegerUrl": jaeger.URL, "traceStore": traceStore}, nil)
+		r := run(t, bad, query("A", `{"queryType":"trace","traceId":"0af7651916cd43dd8448eb211c80319c"}`)).Responses["A"]
+		wantError(t, r, backend.ErrorSourceDownstream, want)
+		if res := checkHealth(t, bad); res.Status != backend.HealthStatusError || !strings.Contains(res.Message, "Trace store: "+want) {
+			t.Errorf("traceStore %q: health = %v %q", traceStore, res.Status, res.Message)
+		}
+	}
 }
