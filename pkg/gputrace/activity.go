@@ -127,9 +127,10 @@ func isSyncCall(name string) bool {
 }
 
 // isLaunchCall names the runtime and driver calls that launch a kernel (cudaLaunchKernel,
-// cudaLaunchKernelExC, cudaLaunchCooperativeKernel, cuLaunchKernel, cuLaunchKernelEx, ...).
+// cudaLaunchKernelExC, cudaLaunchCooperativeKernel, cuLaunchKernel, cuLaunchKernelEx, ...), or a
+// CUDA graph of them (cudaGraphLaunch, cuGraphLaunch).
 func isLaunchCall(name string) bool {
-	return strings.Contains(name, "LaunchKernel") || strings.Contains(name, "LaunchCooperativeKernel")
+	return strings.Contains(name, "LaunchKernel") || strings.Contains(name, "LaunchCooperativeKernel") || strings.Contains(name, "GraphLaunch")
 }
 
 // blocksHost tells the cuda_sync records that mirror a blocking host call (Kineto names them

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -220,5 +222,18 @@ func TestNsysBlockingCallsMakeSyncEdges(t *testing.T) {
 				t.Errorf("critical path: %d µs on the GPU of %d µs, want both kernels on it (109 µs)", p.GPU/µs, p.Length/µs)
 			}
 		})
+	}
+}
+
+// Graph launches count as launches: an export with graph launches and no kernel records warns
+// that the GPU side was not recorded.
+func TestGraphLaunchesWithoutKernelsWarn(t *testing.T) {
+	rows := []nsysRow{{"CUPTI_ACTIVITY_KIND_RUNTIME", `INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME (start, end, eventClass, globalTid, correlationId, nameId, returnValue)
+		  VALUES (0, ?, 1, ?, 9, 3, 0)`, []any{4 * µs, int64(4100)<<24 | 1}}}
+	path := filepath.Join(t.TempDir(), "graph-no-kernels.sqlite")
+	writeNsysRowsWith(t, path, rows, "cudaGraphLaunch_v10000")
+	r := analyzeWith(t, path, Limits{})
+	if !slices.ContainsFunc(r.Notices.Texts(), func(n string) bool { return strings.Contains(n, "1 kernel launches on the host but no kernel records") }) {
+		t.Errorf("notices %q", r.Notices)
 	}
 }
