@@ -196,7 +196,9 @@ describe("The GPU incident dashboard's tables on the triage's answers", () => {
       }
       // The columns the dashboard wraps show their text whole.
       const wraps = wrapped(failures);
-      expect(wraps).toEqual(expect.arrayContaining(['evidence', 'first checks', 'mitigation', 'mapping']));
+      expect(wraps).toEqual(
+        expect.arrayContaining(['failure', 'class', 'evidence', 'first checks', 'mitigation', 'mapping'])
+      );
       expect(
         cells.filter((c) => wraps.includes(c.column) && c.clipped).map((c) => `${c.column} (${c.clipped}): ${c.text}`)
       ).toEqual([]);
@@ -234,8 +236,14 @@ describe("The GPU incident dashboard's tables on the triage's answers", () => {
   it('Affected pods and GPUs: the failures grouped by host, GPU and pod', async () => {
     const panel = incidentsPanel('Affected pods and GPUs');
     const frame = frameOf(fixtures.triage);
-    await showPanel('dashboard-incidents-pods', panel, fixtures.triage, ({ headers, cells }) => {
+    await showPanel('dashboard-incidents-pods', panel, fixtures.triage, async ({ headers, cells }, page) => {
       expect(headers).toEqual(['host', 'gpu', 'pod', 'failures', 'last failure', 'classes']);
+      // Every column in view: the table does not scroll sideways.
+      const overflow = await page.$eval(
+        `[data-panel-id="${panel.id}"] [role="grid"]`,
+        (g) => g.scrollWidth - g.clientWidth
+      );
+      expect(overflow).toBeLessThanOrEqual(1);
       const pods = [...cellsOf(cells, 'pod').values()];
       const rows = new Set(column(frame, 'pod').map((p, i) => `${column(frame, 'gpu')[i]} ${p}`));
       expect(pods).toHaveLength(rows.size);
