@@ -59,6 +59,13 @@ func TestRealScenariosFirstCauseIsTheInjectedOne(t *testing.T) {
 	for i, kind := range scenario.Kinds {
 		t.Run(string(kind), func(t *testing.T) {
 			res, r := contendedRetry(t, ds, kind, seed+uint64(i), dir)
+			// A throttled container's request on a loaded machine also waits for a core beyond
+			// its quota: its throttled time then explains less than was injected. The scenario
+			// runs again (a new seed) while that is so, as a contended CPU scenario does.
+			for run := 2; kind == scenario.CPUThrottled && run <= maxContendedRuns && explainsOff(t, res, r); run++ {
+				t.Logf("the machine was contended: the throttled time explained %.0f ms of %.0f ms injected; running the scenario again", verdictRows(t, r)[0].explains, res.InjectedMs)
+				res, r = contendedRetry(t, ds, kind, seed+uint64(i)+uint64(run)<<40, dir)
+			}
 			wantScenarioVerdict(t, "Jaeger", res, r)
 			wantScenarioVerdict(t, "Tempo", res, scenarioAnswer(t, dsTempo, res))
 		})
@@ -87,6 +94,13 @@ func wantScenarioVerdict(t *testing.T, store string, res scenario.Result, r back
 	if res.Class != "" && !strings.Contains(first.evidence, "GPU "+res.Class) {
 		t.Errorf("%s: first cause's evidence does not name the GPU's class %s: %s", store, res.Class, first.evidence)
 	}
+}
+
+// explainsOff says whether the answer's first cause is the injected one but explains the injected
+// time more than 10 % off.
+func explainsOff(t *testing.T, res scenario.Result, r backend.DataResponse) bool {
+	first := verdictRows(t, r)[0]
+	return first.kind == res.CauseKind && first.service == res.Service && math.Abs(first.explains-res.InjectedMs) > 0.1*res.InjectedMs
 }
 
 // maxContendedRuns bounds the runs of a CPU scenario on a machine too busy to give it its CPU.
