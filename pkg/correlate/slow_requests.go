@@ -44,6 +44,7 @@ func SlowRequests(ctx context.Context, latencies Source[Latencies], search Sourc
 	ans := &SlowRequestsAnswer{}
 	traceMetrics := Narrow[TraceLatencies](search)
 	var fromTraces string // why the latency table comes from the trace store's metrics
+	var histErr error     // the histograms' failure it stands in for, a warning of its own
 	errs := safe.ForEach("slow requests", 2, 0, func(i int) (err error) {
 		if i == 0 {
 			ans.Latency, err = get(latencies, func(l Latencies) (prometheus.LatencyResult, error) {
@@ -67,7 +68,7 @@ func SlowRequests(ctx context.Context, latencies Source[Latencies], search Sourc
 				}
 				return err
 			}
-			ans.Latency, fromTraces = res, why
+			ans.Latency, fromTraces, histErr = res, why, err
 			return nil
 		}
 		s, err := search.Get()
@@ -83,7 +84,11 @@ func SlowRequests(ctx context.Context, latencies Source[Latencies], search Sourc
 		return nil, fmt.Errorf("latency table: %w; slow traces: %w", errs[0], errs[1])
 	}
 	if fromTraces != "" {
-		ans.LatencyNotices.Infof("p50, p95 and p99 are the server spans' durations from %s, as %s: estimates, from power-of-two buckets (queries: %s). No goodput without a histogram.",
+		note := ans.LatencyNotices.Infof
+		if histErr != nil {
+			note = ans.LatencyNotices.Warnf // an upstream failed: the user should see it
+		}
+		note("p50, p95 and p99 are the server spans' durations from %s, as %s: estimates, from power-of-two buckets (queries: %s). No goodput without a histogram.",
 			TraceMetricsSource, fromTraces, strings.Join(ans.Latency.Queries, "; "))
 		ans.LatencyNotices.Merge(ans.Latency.Notices)
 	} else {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/notices"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/prometheus"
 )
 
@@ -77,6 +78,16 @@ func TestSlowRequestsLatencyFromTheTraceStoresMetrics(t *testing.T) {
 			text := strings.Join(ans.LatencyNotices.Texts(), "\n")
 			if tc.wantNotice != "" && !strings.Contains(text, tc.wantNotice) {
 				t.Errorf("notices %q lack %q", text, tc.wantNotice)
+			}
+			// A failing Prometheus stays a warning even where Tempo's metrics stand in for it.
+			if strings.Contains(tc.wantNotice, "could not be read") {
+				warned := false
+				for _, n := range ans.LatencyNotices {
+					warned = warned || n.Severity == notices.Warning && strings.Contains(n.Text, tc.wantNotice)
+				}
+				if !warned {
+					t.Errorf("the histograms' failure is not a warning: %+v", ans.LatencyNotices)
+				}
 			}
 			if tc.wantFrom == TraceMetricsSource && strings.Contains(text, "No latency histogram has") {
 				t.Errorf("rows from the trace store's metrics, yet the notices say there are none: %q", text)
