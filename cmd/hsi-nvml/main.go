@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/classify"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/notices"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/nvml"
 )
@@ -39,7 +40,7 @@ func printNotices(ns notices.List) {
 	}
 }
 
-func run(src nvml.Source) int {
+func run(src models.LocalGPUSource) int {
 	st, err := src.Status()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "hsi-nvml:", err)

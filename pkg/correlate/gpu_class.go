@@ -8,7 +8,6 @@ import (
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/classify"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/notices"
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/nvml"
 )
 
 // GPUClassQuery asks for the classes of the GPUs matching Filter over [From, To].
@@ -73,7 +72,7 @@ func GPUClasses(ctx context.Context, gpus GPUFigures, q GPUClassQuery) (*GPUClas
 }
 
 // LocalGPUClasses classifies the NVML sampler's series of this host's GPUs with the same engine.
-func LocalGPUClasses(series []nvml.DeviceSeries, host string, th classify.Thresholds, interval time.Duration) *GPUClassAnswer {
+func LocalGPUClasses(series []models.GPUDeviceSeries, host string, th classify.Thresholds, interval time.Duration, capacity int) *GPUClassAnswer {
 	gs := make([]classify.GPUSeries, 0, len(series))
 	var from time.Time
 	for _, s := range series {
@@ -85,7 +84,7 @@ func LocalGPUClasses(series []nvml.DeviceSeries, host string, th classify.Thresh
 	}
 	ans := &GPUClassAnswer{Results: classify.ClassifyFleet(gs, nil, th, from), ShareWindow: th.ShareWindow}
 	ans.Notices.Infof("classes of the sampler's last samples (every %s, up to %d per GPU): NVML has no profiling metrics, so compute is GPU utilisation and memory is memory-controller utilisation (the %s/%s fallbacks)",
-		interval, nvml.DefaultCapacity, classify.MetricGPUUtil, classify.MetricMemCopyUtil)
+		interval, capacity, classify.MetricGPUUtil, classify.MetricMemCopyUtil)
 	return ans
 }
 
@@ -112,17 +111,17 @@ func filterText(f models.GPUFilter) string {
 // LocalGPUAnswer is one view of this host's GPUs (gpuLocal): only the view's part is set.
 type LocalGPUAnswer struct {
 	View      string
-	Devices   []nvml.Device
-	Processes []nvml.Process
-	XIDs      []nvml.XIDEvent
-	Series    []nvml.DeviceSeries
+	Devices   []models.GPUDevice
+	Processes []models.GPUProcess
+	XIDs      []models.XIDEvent
+	Series    []models.GPUDeviceSeries
 	Classes   *GPUClassAnswer
 	Notices   notices.List
 }
 
 // LocalGPUView reads one view of the host's GPUs from the NVML sampler; the sampler failing
 // (no driver, no GPU) is the error.
-func LocalGPUView(src nvml.Source, view, host string, th classify.Thresholds) (*LocalGPUAnswer, error) {
+func LocalGPUView(src models.LocalGPUSource, view, host string, th classify.Thresholds) (*LocalGPUAnswer, error) {
 	ans := &LocalGPUAnswer{View: view}
 	var err error
 	switch view {
@@ -135,9 +134,9 @@ func LocalGPUView(src nvml.Source, view, host string, th classify.Thresholds) (*
 	case models.GPULocalSeries:
 		ans.Series, ans.Notices, err = src.Series()
 	case models.GPULocalClass:
-		var series []nvml.DeviceSeries
+		var series []models.GPUDeviceSeries
 		if series, ans.Notices, err = src.Series(); err == nil {
-			ans.Classes = LocalGPUClasses(series, host, th, src.Interval())
+			ans.Classes = LocalGPUClasses(series, host, th, src.Interval(), src.Capacity())
 		}
 	default:
 		return nil, models.InvalidQueryf("unknown view %q", view)

@@ -12,7 +12,6 @@ import (
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/classify"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/prometheus"
 )
 
 // Runbook 002 (seeds: "GPU Profiling, OOM, and Utilization Runbook") asks four questions of a
@@ -283,10 +282,10 @@ type ServiceLatencies struct {
 
 // ServiceP99 is the highest p99 among the service's endpoints over the range.
 func (s ServiceLatencies) ServiceP99(ctx context.Context, service string, start, end time.Time) (LatencyFigure, error) {
-	var res prometheus.LatencyResult
+	var res models.LatencyResult
 	err := errors.New("no latency histograms are read (Prometheus is not configured)")
 	if s.Store != nil {
-		res, err = s.Store.EndpointLatencies(ctx, prometheus.LatencyQuery{
+		res, err = s.Store.EndpointLatencies(ctx, models.LatencyQuery{
 			Histograms: s.Histograms, Service: service, End: end, Range: end.Sub(start),
 		})
 	}
@@ -298,7 +297,7 @@ func (s ServiceLatencies) ServiceP99(ctx context.Context, service string, start,
 	if err != nil {
 		return LatencyFigure{}, err
 	}
-	p99 := slices.Index(prometheus.LatencyQuantiles, 0.99)
+	p99 := slices.Index(models.LatencyQuantiles, 0.99)
 	var best LatencyFigure
 	for _, r := range res.Rows {
 		v := r.Quantiles[p99]

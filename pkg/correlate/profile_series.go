@@ -3,13 +3,13 @@ package correlate
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/flamegraph"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/notices"
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/pyroscope"
 )
 
 // MaxHeatmapSlots is Grafana's Pyroscope data source's bound on a heatmap's time slots.
@@ -18,7 +18,7 @@ const MaxHeatmapSlots = 64
 // ProfileSeriesQuery asks for a profile type's values over time (the metrics half of a query).
 type ProfileSeriesQuery struct {
 	Profile     *models.ProfileQuery
-	Aggregation string // pyroscope.AggregationSum (the default) or AggregationAverage
+	Aggregation string // models.AggregationSum (the default) or AggregationAverage
 	From, To    time.Time
 	// Step is Grafana's rule: the panel's interval, never below the data source's minStep.
 	Step time.Duration
@@ -62,16 +62,16 @@ func ProfileSeries(ctx context.Context, pyro ProfileStore, q ProfileSeriesQuery)
 		case !errors.Is(err, models.ErrUnsupported):
 			return nil, err
 		}
-		ans.Notices.Warn(pyroscope.HeatmapFallbackNotice(err))
+		ans.Notices.Warn(heatmapFallbackNotice(err))
 	}
-	sq := pyroscope.SeriesQuery{
+	sq := models.SeriesQuery{
 		ProfileTypeID: pq.ProfileTypeID, LabelSelector: pq.LabelSelector, Start: q.From, End: q.To, Step: q.Step,
 		GroupBy: pq.GroupBy, Limit: pq.Limit, Aggregation: q.Aggregation, StackTraceSelector: pq.StackTraceSelector,
 		FrameFilter: pq.FrameFilter,
 	}
 	if pq.IncludeExemplars {
 		// Series exemplars are individual profiles, whatever heatmapType says, as in Grafana.
-		sq.Exemplars = pyroscope.ExemplarsIndividual
+		sq.Exemplars = models.ExemplarsIndividual
 	}
 	series, err := pyro.Series(ctx, sq)
 	if err != nil {
@@ -83,7 +83,7 @@ func ProfileSeries(ctx context.Context, pyro ProfileStore, q ProfileSeriesQuery)
 		return ans, nil
 	}
 	if pq.IncludeExemplars && !ans.HasExemplars() {
-		ans.Notices.Infof("exemplars (includeExemplars) need Pyroscope %s or newer: Pyroscope sent none for this range, which is also how an older server answers, as it ignores the request; the two cannot be told apart", pyroscope.ExemplarsSince)
+		ans.Notices.Infof("exemplars (includeExemplars) need Pyroscope %s or newer: Pyroscope sent none for this range, which is also how an older server answers, as it ignores the request; the two cannot be told apart", models.ExemplarsSince)
 	}
 	ans.Notices.Merge(pyro.FrameFilterNotices(pq.FrameFilter, true))
 	return ans, nil
@@ -95,7 +95,7 @@ func ProfileSeries(ctx context.Context, pyro ProfileStore, q ProfileSeriesQuery)
 func profileHeatmap(ctx context.Context, pyro ProfileStore, q ProfileSeriesQuery, ans *ProfileSeriesAnswer) error {
 	pq := q.Profile
 	step := max(q.Step, q.To.Sub(q.From)/MaxHeatmapSlots)
-	series, err := pyro.Heatmap(ctx, pyroscope.HeatmapQuery{
+	series, err := pyro.Heatmap(ctx, models.HeatmapQuery{
 		ProfileTypeID: pq.ProfileTypeID, LabelSelector: pq.LabelSelector, Start: q.From, End: q.To, Step: step,
 		GroupBy: pq.GroupBy, Limit: pq.Limit, Spans: pq.HeatmapType == models.HeatmapSpan, Exemplars: pq.IncludeExemplars,
 	})
@@ -177,4 +177,17 @@ func RequestProfileOf(ctx context.Context, traces Traces, pyro Profiles, q Reque
 		rp.Notices.Infof("each service's graph cut to the call site %s (stackTraceSelector): only the stacks under it are shown", CallSiteText(q.CallSite))
 	}
 	return rp, nil
+}
+
+// heatmapFallbackNotice is what a panel says when its heatmap (includeHeatmap) could not be had
+// and series are shown instead: err is the *models.UnsupportedError the profile store returned.
+func heatmapFallbackNotice(err error) string {
+	ue, ok := errors.AsType[*models.UnsupportedError](err)
+	if !ok {
+		return fmt.Sprintf("heatmap (includeHeatmap) could not be had (%v): series shown", err)
+	}
+	if ue.V1Range {
+		return fmt.Sprintf("heatmap (includeHeatmap): this Pyroscope (2.x in v1-v2 dual mode) serves %s only over its v2 storage, and this time range reaches back into its v1 storage: series shown; a range starting after the server's v1/v2 split gets the heatmap", ue.Call)
+	}
+	return fmt.Sprintf("heatmap (includeHeatmap) needs Pyroscope %s or newer (%s); this server does not have it: series shown", ue.Since, ue.Call)
 }

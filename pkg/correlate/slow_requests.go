@@ -11,7 +11,6 @@ import (
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/notices"
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/prometheus"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/safe"
 )
 
@@ -32,7 +31,7 @@ type SlowRequestsQuery struct {
 
 // SlowRequestsAnswer is both halves, each with what to say about it.
 type SlowRequestsAnswer struct {
-	Latency        prometheus.LatencyResult
+	Latency        models.LatencyResult
 	LatencyNotices notices.List
 	Traces         []models.TraceSummary
 	TraceNotices   notices.List
@@ -47,8 +46,8 @@ func SlowRequests(ctx context.Context, latencies Source[Latencies], search Sourc
 	var histErr error     // the histograms' failure it stands in for, a warning of its own
 	errs := safe.ForEach("slow requests", 2, 0, func(i int) (err error) {
 		if i == 0 {
-			ans.Latency, err = get(latencies, func(l Latencies) (prometheus.LatencyResult, error) {
-				return l.EndpointLatencies(ctx, prometheus.LatencyQuery{
+			ans.Latency, err = get(latencies, func(l Latencies) (models.LatencyResult, error) {
+				return l.EndpointLatencies(ctx, models.LatencyQuery{
 					Histograms: q.Histograms, Service: q.Service, Endpoint: q.Endpoint,
 					End: q.To, Range: q.To.Sub(q.From), Threshold: q.Good,
 				})
@@ -103,7 +102,7 @@ func SlowRequests(ctx context.Context, latencies Source[Latencies], search Sourc
 	return ans, nil
 }
 
-func latencyNotices(q SlowRequestsQuery, lat prometheus.LatencyResult, latErr error) notices.List {
+func latencyNotices(q SlowRequestsQuery, lat models.LatencyResult, latErr error) notices.List {
 	var out notices.List
 	if latErr != nil {
 		out.Warnf("No latency table: %v", latErr)
@@ -141,26 +140,26 @@ const TraceMetricsSource = "Tempo's TraceQL metrics"
 
 // latencyFromTraces is the latency table from the trace store's metrics, in the histograms'
 // shape: the quantiles of LatencyQuantiles, requests counted, no goodput.
-func latencyFromTraces(ctx context.Context, src Source[TraceLatencies], service, endpoint string, from, to time.Time) (prometheus.LatencyResult, error) {
+func latencyFromTraces(ctx context.Context, src Source[TraceLatencies], service, endpoint string, from, to time.Time) (models.LatencyResult, error) {
 	tl, err := src.Get()
 	if err != nil {
-		return prometheus.LatencyResult{}, err
+		return models.LatencyResult{}, err
 	}
-	res, err := tl.EndpointLatencies(ctx, models.TraceLatencyQuery{Service: service, Endpoint: endpoint, Start: from, End: to, Quantiles: prometheus.LatencyQuantiles})
+	res, err := tl.EndpointLatencies(ctx, models.TraceLatencyQuery{Service: service, Endpoint: endpoint, Start: from, End: to, Quantiles: models.LatencyQuantiles})
 	if err != nil {
-		return prometheus.LatencyResult{}, err
+		return models.LatencyResult{}, err
 	}
-	out := prometheus.LatencyResult{Queries: res.Queries, Range: to.Sub(from)}
+	out := models.LatencyResult{Queries: res.Queries, Range: to.Sub(from)}
 	if res.Partial != "" {
 		out.Notices.Warnf("%s answered part of the range: %s", TraceMetricsSource, res.Partial)
 	}
 	for _, r := range res.Rows {
-		out.Rows = append(out.Rows, prometheus.EndpointLatency{Metric: TraceMetricsSource, Service: r.Service, Endpoint: r.Endpoint,
+		out.Rows = append(out.Rows, models.EndpointLatency{Metric: TraceMetricsSource, Service: r.Service, Endpoint: r.Endpoint,
 			Quantiles: r.Quantiles, Requests: r.Requests, Good: math.NaN()})
 	}
 	// Slowest p99 first, as the histograms' table.
-	p99 := slices.Index(prometheus.LatencyQuantiles, 0.99)
-	slices.SortStableFunc(out.Rows, func(a, b prometheus.EndpointLatency) int {
+	p99 := slices.Index(models.LatencyQuantiles, 0.99)
+	slices.SortStableFunc(out.Rows, func(a, b models.EndpointLatency) int {
 		return cmpNaNLast(b.Quantiles[p99], a.Quantiles[p99])
 	})
 	return out, nil

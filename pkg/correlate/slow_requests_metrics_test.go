@@ -10,7 +10,6 @@ import (
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/notices"
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/prometheus"
 )
 
 // tempoSearch is a trace store with its own latency metrics, as Tempo's TraceQL metrics.
@@ -28,8 +27,8 @@ func (f *tempoSearch) EndpointLatencies(_ context.Context, q models.TraceLatency
 
 type failingLatencies struct{}
 
-func (failingLatencies) EndpointLatencies(context.Context, prometheus.LatencyQuery) (prometheus.LatencyResult, error) {
-	return prometheus.LatencyResult{}, errors.New("Prometheus (http://prom:9090): HTTP 503")
+func (failingLatencies) EndpointLatencies(context.Context, models.LatencyQuery) (models.LatencyResult, error) {
+	return models.LatencyResult{}, errors.New("Prometheus (http://prom:9090): HTTP 503")
 }
 
 // Where no histogram has the requests (none in Prometheus, or Prometheus failing), the latency

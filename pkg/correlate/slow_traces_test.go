@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/jaeger"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 )
 
@@ -25,7 +24,7 @@ type fakeSearch struct {
 }
 
 func (f *fakeSearch) Services(context.Context) ([]string, string, error) {
-	return f.services, jaeger.APIv3, nil
+	return f.services, "v3", nil // the API a Jaeger v2 answers on
 }
 
 func (f *fakeSearch) FindTraces(_ context.Context, q models.TraceSearchQuery) ([]models.TraceSummary, error) {

@@ -10,9 +10,6 @@ import (
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/notices"
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/nvml"
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/prometheus"
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/pyroscope"
 )
 
 // The seams of every query: what each one asks of a store, one interface per question, and the
@@ -77,12 +74,12 @@ type Containers interface {
 
 // Latencies reads the request-duration histograms (slowRequests, and the lever's p99).
 type Latencies interface {
-	EndpointLatencies(ctx context.Context, q prometheus.LatencyQuery) (prometheus.LatencyResult, error)
+	EndpointLatencies(ctx context.Context, q models.LatencyQuery) (models.LatencyResult, error)
 }
 
 // KubeStates reads kube-state-metrics' container terminations of a range (the triage).
 type KubeStates interface {
-	ContainerTerminations(ctx context.Context, f models.GPUFilter, start, end time.Time) (prometheus.KubeAnswer, error)
+	ContainerTerminations(ctx context.Context, f models.GPUFilter, start, end time.Time) (models.KubeAnswer, error)
 }
 
 // TraceLatencies answers the latency table from a trace store's own metrics (Tempo's TraceQL
@@ -100,11 +97,11 @@ type FailedRequests interface {
 // ProfileStore is Pyroscope as the plugin uses it.
 type ProfileStore interface {
 	Profiles
-	ProfileTypes(ctx context.Context, start, end time.Time) ([]pyroscope.ProfileType, error)
+	ProfileTypes(ctx context.Context, start, end time.Time) ([]models.ProfileType, error)
 	LabelNames(ctx context.Context, selector string, start, end time.Time) ([]string, error)
 	LabelValues(ctx context.Context, label, selector string, start, end time.Time) ([]string, error)
-	Series(ctx context.Context, q pyroscope.SeriesQuery) ([]models.ProfileSeries, error)
-	Heatmap(ctx context.Context, q pyroscope.HeatmapQuery) ([]models.HeatmapSeries, error)
+	Series(ctx context.Context, q models.SeriesQuery) ([]models.ProfileSeries, error)
+	Heatmap(ctx context.Context, q models.HeatmapQuery) ([]models.HeatmapSeries, error)
 	// FrameFilterNotices says what a panel must know of frameFilter on this server.
 	FrameFilterNotices(f models.FrameFilter, series bool) notices.List
 }
@@ -150,12 +147,12 @@ type KernelStore interface {
 
 // Sources are every store a query can read, each available or with the reason it is not.
 type Sources struct {
-	Profiles  Source[ProfileStore] // Pyroscope
-	Traces    Source[TraceStore]   // Jaeger
-	Metrics   Source[MetricStore]  // the application's Prometheus
-	GPUs      Source[GPUStore]     // the GPUs' Prometheus, DCGM names applied
-	Kernels   Source[KernelStore]  // GPU kernel trace directories and buckets
-	LocalGPUs Source[nvml.Source]  // this host's GPUs through NVML
+	Profiles  Source[ProfileStore]          // Pyroscope
+	Traces    Source[TraceStore]            // Jaeger
+	Metrics   Source[MetricStore]           // the application's Prometheus
+	GPUs      Source[GPUStore]              // the GPUs' Prometheus, DCGM names applied
+	Kernels   Source[KernelStore]           // GPU kernel trace directories and buckets
+	LocalGPUs Source[models.LocalGPUSource] // this host's GPUs through NVML
 }
 
 // ErrNotSet is the reason of a Source nobody set: a bug, as every source of an instance is

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/prometheus"
 )
 
 // gpuStoreOnly is a whole GPU store in memory: figures, and nothing for the rest.
@@ -74,8 +73,8 @@ func TestTheTraceJoinReadsEachStoreOfTheSourcesOrItsReason(t *testing.T) {
 
 // The p99 the lever compares is the highest of the service's endpoints that have requests.
 func TestServiceLatenciesIsTheHighestP99OfTheServicesEndpoints(t *testing.T) {
-	p99 := func(endpoint string, seconds float64) prometheus.EndpointLatency {
-		return prometheus.EndpointLatency{Metric: "http_server_duration", Service: "api", Endpoint: endpoint, Quantiles: []float64{0.1, 0.2, seconds}, Requests: 10}
+	p99 := func(endpoint string, seconds float64) models.EndpointLatency {
+		return models.EndpointLatency{Metric: "http_server_duration", Service: "api", Endpoint: endpoint, Quantiles: []float64{0.1, 0.2, seconds}, Requests: 10}
 	}
 	l := ServiceLatencies{Store: latencyRows{p99("/a", 0.4), p99("/b", 1.2), p99("/c", 0)}}
 	got, err := l.ServiceP99(context.Background(), "api", t0, t0.Add(time.Hour))
@@ -87,8 +86,8 @@ func TestServiceLatenciesIsTheHighestP99OfTheServicesEndpoints(t *testing.T) {
 	}
 }
 
-type latencyRows []prometheus.EndpointLatency
+type latencyRows []models.EndpointLatency
 
-func (r latencyRows) EndpointLatencies(context.Context, prometheus.LatencyQuery) (prometheus.LatencyResult, error) {
-	return prometheus.LatencyResult{Rows: r}, nil
+func (r latencyRows) EndpointLatencies(context.Context, models.LatencyQuery) (models.LatencyResult, error) {
+	return models.LatencyResult{Rows: r}, nil
 }

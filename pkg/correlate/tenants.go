@@ -8,7 +8,6 @@ import (
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/notices"
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/nvml"
 )
 
 // ProcessPIDAttribute is OpenTelemetry's resource attribute naming the process that wrote a
@@ -17,7 +16,7 @@ const ProcessPIDAttribute = "process.pid"
 
 // LocalProcesses lists the processes NVML sees on this host's GPUs now.
 type LocalProcesses interface {
-	Processes() ([]nvml.Process, notices.List, error)
+	Processes() ([]models.GPUProcess, notices.List, error)
 }
 
 // LocalTenants are the other processes NVML lists on a span's GPUs, when the span ran on the
@@ -26,7 +25,7 @@ type LocalTenants struct {
 	Host string
 	// Processes are the processes on the span's GPUs other than the span's own (by process.pid);
 	// when the span names no PID, every process of its GPUs, its own among them.
-	Processes []nvml.Process
+	Processes []models.GPUProcess
 	// OwnPID is the span's process.pid, 0 when it names none or NVML lists no such process;
 	// ForeignPID is the span's PID in that last case (a container's own PID namespace: NVML
 	// gives host PIDs).
@@ -98,21 +97,21 @@ func attachLocalTenants(rows []SpanRow, src Source[LocalProcesses], local string
 				t.OwnPID = uint32(pid)
 			}
 		}
-		if t.OwnPID != 0 && !slices.ContainsFunc(procs, func(q nvml.Process) bool { return q.PID == t.OwnPID }) {
+		if t.OwnPID != 0 && !slices.ContainsFunc(procs, func(q models.GPUProcess) bool { return q.PID == t.OwnPID }) {
 			t.OwnPID, t.ForeignPID = 0, t.OwnPID
 		}
-		onGPU := func(p nvml.Process) bool {
+		onGPU := func(p models.GPUProcess) bool {
 			if len(r.GPUs) > 0 {
 				return slices.ContainsFunc(r.GPUs, func(g string) bool {
 					return g == strconv.Itoa(p.GPU) || p.GPUUUID != "" && strings.EqualFold(g, p.GPUUUID)
 				})
 			}
 			if t.OwnPID != 0 { // the span's own process's GPUs
-				return slices.ContainsFunc(procs, func(q nvml.Process) bool { return q.PID == t.OwnPID && q.GPU == p.GPU })
+				return slices.ContainsFunc(procs, func(q models.GPUProcess) bool { return q.PID == t.OwnPID && q.GPU == p.GPU })
 			}
 			return true
 		}
-		var all []nvml.Process
+		var all []models.GPUProcess
 		for _, p := range procs {
 			if onGPU(p) {
 				all = append(all, p)

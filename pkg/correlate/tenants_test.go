@@ -9,17 +9,16 @@ import (
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/notices"
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/nvml"
 )
 
 // processLister is NVML's process list as the sampler answers it, counting the calls.
 type processLister struct {
-	procs []nvml.Process
+	procs []models.GPUProcess
 	err   error
 	calls int
 }
 
-func (p *processLister) Processes() ([]nvml.Process, notices.List, error) {
+func (p *processLister) Processes() ([]models.GPUProcess, notices.List, error) {
 	p.calls++
 	return p.procs, nil, p.err
 }
@@ -30,7 +29,7 @@ func (p *processLister) Processes() ([]nvml.Process, notices.List, error) {
 // at all when no such span ran on this host.
 func TestLocalTenantsNameTheOtherProcessesOnTheSpansGPU(t *testing.T) {
 	j := models.SpanMatch{HostAttribute: "host.name", GPUAttribute: "gpu.index"}
-	procs := []nvml.Process{
+	procs := []models.GPUProcess{
 		{GPU: 0, GPUUUID: "GPU-aaaa", PID: 100, Name: "python"},
 		{GPU: 0, GPUUUID: "GPU-aaaa", PID: 200, Name: "trainer"},
 		{GPU: 1, GPUUUID: "GPU-bbbb", PID: 300, Name: "vllm"},

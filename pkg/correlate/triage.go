@@ -7,7 +7,6 @@ import (
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/notices"
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/prometheus"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/safe"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/triage"
 )
@@ -38,7 +37,7 @@ func Triage(ctx context.Context, src TriageSources, q *models.TriageQuery, join 
 		case 0:
 			ev.GPU, ev.GPUFailed, ev.GPUErr = triageGPUs(ctx, src.GPUs, q.GPUFilter, from, to, step)
 		case 1:
-			k, err := get(src.Kube, func(k KubeStates) (prometheus.KubeAnswer, error) {
+			k, err := get(src.Kube, func(k KubeStates) (models.KubeAnswer, error) {
 				return k.ContainerTerminations(ctx, q.GPUFilter, from, to)
 			})
 			ev.Terminations, ev.Kube.Err, ev.Kube.Missing = k.Terminations, err, k.Missing

@@ -12,7 +12,6 @@ import (
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/correlate"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/nvml"
 )
 
 // gpuWork writes one request's GPU work into a collector, as a profiler on the GPU service would
@@ -213,7 +212,7 @@ func TestSharedGPUNamesTheOtherPods(t *testing.T) {
 		correlate.AttributeKernels(ans.Rows, tr.TraceID, []*gputrace.Result{result})
 		ans.KernelTraces = []*gputrace.Result{result}
 		other := classify.Pod{Namespace: "batch", Name: randomName(rng) + "-trainer-0"}
-		tenant := nvml.Process{GPU: 1 + rng.IntN(7), PID: 1000 + uint32(rng.IntN(30000)), Name: randomName(rng), UsedBytes: new(float64(1+rng.IntN(40)) * (1 << 30))}
+		tenant := models.GPUProcess{GPU: 1 + rng.IntN(7), PID: 1000 + uint32(rng.IntN(30000)), Name: randomName(rng), UsedBytes: new(float64(1+rng.IntN(40)) * (1 << 30))}
 		ownPID := uint32(rng.IntN(900) + 2)
 		for i := range ans.Rows {
 			if ans.Rows[i].Span.SpanID != gpuSpan.SpanID {
@@ -224,7 +223,7 @@ func TestSharedGPUNamesTheOtherPods(t *testing.T) {
 				ans.Rows[i].GPU = &correlate.GPUWindow{GPUs: []classify.GPU{{Host: "gpu-node-3", Index: "2"}}, Class: classify.ComputeBound, ClassShare: 1,
 					Util: 97, MemActivity: 40, PCIe: math.NaN(), FBUsed: math.NaN(), FBFree: math.NaN(), Samples: 3, SharedWith: []classify.Pod{other}}
 			case 1:
-				ans.Rows[i].Tenants = &correlate.LocalTenants{Host: "lab-box", OwnPID: ownPID, Processes: []nvml.Process{tenant}}
+				ans.Rows[i].Tenants = &correlate.LocalTenants{Host: "lab-box", OwnPID: ownPID, Processes: []models.GPUProcess{tenant}}
 			}
 		}
 		first := verdictOf(ans)[0]

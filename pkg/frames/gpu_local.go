@@ -5,8 +5,7 @@ import (
 	"time"
 
 	"github.com/grafana/grafana-plugin-sdk-go/data"
-
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/nvml"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 )
 
 // unitField is a nullable number column with its Grafana unit ("" for none).
@@ -20,7 +19,7 @@ func unitField(name, unit string, v []*float64) *data.Field {
 
 // GPULocalDevices is the gpuLocal devices view: one row per GPU of the host, an empty cell
 // where NVML has no reading.
-func GPULocalDevices(devs []nvml.Device) *data.Frame {
+func GPULocalDevices(devs []models.GPUDevice) *data.Frame {
 	n := len(devs)
 	idx, lost := make([]int64, n), make([]bool, n)
 	name, uuid, bus, throttle := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
@@ -58,7 +57,7 @@ func GPULocalDevices(devs []nvml.Device) *data.Frame {
 }
 
 // GPULocalProcesses is the gpuLocal processes view: one row per process on a GPU.
-func GPULocalProcesses(procs []nvml.Process) *data.Frame {
+func GPULocalProcesses(procs []models.GPUProcess) *data.Frame {
 	n := len(procs)
 	gpu, pid := make([]int64, n), make([]int64, n)
 	uuid, name, cmd, typ := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
@@ -74,7 +73,7 @@ func GPULocalProcesses(procs []nvml.Process) *data.Frame {
 }
 
 // GPULocalXIDs is the gpuLocal xid view: one row per XID error with its meaning and action.
-func GPULocalXIDs(xids []nvml.XIDEvent) *data.Frame {
+func GPULocalXIDs(xids []models.XIDEvent) *data.Frame {
 	n := len(xids)
 	ts, gpu, xid := make([]time.Time, n), make([]int64, n), make([]int64, n)
 	uuid, meaning, action := make([]string, n), make([]string, n), make([]string, n)
@@ -89,7 +88,7 @@ func GPULocalXIDs(xids []nvml.XIDEvent) *data.Frame {
 
 // GPULocalSeries is the gpuLocal series view: one wide time-series frame per GPU, and one
 // empty frame when there is no GPU so that panels keep their time column.
-func GPULocalSeries(series []nvml.DeviceSeries) []*data.Frame {
+func GPULocalSeries(series []models.GPUDeviceSeries) []*data.Frame {
 	out := make([]*data.Frame, 0, len(series))
 	for _, s := range series {
 		n := len(s.Samples)

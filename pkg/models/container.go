@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/notices"
 )
 
 // ContainerRateWindow is the shortest window a container's CPU counters are read over: cAdvisor
@@ -87,3 +89,13 @@ const (
 	CadvisorQuota            = "container_spec_cpu_quota"
 	CadvisorPeriod           = "container_spec_cpu_period"
 )
+
+// KubeAnswer is the container terminations of a range, how they were read, and whether
+// Prometheus holds kube-state-metrics at all.
+type KubeAnswer struct {
+	Terminations []ContainerTermination
+	// Missing: Prometheus holds no restart series in the range (no kube-state-metrics).
+	Missing bool
+	Step    time.Duration
+	Notices notices.List
+}

@@ -16,6 +16,8 @@ import (
 
 	gonvml "github.com/NVIDIA/go-nvml/pkg/nvml"
 
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/classify"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/notices"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/safe"
 )
@@ -27,8 +29,8 @@ const Available = true
 // by go-nvml and NVML, so every data source instance Inits and Shuts down its own reference.
 var library = sync.OnceValue(func() gonvml.Interface { return gonvml.New() })
 
-// New returns the Source of the host's GPUs. Nothing is called before the first method call.
-func New(opts Options) Source { return NewWithLibrary(library(), opts) }
+// New returns the models.LocalGPUSource of the host's GPUs. Nothing is called before the first method call.
+func New(opts Options) models.LocalGPUSource { return NewWithLibrary(library(), opts) }
 
 // NewWithLibrary is New on any go-nvml Interface (tests pass go-nvml's mocks).
 func NewWithLibrary(lib gonvml.Interface, opts Options) *Sampler {
@@ -67,7 +69,7 @@ type Sampler struct {
 	callMu sync.RWMutex
 
 	// Set by start, read-only afterwards.
-	status        Status
+	status        models.NVMLStatus
 	devs          []*device
 	events        gonvml.EventSet
 	startNotices  []string
@@ -75,7 +77,7 @@ type Sampler struct {
 	xidRegistered bool
 
 	dataMu sync.Mutex // guards the devices' rings and notices, and xids
-	xids   *ring[XIDEvent]
+	xids   *ring[models.XIDEvent]
 }
 
 type device struct {
@@ -85,7 +87,7 @@ type device struct {
 	bus            string
 	smMax, memMax  *float64
 	lost           bool
-	samples        *ring[Device]
+	samples        *ring[models.GPUDevice]
 	notices        map[string]string // what → why, from the latest sample
 	staticNotices  map[string]string
 	lastSampleTime time.Time
@@ -156,7 +158,7 @@ func (s *Sampler) initLocked() (err error) {
 			s.lib.Shutdown()
 		}
 	}()
-	st := Status{}
+	st := models.NVMLStatus{}
 	var ret gonvml.Return
 	if st.DriverVersion, ret = s.lib.SystemGetDriverVersion(); ret != gonvml.SUCCESS {
 		st.DriverVersion = "unknown (" + retName(ret) + ")"
@@ -172,7 +174,7 @@ func (s *Sampler) initLocked() (err error) {
 	}
 	s.status = st
 	s.devs, s.startNotices = nil, nil
-	s.xids = newRing[XIDEvent](s.opts.XIDs)
+	s.xids = newRing[models.XIDEvent](s.opts.XIDs)
 	if st.DeviceCount == 0 {
 		s.startNotices = append(s.startNotices, "NVML found no GPU on this host")
 	}
@@ -184,7 +186,7 @@ func (s *Sampler) initLocked() (err error) {
 			s.startNotices = append(s.startNotices, fmt.Sprintf("GPU %d is left out: %s", i, reason(ret)))
 			continue
 		}
-		d := &device{h: h, index: i, samples: newRing[Device](s.opts.Capacity), staticNotices: map[string]string{}}
+		d := &device{h: h, index: i, samples: newRing[models.GPUDevice](s.opts.Capacity), staticNotices: map[string]string{}}
 		d.name = s.static(d, "name", func() (string, gonvml.Return) { return h.GetName() })
 		d.uuid = s.static(d, "UUID", func() (string, gonvml.Return) { return h.GetUUID() })
 		if !d.lost {
@@ -324,14 +326,14 @@ func (s *Sampler) waitForEvents(stop chan struct{}) {
 }
 
 func (s *Sampler) recordXID(ev gonvml.EventData) {
-	x := XIDEvent{Time: s.now(), GPU: -1, XID: ev.EventData}
+	x := models.XIDEvent{Time: s.now(), GPU: -1, XID: ev.EventData}
 	for _, d := range s.devs {
 		if d.h == ev.Device {
 			x.GPU, x.GPUUUID = d.index, d.uuid
 			break
 		}
 	}
-	x.Meaning, x.Action = XIDMeaning(x.XID)
+	x.Meaning, x.Action = classify.XIDMeaning(x.XID)
 	s.dataMu.Lock()
 	s.xids.push(x)
 	s.dataMu.Unlock()
@@ -357,9 +359,9 @@ func (s *Sampler) sampleAll() {
 
 // read takes one reading of a GPU. It stops at the first ERROR_GPU_IS_LOST: every further call
 // on a lost GPU fails too, slowly.
-func (s *Sampler) read(d *device) (Device, map[string]string, bool) {
+func (s *Sampler) read(d *device) (models.GPUDevice, map[string]string, bool) {
 	h := d.h
-	r := Device{Time: s.now(), Index: d.index, Name: d.name, UUID: d.uuid, PCIBusID: d.bus,
+	r := models.GPUDevice{Time: s.now(), Index: d.index, Name: d.name, UUID: d.uuid, PCIBusID: d.bus,
 		SMClockMaxMHz: d.smMax, MemClockMaxMHz: d.memMax}
 	notices := map[string]string{}
 	lost := false
@@ -491,10 +493,13 @@ func (s *Sampler) Close() {
 // Interval is the sampling interval.
 func (s *Sampler) Interval() time.Duration { return s.opts.Interval }
 
-// Status is the driver version and GPU count, or why NVML is unavailable.
-func (s *Sampler) Status() (Status, error) {
+// Capacity is how many samples per GPU the series keep at most.
+func (s *Sampler) Capacity() int { return s.opts.Capacity }
+
+// models.NVMLStatus is the driver version and GPU count, or why NVML is unavailable.
+func (s *Sampler) Status() (models.NVMLStatus, error) {
 	if err := s.start(); err != nil {
-		return Status{}, err
+		return models.NVMLStatus{}, err
 	}
 	return s.status, nil
 }
@@ -544,17 +549,17 @@ func (s *Sampler) unread(withSamples bool) []string {
 }
 
 // Devices is the latest reading of each GPU.
-func (s *Sampler) Devices() ([]Device, notices.List, error) {
+func (s *Sampler) Devices() ([]models.GPUDevice, notices.List, error) {
 	if err := s.start(); err != nil {
 		return nil, nil, err
 	}
-	var out []Device
+	var out []models.GPUDevice
 	s.dataMu.Lock()
 	for _, d := range s.devs {
 		if r, ok := d.samples.last(); ok {
 			out = append(out, r)
 		} else {
-			out = append(out, Device{Index: d.index, Name: d.name, UUID: d.uuid, PCIBusID: d.bus, Lost: d.lost})
+			out = append(out, models.GPUDevice{Index: d.index, Name: d.name, UUID: d.uuid, PCIBusID: d.bus, Lost: d.lost})
 		}
 	}
 	s.dataMu.Unlock()
@@ -562,21 +567,21 @@ func (s *Sampler) Devices() ([]Device, notices.List, error) {
 }
 
 // Series is each GPU's readings in the ring buffer, oldest first.
-func (s *Sampler) Series() ([]DeviceSeries, notices.List, error) {
+func (s *Sampler) Series() ([]models.GPUDeviceSeries, notices.List, error) {
 	if err := s.start(); err != nil {
 		return nil, nil, err
 	}
-	var out []DeviceSeries
+	var out []models.GPUDeviceSeries
 	s.dataMu.Lock()
 	for _, d := range s.devs {
-		out = append(out, DeviceSeries{Index: d.index, Name: d.name, UUID: d.uuid, Samples: d.samples.all()})
+		out = append(out, models.GPUDeviceSeries{Index: d.index, Name: d.name, UUID: d.uuid, Samples: d.samples.all()})
 	}
 	s.dataMu.Unlock()
 	return out, notices.Warnings(s.unread(true)...), nil
 }
 
 // XIDs is the XID events recorded since the sampler started, oldest first.
-func (s *Sampler) XIDs() ([]XIDEvent, notices.List, error) {
+func (s *Sampler) XIDs() ([]models.XIDEvent, notices.List, error) {
 	if err := s.start(); err != nil {
 		return nil, nil, err
 	}
@@ -597,7 +602,7 @@ func (s *Sampler) XIDs() ([]XIDEvent, notices.List, error) {
 
 // Processes lists the compute and graphics processes of each GPU, read now, with their name
 // and command line from /proc where readable.
-func (s *Sampler) Processes() ([]Process, notices.List, error) {
+func (s *Sampler) Processes() ([]models.GPUProcess, notices.List, error) {
 	if err := s.start(); err != nil {
 		return nil, nil, err
 	}
@@ -609,7 +614,7 @@ func (s *Sampler) Processes() ([]Process, notices.List, error) {
 	if closed {
 		return nil, nil, ErrClosed
 	}
-	var out []Process
+	var out []models.GPUProcess
 	failures := map[string][]string{}
 	unreadable, noMemory := 0, 0
 	for _, d := range s.devs {
@@ -639,7 +644,7 @@ func (s *Sampler) Processes() ([]Process, notices.List, error) {
 				continue
 			}
 			for _, p := range infos {
-				pr := Process{GPU: d.index, GPUUUID: d.uuid, PID: p.Pid, Type: kind.name}
+				pr := models.GPUProcess{GPU: d.index, GPUUUID: d.uuid, PID: p.Pid, Type: kind.name}
 				// VALUE_NOT_AVAILABLE (all ones) where the driver cannot attribute memory.
 				if p.UsedGpuMemory != ^uint64(0) {
 					pr.UsedBytes = num(float64(p.UsedGpuMemory))

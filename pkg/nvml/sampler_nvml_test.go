@@ -16,6 +16,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxa100"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/classify"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/notices"
 )
 
@@ -158,7 +159,7 @@ func TestXIDView(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.xids <- gonvml.EventData{Device: h.srv.Devices[2], EventType: gonvml.EventTypeXidCriticalError, EventData: 79}
-	var events []XIDEvent
+	var events []models.XIDEvent
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline) && len(events) == 0; time.Sleep(10 * time.Millisecond) {
 		events, _, _ = s.XIDs()
 	}
@@ -169,7 +170,7 @@ func TestXIDView(t *testing.T) {
 
 func TestSeriesViewAndClassification(t *testing.T) {
 	s := newFakeHost(t).sampler(t)
-	var series []DeviceSeries
+	var series []models.GPUDeviceSeries
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		var err error
 		if series, _, err = s.Series(); err != nil {
@@ -295,7 +296,7 @@ func TestLostGPUIsNoticedAndNoLongerRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.lost.Store(true)
-	var devs []Device
+	var devs []models.GPUDevice
 	var notices notices.List
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		devs, notices, _ = s.Devices()

@@ -5,21 +5,29 @@ package nvml
 import (
 	"time"
 
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/notices"
 )
 
 // Available says whether this build can read GPUs through NVML.
 const Available = false
 
-// New returns a Source that answers NotBuiltMessage: this build has no NVML.
-func New(opts Options) Source { return stub{interval: opts.withDefaults().Interval} }
+// New returns a models.LocalGPUSource that answers NotBuiltMessage: this build has no NVML.
+func New(opts Options) models.LocalGPUSource {
+	o := opts.withDefaults()
+	return stub{interval: o.Interval, capacity: o.Capacity}
+}
 
-type stub struct{ interval time.Duration }
+type stub struct {
+	interval time.Duration
+	capacity int
+}
 
-func (stub) Status() (Status, error)                       { return Status{}, ErrNotBuilt }
-func (stub) Devices() ([]Device, notices.List, error)      { return nil, nil, ErrNotBuilt }
-func (stub) Processes() ([]Process, notices.List, error)   { return nil, nil, ErrNotBuilt }
-func (stub) XIDs() ([]XIDEvent, notices.List, error)       { return nil, nil, ErrNotBuilt }
-func (stub) Series() ([]DeviceSeries, notices.List, error) { return nil, nil, ErrNotBuilt }
-func (s stub) Interval() time.Duration                     { return s.interval }
-func (stub) Close()                                        {}
+func (stub) Status() (models.NVMLStatus, error)                      { return models.NVMLStatus{}, ErrNotBuilt }
+func (stub) Devices() ([]models.GPUDevice, notices.List, error)      { return nil, nil, ErrNotBuilt }
+func (stub) Processes() ([]models.GPUProcess, notices.List, error)   { return nil, nil, ErrNotBuilt }
+func (stub) XIDs() ([]models.XIDEvent, notices.List, error)          { return nil, nil, ErrNotBuilt }
+func (stub) Series() ([]models.GPUDeviceSeries, notices.List, error) { return nil, nil, ErrNotBuilt }
+func (s stub) Interval() time.Duration                               { return s.interval }
+func (s stub) Capacity() int                                         { return s.capacity }
+func (stub) Close()                                                  {}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/jaeger"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/nvml"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/prometheus"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/pyroscope"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/safe"
@@ -119,7 +118,7 @@ func (d *Datasource) nvmlHealth() (upstreamHealth, bool) {
 		return h, false
 	default:
 		gpus, _ := d.src.LocalGPUs.Get()
-		var st nvml.Status
+		var st models.NVMLStatus
 		err := safe.Do("health check of NVML", func() (err error) {
 			st, err = gpus.Status()
 			return err

@@ -20,7 +20,6 @@ import (
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/jaeger"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/notices"
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/prometheus"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/pyroscope"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/upstream"
 )
@@ -62,7 +61,7 @@ type memProfiles struct {
 	flameErr error                          // answered to every flame graph query
 	err      error                          // answered to every question
 
-	types       []pyroscope.ProfileType
+	types       []models.ProfileType
 	labelNames  []string
 	labelValues map[string][]string // by label name
 	series      []models.ProfileSeries
@@ -72,8 +71,8 @@ type memProfiles struct {
 
 	mu       sync.Mutex
 	calls    []models.FlameGraphQuery
-	seriesQs []pyroscope.SeriesQuery
-	heatQs   []pyroscope.HeatmapQuery
+	seriesQs []models.SeriesQuery
+	heatQs   []models.HeatmapQuery
 	labelQs  []memLabelQuery
 }
 
@@ -112,7 +111,7 @@ func (f *memProfiles) MergedFlameGraph(_ context.Context, q models.FlameGraphQue
 }
 
 // seriesCalls are the series queries asked, in order.
-func (f *memProfiles) seriesCalls() []pyroscope.SeriesQuery {
+func (f *memProfiles) seriesCalls() []models.SeriesQuery {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return slices.Clone(f.seriesQs)
@@ -125,7 +124,7 @@ func (f *memProfiles) flameCalls() []models.FlameGraphQuery {
 	return slices.Clone(f.calls)
 }
 
-func (f *memProfiles) ProfileTypes(context.Context, time.Time, time.Time) ([]pyroscope.ProfileType, error) {
+func (f *memProfiles) ProfileTypes(context.Context, time.Time, time.Time) ([]models.ProfileType, error) {
 	if f.err != nil {
 		return nil, f.err
 	}
@@ -174,7 +173,7 @@ func (f *memProfiles) labelCalls() []memLabelQuery {
 	return slices.Clone(f.labelQs)
 }
 
-func (f *memProfiles) Series(_ context.Context, q pyroscope.SeriesQuery) ([]models.ProfileSeries, error) {
+func (f *memProfiles) Series(_ context.Context, q models.SeriesQuery) ([]models.ProfileSeries, error) {
 	f.mu.Lock()
 	f.seriesQs = append(f.seriesQs, q)
 	f.mu.Unlock()
@@ -184,7 +183,7 @@ func (f *memProfiles) Series(_ context.Context, q pyroscope.SeriesQuery) ([]mode
 	return f.series, nil
 }
 
-func (f *memProfiles) Heatmap(_ context.Context, q pyroscope.HeatmapQuery) ([]models.HeatmapSeries, error) {
+func (f *memProfiles) Heatmap(_ context.Context, q models.HeatmapQuery) ([]models.HeatmapSeries, error) {
 	f.mu.Lock()
 	f.heatQs = append(f.heatQs, q)
 	f.mu.Unlock()
@@ -395,30 +394,30 @@ func memSummary(tr models.Trace) models.TraceSummary {
 // memMetrics is the application's Prometheus in memory: EndpointLatencies answers the rows of
 // latency the query's histograms, service and endpoint keep (or err), recording each query.
 type memMetrics struct {
-	latency   prometheus.LatencyResult
+	latency   models.LatencyResult
 	err       error
 	version   string
 	engines   models.EngineFigures // EngineFigures' answer (none: the engine exports nothing)
 	engineErr error
-	kube      prometheus.KubeAnswer // ContainerTerminations' answer
+	kube      models.KubeAnswer // ContainerTerminations' answer
 	kubeErr   error
 	// containers are ContainerCPU's answers by pod (none: cAdvisor has no series for it).
 	containers map[string]models.ContainerCPU
 
 	mu  sync.Mutex
-	qs  []prometheus.LatencyQuery
+	qs  []models.LatencyQuery
 	eng []models.EngineQuery
 }
 
-func (f *memMetrics) EndpointLatencies(_ context.Context, q prometheus.LatencyQuery) (prometheus.LatencyResult, error) {
+func (f *memMetrics) EndpointLatencies(_ context.Context, q models.LatencyQuery) (models.LatencyResult, error) {
 	f.mu.Lock()
 	f.qs = append(f.qs, q)
 	f.mu.Unlock()
 	if f.err != nil {
-		return prometheus.LatencyResult{}, f.err
+		return models.LatencyResult{}, f.err
 	}
 	res := f.latency
-	var rows []prometheus.EndpointLatency
+	var rows []models.EndpointLatency
 	for _, r := range res.Rows {
 		asked := len(q.Histograms) == 0 || slices.ContainsFunc(q.Histograms, func(h models.LatencyHistogram) bool { return h.Metric == r.Metric })
 		if asked && (q.Service == "" || r.Service == q.Service) && (q.Endpoint == "" || r.Endpoint == q.Endpoint) {
@@ -432,7 +431,7 @@ func (f *memMetrics) EndpointLatencies(_ context.Context, q prometheus.LatencyQu
 	return res, nil
 }
 
-func (f *memMetrics) queries() []prometheus.LatencyQuery {
+func (f *memMetrics) queries() []models.LatencyQuery {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return slices.Clone(f.qs)
@@ -445,9 +444,9 @@ func (f *memMetrics) EngineFigures(_ context.Context, q models.EngineQuery) (mod
 	return f.engines, f.engineErr
 }
 
-func (f *memMetrics) ContainerTerminations(context.Context, models.GPUFilter, time.Time, time.Time) (prometheus.KubeAnswer, error) {
+func (f *memMetrics) ContainerTerminations(context.Context, models.GPUFilter, time.Time, time.Time) (models.KubeAnswer, error) {
 	if err := cmp.Or(f.err, f.kubeErr); err != nil {
-		return prometheus.KubeAnswer{}, err
+		return models.KubeAnswer{}, err
 	}
 	return f.kube, nil
 }

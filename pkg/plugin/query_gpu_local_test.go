@@ -10,12 +10,13 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	"github.com/grafana/grafana-plugin-sdk-go/data"
 
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/classify"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/correlate"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/notices"
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/nvml"
 )
 
-// fakeLocalGPUs is an nvml.Source with one hot GPU, or an error for every call.
+// fakeLocalGPUs is an models.LocalGPUSource with one hot GPU, or an error for every call.
 type fakeLocalGPUs struct {
 	err    error
 	closed int
@@ -23,50 +24,51 @@ type fakeLocalGPUs struct {
 
 func ptr(v float64) *float64 { return &v }
 
-func (f *fakeLocalGPUs) dev(t time.Time) nvml.Device {
+func (f *fakeLocalGPUs) dev(t time.Time) models.GPUDevice {
 	mask := uint64(0x4)
-	return nvml.Device{Time: t, Index: 0, Name: "NVIDIA H100 80GB HBM3", UUID: "GPU-1", PCIBusID: "00000000:19:00.0",
+	return models.GPUDevice{Time: t, Index: 0, Name: "NVIDIA H100 80GB HBM3", UUID: "GPU-1", PCIBusID: "00000000:19:00.0",
 		MemoryTotalBytes: ptr(80e9), MemoryUsedBytes: ptr(60e9), MemoryFreeBytes: ptr(20e9), GPUUtilPercent: ptr(97), MemoryUtilPercent: ptr(25),
 		TemperatureC: ptr(70), PowerW: ptr(690), PowerLimitW: ptr(700), SMClockMHz: ptr(1755), ClockEventReasons: &mask}
 }
 
-func (f *fakeLocalGPUs) Status() (nvml.Status, error) {
-	return nvml.Status{DriverVersion: "550.54.15", DeviceCount: 1}, f.err
+func (f *fakeLocalGPUs) Status() (models.NVMLStatus, error) {
+	return models.NVMLStatus{DriverVersion: "550.54.15", DeviceCount: 1}, f.err
 }
-func (f *fakeLocalGPUs) Devices() ([]nvml.Device, notices.List, error) {
+func (f *fakeLocalGPUs) Devices() ([]models.GPUDevice, notices.List, error) {
 	if f.err != nil {
 		return nil, nil, f.err
 	}
-	return []nvml.Device{f.dev(time.Now())}, notices.Warnings("ECC counts of GPU 0: not supported on this GPU (ERROR_NOT_SUPPORTED); the column is empty"), nil
+	return []models.GPUDevice{f.dev(time.Now())}, notices.Warnings("ECC counts of GPU 0: not supported on this GPU (ERROR_NOT_SUPPORTED); the column is empty"), nil
 }
-func (f *fakeLocalGPUs) Processes() ([]nvml.Process, notices.List, error) {
+func (f *fakeLocalGPUs) Processes() ([]models.GPUProcess, notices.List, error) {
 	if f.err != nil {
 		return nil, nil, f.err
 	}
-	return []nvml.Process{{GPU: 0, GPUUUID: "GPU-1", PID: 4242, Name: "python3", Cmdline: "python3 serve.py --model llama", Type: "compute", UsedBytes: ptr(50e9)}}, nil, nil
+	return []models.GPUProcess{{GPU: 0, GPUUUID: "GPU-1", PID: 4242, Name: "python3", Cmdline: "python3 serve.py --model llama", Type: "compute", UsedBytes: ptr(50e9)}}, nil, nil
 }
-func (f *fakeLocalGPUs) XIDs() ([]nvml.XIDEvent, notices.List, error) {
+func (f *fakeLocalGPUs) XIDs() ([]models.XIDEvent, notices.List, error) {
 	if f.err != nil {
 		return nil, nil, f.err
 	}
-	m, a := nvml.XIDMeaning(48)
-	return []nvml.XIDEvent{{Time: time.Now(), GPU: 0, GPUUUID: "GPU-1", XID: 48, Meaning: m, Action: a}}, nil, nil
+	m, a := classify.XIDMeaning(48)
+	return []models.XIDEvent{{Time: time.Now(), GPU: 0, GPUUUID: "GPU-1", XID: 48, Meaning: m, Action: a}}, nil, nil
 }
-func (f *fakeLocalGPUs) Series() ([]nvml.DeviceSeries, notices.List, error) {
+func (f *fakeLocalGPUs) Series() ([]models.GPUDeviceSeries, notices.List, error) {
 	if f.err != nil {
 		return nil, nil, f.err
 	}
-	s := nvml.DeviceSeries{Index: 0, Name: "NVIDIA H100 80GB HBM3", UUID: "GPU-1"}
+	s := models.GPUDeviceSeries{Index: 0, Name: "NVIDIA H100 80GB HBM3", UUID: "GPU-1"}
 	t0 := time.Now().Add(-10 * time.Second).Truncate(time.Second)
 	for i := range 10 {
 		s.Samples = append(s.Samples, f.dev(t0.Add(time.Duration(i)*time.Second)))
 	}
-	return []nvml.DeviceSeries{s}, nil, nil
+	return []models.GPUDeviceSeries{s}, nil, nil
 }
 func (f *fakeLocalGPUs) Interval() time.Duration { return time.Second }
+func (f *fakeLocalGPUs) Capacity() int           { return 300 }
 func (f *fakeLocalGPUs) Close()                  { f.closed++ }
 
-func localDatasource(t *testing.T, src nvml.Source) *Datasource {
+func localDatasource(t *testing.T, src models.LocalGPUSource) *Datasource {
 	ds := newTestDatasource(t, map[string]any{"nvmlEnabled": true}, nil)
 	if gpus, err := ds.src.LocalGPUs.Get(); err == nil {
 		gpus.Close()

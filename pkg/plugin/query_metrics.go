@@ -12,7 +12,6 @@ import (
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/correlate"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/frames"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/pyroscope"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/safe"
 )
 
@@ -35,10 +34,10 @@ func parseMetricsQuery(raw json.RawMessage) (*models.ProfileQuery, string, error
 		return nil, "", models.InvalidQuery(err)
 	}
 	switch opts.Aggregation {
-	case "", pyroscope.AggregationSum, pyroscope.AggregationAverage:
+	case "", models.AggregationSum, models.AggregationAverage:
 	default:
 		return nil, "", models.InvalidQueryf("field \"aggregation\" must be %q (the default) or %q, got %q",
-			pyroscope.AggregationSum, pyroscope.AggregationAverage, opts.Aggregation)
+			models.AggregationSum, models.AggregationAverage, opts.Aggregation)
 	}
 	return pq, opts.Aggregation, nil
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/correlate"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/frames"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/pyroscope"
 )
 
 // twoServices is what Pyroscope answers to a CPU query grouped by service_name over 15 s steps:
@@ -49,7 +48,7 @@ func profilesDS(t *testing.T, p *memProfiles, jsonData map[string]any) *Datasour
 }
 
 // lastSeries is the last series query p was asked.
-func lastSeries(t *testing.T, p *memProfiles) pyroscope.SeriesQuery {
+func lastSeries(t *testing.T, p *memProfiles) models.SeriesQuery {
 	t.Helper()
 	qs := p.seriesCalls()
 	if len(qs) == 0 {
@@ -170,7 +169,7 @@ func TestMetricsAggregationIsPassedOnOrRejected(t *testing.T) {
 	if res.Responses["avg"].Error != nil {
 		t.Fatal(res.Responses["avg"].Error)
 	}
-	if req := lastSeries(t, fake); req.Aggregation != pyroscope.AggregationAverage {
+	if req := lastSeries(t, fake); req.Aggregation != models.AggregationAverage {
 		t.Errorf("aggregation = %q, want average", req.Aggregation)
 	}
 	wantError(t, res.Responses["bad"], backend.ErrorSourceDownstream, `invalid metrics query: field "aggregation" must be "sum" (the default) or "average", got "max"`)
@@ -204,7 +203,7 @@ func TestMetricsQueryErrorsNameTheFieldTheSettingOrTheUpstream(t *testing.T) {
 // one empty series frame carries the reason, so the panel can show it.
 func TestEmptyProfileAndSeriesAnswersSayWhy(t *testing.T) {
 	fake := &memProfiles{
-		types:       []pyroscope.ProfileType{{ID: "process_cpu:cpu:nanoseconds:cpu:nanoseconds"}, {ID: "memory:alloc_objects:count:space:bytes"}},
+		types:       []models.ProfileType{{ID: "process_cpu:cpu:nanoseconds:cpu:nanoseconds"}, {ID: "memory:alloc_objects:count:space:bytes"}},
 		labelValues: map[string][]string{"service_name": {"ai-detector", "nemotron-backend"}},
 	}
 	ds := profilesDS(t, fake, nil)

@@ -13,17 +13,16 @@ import (
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/correlate"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/prometheus"
 )
 
 // memLatencies are the rows of the demo's histogram (demoLatencies as the client reads them): the backend's /api/detect with a slow
 // tail, the detector's /detect fast.
-func memLatencies() prometheus.LatencyResult {
-	row := func(service, endpoint string, q ...float64) prometheus.EndpointLatency {
-		return prometheus.EndpointLatency{Metric: "http_request_duration_seconds", Service: service, Endpoint: endpoint,
+func memLatencies() models.LatencyResult {
+	row := func(service, endpoint string, q ...float64) models.EndpointLatency {
+		return models.EndpointLatency{Metric: "http_request_duration_seconds", Service: service, Endpoint: endpoint,
 			Quantiles: q, Requests: 120, Good: math.NaN()}
 	}
-	return prometheus.LatencyResult{Rows: []prometheus.EndpointLatency{
+	return models.LatencyResult{Rows: []models.EndpointLatency{
 		row("nemotron-backend", "/api/detect", 0.12, 0.6, 1.4),
 		row("ai-detector", "/detect", 0.07, 0.09, 0.1),
 	}}

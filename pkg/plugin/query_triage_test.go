@@ -14,7 +14,6 @@ import (
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/correlate"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/notices"
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/prometheus"
 )
 
 // healthGPUs is a GPU store answering catalogue metrics from a table (metric → series), as
@@ -74,7 +73,7 @@ func triageFleet(start time.Time) (*healthGPUs, *memMetrics, *memTraces) {
 		"fb_used_percent": {{Labels: gpu0, Times: times, Values: flat(50)}, {Labels: gpu1, Times: times, Values: flat(60)}},
 		"pcie_replay":     {{Labels: gpu0, Times: times, Values: flat(0)}, {Labels: gpu1, Times: times, Values: flat(0)}},
 	}}
-	metrics := &memMetrics{kube: prometheus.KubeAnswer{Step: time.Minute, Terminations: []models.ContainerTermination{{
+	metrics := &memMetrics{kube: models.KubeAnswer{Step: time.Minute, Terminations: []models.ContainerTermination{{
 		Namespace: "inference", Pod: "llm-0", Container: "tokenizer", Node: "node-a", Reason: "OOMKilled", ExitCode: 137,
 		At: start.Add(10 * time.Minute), Restarts: 1, MemoryLimit: 4 << 30, Query: "max by (namespace, pod, container) (kube_pod_container_status_restarts_total)",
 	}}}}

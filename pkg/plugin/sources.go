@@ -150,12 +150,12 @@ func kernelStore(ks models.KernelTraceSettings, invalid error) correlate.Source[
 const nvmlOffMessage = "local GPUs (NVML) are off for this data source: turn on \"Local GPUs (NVML)\" in its settings (jsonData.nvmlEnabled: true); it reads the GPUs of the host Grafana runs on and needs the NVIDIA driver there"
 
 // localGPUs is the host's NVML sampler (it starts on first use), or why there is none.
-func localGPUs(s *models.Settings, invalid error) correlate.Source[nvml.Source] {
+func localGPUs(s *models.Settings, invalid error) correlate.Source[models.LocalGPUSource] {
 	switch {
 	case invalid != nil:
-		return correlate.Unavailable[nvml.Source](backend.DownstreamError(invalid))
+		return correlate.Unavailable[models.LocalGPUSource](backend.DownstreamError(invalid))
 	case !s.NVMLEnabled:
-		return correlate.Unavailable[nvml.Source](backend.DownstreamError(errors.New(nvmlOffMessage)))
+		return correlate.Unavailable[models.LocalGPUSource](backend.DownstreamError(errors.New(nvmlOffMessage)))
 	}
 	return correlate.Ready(nvml.New(nvml.Options{}))
 }

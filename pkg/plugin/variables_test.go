@@ -10,7 +10,6 @@ import (
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/correlate"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/pyroscope"
 )
 
 func TestFormatTraceDuration(t *testing.T) {
@@ -54,7 +53,7 @@ func texts(values []variableValue) []string {
 
 func TestVariablesAnswerFromPyroscope(t *testing.T) {
 	fake := labelsFake()
-	fake.types = []pyroscope.ProfileType{
+	fake.types = []models.ProfileType{
 		{ID: "process_cpu:cpu:nanoseconds:cpu:nanoseconds", Name: "process_cpu", SampleType: "cpu"},
 		{ID: "memory:alloc_objects:count:space:bytes", Name: "memory", SampleType: "alloc_objects"},
 	}

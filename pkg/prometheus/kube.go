@@ -33,20 +33,10 @@ const (
 // maxTerminationSteps bounds the steps of the restart series: the step dates a termination.
 const maxTerminationSteps = 720
 
-// KubeAnswer is the container terminations of a range, how they were read, and whether
-// Prometheus holds kube-state-metrics at all.
-type KubeAnswer struct {
-	Terminations []models.ContainerTermination
-	// Missing: Prometheus holds no restart series in the range (no kube-state-metrics).
-	Missing bool
-	Step    time.Duration
-	Notices notices.List
-}
-
 // ContainerTerminations reads the containers kube-state-metrics saw restart in [start, end] (the
 // pods and namespaces of f only), each dated by the step where its restart count rose, with the
 // reason and exit code of its last termination then, its pod's node and its memory limit.
-func (c *Client) ContainerTerminations(ctx context.Context, f models.GPUFilter, start, end time.Time) (ans KubeAnswer, err error) {
+func (c *Client) ContainerTerminations(ctx context.Context, f models.GPUFilter, start, end time.Time) (ans models.KubeAnswer, err error) {
 	ctx, span := upstream.StartSpan(ctx, models.Prometheus, "ContainerTerminations", attribute.String("hsi.range", end.Sub(start).String()))
 	defer func() { err = upstream.EndSpan(span, c.wrap(err)) }()
 	var ms []*labels.Matcher

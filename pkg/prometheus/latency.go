@@ -17,64 +17,18 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/notices"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/safe"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/upstream"
 )
-
-// LatencyQuantiles are the percentiles the latency table shows, in its column order.
-var LatencyQuantiles = []float64{0.5, 0.95, 0.99}
 
 // MinLatencyRange is the shortest rate window asked for: with fewer than two scrapes in the window
 // rate() has nothing to say, and 15–30 s scrape intervals are common.
 const MinLatencyRange = time.Minute
 
-// LatencyQuery asks for request-latency percentiles by endpoint over [End-Range, End].
-type LatencyQuery struct {
-	Histograms []models.LatencyHistogram
-	// Service and Endpoint are exact matches; empty matches all. They become label matchers in
-	// the PromQL AST, never text in a query string.
-	Service, Endpoint string
-	End               time.Time
-	Range             time.Duration
-	// Threshold, when set, asks for goodput: the requests answered within it (from the buckets).
-	Threshold time.Duration
-}
-
-// EndpointLatency is one endpoint's latency over the range, from one histogram.
-type EndpointLatency struct {
-	Metric   string // the histogram, without _bucket
-	Service  string
-	Endpoint string
-	// Quantiles hold the seconds at LatencyQuantiles; NaN where Prometheus had no answer.
-	Quantiles []float64
-	// Requests counts the requests in the range (increase of _count); NaN when unknown.
-	Requests float64
-	// Good counts the requests answered within LatencyQuery.Threshold (goodput × range); NaN when
-	// unknown. GoodExact is false when the threshold is not a bucket boundary: Good is then
-	// interpolated linearly inside its bucket, as histogram_quantile does.
-	Good      float64
-	GoodExact bool
-	// buckets are the requests by upper bound (le), cumulative, for Good.
-	buckets map[float64]float64
-}
-
-// LatencyResult is the latency table's rows, slowest p99 first, and what Prometheus warned about.
-type LatencyResult struct {
-	Rows []EndpointLatency
-	// Notices are Prometheus' warnings and the queries that failed while others answered.
-	Notices notices.List
-	// Queries are the PromQL expressions asked, for the notice and for users to paste elsewhere.
-	Queries []string
-	// Range is the window the figures cover (the panel's, at least MinLatencyRange): goodput
-	// per second is Good over it.
-	Range time.Duration
-}
-
 // latencyCall is one PromQL instant query of the latency table.
 type latencyCall struct {
 	hist     models.LatencyHistogram
-	quantile int // index into LatencyQuantiles; callCount or callBuckets
+	quantile int // index into models.LatencyQuantiles; callCount or callBuckets
 	expr     string
 }
 
@@ -86,14 +40,14 @@ const (
 
 // EndpointLatencies asks every histogram's percentiles and request counts, all in parallel. It
 // fails only when every call fails; otherwise failed calls become warnings.
-func (c *Client) EndpointLatencies(ctx context.Context, q LatencyQuery) (res LatencyResult, err error) {
+func (c *Client) EndpointLatencies(ctx context.Context, q models.LatencyQuery) (res models.LatencyResult, err error) {
 	if len(q.Histograms) == 0 {
 		return res, errors.New("no request-duration histogram is configured (jsonData.latencyHistograms)")
 	}
 	rng := max(q.Range.Round(time.Second), MinLatencyRange)
 	var calls []latencyCall
 	for _, h := range q.Histograms {
-		for i, quantile := range LatencyQuantiles {
+		for i, quantile := range models.LatencyQuantiles {
 			expr, err := QuantileExpr(h, quantile, q.Service, q.Endpoint, rng)
 			if err != nil {
 				return res, err
@@ -131,7 +85,9 @@ func (c *Client) EndpointLatencies(ctx context.Context, q LatencyQuery) (res Lat
 	}
 
 	type key struct{ metric, service, endpoint string }
-	rows := map[key]*EndpointLatency{}
+	rows := map[key]*models.EndpointLatency{}
+	// buckets are each row's requests by upper bound (le), cumulative, for Good.
+	buckets := map[key]map[float64]float64{}
 	var firstErr error
 	failed := 0
 	for i, a := range answers {
@@ -149,8 +105,8 @@ func (c *Client) EndpointLatencies(ctx context.Context, q LatencyQuery) (res Lat
 			k := key{call.hist.Metric, serviceOf(s.Metric, call.hist.ServiceLabels), string(s.Metric[model.LabelName(call.hist.EndpointLabel)])}
 			row := rows[k]
 			if row == nil {
-				row = &EndpointLatency{Metric: k.metric, Service: k.service, Endpoint: k.endpoint, Requests: math.NaN(), Good: math.NaN()}
-				for range LatencyQuantiles {
+				row = &models.EndpointLatency{Metric: k.metric, Service: k.service, Endpoint: k.endpoint, Requests: math.NaN(), Good: math.NaN()}
+				for range models.LatencyQuantiles {
 					row.Quantiles = append(row.Quantiles, math.NaN())
 				}
 				rows[k] = row
@@ -163,10 +119,10 @@ func (c *Client) EndpointLatencies(ctx context.Context, q LatencyQuery) (res Lat
 				if err != nil {
 					continue
 				}
-				if row.buckets == nil {
-					row.buckets = map[float64]float64{}
+				if buckets[k] == nil {
+					buckets[k] = map[float64]float64{}
 				}
-				row.buckets[le] += float64(s.Value)
+				buckets[k][le] += float64(s.Value)
 			default:
 				row.Quantiles[call.quantile] = float64(s.Value)
 			}
@@ -179,10 +135,9 @@ func (c *Client) EndpointLatencies(ctx context.Context, q LatencyQuery) (res Lat
 		res.Notices.Warnf("%d of %d latency queries failed, so some cells are empty: %v",
 			failed, len(calls), upstream.Wrap(models.Prometheus, c.url, firstErr))
 	}
-	for _, row := range rows {
-		if row.buckets != nil {
-			row.Good, row.GoodExact = requestsWithin(row.buckets, q.Threshold.Seconds())
-			row.buckets = nil
+	for k, row := range rows {
+		if b := buckets[k]; b != nil {
+			row.Good, row.GoodExact = requestsWithin(b, q.Threshold.Seconds())
 		}
 		// An endpoint without requests in the range has only NaN percentiles: it is not slow.
 		if row.Requests > 0 || slices.ContainsFunc(row.Quantiles, func(v float64) bool { return !math.IsNaN(v) }) {
@@ -195,15 +150,15 @@ func (c *Client) EndpointLatencies(ctx context.Context, q LatencyQuery) (res Lat
 
 // SortLatencies orders rows slowest first: by the highest quantile, then the next lower ones (a
 // row without p99 still ranks by its p95); missing values rank last.
-func SortLatencies(rows []EndpointLatency) {
-	at := func(r EndpointLatency, i int) float64 {
+func SortLatencies(rows []models.EndpointLatency) {
+	at := func(r models.EndpointLatency, i int) float64 {
 		if i < len(r.Quantiles) && !math.IsNaN(r.Quantiles[i]) {
 			return r.Quantiles[i]
 		}
 		return math.Inf(-1)
 	}
-	slices.SortFunc(rows, func(a, b EndpointLatency) int {
-		for i := len(LatencyQuantiles) - 1; i >= 0; i-- {
+	slices.SortFunc(rows, func(a, b models.EndpointLatency) int {
+		for i := len(models.LatencyQuantiles) - 1; i >= 0; i-- {
 			if c := cmp.Compare(at(b, i), at(a, i)); c != 0 {
 				return c
 			}

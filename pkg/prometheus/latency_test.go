@@ -160,7 +160,7 @@ func demoLatencyAnswers() map[string][]sample {
 func TestEndpointLatenciesJoinsQuantilesAndCountsSlowestFirst(t *testing.T) {
 	f := &fakeProm{answers: demoLatencyAnswers()}
 	c := f.serve(t)
-	res, err := c.EndpointLatencies(context.Background(), LatencyQuery{
+	res, err := c.EndpointLatencies(context.Background(), models.LatencyQuery{
 		Histograms: []models.LatencyHistogram{demoHist, otelHist}, End: time.Now(), Range: 10 * time.Second,
 	})
 	if err != nil {
@@ -196,7 +196,7 @@ func TestEndpointLatenciesJoinsQuantilesAndCountsSlowestFirst(t *testing.T) {
 func TestEndpointLatenciesDegradesToWarningsUnlessEverythingFails(t *testing.T) {
 	f := &fakeProm{answers: demoLatencyAnswers(), fail: "histogram_quantile(0.99"}
 	c := f.serve(t)
-	res, err := c.EndpointLatencies(context.Background(), LatencyQuery{Histograms: []models.LatencyHistogram{demoHist}, End: time.Now(), Range: time.Hour})
+	res, err := c.EndpointLatencies(context.Background(), models.LatencyQuery{Histograms: []models.LatencyHistogram{demoHist}, End: time.Now(), Range: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +209,7 @@ func TestEndpointLatenciesDegradesToWarningsUnlessEverythingFails(t *testing.T) 
 	}
 
 	f.fail = "http_request_duration_seconds"
-	_, err = c.EndpointLatencies(context.Background(), LatencyQuery{Histograms: []models.LatencyHistogram{demoHist}, End: time.Now(), Range: time.Hour})
+	_, err = c.EndpointLatencies(context.Background(), models.LatencyQuery{Histograms: []models.LatencyHistogram{demoHist}, End: time.Now(), Range: time.Hour})
 	if err == nil || !strings.Contains(err.Error(), "Prometheus (http://127.0.0.1:") || !strings.Contains(err.Error(), "503") {
 		t.Errorf("error %v", err)
 	}
@@ -226,7 +226,7 @@ func TestEndpointLatenciesNamesAnUnreachablePrometheus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = c.EndpointLatencies(context.Background(), LatencyQuery{Histograms: []models.LatencyHistogram{demoHist}, End: time.Now(), Range: time.Hour})
+	_, err = c.EndpointLatencies(context.Background(), models.LatencyQuery{Histograms: []models.LatencyHistogram{demoHist}, End: time.Now(), Range: time.Hour})
 	if err == nil || !strings.Contains(err.Error(), "Prometheus ("+url+"): unreachable") {
 		t.Errorf("error %v", err)
 	}
@@ -269,7 +269,7 @@ func TestEndpointLatenciesCountsTheRequestsWithinTheThreshold(t *testing.T) {
 	}
 	f := &fakeProm{answers: answers}
 	c := f.serve(t)
-	res, err := c.EndpointLatencies(context.Background(), LatencyQuery{
+	res, err := c.EndpointLatencies(context.Background(), models.LatencyQuery{
 		Histograms: []models.LatencyHistogram{demoHist}, End: time.Now(), Range: 2 * time.Minute, Threshold: 500 * time.Millisecond,
 	})
 	if err != nil {

@@ -41,16 +41,8 @@ func New(u models.Upstream, hc *http.Client) *Client {
 		frameFilter: newSelectorState("frame_filter")}
 }
 
-// ProfileType is one profile type the server has data for.
-type ProfileType struct {
-	ID         string `json:"id"`         // process_cpu:cpu:nanoseconds:cpu:nanoseconds
-	Name       string `json:"name"`       // process_cpu
-	SampleType string `json:"sampleType"` // cpu
-	SampleUnit string `json:"sampleUnit"` // nanoseconds
-}
-
 // ProfileTypes lists the profile types with data between start and end.
-func (c *Client) ProfileTypes(ctx context.Context, start, end time.Time) (types []ProfileType, err error) {
+func (c *Client) ProfileTypes(ctx context.Context, start, end time.Time) (types []models.ProfileType, err error) {
 	ctx, span := upstream.StartSpan(ctx, models.Pyroscope, "ProfileTypes")
 	defer func() { err = upstream.EndSpan(span, c.wrap(err)) }()
 	res, err := c.querier.ProfileTypes(ctx, connect.NewRequest(&querierv1.ProfileTypesRequest{
@@ -60,7 +52,7 @@ func (c *Client) ProfileTypes(ctx context.Context, start, end time.Time) (types 
 		return nil, err
 	}
 	for _, t := range res.Msg.GetProfileTypes() {
-		types = append(types, ProfileType{ID: t.GetID(), Name: t.GetName(), SampleType: t.GetSampleType(), SampleUnit: t.GetSampleUnit()})
+		types = append(types, models.ProfileType{ID: t.GetID(), Name: t.GetName(), SampleType: t.GetSampleType(), SampleUnit: t.GetSampleUnit()})
 	}
 	return types, nil
 }

@@ -87,7 +87,7 @@ func (c *Client) FrameFilterNotice(f models.FrameFilter, series bool) (text stri
 // checkSeriesFrameFilter settles whether the server applied frame_filter to q's series, which
 // cannot be seen in them: the same range asked as a flame graph with a filter that drops every
 // stack must come back empty. Pyroscope 1.x (known from trace_id_selector) is not asked.
-func (c *Client) checkSeriesFrameFilter(ctx context.Context, q SeriesQuery) {
+func (c *Client) checkSeriesFrameFilter(ctx context.Context, q models.SeriesQuery) {
 	if c.TraceSelectorSupport() == SelectorIgnored {
 		c.frameFilter.set(SelectorIgnored)
 		return

@@ -150,7 +150,7 @@ func TestFrameFilterOnPyroscope112IsAppliedToTheFlameGraphAndTheNoticeSaysTheSer
 	// Series cannot be filtered here: the probe (an exclude-everything flame graph) comes back
 	// full, and the notice warns.
 	c2 := newTraceClient(t, srv)
-	series, err := c2.Series(t.Context(), SeriesQuery{ProfileTypeID: "process_cpu:cpu:nanoseconds:cpu:nanoseconds", LabelSelector: `{service_name="api"}`,
+	series, err := c2.Series(t.Context(), models.SeriesQuery{ProfileTypeID: "process_cpu:cpu:nanoseconds:cpu:nanoseconds", LabelSelector: `{service_name="api"}`,
 		Start: at.Add(-time.Minute), End: at.Add(time.Minute), Step: time.Minute, FrameFilter: dropSleep})
 	if err != nil || len(series) != 1 {
 		t.Fatalf("%v, %v", series, err)
@@ -170,7 +170,7 @@ func TestFrameFilterOnAServerThatAppliesItNeedsNoNotice(t *testing.T) {
 	if err != nil || tree.Total != 30 {
 		t.Fatalf("%v, %v", tree, err)
 	}
-	series, err := c.Series(t.Context(), SeriesQuery{ProfileTypeID: "process_cpu:cpu:nanoseconds:cpu:nanoseconds", LabelSelector: `{service_name="api"}`,
+	series, err := c.Series(t.Context(), models.SeriesQuery{ProfileTypeID: "process_cpu:cpu:nanoseconds:cpu:nanoseconds", LabelSelector: `{service_name="api"}`,
 		Start: at.Add(-time.Minute), End: at.Add(time.Minute), Step: time.Minute, FrameFilter: dropSleep})
 	if err != nil || len(series) != 1 || series[0].Points[0].Value != 30 {
 		t.Fatalf("%v, %v", series, err)

@@ -157,7 +157,7 @@ func FuzzSeriesReply(f *testing.F) {
 			return // not a message the client could decode: the garbage faults cover those replies
 		}
 		q.set(&m, nil)
-		series, err := c.Series(context.Background(), SeriesQuery{ProfileTypeID: models.DefaultProfileTypeID, Start: from, End: to, Step: 15 * time.Second})
+		series, err := c.Series(context.Background(), models.SeriesQuery{ProfileTypeID: models.DefaultProfileTypeID, Start: from, End: to, Step: 15 * time.Second})
 		if err != nil {
 			t.Fatalf("a well-formed reply failed: %v", err)
 		}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"connectrpc.com/connect"
 	querierv1 "github.com/grafana/pyroscope/api/gen/proto/go/querier/v1"
@@ -18,27 +17,10 @@ import (
 // HeatmapSince is the first Pyroscope version that has SelectHeatmap.
 const HeatmapSince = "1.19"
 
-// HeatmapQuery asks how many individual profiles (or spans) of each value fell in each time slot,
-// as Grafana's Pyroscope data source does (GetHeatmap in pyroscopeClient.go).
-type HeatmapQuery struct {
-	ProfileTypeID string
-	LabelSelector string
-	Start, End    time.Time
-	// Step is the width of each time slot; Pyroscope reads it in (fractional) seconds.
-	Step    time.Duration
-	GroupBy []string
-	// Limit keeps the Limit series with the largest totals; 0 keeps them all.
-	Limit int64
-	// Spans counts spans (heatmapType "span") rather than individual profiles ("individual").
-	Spans bool
-	// Exemplars asks for exemplars of the heatmap's own kind: profiles, or spans.
-	Exemplars bool
-}
-
 // Heatmap runs SelectHeatmap. A server without the call (before Pyroscope 1.19: HTTP 404, which
 // Connect reads as unimplemented) gives a *models.UnsupportedError, errors.Is
 // models.ErrUnsupported, so the caller can fall back to series.
-func (c *Client) Heatmap(ctx context.Context, q HeatmapQuery) (series []models.HeatmapSeries, err error) {
+func (c *Client) Heatmap(ctx context.Context, q models.HeatmapQuery) (series []models.HeatmapSeries, err error) {
 	req := &querierv1.SelectHeatmapRequest{
 		ProfileTypeID: q.ProfileTypeID,
 		LabelSelector: q.LabelSelector,
@@ -48,14 +30,14 @@ func (c *Client) Heatmap(ctx context.Context, q HeatmapQuery) (series []models.H
 		GroupBy:       q.GroupBy,
 		QueryType:     querierv1.HeatmapQueryType_HEATMAP_QUERY_TYPE_INDIVIDUAL,
 	}
-	kind := ExemplarsIndividual
+	kind := models.ExemplarsIndividual
 	if q.Spans {
-		req.QueryType, kind = querierv1.HeatmapQueryType_HEATMAP_QUERY_TYPE_SPAN, ExemplarsSpan
+		req.QueryType, kind = querierv1.HeatmapQueryType_HEATMAP_QUERY_TYPE_SPAN, models.ExemplarsSpan
 	}
 	// The exemplar type must match the query type or be NONE (querier.proto).
-	req.ExemplarType = ExemplarsNone.proto()
+	req.ExemplarType = exemplarProto(models.ExemplarsNone)
 	if q.Exemplars {
-		req.ExemplarType = kind.proto()
+		req.ExemplarType = exemplarProto(kind)
 	}
 	if q.Limit > 0 {
 		limit := q.Limit
@@ -106,12 +88,3 @@ func unsupportedOr(call, since string, err error) error {
 // errNotAvailableInV1Frontend, unimplemented); in v1-v2 dual mode a range reaching back before
 // the split gets it (split.go). Pyroscope 1.x has no such route: its 404 reads "404 Not Found".
 const v1FrontendRefusal = "This endpoint is not available in v1 frontend"
-
-// HeatmapFallbackNotice is what a panel says when its heatmap (includeHeatmap) could not be had
-// and series are shown instead: err is the *models.UnsupportedError Heatmap returned.
-func HeatmapFallbackNotice(err error) string {
-	if ue, ok := errors.AsType[*models.UnsupportedError](err); ok && ue.V1Range {
-		return "heatmap (includeHeatmap): this Pyroscope (2.x in v1-v2 dual mode) serves SelectHeatmap only over its v2 storage, and this time range reaches back into its v1 storage: series shown; a range starting after the server's v1/v2 split gets the heatmap"
-	}
-	return fmt.Sprintf("heatmap (includeHeatmap) needs Pyroscope %s or newer (SelectHeatmap); this server does not have it: series shown", HeatmapSince)
-}

@@ -130,7 +130,7 @@ func TestLabelAndSeriesErrorsNamePyroscopeAndItsURL(t *testing.T) {
 	c, url := newFakeClient(t, f)
 	_, err1 := c.LabelNames(context.Background(), "{}", from, to)
 	_, err2 := c.LabelValues(context.Background(), "service_name", "{}", from, to)
-	_, err3 := c.Series(context.Background(), SeriesQuery{ProfileTypeID: models.DefaultProfileTypeID, Step: 15 * time.Second})
+	_, err3 := c.Series(context.Background(), models.SeriesQuery{ProfileTypeID: models.DefaultProfileTypeID, Step: 15 * time.Second})
 	for _, err := range []error{err1, err2, err3} {
 		if err == nil || !strings.Contains(err.Error(), "Pyroscope ("+url+")") || !strings.Contains(err.Error(), "parse error at char 5") {
 			t.Errorf("error = %v", err)

@@ -182,8 +182,8 @@ func TestSeriesBringExemplarsAndAnnotationsFromANewerServerOnly(t *testing.T) {
 		srv.Add(pyroscopetest.Sample{Series: map[string]string{"service_name": "api", "pod": "api-1"}, ProfileID: profileA, Time: at.Add(time.Second),
 			Stack: "main.handle;main.dbQuery", Value: 1, Annotations: []models.ProfileAnnotation{throttle}})
 		c := newTraceClient(t, srv)
-		series, err := c.Series(t.Context(), SeriesQuery{ProfileTypeID: cpu, LabelSelector: `{service_name="api"}`, Start: at, End: at.Add(time.Minute),
-			Step: time.Minute, GroupBy: []string{"service_name"}, Exemplars: ExemplarsIndividual, StackTraceSelector: []string{"main.handle"}})
+		series, err := c.Series(t.Context(), models.SeriesQuery{ProfileTypeID: cpu, LabelSelector: `{service_name="api"}`, Start: at, End: at.Add(time.Minute),
+			Step: time.Minute, GroupBy: []string{"service_name"}, Exemplars: models.ExemplarsIndividual, StackTraceSelector: []string{"main.handle"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -219,11 +219,11 @@ func TestSeriesBringExemplarsAndAnnotationsFromANewerServerOnly(t *testing.T) {
 func TestSeriesRejectsAnUnknownExemplarTypeWithoutCallingPyroscope(t *testing.T) {
 	f := &fakeQuerier{}
 	c, _ := newFakeClient(t, f)
-	_, err := c.Series(t.Context(), SeriesQuery{ProfileTypeID: cpu, Step: time.Second, Exemplars: "all"})
+	_, err := c.Series(t.Context(), models.SeriesQuery{ProfileTypeID: cpu, Step: time.Second, Exemplars: "all"})
 	if err == nil || !strings.Contains(err.Error(), `series exemplars must be "individual" or "span", got "all"`) || f.requests != 0 {
 		t.Errorf("%v after %d requests", err, f.requests)
 	}
-	if _, err := c.Series(t.Context(), SeriesQuery{ProfileTypeID: cpu, Step: time.Second}); err != nil {
+	if _, err := c.Series(t.Context(), models.SeriesQuery{ProfileTypeID: cpu, Step: time.Second}); err != nil {
 		t.Fatal(err)
 	}
 	if f.series1.ExemplarType != typesv1.ExemplarType_EXEMPLAR_TYPE_UNSPECIFIED || f.series1.StackTraceSelector != nil {
@@ -237,7 +237,7 @@ func TestHeatmapAsksSelectHeatmapAndConvertsTheSlots(t *testing.T) {
 	twoProfiles(srv, at.Add(10*time.Second))
 	c := newTraceClient(t, srv)
 
-	series, err := c.Heatmap(t.Context(), HeatmapQuery{ProfileTypeID: cpu, LabelSelector: `{service_name="api"}`, Start: at, End: at.Add(2 * time.Minute),
+	series, err := c.Heatmap(t.Context(), models.HeatmapQuery{ProfileTypeID: cpu, LabelSelector: `{service_name="api"}`, Start: at, End: at.Add(2 * time.Minute),
 		Step: time.Minute, GroupBy: []string{"service_name"}, Limit: 3, Exemplars: true})
 	if err != nil {
 		t.Fatal(err)
@@ -260,7 +260,7 @@ func TestHeatmapAsksSelectHeatmapAndConvertsTheSlots(t *testing.T) {
 		t.Errorf("series\n%+v\nwant\n%+v", series, want)
 	}
 
-	if _, err := c.Heatmap(t.Context(), HeatmapQuery{ProfileTypeID: cpu, LabelSelector: "{}", Start: at, End: at.Add(time.Minute), Step: time.Minute, Spans: true}); err != nil {
+	if _, err := c.Heatmap(t.Context(), models.HeatmapQuery{ProfileTypeID: cpu, LabelSelector: "{}", Start: at, End: at.Add(time.Minute), Step: time.Minute, Spans: true}); err != nil {
 		t.Fatal(err)
 	}
 	if req := srv.HeatmapCalls()[1]; req.QueryType != querierv1.HeatmapQueryType_HEATMAP_QUERY_TYPE_SPAN || req.ExemplarType != typesv1.ExemplarType_EXEMPLAR_TYPE_NONE || req.Limit != nil {
@@ -271,7 +271,7 @@ func TestHeatmapAsksSelectHeatmapAndConvertsTheSlots(t *testing.T) {
 func TestHeatmapOnPyroscope112SaysWhichVersionHasIt(t *testing.T) {
 	srv := &pyroscopetest.Server{Version: pyroscopetest.V112}
 	c := newTraceClient(t, srv)
-	_, err := c.Heatmap(t.Context(), HeatmapQuery{ProfileTypeID: cpu, LabelSelector: "{}", Start: time.Now().Add(-time.Hour), End: time.Now(), Step: time.Minute})
+	_, err := c.Heatmap(t.Context(), models.HeatmapQuery{ProfileTypeID: cpu, LabelSelector: "{}", Start: time.Now().Add(-time.Hour), End: time.Now(), Step: time.Minute})
 	if !errors.Is(err, models.ErrUnsupported) || !backend.IsDownstreamError(err) {
 		t.Fatalf("err = %v; want models.ErrUnsupported, downstream", err)
 	}

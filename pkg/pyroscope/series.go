@@ -3,7 +3,6 @@ package pyroscope
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"connectrpc.com/connect"
 	querierv1 "github.com/grafana/pyroscope/api/gen/proto/go/querier/v1"
@@ -14,55 +13,12 @@ import (
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/upstream"
 )
 
-// Aggregations a series query may ask for; Pyroscope sums the samples within a step unless told
-// to average them (Grafana's Pyroscope data source never sets it, so sum it is by default).
-const (
-	AggregationSum     = "sum"
-	AggregationAverage = "average"
-)
-
-// SeriesQuery asks for a profile type's values over time, as Grafana's Pyroscope data source
-// does (GetSeries in pyroscopeClient.go).
-type SeriesQuery struct {
-	ProfileTypeID string
-	LabelSelector string
-	Start, End    time.Time
-	// Step is the width of each point; Pyroscope reads it in (fractional) seconds.
-	Step    time.Duration
-	GroupBy []string
-	// Limit keeps the Limit series with the largest totals; 0 keeps them all.
-	Limit int64
-	// Aggregation is "", AggregationSum or AggregationAverage.
-	Aggregation string
-	// Exemplars asks for the individual profiles behind each point (exemplar_type): ExemplarsNone
-	// or ExemplarsIndividual. Servers before Pyroscope 1.17 answer without them, silently.
-	Exemplars ExemplarType
-	// StackTraceSelector keeps only the samples of stacks under this call site, root first.
-	StackTraceSelector []string
-	// FrameFilter keeps only the stacks it keeps, where the server applies frame_filter; whether
-	// it did is checked when the answer is not empty (FrameFilterNotice says it).
-	FrameFilter models.FrameFilter
-}
-
-// ExemplarsSince is the first Pyroscope version that answers exemplars on SelectSeries (and
-// filters by profile_id_selector, which exemplars' links use); older ones ignore the request.
-const ExemplarsSince = "1.17"
-
-// ExemplarType is which exemplars a query asks for: none, individual profiles or spans.
-type ExemplarType string
-
-const (
-	ExemplarsNone       ExemplarType = ""
-	ExemplarsIndividual ExemplarType = "individual"
-	ExemplarsSpan       ExemplarType = "span"
-)
-
-// proto is Pyroscope's exemplar_type for t; NONE for anything else, as the callers validate it.
-func (t ExemplarType) proto() typesv1.ExemplarType {
+// exemplarProto is Pyroscope's exemplar_type for t; NONE for anything else, as the callers validate it.
+func exemplarProto(t models.ExemplarType) typesv1.ExemplarType {
 	switch t {
-	case ExemplarsIndividual:
+	case models.ExemplarsIndividual:
 		return typesv1.ExemplarType_EXEMPLAR_TYPE_INDIVIDUAL
-	case ExemplarsSpan:
+	case models.ExemplarsSpan:
 		return typesv1.ExemplarType_EXEMPLAR_TYPE_SPAN
 	}
 	return typesv1.ExemplarType_EXEMPLAR_TYPE_NONE
@@ -70,7 +26,7 @@ func (t ExemplarType) proto() typesv1.ExemplarType {
 
 // Series runs SelectSeries. Each point carries the exemplars and annotations Pyroscope attached
 // to it (annotations come unasked; exemplars only when q.Exemplars asks and the server has them).
-func (c *Client) Series(ctx context.Context, q SeriesQuery) (series []models.ProfileSeries, err error) {
+func (c *Client) Series(ctx context.Context, q models.SeriesQuery) (series []models.ProfileSeries, err error) {
 	req := &querierv1.SelectSeriesRequest{
 		ProfileTypeID:      q.ProfileTypeID,
 		LabelSelector:      q.LabelSelector,
@@ -81,26 +37,26 @@ func (c *Client) Series(ctx context.Context, q SeriesQuery) (series []models.Pro
 		StackTraceSelector: stackTraceSelector(q.StackTraceSelector, q.FrameFilter),
 	}
 	switch q.Exemplars {
-	case ExemplarsNone:
+	case models.ExemplarsNone:
 		// Left unset (UNSPECIFIED), as Grafana leaves it when exemplars are off.
-	case ExemplarsIndividual, ExemplarsSpan:
-		req.ExemplarType = q.Exemplars.proto()
+	case models.ExemplarsIndividual, models.ExemplarsSpan:
+		req.ExemplarType = exemplarProto(q.Exemplars)
 	default:
-		return nil, fmt.Errorf("series exemplars must be %q or %q, got %q", ExemplarsIndividual, ExemplarsSpan, q.Exemplars)
+		return nil, fmt.Errorf("series exemplars must be %q or %q, got %q", models.ExemplarsIndividual, models.ExemplarsSpan, q.Exemplars)
 	}
 	if q.Limit > 0 {
 		limit := q.Limit
 		req.Limit = &limit
 	}
 	switch q.Aggregation {
-	case "", AggregationSum:
+	case "", models.AggregationSum:
 		// Left unset, as Grafana leaves it: the server's default is the sum.
-	case AggregationAverage:
+	case models.AggregationAverage:
 		agg := typesv1.TimeSeriesAggregationType_TIME_SERIES_AGGREGATION_TYPE_AVERAGE
 		req.Aggregation = &agg
 	default:
 		// Callers validate this; checked before the call so it is not blamed on Pyroscope.
-		return nil, fmt.Errorf("series aggregation must be %q or %q, got %q", AggregationSum, AggregationAverage, q.Aggregation)
+		return nil, fmt.Errorf("series aggregation must be %q or %q, got %q", models.AggregationSum, models.AggregationAverage, q.Aggregation)
 	}
 
 	ctx, span := upstream.StartSpan(ctx, models.Pyroscope, "SelectSeries",

@@ -21,10 +21,10 @@ func TestSeriesSendsTheQueryAndConvertsTheReply(t *testing.T) {
 		Points: []*typesv1.Point{{Timestamp: 1000, Value: 1.5}, {Timestamp: 16000, Value: 2}},
 	}}}
 	c, _ := newFakeClient(t, f)
-	series, err := c.Series(context.Background(), SeriesQuery{
+	series, err := c.Series(context.Background(), models.SeriesQuery{
 		ProfileTypeID: models.DefaultProfileTypeID, LabelSelector: `{service_name="ai-detector"}`,
 		Start: from, End: to, Step: 1500 * time.Millisecond, GroupBy: []string{"service_name"}, Limit: 5,
-		Aggregation: AggregationAverage,
+		Aggregation: models.AggregationAverage,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -41,7 +41,7 @@ func TestSeriesSendsTheQueryAndConvertsTheReply(t *testing.T) {
 		t.Errorf("series = %+v, want %+v", series, want)
 	}
 
-	if _, err := c.Series(context.Background(), SeriesQuery{ProfileTypeID: models.DefaultProfileTypeID, Step: time.Second}); err != nil {
+	if _, err := c.Series(context.Background(), models.SeriesQuery{ProfileTypeID: models.DefaultProfileTypeID, Step: time.Second}); err != nil {
 		t.Fatal(err)
 	}
 	if f.series1.Limit != nil || f.series1.Aggregation != nil {
@@ -52,7 +52,7 @@ func TestSeriesSendsTheQueryAndConvertsTheReply(t *testing.T) {
 func TestSeriesRejectsAnUnknownAggregationWithoutCallingPyroscope(t *testing.T) {
 	f := &fakeQuerier{}
 	c, _ := newFakeClient(t, f)
-	_, err := c.Series(context.Background(), SeriesQuery{ProfileTypeID: models.DefaultProfileTypeID, Step: time.Second, Aggregation: "max"})
+	_, err := c.Series(context.Background(), models.SeriesQuery{ProfileTypeID: models.DefaultProfileTypeID, Step: time.Second, Aggregation: "max"})
 	if err == nil || !strings.Contains(err.Error(), `series aggregation must be "sum" or "average", got "max"`) || strings.Contains(err.Error(), "Pyroscope (") {
 		t.Errorf("error = %v", err)
 	}

@@ -2,7 +2,6 @@ package pyroscope
 
 import (
 	"errors"
-	"strings"
 	"testing"
 	"time"
 
@@ -73,15 +72,14 @@ func TestDualModeHeatmapRefusalIsNotAMissingCall(t *testing.T) {
 	srv := &pyroscopetest.Server{Version: pyroscopetest.V2, V1Until: at.Add(-3 * time.Minute)}
 	requestSamples(srv, "ai-detector", at)
 	c := newTraceClient(t, srv)
-	hq := HeatmapQuery{ProfileTypeID: "process_cpu:cpu:nanoseconds:cpu:nanoseconds", LabelSelector: `{service_name="ai-detector"}`,
+	hq := models.HeatmapQuery{ProfileTypeID: "process_cpu:cpu:nanoseconds:cpu:nanoseconds", LabelSelector: `{service_name="ai-detector"}`,
 		Start: at.Add(-10 * time.Minute), End: at.Add(time.Minute), Step: time.Minute}
 	_, err := c.Heatmap(t.Context(), hq)
 	if !errors.Is(err, models.ErrUnsupported) {
 		t.Fatalf("err = %v", err)
 	}
-	notice := HeatmapFallbackNotice(err)
-	if !strings.Contains(notice, "serves SelectHeatmap only over its v2 storage") || strings.Contains(notice, "needs Pyroscope") {
-		t.Errorf("notice %q", notice)
+	if ue, _ := errors.AsType[*models.UnsupportedError](err); ue == nil || !ue.V1Range || ue.Call != "SelectHeatmap" {
+		t.Errorf("dual-mode refusal = %#v, want SelectHeatmap refused for its v1 range", err)
 	}
 	hq.Start = at.Add(-2 * time.Minute)
 	if _, err := c.Heatmap(t.Context(), hq); err != nil {
@@ -90,7 +88,7 @@ func TestDualModeHeatmapRefusalIsNotAMissingCall(t *testing.T) {
 
 	old := newTraceClient(t, &pyroscopetest.Server{Version: pyroscopetest.V112})
 	_, err = old.Heatmap(t.Context(), hq)
-	if notice := HeatmapFallbackNotice(err); !strings.Contains(notice, "needs Pyroscope 1.19 or newer") {
-		t.Errorf("1.12 notice %q", notice)
+	if ue, _ := errors.AsType[*models.UnsupportedError](err); ue == nil || ue.V1Range || ue.Since != "1.19" {
+		t.Errorf("1.12 refusal = %#v, want SelectHeatmap missing before 1.19", err)
 	}
 }

@@ -6,8 +6,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/classify"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/nvml"
 )
 
 // ReasonOOMKilled is the termination reason the kubelet gives a container the kernel killed for
@@ -100,7 +100,7 @@ func gpuHealth(ev *Evidence, gpus []*gpu) []Failure {
 					continue // another pod's copy of the same GPU's series
 				}
 				seen[k] = true
-				meaning, action := nvml.XIDMeaning(code)
+				meaning, action := classify.XIDMeaning(code)
 				f := g.failure(models.ClassXID, s.Times[i])
 				f.Title = fmt.Sprintf("XID %d on %s: %s", code, g.name(), meaning)
 				f.Runbook.Mitigation = action + "; " + f.Runbook.Mitigation
