@@ -39,8 +39,8 @@ bench() {
   grep -E '^Benchmark' "$log" | tee -a "$raw" >&2
 }
 
-log "unit benchmarks (benchtime $benchtime): frames, classify, plugin, gputrace"
-bench unit -bench . ./pkg/frames/ ./pkg/classify/ ./pkg/plugin/ ./pkg/gputrace/
+log "unit benchmarks (benchtime $benchtime): frames, classify, plugin, gputrace (and its readers and store)"
+bench unit -bench . ./pkg/frames/ ./pkg/classify/ ./pkg/plugin/ ./pkg/gputrace/...
 
 if [ -n "${HSI_TESTBED_PROMETHEUS_URL:-}" ]; then
   log "using the test bed already named by HSI_TESTBED_* ($HSI_TESTBED_PROMETHEUS_URL, ...)"

@@ -10,7 +10,7 @@
 // One host thread (pid = tid = 1234) and one GPU (Scenario.Device), all GPU work on stream 7,
 // PyTorch's default stream. The work sits inside one user_annotation [Start, Start+Duration)
 // named "request <traceID> span <spanID>" (as record_function writes it), mirrored by a
-// gpu_user_annotation over the GPU work. gputrace.TraceIDsIn takes the first 16- or 32-digit hex
+// gpu_user_annotation over the GPU work. activity.TraceIDsIn takes the first 16- or 32-digit hex
 // run of that name for the request's trace ID, so the trace ID comes first and must hold a letter
 // a–f; correlate.AttributeKernels gives the annotation's kernels to the span whose ID the name
 // contains. Every CUDA call sits in the cpu_op that made it (aten::addmm, aten::item ->

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace/activity"
 )
 
 // sameTrace compares trace IDs in any case; a 16-digit ID matches the low half of a 32-digit one.
@@ -96,7 +97,7 @@ func AttributeKernels(rows []SpanRow, traceID string, results []*gputrace.Result
 // inside it).
 func wholeFileIsRequest(r *gputrace.Result, traceID string) bool {
 	for _, id := range r.TraceIDs {
-		if id.Source != gputrace.SourceAnnotation && sameTrace(id.ID, traceID) {
+		if id.Source != activity.SourceAnnotation && sameTrace(id.ID, traceID) {
 			return true
 		}
 	}

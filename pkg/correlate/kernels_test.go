@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace/activity"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 )
 
@@ -41,7 +42,7 @@ func TestAttributeKernels(t *testing.T) {
 	// A file named for the request holds only its kernels: all of them count, the unannotated
 	// ones on the root span.
 	named := &gputrace.Result{
-		TraceIDs:  []gputrace.TraceID{{ID: trace, Source: gputrace.SourceFileName}},
+		TraceIDs:  []activity.TraceID{{ID: trace, Source: activity.SourceFileName}},
 		Kernels:   []gputrace.KernelSummary{{Name: "gemm", Total: 20000}, {Name: "softmax", Total: 500}},
 		ByTraceID: []gputrace.TraceKernelTime{{TraceID: trace, Kernels: 1, KernelTime: 500}},
 		Annotations: []gputrace.AnnotationKernels{

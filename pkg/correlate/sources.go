@@ -50,14 +50,14 @@ type GPUMetrics interface {
 }
 
 // KernelTraces is the analysed kernel traces that name a request, and warnings about those
-// that could not be found or read (gputrace.Store answers it).
+// that could not be found or read (tracestore.Store answers it).
 type KernelTraces interface {
 	KernelTracesOf(ctx context.Context, traceID string) ([]*gputrace.Result, notices.List)
 }
 
 // KernelBaselines is KernelTraces that also counts, from the same listing and without reading
 // any file, the other requests whose traces a kernels diff of the request would take as its
-// default baseline (gputrace.Store answers it): the verdict links GPU causes to that diff.
+// default baseline (tracestore.Store answers it): the verdict links GPU causes to that diff.
 type KernelBaselines interface {
 	KernelTracesWithBaseline(ctx context.Context, traceID string) ([]*gputrace.Result, int, notices.List)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/classify"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/correlate"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace/activity"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 )
 
@@ -25,23 +26,23 @@ type gpuWork struct {
 
 func (g *gpuWork) launch(s, e, ks, ke int64) {
 	g.corr++
-	g.c.Add(gputrace.Activity{Kind: gputrace.KindRuntime, Name: "cudaLaunchKernel", Start: s, End: e, Correlation: g.corr})
-	g.c.Add(gputrace.Activity{Kind: gputrace.KindKernel, Name: fmt.Sprintf("kernel_%d", g.rng.IntN(5)), Start: ks, End: ke, Stream: 7, Correlation: g.corr})
+	g.c.Add(activity.Activity{Kind: activity.KindRuntime, Name: "cudaLaunchKernel", Start: s, End: e, Correlation: g.corr})
+	g.c.Add(activity.Activity{Kind: activity.KindKernel, Name: fmt.Sprintf("kernel_%d", g.rng.IntN(5)), Start: ks, End: ke, Stream: 7, Correlation: g.corr})
 }
 
 func (g *gpuWork) copy(s, e, cs, ce int64) {
 	g.corr++
-	g.c.Add(gputrace.Activity{Kind: gputrace.KindRuntime, Name: "cudaMemcpyAsync", Start: s, End: e, Correlation: g.corr})
-	g.c.Add(gputrace.Activity{Kind: gputrace.KindMemcpy, Name: "Memcpy HtoD (Pageable -> Device)", Start: cs, End: ce, Stream: 7, Correlation: g.corr, Bytes: (ce - cs) * 10})
+	g.c.Add(activity.Activity{Kind: activity.KindRuntime, Name: "cudaMemcpyAsync", Start: s, End: e, Correlation: g.corr})
+	g.c.Add(activity.Activity{Kind: activity.KindMemcpy, Name: "Memcpy HtoD (Pageable -> Device)", Start: cs, End: ce, Stream: 7, Correlation: g.corr, Bytes: (ce - cs) * 10})
 }
 
 func (g *gpuWork) op(name string, s, e int64) {
-	g.c.Add(gputrace.Activity{Kind: gputrace.KindCPUOp, Name: name, Start: s, End: e})
+	g.c.Add(activity.Activity{Kind: activity.KindCPUOp, Name: name, Start: s, End: e})
 }
 
 func (g *gpuWork) call(name string, s, e int64) {
 	g.corr++
-	g.c.Add(gputrace.Activity{Kind: gputrace.KindRuntime, Name: name, Start: s, End: e, Correlation: g.corr})
+	g.c.Add(activity.Activity{Kind: activity.KindRuntime, Name: name, Start: s, End: e, Correlation: g.corr})
 }
 
 // write fills [0, window) with the mechanism's pattern and returns the idle time it holds.
@@ -144,7 +145,7 @@ func TestRandomGPUWaitsAreNamedByTheirMechanism(t *testing.T) {
 		tr := &models.Trace{TraceID: root.TraceID, Spans: []models.Span{root, gpuSpan}}
 
 		g := &gpuWork{c: gputrace.NewCollector(gputrace.Limits{}), rng: rand.New(rand.NewPCG(uint64(n), 9))}
-		g.c.Add(gputrace.Activity{Kind: gputrace.KindAnnotation, Name: "request " + tr.TraceID + " span " + gpuSpan.SpanID, Start: 0, End: window + int64(time.Millisecond)})
+		g.c.Add(activity.Activity{Kind: activity.KindAnnotation, Name: "request " + tr.TraceID + " span " + gpuSpan.SpanID, Start: 0, End: window + int64(time.Millisecond)})
 		injected := g.write(pattern, window)
 		result := g.c.Result(gputrace.AnalysisOptions{})
 		if injected < 0 {
@@ -205,7 +206,7 @@ func TestSharedGPUNamesTheOtherPods(t *testing.T) {
 		gpuSpan := jspan(fmt.Sprintf("f%015x", n), root.SpanID, gpuSvc, randomName(rng), 5, spanMs)
 		tr := &models.Trace{TraceID: root.TraceID, Spans: []models.Span{root, gpuSpan}}
 		g := &gpuWork{c: gputrace.NewCollector(gputrace.Limits{}), rng: rand.New(rand.NewPCG(uint64(n), 5))}
-		g.c.Add(gputrace.Activity{Kind: gputrace.KindAnnotation, Name: "request " + tr.TraceID + " span " + gpuSpan.SpanID, Start: 0, End: window + int64(time.Millisecond)})
+		g.c.Add(activity.Activity{Kind: activity.KindAnnotation, Name: "request " + tr.TraceID + " span " + gpuSpan.SpanID, Start: 0, End: window + int64(time.Millisecond)})
 		g.write(PartSharedGPU, window)
 		result := g.c.Result(gputrace.AnalysisOptions{})
 		ans := answerOf(tr, nil, nil)

@@ -9,6 +9,7 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/data"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace/activity"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/notices"
 )
 
@@ -214,7 +215,7 @@ func (b *timelineBuilder) file(n uint64, f TimelineFile) {
 		b.span(id(i+1), parent, op, names[s], stags[s], at(a.Start), at(a.End), activityTags(a))
 		if l := tree.Launch[i]; l >= 0 {
 			link := "launch"
-			if a.Kind == gputrace.KindSync {
+			if a.Kind == activity.KindSync {
 				link = "synchronising call"
 			}
 			r := rawJSON([]map[string]any{{"traceID": b.traceID, "spanID": ids[l],
@@ -232,32 +233,32 @@ func epochMillis(ns int64) float64 {
 }
 
 // categoryOf names an activity's kind as Kineto's `cat` does.
-func categoryOf(k gputrace.Kind) string {
+func categoryOf(k activity.Kind) string {
 	switch k {
-	case gputrace.KindKernel:
+	case activity.KindKernel:
 		return "kernel"
-	case gputrace.KindMemcpy:
+	case activity.KindMemcpy:
 		return "gpu_memcpy"
-	case gputrace.KindMemset:
+	case activity.KindMemset:
 		return "gpu_memset"
-	case gputrace.KindRuntime:
+	case activity.KindRuntime:
 		return "cuda_runtime"
-	case gputrace.KindDriver:
+	case activity.KindDriver:
 		return "cuda_driver"
-	case gputrace.KindAnnotation:
+	case activity.KindAnnotation:
 		return "user_annotation"
-	case gputrace.KindGPUAnnotation:
+	case activity.KindGPUAnnotation:
 		return "gpu_user_annotation"
-	case gputrace.KindSync:
+	case activity.KindSync:
 		return "cuda_sync"
-	case gputrace.KindCPUOp:
+	case activity.KindCPUOp:
 		return "cpu_op"
 	}
 	return "other"
 }
 
 // activityTags are what the span's details list: its category, where it ran and what joins it.
-func activityTags(a gputrace.Activity) []tag {
+func activityTags(a activity.Activity) []tag {
 	tags := []tag{{"category", categoryOf(a.Kind)}}
 	if !gputrace.ServiceOf(a).Host {
 		tags = append(tags, tag{"device", a.Device}, tag{"stream", a.Stream})

@@ -15,6 +15,9 @@ import (
 	"github.com/hsi-profiling/hsi-profiling-datasource/internal/kinetogen"
 	"github.com/hsi-profiling/hsi-profiling-datasource/internal/realdata"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace/activity"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace/kineto"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace/tracestore"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/notices"
 )
 
@@ -29,18 +32,18 @@ const base = int64(1_763_900_000_001_000_123)
 // its call; 3 activities were left out by a cap of 9.
 func handTimeline() *gputrace.Result {
 	us := func(n int64) int64 { return base + n*1000 }
-	acts := []gputrace.Activity{
-		{Kind: gputrace.KindAnnotation, Name: "request " + timelineTraceID, Start: us(0), End: us(200), Process: 42, Thread: 42, TraceID: timelineTraceID},
-		{Kind: gputrace.KindRuntime, Name: "cudaLaunchKernel", Start: us(10), End: us(15), Correlation: 11, Process: 42, Thread: 42},
-		{Kind: gputrace.KindDriver, Name: "cuLaunchKernel", Start: us(11), End: us(14), Correlation: 12, Process: 42, Thread: 42},
-		{Kind: gputrace.KindGPUAnnotation, Name: "request " + timelineTraceID, Start: us(20), End: us(120), Device: 0, Stream: 7},
-		{Kind: gputrace.KindKernel, Name: "gemm", Start: us(20), End: us(50), Device: 0, Stream: 7, Correlation: 11, Grid: [3]int32{66, 1, 1}, Block: [3]int32{128, 1, 1}},
-		{Kind: gputrace.KindRuntime, Name: "cudaLaunchKernel", Start: us(30), End: us(36), Correlation: 13, Process: 42, Thread: 43},
-		{Kind: gputrace.KindRuntime, Name: "cudaMemcpyAsync", Start: us(52), End: us(60), Correlation: 14, Process: 42, Thread: 42},
-		{Kind: gputrace.KindKernel, Name: "relu", Start: us(55), End: us(60), Device: 0, Stream: 7, Correlation: 13},
-		{Kind: gputrace.KindMemcpy, Name: "Memcpy DtoH (Device -> Pinned)", Start: us(61), End: us(120), Device: 0, Stream: 7, Correlation: 14, Bytes: 1 << 20},
-		{Kind: gputrace.KindRuntime, Name: "cudaDeviceSynchronize", Start: us(150), End: us(190), Correlation: 15, Process: 42, Thread: 42},
-		{Kind: gputrace.KindSync, Name: "Context Sync", Start: us(151), End: us(189), Device: 0, Stream: -1, Correlation: 15},
+	acts := []activity.Activity{
+		{Kind: activity.KindAnnotation, Name: "request " + timelineTraceID, Start: us(0), End: us(200), Process: 42, Thread: 42, TraceID: timelineTraceID},
+		{Kind: activity.KindRuntime, Name: "cudaLaunchKernel", Start: us(10), End: us(15), Correlation: 11, Process: 42, Thread: 42},
+		{Kind: activity.KindDriver, Name: "cuLaunchKernel", Start: us(11), End: us(14), Correlation: 12, Process: 42, Thread: 42},
+		{Kind: activity.KindGPUAnnotation, Name: "request " + timelineTraceID, Start: us(20), End: us(120), Device: 0, Stream: 7},
+		{Kind: activity.KindKernel, Name: "gemm", Start: us(20), End: us(50), Device: 0, Stream: 7, Correlation: 11, Grid: [3]int32{66, 1, 1}, Block: [3]int32{128, 1, 1}},
+		{Kind: activity.KindRuntime, Name: "cudaLaunchKernel", Start: us(30), End: us(36), Correlation: 13, Process: 42, Thread: 43},
+		{Kind: activity.KindRuntime, Name: "cudaMemcpyAsync", Start: us(52), End: us(60), Correlation: 14, Process: 42, Thread: 42},
+		{Kind: activity.KindKernel, Name: "relu", Start: us(55), End: us(60), Device: 0, Stream: 7, Correlation: 13},
+		{Kind: activity.KindMemcpy, Name: "Memcpy DtoH (Device -> Pinned)", Start: us(61), End: us(120), Device: 0, Stream: 7, Correlation: 14, Bytes: 1 << 20},
+		{Kind: activity.KindRuntime, Name: "cudaDeviceSynchronize", Start: us(150), End: us(190), Correlation: 15, Process: 42, Thread: 42},
+		{Kind: activity.KindSync, Name: "Context Sync", Start: us(151), End: us(189), Device: 0, Stream: -1, Correlation: 15},
 	}
 	return &gputrace.Result{Timeline: &gputrace.Timeline{Activities: acts, Cap: 11, Dropped: 3, Processes: map[int64]string{42: "python3.10"}}}
 }
@@ -237,7 +240,7 @@ func TestKernelTimelineOfScenarios(t *testing.T) {
 				t.Fatal(err)
 			}
 			c := gputrace.NewCollector(gputrace.Limits{Timeline: true})
-			if err := gputrace.ReadChrome(&buf, c); err != nil {
+			if err := kineto.Read(&buf, c); err != nil {
 				t.Fatal(err)
 			}
 			r := c.Result(gputrace.AnalysisOptions{})
@@ -266,7 +269,7 @@ func realTimeline(t *testing.T, name string, l gputrace.Limits) *gputrace.Result
 	}
 	defer f.Close()
 	l.Timeline = true
-	r, err := gputrace.AnalyzeOpened(context.Background(), f, path, l, gputrace.AnalysisOptions{})
+	r, err := tracestore.AnalyzeOpened(context.Background(), f, path, l, gputrace.AnalysisOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace/activity"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/notices"
 )
 
@@ -105,7 +106,7 @@ type Result struct {
 	// may outlast a short GPU span).
 	HostWindow int64
 	Advice     []Advice
-	TraceIDs   []TraceID
+	TraceIDs   []activity.TraceID
 	// Timeline is the trace's activities themselves, kept when Limits.Timeline is set.
 	Timeline *Timeline
 	// Annotations and ByTraceID attribute kernels to the host annotations they were

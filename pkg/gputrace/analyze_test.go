@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/internal/kinetogen"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace/activity"
 )
 
 type truthEvent struct {
@@ -216,8 +217,8 @@ func countMemory(ts []truthEvent) (n int64) {
 func TestLimitsKeepMemoryBounded(t *testing.T) {
 	c := NewCollector(Limits{MaxIntervals: 10, MaxLaunches: 5, MaxSamplesPerKernel: 8, MaxKernelNames: 2})
 	for i := int64(0); i < 100; i++ {
-		c.Add(Activity{Kind: KindRuntime, Name: "cudaLaunchKernel", Start: i * 10, End: i*10 + 1, Correlation: i + 1})
-		c.Add(Activity{Kind: KindKernel, Name: fmt.Sprintf("k%d", i%3), Start: i * 10, End: i*10 + 1 + i%7, Correlation: i + 1})
+		c.Add(activity.Activity{Kind: activity.KindRuntime, Name: "cudaLaunchKernel", Start: i * 10, End: i*10 + 1, Correlation: i + 1})
+		c.Add(activity.Activity{Kind: activity.KindKernel, Name: fmt.Sprintf("k%d", i%3), Start: i * 10, End: i*10 + 1 + i%7, Correlation: i + 1})
 	}
 	r := c.Result(AnalysisOptions{})
 	if len(c.ivals) != 10 || len(c.launch) != 5 || len(r.Kernels) != 3 {
@@ -245,12 +246,12 @@ func TestAdvice(t *testing.T) {
 	c := NewCollector(Limits{})
 	for i := int64(0); i < 200; i++ {
 		at := i * 2_000_000
-		c.Add(Activity{Kind: KindRuntime, Name: "cudaLaunchKernel", Start: at - 6000, End: at - 1000, Correlation: i + 1})
-		c.Add(Activity{Kind: KindKernel, Name: "tiny", Start: at, End: at + 2000, Correlation: i + 1})
+		c.Add(activity.Activity{Kind: activity.KindRuntime, Name: "cudaLaunchKernel", Start: at - 6000, End: at - 1000, Correlation: i + 1})
+		c.Add(activity.Activity{Kind: activity.KindKernel, Name: "tiny", Start: at, End: at + 2000, Correlation: i + 1})
 	}
 	// 100 ms of pageable copies and 50 ms of synchronising.
-	c.Add(Activity{Kind: KindMemcpy, Name: "Memcpy HtoD (Pageable -> Device)", Start: 10_000_000, End: 110_000_000, Stream: 3, Bytes: 1 << 30})
-	c.Add(Activity{Kind: KindRuntime, Name: "cudaStreamSynchronize", Start: 0, End: 50_000_000})
+	c.Add(activity.Activity{Kind: activity.KindMemcpy, Name: "Memcpy HtoD (Pageable -> Device)", Start: 10_000_000, End: 110_000_000, Stream: 3, Bytes: 1 << 30})
+	c.Add(activity.Activity{Kind: activity.KindRuntime, Name: "cudaStreamSynchronize", Start: 0, End: 50_000_000})
 	r := c.Result(AnalysisOptions{})
 	got := map[string]string{}
 	for _, a := range r.Advice {
@@ -272,9 +273,9 @@ func TestAdvice(t *testing.T) {
 // time, and the file's figures are theirs summed.
 func TestSeveralGPUsEachKeepTheirIdle(t *testing.T) {
 	c := NewCollector(Limits{})
-	c.Add(Activity{Kind: KindKernel, Name: "gemm", Device: 0, Stream: 7, Start: 0, End: 10 * µs})
-	c.Add(Activity{Kind: KindKernel, Name: "gemm", Device: 1, Stream: 7, Start: 10 * µs, End: 20 * µs})
-	c.Add(Activity{Kind: KindKernel, Name: "gemm", Device: 0, Stream: 7, Start: 20 * µs, End: 30 * µs})
+	c.Add(activity.Activity{Kind: activity.KindKernel, Name: "gemm", Device: 0, Stream: 7, Start: 0, End: 10 * µs})
+	c.Add(activity.Activity{Kind: activity.KindKernel, Name: "gemm", Device: 1, Stream: 7, Start: 10 * µs, End: 20 * µs})
+	c.Add(activity.Activity{Kind: activity.KindKernel, Name: "gemm", Device: 0, Stream: 7, Start: 20 * µs, End: 30 * µs})
 	r := c.Result(AnalysisOptions{})
 	want := []TemporalBreakdown{
 		{Device: 0, Start: 0, End: 30 * µs, Span: 30 * µs, Compute: 20 * µs, Idle: 10 * µs},

@@ -3,6 +3,8 @@ package gputrace
 import (
 	"fmt"
 	"sort"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace/activity"
 )
 
 // maxAnnotations bounds the host annotations kept for attributing kernels; traces of a
@@ -39,17 +41,17 @@ type TraceKernelTime struct {
 	Idle       IdleMechanisms
 }
 
-func (c *Collector) addAnnotation(a Activity) {
+func (c *Collector) addAnnotation(a activity.Activity) {
 	id := a.TraceID
 	if id == "" {
-		if ids := TraceIDsIn(a.Name); len(ids) > 0 {
+		if ids := activity.TraceIDsIn(a.Name); len(ids) > 0 {
 			id = ids[0]
 		}
 	}
 	if id != "" {
-		c.ids.add(id, SourceAnnotation)
+		c.ids.add(id, activity.SourceAnnotation)
 	}
-	if a.Kind != KindAnnotation {
+	if a.Kind != activity.KindAnnotation {
 		return // GPU-side annotations mirror the host ones
 	}
 	if len(c.annots) >= maxAnnotations {

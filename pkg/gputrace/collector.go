@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"sort"
 
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace/activity"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/notices"
 )
 
@@ -194,7 +195,7 @@ func (c *Collector) Notice(format string, args ...any) {
 }
 
 // Add records one activity.
-func (c *Collector) Add(a Activity) {
+func (c *Collector) Add(a activity.Activity) {
 	if a.Start < 0 {
 		c.negative++
 	}
@@ -207,13 +208,13 @@ func (c *Collector) Add(a Activity) {
 	}
 	c.addTimeline(a)
 	switch a.Kind {
-	case KindKernel:
+	case activity.KindKernel:
 		c.joinKernel(a, c.addKernel(a))
 		c.addInterval(a)
-	case KindMemcpy, KindMemset:
+	case activity.KindMemcpy, activity.KindMemset:
 		c.addMemcpy(a)
 		c.addInterval(a)
-	case KindRuntime, KindDriver:
+	case activity.KindRuntime, activity.KindDriver:
 		c.runtimeTime += a.End - a.Start
 		if !c.hostSeen || a.Start < c.hostFirst {
 			c.hostFirst = a.Start
@@ -232,7 +233,7 @@ func (c *Collector) Add(a Activity) {
 			switch {
 			case a.Correlation == 0:
 			case len(c.syncCalls) < c.limits.MaxLaunches:
-				c.syncCalls[a.joinID()] = struct{}{}
+				c.syncCalls[joinID(a)] = struct{}{}
 			default:
 				c.dropped.syncs++
 			}
@@ -240,33 +241,33 @@ func (c *Collector) Add(a Activity) {
 		if a.Correlation != 0 {
 			ln := hostCall{start: a.Start, end: a.End, thread: a.Thread, api: c.apiIndex(a.Name)}
 			if len(c.launch) < c.limits.MaxLaunches {
-				c.launch[a.joinID()] = ln
+				c.launch[joinID(a)] = ln
 			} else {
 				c.dropped.launches++
 			}
-			c.joinPending(a.joinID(), ln)
+			c.joinPending(joinID(a), ln)
 		}
-	case KindSync:
+	case activity.KindSync:
 		if !blocksHost(a.Name) {
 			return
 		}
 		if len(c.syncRecords) < c.limits.MaxLaunches {
-			c.syncRecords = append(c.syncRecords, syncRecord{a.joinID(), a.Start, a.End})
+			c.syncRecords = append(c.syncRecords, syncRecord{joinID(a), a.Start, a.End})
 		} else {
 			c.dropped.syncs++
 		}
-	case KindCPUOp:
+	case activity.KindCPUOp:
 		if len(c.ops) < c.limits.MaxLaunches {
 			c.ops = append(c.ops, cpuOp{a.Start, a.End, a.Thread})
 		} else {
 			c.dropped.ops++
 		}
-	case KindAnnotation, KindGPUAnnotation:
+	case activity.KindAnnotation, activity.KindGPUAnnotation:
 		c.addAnnotation(a)
 	}
 }
 
-func (c *Collector) addBlocking(a Activity) {
+func (c *Collector) addBlocking(a activity.Activity) {
 	if len(c.blocking) < c.limits.MaxLaunches {
 		c.blocking = append(c.blocking, launch{a.Start, a.End})
 	} else {
@@ -275,7 +276,7 @@ func (c *Collector) addBlocking(a Activity) {
 }
 
 // addKernel returns the name the kernel is counted under (the map's own string).
-func (c *Collector) addKernel(a Activity) string {
+func (c *Collector) addKernel(a activity.Activity) string {
 	name := a.Name
 	k := c.kernels[name]
 	if k == nil {
@@ -306,20 +307,20 @@ func (c *Collector) addKernel(a Activity) string {
 	return k.name
 }
 
-func (c *Collector) addInterval(a Activity) {
+func (c *Collector) addInterval(a activity.Activity) {
 	if len(c.ivals) >= c.limits.MaxIntervals {
 		c.dropped.intervals++
 		return
 	}
 	c.ivals = append(c.ivals, interval{
-		start: a.Start, end: a.End, correlation: a.joinID(),
+		start: a.Start, end: a.End, correlation: joinID(a),
 		device: a.Device, stream: a.Stream, class: classOf(a.Kind, a.Name),
 	})
 }
 
-func (c *Collector) addMemcpy(a Activity) {
+func (c *Collector) addMemcpy(a activity.Activity) {
 	dir := "Memset"
-	if a.Kind == KindMemcpy {
+	if a.Kind == activity.KindMemcpy {
 		dir = memcpyDirection(a.Name)
 	}
 	m := c.memcpy[dir]
@@ -334,7 +335,7 @@ func (c *Collector) addMemcpy(a Activity) {
 		m.bytes += a.Bytes
 		m.withBytes += d
 	}
-	if a.Kind == KindMemcpy && containsFold(a.Name, "pageable") {
+	if a.Kind == activity.KindMemcpy && containsFold(a.Name, "pageable") {
 		m.pageable++
 	}
 }

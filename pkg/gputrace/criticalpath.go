@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace/activity"
 )
 
 // The critical path of the GPU work follows Holistic Trace Analysis' lightweight critical path
@@ -90,11 +92,11 @@ type cpEvent struct {
 	thread           int64 // host only
 	device, stream   int32 // GPU only
 	name             int32 // index in pathData.names
-	kind             Kind
+	kind             activity.Kind
 }
 
 func (e *cpEvent) gpu() bool {
-	return e.kind == KindKernel || e.kind == KindMemcpy || e.kind == KindMemset
+	return e.kind == activity.KindKernel || e.kind == activity.KindMemcpy || e.kind == activity.KindMemset
 }
 
 // cpSync is a cuda_sync record.
@@ -116,12 +118,12 @@ type pathData struct {
 
 const maxPathNames = 100_000
 
-func (p *pathData) add(c *Collector, a Activity) {
+func (p *pathData) add(c *Collector, a activity.Activity) {
 	if p.over {
 		return
 	}
 	switch a.Kind {
-	case KindCPUOp, KindRuntime, KindDriver, KindKernel, KindMemcpy, KindMemset, KindSync:
+	case activity.KindCPUOp, activity.KindRuntime, activity.KindDriver, activity.KindKernel, activity.KindMemcpy, activity.KindMemset, activity.KindSync:
 	default:
 		return
 	}
@@ -129,7 +131,7 @@ func (p *pathData) add(c *Collector, a Activity) {
 		p.over, p.events, p.syncs, p.names, p.nameIdx = true, nil, nil, nil, nil
 		return
 	}
-	if a.Kind == KindSync {
+	if a.Kind == activity.KindSync {
 		p.syncs = append(p.syncs, cpSync{a.Start, a.End, a.Correlation, a.WaitCorrelation, a.Device, a.Stream, a.WaitStream, a.Name})
 		return
 	}
@@ -146,7 +148,7 @@ func (p *pathData) add(c *Collector, a Activity) {
 			p.nameIdx[a.Name] = n
 		}
 	}
-	e := cpEvent{start: a.Start, end: a.End, corr: a.joinID(), name: n, kind: a.Kind}
+	e := cpEvent{start: a.Start, end: a.End, corr: joinID(a), name: n, kind: a.Kind}
 	if e.gpu() {
 		e.device, e.stream = a.Device, a.Stream
 	} else {
@@ -507,7 +509,7 @@ func (g *cpGraph) gpuEdges(syncs []cpSync) {
 		case hasPrev && (syncEnd < 0 || g.ts(syncEnd) < g.ts(prev)):
 			g.add(prev, start, eKernelKernel, false, prev/2)
 		}
-		if launched && e.kind == KindMemcpy && htaBlocking(g.p.name(g.ev[call].name)) && g.ev[call].end >= e.end {
+		if launched && e.kind == activity.KindMemcpy && htaBlocking(g.p.name(g.ev[call].name)) && g.ev[call].end >= e.end {
 			g.add(end, node(call, true), eSync, false, -1)
 		}
 		if !hasPrev {
@@ -530,7 +532,7 @@ func (g *cpGraph) blockingSyncEdges(gpus []int, syncEdge func(from int32, call i
 	sort.Slice(byEnd, func(a, b int) bool { return g.ev[byEnd[a]].end < g.ev[byEnd[b]].end })
 	for i := range g.ev {
 		e := &g.ev[i]
-		if e.gpu() || (e.kind != KindRuntime && e.kind != KindDriver) || !strings.Contains(g.p.name(e.name), "Synchronize") {
+		if e.gpu() || (e.kind != activity.KindRuntime && e.kind != activity.KindDriver) || !strings.Contains(g.p.name(e.name), "Synchronize") {
 			continue
 		}
 		// The last activity ending at or before the call's end, if it ended after the call began.
@@ -620,7 +622,7 @@ func (g *cpGraph) longest() (*CriticalPath, bool) {
 			} else {
 				cp.CPU += e.weight
 			}
-		case bound == BoundGPUCompute && g.ev[e.attr].kind != KindKernel:
+		case bound == BoundGPUCompute && g.ev[e.attr].kind != activity.KindKernel:
 			cp.Copies += e.weight
 		case bound != BoundNone:
 			cp.GPU += e.weight

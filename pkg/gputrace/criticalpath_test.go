@@ -2,14 +2,13 @@ package gputrace
 
 import (
 	"bytes"
-	"context"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/internal/kinetogen"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace/kineto"
 )
 
 func scenarioPath(t *testing.T, m kinetogen.Mechanism, seed uint64) *CriticalPath {
@@ -20,7 +19,7 @@ func scenarioPath(t *testing.T, m kinetogen.Mechanism, seed uint64) *CriticalPat
 		t.Fatal(err)
 	}
 	c := NewCollector(Limits{CriticalPath: true})
-	if err := ReadChrome(&b, c); err != nil {
+	if err := kineto.Read(&b, c); err != nil {
 		t.Fatal(err)
 	}
 	r := c.Result(AnalysisOptions{})
@@ -120,7 +119,7 @@ func TestCriticalPathCap(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := NewCollector(Limits{MaxPathEvents: 50, CriticalPath: true})
-	if err := ReadChrome(&b, c); err != nil {
+	if err := kineto.Read(&b, c); err != nil {
 		t.Fatal(err)
 	}
 	r := c.Result(AnalysisOptions{})
@@ -139,12 +138,7 @@ func TestCriticalPathCap(t *testing.T) {
 // analyzeRealPath analyses a real trace with the critical path.
 func analyzeRealPath(t *testing.T, name string) *Result {
 	t.Helper()
-	f, err := os.Open(realdata(t, name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	r, err := AnalyzeOpened(context.Background(), f, name, Limits{CriticalPath: true}, AnalysisOptions{})
+	r, err := analyzeFileWith(realdata(t, name), Limits{CriticalPath: true})
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}

@@ -3,17 +3,16 @@ package gputrace
 import (
 	"bytes"
 	"compress/gzip"
-	"context"
 	"errors"
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"testing"
-	"time"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace/activity"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace/kineto"
 )
 
-// FuzzReadChrome: any input either reads or fails with a *ParseError, never panics, and
+// FuzzReadChrome: any input either reads or fails with a *kineto.ParseError, never panics, and
 // what was read still analyses. Inputs the fuzzer found are kept in testdata/fuzz.
 func FuzzReadChrome(f *testing.F) {
 	fixture := writeFixture(f, false)
@@ -61,8 +60,8 @@ func FuzzReadChrome(f *testing.F) {
 		`{"ph": "X", "cat": "cuda_sync", "name": "Context Sync", "pid": 0, "tid": -1, "ts": 40, "dur": 20, "args": {"stream": 4294967295, "correlation": 1}}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c := NewCollector(Limits{MaxIntervals: 1000, MaxLaunches: 1000, MaxSamplesPerKernel: 16, MaxKernelNames: 50, MaxPathEvents: 5000, CriticalPath: true, Timeline: true, MaxTimelineActivities: 64})
-		err := ReadChrome(bytes.NewReader(data), c)
-		var pe *ParseError
+		err := kineto.Read(bytes.NewReader(data), c)
+		var pe *kineto.ParseError
 		if err != nil && !errors.As(err, &pe) {
 			t.Fatalf("error %v is not a ParseError", err)
 		}
@@ -124,7 +123,7 @@ func checkCriticalPath(t *testing.T, cp *CriticalPath) {
 // calls of the same correlation).
 func checkFuzzedTimeline(t *testing.T, tl *Timeline, limit int) {
 	t.Helper()
-	if tl == nil || len(tl.Activities) > limit || len(tl.Processes) > maxProcessNames || tl.Dropped < 0 {
+	if tl == nil || len(tl.Activities) > limit || len(tl.Processes) > activity.MaxProcessNames || tl.Dropped < 0 {
 		t.Fatalf("unbounded timeline: %+v", tl)
 	}
 	for _, a := range tl.Activities {
@@ -133,40 +132,6 @@ func checkFuzzedTimeline(t *testing.T, tl *Timeline, limit int) {
 		}
 	}
 	checkTree(t, tl)
-}
-
-// FuzzReadNsys feeds damaged Nsight Systems exports (a real export's bytes, cut and mutated) to
-// the SQLite reader: it must answer with an error or figures, never panic, hang or write.
-func FuzzReadNsys(f *testing.F) {
-	seedPath := filepath.Join(f.TempDir(), "seed.sqlite")
-	writeNsysFixture(f, seedPath, true)
-	seed, err := os.ReadFile(seedPath)
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Add(seed)
-	f.Add(seed[:len(seed)/2])
-	f.Add([]byte("SQLite format 3\x00"))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		path := filepath.Join(t.TempDir(), "export.sqlite")
-		if err := os.WriteFile(path, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		c := NewCollector(Limits{MaxIntervals: 1000, MaxLaunches: 1000, MaxSamplesPerKernel: 16, MaxKernelNames: 50, MaxPathEvents: 5000, CriticalPath: true, Timeline: true, MaxTimelineActivities: 64})
-		_ = ReadNsys(ctx, path, c) // any error is fine; a panic or a hang is not
-		r := c.Result(AnalysisOptions{})
-		checkFuzzedTimeline(t, r.Timeline, 64)
-		if tb := r.Temporal; tb.Compute+tb.Communication+tb.Memory+tb.Idle != tb.Span {
-			t.Fatalf("breakdown does not add up: %+v", tb)
-		}
-		checkPerLaunch(t, r, 50)
-		after, err := os.ReadFile(path)
-		if err != nil || !bytes.Equal(after, data) {
-			t.Fatalf("the reader changed the export (%v)", err)
-		}
-	})
 }
 
 // FuzzPerLaunch feeds the collector activities made from the fuzzer's bytes, in any order, on
@@ -186,28 +151,28 @@ func checkPerLaunchOf(t *testing.T, data []byte) {
 	if len(data) > 6*400 {
 		data = data[:6*400]
 	}
-	var acts []Activity
-	calls := map[int64]Activity{}
+	var acts []activity.Activity
+	calls := map[int64]activity.Activity{}
 	for i := 0; i+6 <= len(data); i += 6 {
 		b := data[i : i+6]
-		a := Activity{Correlation: int64(b[1] % 16), Thread: int64(b[2] % 3), Start: int64(int8(b[3])) * 10}
+		a := activity.Activity{Correlation: int64(b[1] % 16), Thread: int64(b[2] % 3), Start: int64(int8(b[3])) * 10}
 		a.End = a.Start + int64(b[4]%50)
 		switch b[0] % 5 {
 		case 0, 1:
 			if _, dup := calls[a.Correlation]; dup || a.Correlation == 0 {
 				continue // one call per correlation, as CUPTI writes them
 			}
-			a.Kind, a.Name = KindRuntime, []string{"cudaLaunchKernel", "cuLaunchKernel", "cudaGraphLaunch"}[b[5]%3]
+			a.Kind, a.Name = activity.KindRuntime, []string{"cudaLaunchKernel", "cuLaunchKernel", "cudaGraphLaunch"}[b[5]%3]
 			if b[0]%5 == 1 {
-				a.Kind = KindDriver
+				a.Kind = activity.KindDriver
 			}
 			calls[a.Correlation] = a
 		case 2:
-			a.Kind, a.Name, a.Thread = KindKernel, fmt.Sprintf("k%d", b[5]%3), 0
+			a.Kind, a.Name, a.Thread = activity.KindKernel, fmt.Sprintf("k%d", b[5]%3), 0
 		case 3:
-			a.Kind, a.Name, a.Thread = KindMemcpy, "Memcpy HtoD", 0
+			a.Kind, a.Name, a.Thread = activity.KindMemcpy, "Memcpy HtoD", 0
 		case 4:
-			a.Kind, a.Name, a.Correlation = KindAnnotation, fmt.Sprintf("r%d", b[5]%3), 0
+			a.Kind, a.Name, a.Correlation = activity.KindAnnotation, fmt.Sprintf("r%d", b[5]%3), 0
 		}
 		acts = append(acts, a)
 	}
@@ -220,7 +185,7 @@ func checkPerLaunchOf(t *testing.T, data []byte) {
 	}
 	for _, k := range acts {
 		c, ok := calls[k.Correlation]
-		if k.Kind != KindKernel || !ok {
+		if k.Kind != activity.KindKernel || !ok {
 			continue
 		}
 		key := [2]string{k.Name, c.Name}
@@ -248,13 +213,13 @@ func checkPerLaunchOf(t *testing.T, data []byte) {
 	}
 	byName := map[string]*agg{}
 	for _, rg := range acts {
-		if rg.Kind != KindAnnotation {
+		if rg.Kind != activity.KindAnnotation {
 			continue
 		}
 		p := proj{corrs: map[int64]bool{}}
 		for _, op := range acts {
 			c, ok := calls[op.Correlation]
-			if op.Kind != KindKernel && op.Kind != KindMemcpy || !ok ||
+			if op.Kind != activity.KindKernel && op.Kind != activity.KindMemcpy || !ok ||
 				c.Start < rg.Start || c.End > rg.End || rg.Thread != 0 && c.Thread != 0 && rg.Thread != c.Thread {
 				continue
 			}

@@ -1,35 +1,20 @@
 package gputrace
 
 import (
-	"path/filepath"
 	"strings"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace/activity"
 )
-
-// Source says where a trace ID was found.
-type Source string
-
-const (
-	SourceFileName   Source = "file name"
-	SourceTraceName  Source = "traceName"
-	SourceMetadata   Source = "metadata"
-	SourceAnnotation Source = "annotation"
-)
-
-// TraceID is a request trace ID a GPU trace was captured for.
-type TraceID struct {
-	ID     string // lower-case hex, 16 or 32 digits (Jaeger / W3C)
-	Source Source
-}
 
 const maxTraceIDs = 64
 
 // idSet keeps the first sighting of each ID, bounded.
 type idSet struct {
 	seen map[string]bool
-	ids  []TraceID
+	ids  []activity.TraceID
 }
 
-func (s *idSet) add(id string, src Source) {
+func (s *idSet) add(id string, src activity.Source) {
 	if s.seen == nil {
 		s.seen = map[string]bool{}
 	}
@@ -37,44 +22,16 @@ func (s *idSet) add(id string, src Source) {
 		return
 	}
 	s.seen[id] = true
-	s.ids = append(s.ids, TraceID{id, src})
+	s.ids = append(s.ids, activity.TraceID{ID: id, Source: src})
 }
 
-func (s *idSet) scan(text string, src Source) {
-	for _, id := range TraceIDsIn(text) {
+func (s *idSet) scan(text string, src activity.Source) {
+	for _, id := range activity.TraceIDsIn(text) {
 		s.add(id, src)
 	}
 }
 
-func (s *idSet) list() []TraceID { return append([]TraceID(nil), s.ids...) }
-
-// TraceIDsIn returns the runs of exactly 16 or 32 hex digits in text, lower-cased, that are
-// not part of a longer word. A run must hold a letter a–f, so that long decimal numbers
-// (timestamps, byte counts) are not taken for IDs.
-func TraceIDsIn(text string) []string {
-	var out []string
-	i := 0
-	for i < len(text) {
-		if !isHex(text[i]) {
-			i++
-			continue
-		}
-		j := i
-		for j < len(text) && isHex(text[j]) {
-			j++
-		}
-		run := text[i:j]
-		bounded := (i == 0 || !isWord(text[i-1])) && (j == len(text) || !isWord(text[j]))
-		if bounded && (len(run) == 16 || len(run) == 32) && hasLetter(run) {
-			out = append(out, strings.ToLower(run))
-		}
-		i = j
-	}
-	return out
-}
-
-// TraceIDsInFileName reads IDs from a trace file's base name.
-func TraceIDsInFileName(path string) []string { return TraceIDsIn(filepath.Base(path)) }
+func (s *idSet) list() []activity.TraceID { return append([]activity.TraceID(nil), s.ids...) }
 
 // Matches reports whether the result names the trace ID (any case, 16-digit IDs matching the
 // low half of a 32-digit one as Jaeger shortens them).
@@ -93,21 +50,12 @@ func sameTraceID(have, traceID string) bool {
 		len(want) == 16 && len(have) == 32 && have[16:] == want
 }
 
+// ScanTraceIDs records the trace IDs text names, found where src says (activity.Sink).
+func (c *Collector) ScanTraceIDs(text string, src activity.Source) { c.ids.scan(text, src) }
+
 // AddFileName records the IDs in a file name; readers of a path call it themselves.
 func (c *Collector) AddFileName(path string) {
-	for _, id := range TraceIDsInFileName(path) {
-		c.ids.add(id, SourceFileName)
+	for _, id := range activity.TraceIDsInFileName(path) {
+		c.ids.add(id, activity.SourceFileName)
 	}
-}
-
-func isHex(b byte) bool {
-	return b >= '0' && b <= '9' || b >= 'a' && b <= 'f' || b >= 'A' && b <= 'F'
-}
-
-func isWord(b byte) bool {
-	return isHex(b) || b >= 'g' && b <= 'z' || b >= 'G' && b <= 'Z'
-}
-
-func hasLetter(s string) bool {
-	return strings.ContainsAny(s, "abcdefABCDEF")
 }

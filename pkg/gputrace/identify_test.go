@@ -4,6 +4,9 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace/activity"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace/kineto"
 )
 
 func TestTraceIdentification(t *testing.T) {
@@ -26,11 +29,11 @@ func TestTraceIdentification(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := NewCollector(Limits{})
-	if err := ReadChromeFile(path, c); err != nil {
+	if err := kineto.ReadFile(path, c); err != nil {
 		t.Fatal(err)
 	}
 	r := c.Result(AnalysisOptions{})
-	want := map[string]Source{inName: SourceFileName, inTrace: SourceTraceName, inMeta: SourceMetadata, inArgs: SourceAnnotation}
+	want := map[string]activity.Source{inName: activity.SourceFileName, inTrace: activity.SourceTraceName, inMeta: activity.SourceMetadata, inArgs: activity.SourceAnnotation}
 	if len(r.TraceIDs) != len(want) {
 		t.Fatalf("ids %+v", r.TraceIDs)
 	}

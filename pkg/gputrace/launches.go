@@ -3,6 +3,7 @@ package gputrace
 import (
 	"sort"
 
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace/activity"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/notices"
 )
 
@@ -152,12 +153,12 @@ func (c *Collector) apiIndex(name string) int32 {
 
 // joinKernel joins a kernel (counted under name) to its launch call when the call was read,
 // else keeps it until the call comes (joinPending) while the calls fit in the map.
-func (c *Collector) joinKernel(a Activity, name string) {
+func (c *Collector) joinKernel(a activity.Activity, name string) {
 	if a.Correlation == 0 {
 		c.noCall++
 		return
 	}
-	if ln, ok := c.launch[a.joinID()]; ok {
+	if ln, ok := c.launch[joinID(a)]; ok {
 		c.addLaunch(name, ln, a.Start, a.End)
 		return
 	}
@@ -167,7 +168,7 @@ func (c *Collector) joinKernel(a Activity, name string) {
 		c.dropped.joins++
 		return
 	}
-	c.pending[a.joinID()] = append(c.pending[a.joinID()], pendingKernel{name, a.Start, a.End})
+	c.pending[joinID(a)] = append(c.pending[joinID(a)], pendingKernel{name, a.Start, a.End})
 	c.pendingN++
 }
 

@@ -5,6 +5,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace/activity"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace/kineto"
 )
 
 // batch is a trace shared by two requests served at once on two host threads (11 and 22), the
@@ -25,23 +28,23 @@ import (
 //
 // Request A's own GPU time is its work's span, [30, 75), not request B's, which ran on the same
 // GPU in the middle of it.
-func batch() []Activity {
+func batch() []activity.Activity {
 	const us = 1000
-	call := func(corr int64, start, end, thread int64, name string) Activity {
-		return Activity{Kind: KindRuntime, Name: name, Start: start * us, End: end * us, Thread: thread, Correlation: corr}
+	call := func(corr int64, start, end, thread int64, name string) activity.Activity {
+		return activity.Activity{Kind: activity.KindRuntime, Name: name, Start: start * us, End: end * us, Thread: thread, Correlation: corr}
 	}
-	kernel := func(corr int64, start, end int64, name string) Activity {
-		return Activity{Kind: KindKernel, Name: name, Start: start * us, End: end * us, Stream: 7, Correlation: corr}
+	kernel := func(corr int64, start, end int64, name string) activity.Activity {
+		return activity.Activity{Kind: activity.KindKernel, Name: name, Start: start * us, End: end * us, Stream: 7, Correlation: corr}
 	}
-	rng := func(name string, start, end, thread int64) Activity {
-		return Activity{Kind: KindAnnotation, Name: name, Start: start * us, End: end * us, Thread: thread}
+	rng := func(name string, start, end, thread int64) activity.Activity {
+		return activity.Activity{Kind: activity.KindAnnotation, Name: name, Start: start * us, End: end * us, Thread: thread}
 	}
-	return []Activity{
+	return []activity.Activity{
 		rng("batch", 0, 100, 11), rng("request A", 10, 60, 11), rng("layer", 20, 40, 11), rng("request B", 15, 70, 22),
 		call(1, 22, 25, 11, "cudaLaunchKernel"), kernel(1, 30, 50, "gemm"),
 		call(2, 18, 20, 22, "cudaLaunchKernel"), kernel(2, 50, 65, "gemm"),
 		call(3, 45, 48, 11, "cudaGraphLaunch"), kernel(3, 66, 70, "relu"), kernel(3, 70, 75, "add"),
-		call(4, 50, 54, 22, "cudaMemcpyAsync"), {Kind: KindMemcpy, Name: "Memcpy HtoD", Start: 80 * us, End: 90 * us, Stream: 8, Correlation: 4},
+		call(4, 50, 54, 22, "cudaMemcpyAsync"), {Kind: activity.KindMemcpy, Name: "Memcpy HtoD", Start: 80 * us, End: 90 * us, Stream: 8, Correlation: 4},
 		call(5, 58, 62, 11, "cudaLaunchKernel"), kernel(5, 62, 64, "gemm"),
 		call(6, 80, 81, 11, "cudaLaunchKernel"), kernel(6, 79, 95, "gemm"),
 	}
@@ -49,12 +52,12 @@ func batch() []Activity {
 
 // kernelsFirst orders the activities as the Nsight Systems export's tables could come: kernels,
 // copies, calls, ranges.
-func kernelsFirst(acts []Activity) []Activity {
-	slices.SortStableFunc(acts, func(a, b Activity) int { return int(a.Kind) - int(b.Kind) })
+func kernelsFirst(acts []activity.Activity) []activity.Activity {
+	slices.SortStableFunc(acts, func(a, b activity.Activity) int { return int(a.Kind) - int(b.Kind) })
 	return acts
 }
 
-func collect(acts []Activity, l Limits) *Result {
+func collect(acts []activity.Activity, l Limits) *Result {
 	c := NewCollector(l)
 	for _, a := range acts {
 		c.Add(a)
@@ -144,8 +147,8 @@ func TestPerLaunchLimitsAreNoticed(t *testing.T) {
 	}
 	// Two kernels may wait for their call: the third is left out, and said to be, with the
 	// one whose call never came.
-	waiting := []Activity{{Kind: KindKernel, Name: "k", Start: 10, End: 20, Correlation: 1}, {Kind: KindKernel, Name: "k", Start: 20, End: 30, Correlation: 2},
-		{Kind: KindKernel, Name: "k", Start: 30, End: 40, Correlation: 3}, {Kind: KindRuntime, Name: "cudaLaunchKernel", Start: 0, End: 5, Correlation: 1}}
+	waiting := []activity.Activity{{Kind: activity.KindKernel, Name: "k", Start: 10, End: 20, Correlation: 1}, {Kind: activity.KindKernel, Name: "k", Start: 20, End: 30, Correlation: 2},
+		{Kind: activity.KindKernel, Name: "k", Start: 30, End: 40, Correlation: 3}, {Kind: activity.KindRuntime, Name: "cudaLaunchKernel", Start: 0, End: 5, Correlation: 1}}
 	if r := collect(waiting, Limits{MaxLaunches: 2}); len(r.Launches) != 1 || r.Launches[0].Count != 1 ||
 		!hasNotice(r, "2 kernels found no launch call to join (1 of them past the 2 kept waiting for their call)") {
 		t.Errorf("launches %+v, notices %q", r.Launches, r.Notices)
@@ -158,7 +161,7 @@ func TestPerLaunchLimitsAreNoticed(t *testing.T) {
 		}
 	}
 	// Kernels without a launch call are left out, as nsys leaves them, and said to be.
-	r = collect([]Activity{{Kind: KindKernel, Name: "k", Start: 1, End: 2, Correlation: 9}, {Kind: KindKernel, Name: "k", Start: 3, End: 4}}, Limits{})
+	r = collect([]activity.Activity{{Kind: activity.KindKernel, Name: "k", Start: 1, End: 2, Correlation: 9}, {Kind: activity.KindKernel, Name: "k", Start: 3, End: 4}}, Limits{})
 	if len(r.Launches) != 0 || !hasNotice(r, "2 kernels have no launch call in the trace") {
 		t.Errorf("launches %+v, notices %q", r.Launches, r.Notices)
 	}
@@ -167,28 +170,21 @@ func TestPerLaunchLimitsAreNoticed(t *testing.T) {
 // More ranges open at once than the projection looks at: the rest are left out, with a notice,
 // and the work stays bounded.
 func TestTooManyOpenRanges(t *testing.T) {
-	var acts []Activity
+	var acts []activity.Activity
 	for i := range int64(maxOpenRanges + 10) {
-		acts = append(acts, Activity{Kind: KindAnnotation, Name: "r", Start: i, End: 1_000_000})
+		acts = append(acts, activity.Activity{Kind: activity.KindAnnotation, Name: "r", Start: i, End: 1_000_000})
 	}
-	acts = append(acts, Activity{Kind: KindRuntime, Name: "cudaLaunchKernel", Start: 500, End: 600, Correlation: 1},
-		Activity{Kind: KindKernel, Name: "k", Start: 700, End: 800, Correlation: 1})
+	acts = append(acts, activity.Activity{Kind: activity.KindRuntime, Name: "cudaLaunchKernel", Start: 500, End: 600, Correlation: 1},
+		activity.Activity{Kind: activity.KindKernel, Name: "k", Start: 700, End: 800, Correlation: 1})
 	r := collect(acts, Limits{})
 	if len(r.Ranges) != 1 || r.Ranges[0].Instances != maxOpenRanges || !hasNotice(r, "10 ranges left out of the GPU projection") {
 		t.Errorf("ranges %+v, notices %q", r.Ranges, r.Notices)
 	}
 }
 
-func TestThreadIDs(t *testing.T) {
-	for raw, want := range map[string]int64{`25738`: 25738, `"25738"`: 25738, `7.0`: 7, ``: 0, `null`: 0, `" 12 "`: 12} {
-		if got := threadID([]byte(raw)); got != want {
-			t.Errorf("tid %s: %d, want %d", raw, got, want)
-		}
-	}
-	a, b := threadID([]byte(`"PyTorch Profiler"`)), threadID([]byte(`"stream 7"`))
-	if a <= 0 || b <= 0 || a == b || a != threadID([]byte(`"PyTorch Profiler"`)) {
-		t.Errorf("labels: %d, %d", a, b)
-	}
+// Kineto's host events carry their thread (kineto's TestThreadIDs reads them); a range holds
+// only its own thread's calls.
+func TestRangesHoldTheirThreadsCalls(t *testing.T) {
 	// Kineto's host events carry their thread; a trace without tids projects by time alone.
 	c := NewCollector(Limits{})
 	trace := `{"traceEvents": [
@@ -197,7 +193,7 @@ func TestThreadIDs(t *testing.T) {
 	  {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 20, "dur": 5, "args": {"correlation": 1, "stream": 7}},
 	  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 5, "ts": 30, "dur": 5, "args": {"correlation": 2}},
 	  {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 40, "dur": 5, "args": {"correlation": 2, "stream": 7}}]}`
-	if err := ReadChrome(strings.NewReader(trace), c); err != nil {
+	if err := kineto.Read(strings.NewReader(trace), c); err != nil {
 		t.Fatal(err)
 	}
 	if r := c.Result(AnalysisOptions{}); len(r.Ranges) != 1 || r.Ranges[0].GPUOps != 1 || r.Ranges[0].Projected.Total != 5000 {

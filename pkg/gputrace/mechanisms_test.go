@@ -3,6 +3,8 @@ package gputrace
 import (
 	"fmt"
 	"testing"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace/activity"
 )
 
 // timeline builds one request's activities on device 0, stream 7, in ns from 0: each step is
@@ -17,24 +19,24 @@ func newTimeline() *timeline { return &timeline{c: NewCollector(Limits{})} }
 // launch records a launch call [s, e) and the kernel it launched [ks, ke).
 func (t *timeline) launch(s, e, ks, ke int64) {
 	t.corr++
-	t.c.Add(Activity{Kind: KindRuntime, Name: "cudaLaunchKernel", Start: s, End: e, Correlation: t.corr})
-	t.c.Add(Activity{Kind: KindKernel, Name: "k", Start: ks, End: ke, Stream: 7, Correlation: t.corr})
+	t.c.Add(activity.Activity{Kind: activity.KindRuntime, Name: "cudaLaunchKernel", Start: s, End: e, Correlation: t.corr})
+	t.c.Add(activity.Activity{Kind: activity.KindKernel, Name: "k", Start: ks, End: ke, Stream: 7, Correlation: t.corr})
 }
 
 func (t *timeline) copy(s, e, cs, ce int64, name string) {
 	t.corr++
-	t.c.Add(Activity{Kind: KindRuntime, Name: "cudaMemcpyAsync", Start: s, End: e, Correlation: t.corr})
-	t.c.Add(Activity{Kind: KindMemcpy, Name: name, Start: cs, End: ce, Stream: 7, Correlation: t.corr, Bytes: 1 << 20})
+	t.c.Add(activity.Activity{Kind: activity.KindRuntime, Name: "cudaMemcpyAsync", Start: s, End: e, Correlation: t.corr})
+	t.c.Add(activity.Activity{Kind: activity.KindMemcpy, Name: name, Start: cs, End: ce, Stream: 7, Correlation: t.corr, Bytes: 1 << 20})
 }
 
 // op records a CPU operator [s, e) on the host thread.
 func (t *timeline) op(name string, s, e int64) {
-	t.c.Add(Activity{Kind: KindCPUOp, Name: name, Start: s, End: e})
+	t.c.Add(activity.Activity{Kind: activity.KindCPUOp, Name: name, Start: s, End: e})
 }
 
 func (t *timeline) call(name string, s, e int64) {
 	t.corr++
-	t.c.Add(Activity{Kind: KindRuntime, Name: name, Start: s, End: e, Correlation: t.corr})
+	t.c.Add(activity.Activity{Kind: activity.KindRuntime, Name: name, Start: s, End: e, Correlation: t.corr})
 }
 
 func TestIdleMechanismsOfEachPattern(t *testing.T) {
@@ -140,7 +142,7 @@ func TestIdleMechanismsGoToTheAnnotationAndTheRequest(t *testing.T) {
 	const us = 1000
 	tl := newTimeline()
 	trace := "4bf92f3577b34da6a3ce929d0e0e4736"
-	tl.c.Add(Activity{Kind: KindAnnotation, Name: fmt.Sprintf("request %s span 00f067aa0ba902b7", trace), Start: 0, End: 1000 * us})
+	tl.c.Add(activity.Activity{Kind: activity.KindAnnotation, Name: fmt.Sprintf("request %s span 00f067aa0ba902b7", trace), Start: 0, End: 1000 * us})
 	at := int64(0)
 	for range 3 {
 		tl.launch(at, at+5*us, at+6*us, at+56*us)

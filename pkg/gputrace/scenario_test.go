@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/internal/kinetogen"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace/kineto"
 )
 
 // TestScenarioFilesMatchTheirTruth reads each mechanism's scenario from a file, as the kernels
@@ -36,7 +37,7 @@ func TestScenarioFilesMatchTheirTruth(t *testing.T) {
 					t.Fatal(err)
 				}
 				c := NewCollector(Limits{})
-				if err := ReadChromeFile(path, c); err != nil {
+				if err := kineto.ReadFile(path, c); err != nil {
 					t.Fatal(err)
 				}
 				r := c.Result(AnalysisOptions{})

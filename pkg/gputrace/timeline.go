@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace/activity"
 )
 
 // DefaultMaxTimelineActivities is the timeline's cap when Limits.MaxTimelineActivities is 0:
@@ -15,10 +17,6 @@ const DefaultMaxTimelineActivities = 10_000
 // to a few hundred bytes), so the timeline's memory is bounded by the cap alone.
 const maxTimelineName = 1024
 
-// maxProcessNames bounds the process names kept (Kineto writes one per process and GPU; an
-// Nsight export lists every process of the machine).
-const maxProcessNames = 1024
-
 // Timeline is the activities of a trace for the timeline view: kernels, copies, memsets,
 // runtime and driver calls, annotations (host and GPU) and cuda_sync records, in time order.
 //
@@ -27,7 +25,7 @@ const maxProcessNames = 1024
 // (which starts before the kernel) is there, where the longest activities would leave holes
 // that read as idle time and cut launches from their kernels.
 type Timeline struct {
-	Activities []Activity
+	Activities []activity.Activity
 	// Cap is the most activities kept; Dropped counts those left out. Every activity starting
 	// before Activities' last start is kept.
 	Cap     int
@@ -51,18 +49,18 @@ func (t *Timeline) Complete() int64 {
 
 // inTimeline says which kinds the timeline shows: all but cpu_ops (there are tens of thousands
 // and the readers do not keep them) and unknown categories.
-func inTimeline(k Kind) bool {
-	return k != KindOther && k != KindCPUOp
+func inTimeline(k activity.Kind) bool {
+	return k != activity.KindOther && k != activity.KindCPUOp
 }
 
 // timelineHeap is a max-heap on start: its top is the latest activity kept, the one to give up
 // for an earlier one.
-type timelineHeap []Activity
+type timelineHeap []activity.Activity
 
 func (h timelineHeap) Len() int           { return len(h) }
 func (h timelineHeap) Less(i, j int) bool { return h[i].Start > h[j].Start }
 func (h timelineHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *timelineHeap) Push(x any)        { *h = append(*h, x.(Activity)) }
+func (h *timelineHeap) Push(x any)        { *h = append(*h, x.(activity.Activity)) }
 func (h *timelineHeap) Pop() any {
 	old := *h
 	x := old[len(old)-1]
@@ -79,14 +77,14 @@ type timelineState struct {
 }
 
 // addTimeline keeps a among the earliest MaxTimelineActivities.
-func (c *Collector) addTimeline(a Activity) {
+func (c *Collector) addTimeline(a activity.Activity) {
 	t := c.timeline
 	if t == nil || !inTimeline(a.Kind) {
 		return
 	}
-	if (a.Kind == KindAnnotation || a.Kind == KindGPUAnnotation) && a.TraceID == "" {
+	if (a.Kind == activity.KindAnnotation || a.Kind == activity.KindGPUAnnotation) && a.TraceID == "" {
 		// As attribution reads it: the request an annotation's name names.
-		if ids := TraceIDsIn(a.Name); len(ids) > 0 {
+		if ids := activity.TraceIDsIn(a.Name); len(ids) > 0 {
 			a.TraceID = ids[0]
 		}
 	}
@@ -105,20 +103,24 @@ func (c *Collector) addTimeline(a Activity) {
 }
 
 // nameProcess records a host process's name, for the timeline's thread services.
-func (c *Collector) nameProcess(pid int64, name string) {
+// KeepsTimeline says whether the activities themselves are kept (Limits.Timeline), so readers
+// read process names and the epoch only then (activity.Sink).
+func (c *Collector) KeepsTimeline() bool { return c.timeline != nil }
+
+func (c *Collector) NameProcess(pid int64, name string) {
 	t := c.timeline
 	if t == nil || name == "" {
 		return
 	}
-	if _, ok := t.processes[pid]; !ok && len(t.processes) >= maxProcessNames {
+	if _, ok := t.processes[pid]; !ok && len(t.processes) >= activity.MaxProcessNames {
 		return
 	}
 	t.processes[pid] = truncateUTF8(name, 256)
 }
 
 // setEpoch records the Unix time, ns, the trace's times count from.
-func (c *Collector) setEpoch(ns int64) {
-	if c.timeline != nil && ns > 0 && ns < maxTimeNs {
+func (c *Collector) SetEpoch(ns int64) {
+	if c.timeline != nil && ns > 0 && ns < activity.MaxTimeNs {
 		c.timeline.epoch = ns
 	}
 }
@@ -129,7 +131,7 @@ func (c *Collector) timelineResult() *Timeline {
 	if t == nil {
 		return nil
 	}
-	acts := append([]Activity(nil), t.kept...)
+	acts := append([]activity.Activity(nil), t.kept...)
 	sort.SliceStable(acts, func(i, j int) bool {
 		a, b := acts[i], acts[j]
 		if a.Start != b.Start {
@@ -178,13 +180,13 @@ func truncateUTF8(s string, n int) string {
 
 // nestRank orders activities of the same interval so that the one that may hold the other
 // comes first: annotations, then runtime calls (which hold the driver calls they make).
-func nestRank(k Kind) int {
+func nestRank(k activity.Kind) int {
 	switch k {
-	case KindAnnotation, KindGPUAnnotation:
+	case activity.KindAnnotation, activity.KindGPUAnnotation:
 		return 0
-	case KindRuntime:
+	case activity.KindRuntime:
 		return 1
-	case KindDriver:
+	case activity.KindDriver:
 		return 2
 	}
 	return 3
@@ -193,7 +195,7 @@ func nestRank(k Kind) int {
 // canHold says which activities are parents of those within them on their thread or stream:
 // annotations, and host calls (a runtime call holds the driver calls it makes). Kernels, copies
 // and cuda_sync records hold nothing: a sync record spans work it waits for, not work it does.
-func canHold(k Kind) bool { return nestRank(k) < 3 }
+func canHold(k activity.Kind) bool { return nestRank(k) < 3 }
 
 // Service is where an activity runs: a host thread (Host: Process, Thread) or a GPU stream
 // (Device, Stream; Stream -1 for the device's own records, such as a context synchronisation).
@@ -204,8 +206,8 @@ type Service struct {
 }
 
 // ServiceOf is the thread or stream an activity runs on.
-func ServiceOf(a Activity) Service {
-	if onHost(a.Kind) {
+func ServiceOf(a activity.Activity) Service {
+	if activity.OnHost(a.Kind) {
 		return Service{Host: true, Process: a.Process, Thread: a.Thread}
 	}
 	s := Service{Device: a.Device, Stream: a.Stream}
@@ -264,15 +266,15 @@ func (t *Timeline) Tree() TimelineTree {
 			st = append(st, int32(i))
 		}
 		stacks[si] = st
-		if (a.Kind == KindRuntime || a.Kind == KindDriver) && a.Correlation != 0 {
-			if j, seen := calls[a.joinID()]; !seen || t.Activities[j].Kind == KindDriver && a.Kind == KindRuntime {
-				calls[a.joinID()] = int32(i)
+		if (a.Kind == activity.KindRuntime || a.Kind == activity.KindDriver) && a.Correlation != 0 {
+			if j, seen := calls[joinID(a)]; !seen || t.Activities[j].Kind == activity.KindDriver && a.Kind == activity.KindRuntime {
+				calls[joinID(a)] = int32(i)
 			}
 		}
 	}
 	for i, a := range t.Activities {
 		tr.Launch[i] = -1
-		if j, ok := calls[a.joinID()]; ok && a.Correlation != 0 && launched(a.Kind) {
+		if j, ok := calls[joinID(a)]; ok && a.Correlation != 0 && launched(a.Kind) {
 			tr.Launch[i] = j
 		}
 	}
@@ -281,6 +283,6 @@ func (t *Timeline) Tree() TimelineTree {
 
 // launched says which activities a host call starts on the GPU (or, for a cuda_sync record,
 // waits in).
-func launched(k Kind) bool {
-	return k == KindKernel || k == KindMemcpy || k == KindMemset || k == KindSync
+func launched(k activity.Kind) bool {
+	return k == activity.KindKernel || k == activity.KindMemcpy || k == activity.KindMemset || k == activity.KindSync
 }

@@ -3,7 +3,6 @@ package gputrace
 import (
 	"bytes"
 	"compress/gzip"
-	"context"
 	"database/sql"
 	"encoding/json"
 	"fmt"
@@ -13,11 +12,13 @@ import (
 	"time"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/internal/kinetogen"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace/activity"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace/kineto"
 )
 
 // countKinds counts a timeline's activities by kind.
-func countKinds(t *Timeline) map[Kind]int64 {
-	n := map[Kind]int64{}
+func countKinds(t *Timeline) map[activity.Kind]int64 {
+	n := map[activity.Kind]int64{}
 	for _, a := range t.Activities {
 		n[a.Kind]++
 	}
@@ -62,7 +63,7 @@ func TestTimelineOfScenariosHoldsTheirActivities(t *testing.T) {
 				t.Fatal(err)
 			}
 			c := NewCollector(Limits{Timeline: true, MaxTimelineActivities: 1_000_000})
-			if err := ReadChrome(&buf, c); err != nil {
+			if err := kineto.Read(&buf, c); err != nil {
 				t.Fatal(err)
 			}
 			r := c.Result(AnalysisOptions{})
@@ -71,11 +72,11 @@ func TestTimelineOfScenariosHoldsTheirActivities(t *testing.T) {
 				t.Fatalf("timeline %+v", tl)
 			}
 			n := countKinds(tl)
-			if n[KindKernel] != truth.Kernels || n[KindMemcpy]+n[KindMemset] != truth.Transfers {
-				t.Errorf("%d kernels, %d copies and memsets; truth %d, %d", n[KindKernel], n[KindMemcpy]+n[KindMemset], truth.Kernels, truth.Transfers)
+			if n[activity.KindKernel] != truth.Kernels || n[activity.KindMemcpy]+n[activity.KindMemset] != truth.Transfers {
+				t.Errorf("%d kernels, %d copies and memsets; truth %d, %d", n[activity.KindKernel], n[activity.KindMemcpy]+n[activity.KindMemset], truth.Kernels, truth.Transfers)
 			}
-			if n[KindAnnotation] != 1 || n[KindGPUAnnotation] != 1 {
-				t.Errorf("annotations %d on the host, %d on the GPU; want one each", n[KindAnnotation], n[KindGPUAnnotation])
+			if n[activity.KindAnnotation] != 1 || n[activity.KindGPUAnnotation] != 1 {
+				t.Errorf("annotations %d on the host, %d on the GPU; want one each", n[activity.KindAnnotation], n[activity.KindGPUAnnotation])
 			}
 			if tl.Epoch != 0 || tl.Activities[0].Start != start.UnixNano() {
 				t.Errorf("first activity at %d, epoch %d: want the annotation at %d exactly", tl.Activities[0].Start, tl.Epoch, start.UnixNano())
@@ -84,15 +85,15 @@ func TestTimelineOfScenariosHoldsTheirActivities(t *testing.T) {
 			var launches, joined, underAnnotation, underGPUAnnotation int64
 			for i, a := range tl.Activities {
 				switch {
-				case a.Kind == KindKernel || a.Kind == KindMemcpy || a.Kind == KindMemset:
+				case a.Kind == activity.KindKernel || a.Kind == activity.KindMemcpy || a.Kind == activity.KindMemset:
 					if tr.Launch[i] >= 0 {
 						joined++
 					}
-					if p := tr.Parent[i]; p >= 0 && tl.Activities[p].Kind == KindGPUAnnotation {
+					if p := tr.Parent[i]; p >= 0 && tl.Activities[p].Kind == activity.KindGPUAnnotation {
 						underGPUAnnotation++
 					}
-				case a.Kind == KindRuntime:
-					if p := tr.Parent[i]; p >= 0 && tl.Activities[p].Kind == KindAnnotation {
+				case a.Kind == activity.KindRuntime:
+					if p := tr.Parent[i]; p >= 0 && tl.Activities[p].Kind == activity.KindAnnotation {
 						underAnnotation++
 					}
 					if isLaunchCall(a.Name) || strings.HasPrefix(a.Name, "cudaMemcpy") || strings.HasPrefix(a.Name, "cudaMemset") {
@@ -106,8 +107,8 @@ func TestTimelineOfScenariosHoldsTheirActivities(t *testing.T) {
 			if underGPUAnnotation != truth.Kernels+truth.Transfers {
 				t.Errorf("%d GPU activities under the GPU annotation, want all %d", underGPUAnnotation, truth.Kernels+truth.Transfers)
 			}
-			if underAnnotation != n[KindRuntime] {
-				t.Errorf("%d of %d runtime calls under the request's annotation", underAnnotation, n[KindRuntime])
+			if underAnnotation != n[activity.KindRuntime] {
+				t.Errorf("%d of %d runtime calls under the request's annotation", underAnnotation, n[activity.KindRuntime])
 			}
 			if len(tr.Services) != 2 && len(tr.Services) != 3 { // the thread, stream 7, the device's own sync records
 				t.Errorf("services %+v", tr.Services)
@@ -128,13 +129,13 @@ func TestTimelineCapKeepsTheEarliest(t *testing.T) {
 	}
 	data := buf.Bytes()
 	all := NewCollector(Limits{Timeline: true, MaxTimelineActivities: 1_000_000})
-	if err := ReadChrome(bytes.NewReader(data), all); err != nil {
+	if err := kineto.Read(bytes.NewReader(data), all); err != nil {
 		t.Fatal(err)
 	}
 	full := all.Result(AnalysisOptions{}).Timeline
 	const limit = 50
 	capped := NewCollector(Limits{Timeline: true, MaxTimelineActivities: limit})
-	if err := ReadChrome(bytes.NewReader(data), capped); err != nil {
+	if err := kineto.Read(bytes.NewReader(data), capped); err != nil {
 		t.Fatal(err)
 	}
 	r := capped.Result(AnalysisOptions{})
@@ -156,7 +157,7 @@ func TestTimelineCapKeepsTheEarliest(t *testing.T) {
 	}
 	// Without Limits.Timeline nothing is kept, and the analyses are the same.
 	plain := NewCollector(Limits{})
-	if err := ReadChrome(bytes.NewReader(data), plain); err != nil {
+	if err := kineto.Read(bytes.NewReader(data), plain); err != nil {
 		t.Fatal(err)
 	}
 	if p := plain.Result(AnalysisOptions{}); p.Timeline != nil || p.Temporal != r.Temporal || len(p.Kernels) != len(r.Kernels) {
@@ -169,17 +170,17 @@ func TestTimelineCapKeepsTheEarliest(t *testing.T) {
 // is never a child.
 func TestTimelineNesting(t *testing.T) {
 	c := NewCollector(Limits{Timeline: true})
-	add := func(a Activity) { c.Add(a) }
-	add(Activity{Kind: KindAnnotation, Name: "step", Start: 0, End: 100, Process: 1, Thread: 1})
-	add(Activity{Kind: KindRuntime, Name: "cudaLaunchKernel", Start: 10, End: 20, Correlation: 5, Process: 1, Thread: 1})
-	add(Activity{Kind: KindDriver, Name: "cuLaunchKernel", Start: 12, End: 18, Correlation: 6, Process: 1, Thread: 1})
-	add(Activity{Kind: KindRuntime, Name: "cudaLaunchKernel", Start: 30, End: 40, Correlation: 7, Process: 1, Thread: 2})
-	add(Activity{Kind: KindRuntime, Name: "cudaStreamSynchronize", Start: 90, End: 120, Correlation: 8, Process: 1, Thread: 1})
-	add(Activity{Kind: KindGPUAnnotation, Name: "step", Start: 15, End: 60, Device: 0, Stream: 7})
-	add(Activity{Kind: KindKernel, Name: "k", Start: 20, End: 30, Correlation: 5, Device: 0, Stream: 7})
-	add(Activity{Kind: KindKernel, Name: "k2", Start: 41, End: 70, Correlation: 7, Device: 0, Stream: 7})
-	add(Activity{Kind: KindSync, Name: "Stream Sync", Start: 91, End: 119, Correlation: 8, Device: 0, Stream: 7})
-	add(Activity{Kind: KindKernel, Name: "k3", Start: 92, End: 95, Device: 0, Stream: 7})
+	add := func(a activity.Activity) { c.Add(a) }
+	add(activity.Activity{Kind: activity.KindAnnotation, Name: "step", Start: 0, End: 100, Process: 1, Thread: 1})
+	add(activity.Activity{Kind: activity.KindRuntime, Name: "cudaLaunchKernel", Start: 10, End: 20, Correlation: 5, Process: 1, Thread: 1})
+	add(activity.Activity{Kind: activity.KindDriver, Name: "cuLaunchKernel", Start: 12, End: 18, Correlation: 6, Process: 1, Thread: 1})
+	add(activity.Activity{Kind: activity.KindRuntime, Name: "cudaLaunchKernel", Start: 30, End: 40, Correlation: 7, Process: 1, Thread: 2})
+	add(activity.Activity{Kind: activity.KindRuntime, Name: "cudaStreamSynchronize", Start: 90, End: 120, Correlation: 8, Process: 1, Thread: 1})
+	add(activity.Activity{Kind: activity.KindGPUAnnotation, Name: "step", Start: 15, End: 60, Device: 0, Stream: 7})
+	add(activity.Activity{Kind: activity.KindKernel, Name: "k", Start: 20, End: 30, Correlation: 5, Device: 0, Stream: 7})
+	add(activity.Activity{Kind: activity.KindKernel, Name: "k2", Start: 41, End: 70, Correlation: 7, Device: 0, Stream: 7})
+	add(activity.Activity{Kind: activity.KindSync, Name: "Stream Sync", Start: 91, End: 119, Correlation: 8, Device: 0, Stream: 7})
+	add(activity.Activity{Kind: activity.KindKernel, Name: "k3", Start: 92, End: 95, Device: 0, Stream: 7})
 	tl := c.Result(AnalysisOptions{}).Timeline
 	tr := checkTree(t, tl)
 	index := map[string]int{}
@@ -252,14 +253,8 @@ func realChromeCounts(t *testing.T, path string) map[string]int64 {
 
 func realTimeline(t *testing.T, name string, l Limits) *Result {
 	t.Helper()
-	path := realdata(t, name)
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	l.Timeline = true
-	r, err := AnalyzeOpened(context.Background(), f, path, l, AnalysisOptions{})
+	r, err := analyzeFileWith(realdata(t, name), l)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,7 +269,7 @@ func TestTimelineOfResNet50(t *testing.T) {
 	r := realTimeline(t, "resnet50_worker0.pt.trace.json.gz", Limits{MaxTimelineActivities: 100_000})
 	tl := r.Timeline
 	n := countKinds(tl)
-	got := map[string]int64{"Kernel": n[KindKernel], "Memcpy": n[KindMemcpy], "Memset": n[KindMemset], "Runtime": n[KindRuntime]}
+	got := map[string]int64{"Kernel": n[activity.KindKernel], "Memcpy": n[activity.KindMemcpy], "Memset": n[activity.KindMemset], "Runtime": n[activity.KindRuntime]}
 	for cat, c := range got {
 		if c != want[cat] {
 			t.Errorf("%d %s activities, the file has %d", c, cat, want[cat])
@@ -286,7 +281,7 @@ func TestTimelineOfResNet50(t *testing.T) {
 	tr := checkTree(t, tl)
 	var kernels, joined int64
 	for i, a := range tl.Activities {
-		if a.Kind == KindKernel {
+		if a.Kind == activity.KindKernel {
 			kernels++
 			if tr.Launch[i] >= 0 {
 				joined++
@@ -332,11 +327,11 @@ func TestTimelineOfCloverLeafNsys(t *testing.T) {
 	r := realTimeline(t, "cloverleaf-nsys.sqlite", Limits{})
 	tl := r.Timeline
 	n := countKinds(tl)
-	if n[KindKernel] != count("CUPTI_ACTIVITY_KIND_KERNEL") || n[KindMemcpy] != count("CUPTI_ACTIVITY_KIND_MEMCPY") ||
-		n[KindRuntime] != count("CUPTI_ACTIVITY_KIND_RUNTIME") || tl.Dropped != 0 {
+	if n[activity.KindKernel] != count("CUPTI_ACTIVITY_KIND_KERNEL") || n[activity.KindMemcpy] != count("CUPTI_ACTIVITY_KIND_MEMCPY") ||
+		n[activity.KindRuntime] != count("CUPTI_ACTIVITY_KIND_RUNTIME") || tl.Dropped != 0 {
 		t.Errorf("counts %v, dropped %d", n, tl.Dropped)
 	}
-	if n[KindKernel] != 1312 || n[KindMemcpy] != 279 || n[KindRuntime] != 3048 {
+	if n[activity.KindKernel] != 1312 || n[activity.KindMemcpy] != 279 || n[activity.KindRuntime] != 3048 {
 		t.Errorf("counts %v: want pipit's 1312 kernels and 279 copies, and 3048 runtime calls", n)
 	}
 	if tl.Epoch != 1_696_392_839_587_175_550 {
@@ -345,15 +340,15 @@ func TestTimelineOfCloverLeafNsys(t *testing.T) {
 	tr := checkTree(t, tl)
 	var joined int64
 	for i, a := range tl.Activities {
-		if a.Kind == KindKernel && tr.Launch[i] >= 0 {
+		if a.Kind == activity.KindKernel && tr.Launch[i] >= 0 {
 			joined++
 			if a.Grid == [3]int32{} || a.Block == [3]int32{} {
 				t.Fatalf("kernel %+v has no launch geometry", a)
 			}
 		}
 	}
-	if joined != n[KindKernel] || joined != r.Launch.Joined {
-		t.Errorf("%d of %d kernels joined to their launch; the launch statistics join %d", joined, n[KindKernel], r.Launch.Joined)
+	if joined != n[activity.KindKernel] || joined != r.Launch.Joined {
+		t.Errorf("%d of %d kernels joined to their launch; the launch statistics join %d", joined, n[activity.KindKernel], r.Launch.Joined)
 	}
 	var hosts []string
 	for _, s := range tr.Services {

@@ -19,6 +19,7 @@ import (
 	"github.com/hsi-profiling/hsi-profiling-datasource/internal/kinetogen"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/buckets"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace/tracestore"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 )
 
@@ -73,12 +74,12 @@ func BenchmarkRealBucket200MB(b *testing.B) {
 		Name: "bench", Provider: models.ProviderS3, Bucket: bed.S3Bucket, Prefix: prefix,
 		Endpoint: bed.S3Endpoint, Insecure: true, AccessKey: bed.S3AccessKey, SecretKey: bed.S3SecretKey,
 	}
-	bucket := gputrace.OpenBucket(kb.Name, func(ctx context.Context) (objstore.Bucket, error) {
+	bucket := tracestore.OpenBucket(kb.Name, func(ctx context.Context) (objstore.Bucket, error) {
 		return buckets.Open(ctx, kb)
-	}, gputrace.BucketOptions{Prefix: kb.Prefix, Secrets: kb.Secrets()})
-	bucketStore := gputrace.NewStore(nil, 10, 1<<30).WithBuckets(bucket)
+	}, tracestore.BucketOptions{Prefix: kb.Prefix, Secrets: kb.Secrets()})
+	bucketStore := tracestore.NewStore(nil, 10, 1<<30).WithBuckets(bucket)
 	b.Cleanup(func() { bucketStore.Close() })
-	diskStore := gputrace.NewStore([]string{dir}, 10, 1<<30)
+	diskStore := tracestore.NewStore([]string{dir}, 10, 1<<30)
 	bucketFile := onlyTraceFile(b, bucketStore, "bucket:bench/"+name)
 	diskFile := onlyTraceFile(b, diskStore, name)
 
@@ -117,7 +118,7 @@ func BenchmarkRealBucket200MB(b *testing.B) {
 }
 
 // onlyTraceFile lists a store and returns its one trace file, which must be rel.
-func onlyTraceFile(b *testing.B, s *gputrace.Store, rel string) gputrace.TraceFile {
+func onlyTraceFile(b *testing.B, s *tracestore.Store, rel string) gputrace.TraceFile {
 	files, missed := s.List(context.Background())
 	if len(files) != 1 || files[0].Rel != rel {
 		b.Fatalf("listed %+v (notices %q), want only %s", files, missed.Texts(), rel)

@@ -57,7 +57,7 @@ func (d *Datasource) queryKernels(ctx context.Context, q backend.DataQuery) (dat
 }
 
 // kernelDiff answers the kernels query's diff view: the request's kernel traces (or the chosen
-// file) against the baseline's, per request (gputrace.Store.Diff, frames.KernelDiff).
+// file) against the baseline's, per request (tracestore.Store.Diff, frames.KernelDiff).
 func kernelDiff(ctx context.Context, store correlate.KernelStore, kq *models.KernelsQuery) (data.Frames, error) {
 	b := kq.Baseline
 	if b == nil {

@@ -15,7 +15,7 @@ import (
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/internal/kinetogen"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/correlate"
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace/tracestore"
 )
 
 // diffID is the i-th request's trace ID of the kernel diff fixtures.
@@ -247,7 +247,7 @@ func TestTraceVerdictLinksGPUKernelsToTheKernelsDiff(t *testing.T) {
 	traceID, span := b.trace.TraceID, b.trace.Spans[4].SpanID // ai-detector's model.predict
 	dir := t.TempDir()
 	requestKernels(t, filepath.Join(dir, "detector", "detector_"+traceID+".pt.trace.json"), traceID, span)
-	b.ds.src.Kernels = correlate.Ready[correlate.KernelStore](gputrace.NewStore([]string{dir}, 100, 1<<30))
+	b.ds.src.Kernels = correlate.Ready[correlate.KernelStore](tracestore.NewStore([]string{dir}, 100, 1<<30))
 	gpuLink := func() string {
 		t.Helper()
 		r := b.query(t, traceModel)

@@ -10,7 +10,7 @@ import (
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/buckets"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/correlate"
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace/tracestore"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/jaeger"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/nvml"
@@ -27,7 +27,7 @@ var (
 	_ correlate.TraceStore   = (*tempo.Client)(nil)
 	_ correlate.MetricStore  = (*prometheus.Client)(nil)
 	_ correlate.GPUStore     = (*prometheus.Client)(nil)
-	_ correlate.KernelStore  = (*gputrace.Store)(nil)
+	_ correlate.KernelStore  = (*tracestore.Store)(nil)
 )
 
 // healthCheck makes an upstream's cheap real call and says what follows "OK" in its health line.
@@ -138,11 +138,11 @@ func kernelStore(ks models.KernelTraceSettings, invalid error) correlate.Source[
 	case len(ks.Directories) == 0 && len(ks.Buckets) == 0:
 		return correlate.Unavailable[correlate.KernelStore](backend.DownstreamError(errKernelsOff))
 	}
-	store := gputrace.NewStore(ks.Directories, ks.MaxFiles, ks.MaxFileBytes)
+	store := tracestore.NewStore(ks.Directories, ks.MaxFiles, ks.MaxFileBytes)
 	for _, b := range ks.Buckets {
-		store.WithBuckets(gputrace.OpenBucket(b.Name, func(ctx context.Context) (objstore.Bucket, error) {
+		store.WithBuckets(tracestore.OpenBucket(b.Name, func(ctx context.Context) (objstore.Bucket, error) {
 			return buckets.Open(ctx, b)
-		}, gputrace.BucketOptions{Prefix: b.Prefix, Secrets: b.Secrets(), Timeout: b.Timeout()}))
+		}, tracestore.BucketOptions{Prefix: b.Prefix, Secrets: b.Secrets(), Timeout: b.Timeout()}))
 	}
 	return correlate.Ready[correlate.KernelStore](store)
 }

@@ -24,7 +24,7 @@ import (
 	"github.com/hsi-profiling/hsi-profiling-datasource/internal/kinetogen"
 	"github.com/hsi-profiling/hsi-profiling-datasource/internal/pluginhost"
 	"github.com/hsi-profiling/hsi-profiling-datasource/internal/testbed"
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace/tracestore"
 )
 
 const (
@@ -93,7 +93,7 @@ func newBucketRig(t *testing.T) *bucketRig {
 	place := func(bucket, worker string, m kinetogen.Mechanism, seed uint64) bucketTrace {
 		rel := "infer/" + day + "/" + worker + "_" + r.traceID + ".pt.trace.json"
 		body, kernels := kinetoTrace(t, r.traceID, m, seed)
-		return bucketTrace{ref: gputrace.BucketRef + bucket + "/" + rel, key: root + "/" + bucket + "/" + rel, body: body, kernels: kernels}
+		return bucketTrace{ref: tracestore.BucketRef + bucket + "/" + rel, key: root + "/" + bucket + "/" + rel, body: body, kernels: kernels}
 	}
 	r.faulty = place("faulty", "worker0", kinetogen.MechSync, 1)
 	r.healthy = place("healthy", "worker1", kinetogen.MechLaunch, 2)

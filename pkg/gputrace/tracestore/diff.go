@@ -1,4 +1,4 @@
-package gputrace
+package tracestore
 
 import (
 	"context"
@@ -6,24 +6,10 @@ import (
 	"path"
 	"strings"
 
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace/activity"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/notices"
 )
-
-// DiffRequest is a kernels diff: the target, as TracesOf takes it (one file, or else the traces
-// of a request by its trace ID), and the baseline it is compared with.
-type DiffRequest struct {
-	TraceID, File string
-	Baseline      DiffBaseline
-}
-
-// DiffBaseline is another request (TraceID), or the Recent most recent requests whose files
-// match Match (a glob on the file reference, path.Match: without "/" on the file's name, with
-// "/" on the whole reference; empty: DefaultBaselineMatch of each of the target's files).
-type DiffBaseline struct {
-	TraceID string
-	Recent  int
-	Match   string
-}
 
 // DefaultDiffRecent is how many recent requests a baseline merges when Recent is 0.
 const DefaultDiffRecent = 10
@@ -70,7 +56,7 @@ func DefaultBaselineMatch(ref string) string {
 		}
 		b.WriteByte('/')
 	}
-	if ids := TraceIDsIn(name); len(ids) > 0 {
+	if ids := activity.TraceIDsIn(name); len(ids) > 0 {
 		if at := strings.Index(strings.ToLower(name), ids[0]); at > 0 {
 			b.WriteString(escapeGlob(name[:at]))
 		}
@@ -106,7 +92,7 @@ func escapeGlob(s string) string {
 
 // requestKey is the request a listed file belongs to: the low 16 digits of the first trace ID
 // its name names (so a 64-bit and a 128-bit ID of one request are one), else the file alone.
-func requestKey(f TraceFile) string {
+func requestKey(f gputrace.TraceFile) string {
 	if len(f.TraceIDs) > 0 {
 		id := f.TraceIDs[0]
 		return id[len(id)-16:]
@@ -115,7 +101,7 @@ func requestKey(f TraceFile) string {
 }
 
 // namesAny says whether the file's name names one of the trace IDs.
-func namesAny(f TraceFile, ids []string) bool {
+func namesAny(f gputrace.TraceFile, ids []string) bool {
 	for _, id := range ids {
 		if nameMatches(f, id) {
 			return true
@@ -127,14 +113,14 @@ func namesAny(f TraceFile, ids []string) bool {
 // baselineGroup is one request of a recent baseline and its listed files.
 type baselineGroup struct {
 	key   string
-	files []TraceFile
+	files []gputrace.TraceFile
 }
 
 // recentRequests picks from a listing (most recent first) the most recent requests, at most
 // recent, whose files match one of the patterns, leaving out the target's files (own) and any
 // file naming one of the target's trace IDs; every listed file of a picked request comes with it.
 // recent < 0 picks every matching request.
-func recentRequests(listing []TraceFile, patterns []refPattern, own map[string]bool, targetIDs []string, recent int) []baselineGroup {
+func recentRequests(listing []gputrace.TraceFile, patterns []refPattern, own map[string]bool, targetIDs []string, recent int) []baselineGroup {
 	var groups []baselineGroup
 	at := map[string]int{}
 	for _, f := range listing {
@@ -160,13 +146,13 @@ func recentRequests(listing []TraceFile, patterns []refPattern, own map[string]b
 			continue
 		}
 		at[key] = len(groups)
-		groups = append(groups, baselineGroup{key: key, files: []TraceFile{f}})
+		groups = append(groups, baselineGroup{key: key, files: []gputrace.TraceFile{f}})
 	}
 	return groups
 }
 
 // defaultPatterns are the default baseline rule of each target file, once each.
-func defaultPatterns(targets []Found) []refPattern {
+func defaultPatterns(targets []gputrace.Found) []refPattern {
 	var out []refPattern
 	seen := map[string]bool{}
 	for _, f := range targets {
@@ -198,26 +184,26 @@ func globs(ps []refPattern) string {
 // includes the target's own files. An error is the user's: a chosen file that cannot be read
 // (ErrChosenFile). Files that fail to read, a side with little data and an empty side are
 // notices.
-func (s *Store) Diff(ctx context.Context, q DiffRequest) (*KernelDiff, error) {
+func (s *Store) Diff(ctx context.Context, q gputrace.DiffRequest) (*gputrace.KernelDiff, error) {
 	listing, missed := s.List(ctx)
 	var (
-		targets   []Found
+		targets   []gputrace.Found
 		describe  string
 		targetIDs []string
 	)
 	if q.File != "" {
 		f, err := s.resolve(ctx, q.File)
 		if err != nil {
-			return nil, chosenFileError{err}
+			return nil, gputrace.ChosenFileError(err)
 		}
-		targets, describe, targetIDs = []Found{{File: f}}, "file "+f.Rel, f.TraceIDs
+		targets, describe, targetIDs = []gputrace.Found{{File: f}}, "file "+f.Rel, f.TraceIDs
 	} else {
 		var more notices.List
 		targets, more = s.findIn(ctx, listing, q.TraceID)
 		missed.Merge(more)
 		describe, targetIDs = "trace "+q.TraceID, []string{q.TraceID}
 	}
-	target := NewDiffSide("target", describe)
+	target := gputrace.NewDiffSide("target", describe)
 	own := map[string]bool{}
 	for i, f := range targets {
 		own[f.File.Rel] = true
@@ -230,7 +216,7 @@ func (s *Store) Diff(ctx context.Context, q DiffRequest) (*KernelDiff, error) {
 	}
 
 	base := s.baselineSide(ctx, listing, q, targets, own, targetIDs)
-	d := Diff(base, target)
+	d := gputrace.Diff(base, target)
 	if len(targets) == 0 {
 		d.Notices = append(notices.List{{Severity: notices.Warning,
 			Text: fmt.Sprintf("no GPU kernel trace found for trace %s in the trace %s: nothing to compare", q.TraceID, s.where())}}, d.Notices...)
@@ -240,7 +226,7 @@ func (s *Store) Diff(ctx context.Context, q DiffRequest) (*KernelDiff, error) {
 }
 
 // addFile analyses one file (unless found analysed already) and merges it into the side.
-func (s *Store) addFile(ctx context.Context, side *DiffSide, request string, f Found) {
+func (s *Store) addFile(ctx context.Context, side *gputrace.DiffSide, request string, f gputrace.Found) {
 	if f.Result == nil && f.Err == nil {
 		f.Result, f.Err = s.Analyze(ctx, f.File)
 	}
@@ -249,10 +235,10 @@ func (s *Store) addFile(ctx context.Context, side *DiffSide, request string, f F
 
 // baselineSide reads the baseline: another request's files, or the most recent requests'
 // matching files, never the target's own.
-func (s *Store) baselineSide(ctx context.Context, listing []TraceFile, q DiffRequest, targets []Found, own map[string]bool, targetIDs []string) *DiffSide {
+func (s *Store) baselineSide(ctx context.Context, listing []gputrace.TraceFile, q gputrace.DiffRequest, targets []gputrace.Found, own map[string]bool, targetIDs []string) *gputrace.DiffSide {
 	b := q.Baseline
 	if b.TraceID != "" {
-		side := NewDiffSide("baseline", "trace "+b.TraceID)
+		side := gputrace.NewDiffSide("baseline", "trace "+b.TraceID)
 		found, more := s.findIn(ctx, listing, b.TraceID)
 		side.Notices.Merge(more)
 		n := 0
@@ -285,7 +271,7 @@ func (s *Store) baselineSide(ctx context.Context, listing []TraceFile, q DiffReq
 		patterns = defaultPatterns(targets)
 		rule = " (the target's directory, any day, and its name before the trace ID)"
 	}
-	side := NewDiffSide("baseline", fmt.Sprintf("the %d most recent requests matching %s", recent, globs(patterns)))
+	side := gputrace.NewDiffSide("baseline", fmt.Sprintf("the %d most recent requests matching %s", recent, globs(patterns)))
 	if len(patterns) == 0 {
 		// No target file: nothing to take the default rule from (a warning says the target is missing).
 		side.Describe = fmt.Sprintf("the %d most recent requests like the target's", recent)
@@ -320,7 +306,7 @@ func (s *Store) baselineSide(ctx context.Context, listing []TraceFile, q DiffReq
 				side.Notices.Warnf("baseline: the query ended (%v) after %d of its files: its figures cover those", err, read)
 				return side
 			}
-			s.addFile(ctx, side, g.key, Found{File: f})
+			s.addFile(ctx, side, g.key, gputrace.Found{File: f})
 			read++
 		}
 	}
@@ -330,8 +316,8 @@ func (s *Store) baselineSide(ctx context.Context, listing []TraceFile, q DiffReq
 // BaselineRequests counts the other requests a kernels diff of the target files would take
 // as its default baseline (the default rule of each file, DefaultBaselineMatch), from a listing
 // alone: no file is read.
-func BaselineRequests(listing []TraceFile, targets []TraceFile, traceID string) int {
-	found := make([]Found, len(targets))
+func BaselineRequests(listing []gputrace.TraceFile, targets []gputrace.TraceFile, traceID string) int {
+	found := make([]gputrace.Found, len(targets))
 	own := map[string]bool{}
 	for i, f := range targets {
 		found[i].File = f
@@ -348,14 +334,14 @@ func BaselineRequests(listing []TraceFile, targets []TraceFile, traceID string) 
 // kernels diff of this request would take as its default baseline, counted from the same
 // listing (no file is read for it): the trace query's verdict links its GPU causes to the
 // diff when there is one.
-func (s *Store) KernelTracesWithBaseline(ctx context.Context, traceID string) ([]*Result, int, notices.List) {
+func (s *Store) KernelTracesWithBaseline(ctx context.Context, traceID string) ([]*gputrace.Result, int, notices.List) {
 	listing, missed := s.List(ctx)
 	files, more := s.findIn(ctx, listing, traceID)
 	missed.Merge(more)
 	if len(files) == 0 {
 		return nil, 0, nil
 	}
-	targets := make([]TraceFile, len(files))
+	targets := make([]gputrace.TraceFile, len(files))
 	for i, f := range files {
 		targets[i] = f.File
 	}

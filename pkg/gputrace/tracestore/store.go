@@ -1,4 +1,8 @@
-package gputrace
+// Package tracestore finds and opens the kernel traces of a data source: its trace directories
+// (through an os.Root each) and buckets (cached listings, streamed objects, spooled Nsight
+// exports), a request's traces by trace ID (file name, else content), and the baselines of a
+// diff. It reads each file with its format's reader (kineto, nsys) into the analyses (gputrace).
+package tracestore
 
 import (
 	"context"
@@ -9,8 +13,9 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"time"
 
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace/activity"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/notices"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/safe"
 )
@@ -50,6 +55,16 @@ func NewStore(dirs []string, maxFiles int, maxFileBytes int64) *Store {
 	return &Store{dirs: dirs, maxFiles: maxFiles, maxFileBytes: maxFileBytes}
 }
 
+// bucket is the store's bucket of that name, nil for none.
+func (s *Store) bucket(name string) *Bucket {
+	for _, b := range s.buckets {
+		if b.name == name {
+			return b
+		}
+	}
+	return nil
+}
+
 // WithBuckets adds object-storage buckets to the store.
 func (s *Store) WithBuckets(b ...*Bucket) *Store {
 	s.buckets = append(s.buckets, b...)
@@ -63,36 +78,6 @@ func (s *Store) Close() error {
 		errs = append(errs, b.Close())
 	}
 	return errors.Join(errs...)
-}
-
-// TraceFile is one trace file found under a configured directory, or one object of a bucket
-// (Rel is then bucket:<name>/<key under its prefix>, and Size 0 until it is opened).
-type TraceFile struct {
-	Dir      string    `json:"-"` // the configured directory, resolved
-	Rel      string    `json:"file"`
-	Abs      string    `json:"-"` // resolved path, inside Dir
-	Key      string    `json:"-"` // a bucket object's key under the bucket's prefix
-	Size     int64     `json:"size"`
-	Modified time.Time `json:"modified"`
-	TraceIDs []string  `json:"traceIds"`
-
-	bucket *Bucket
-}
-
-// Bucket is the name of the bucket the file is an object of, "" for a file of a directory.
-func (f TraceFile) Bucket() string {
-	if f.bucket == nil {
-		return ""
-	}
-	return f.bucket.name
-}
-
-// Found is one trace file and its analysis (Err: a per-file error; Result may then cover what
-// was read before it). Result and Err are both nil until Analyze fills them in.
-type Found struct {
-	File   TraceFile
-	Result *Result
-	Err    error
 }
 
 // IsTraceFile says whether a name is a trace file the kernels query reads.
@@ -141,9 +126,9 @@ func (s *Store) statInside(root, path string) (string, fs.FileInfo, error) {
 
 // List walks the directories for trace files, most recent first, with notices for what was
 // skipped. The walk stops after maxFiles files.
-func (s *Store) List(ctx context.Context) ([]TraceFile, notices.List) {
+func (s *Store) List(ctx context.Context) ([]gputrace.TraceFile, notices.List) {
 	var (
-		out     []TraceFile
+		out     []gputrace.TraceFile
 		skipped notices.List
 		seen    int
 	)
@@ -180,7 +165,7 @@ func (s *Store) List(ctx context.Context) ([]TraceFile, notices.List) {
 				return nil
 			}
 			rel, _ := filepath.Rel(root, p)
-			out = append(out, TraceFile{Dir: root, Rel: filepath.ToSlash(rel), Abs: real, Size: fi.Size(), Modified: fi.ModTime().UTC(), TraceIDs: TraceIDsInFileName(p)})
+			out = append(out, gputrace.TraceFile{Dir: root, Rel: filepath.ToSlash(rel), Abs: real, Size: fi.Size(), Modified: fi.ModTime().UTC(), TraceIDs: activity.TraceIDsInFileName(p)})
 			return nil
 		})
 		if err != nil && !errors.Is(err, filepath.SkipAll) {
@@ -196,14 +181,14 @@ func (s *Store) List(ctx context.Context) ([]TraceFile, notices.List) {
 }
 
 // listBuckets lists every bucket at once; each failure is its own notice.
-func (s *Store) listBuckets(ctx context.Context, missed *notices.List) []TraceFile {
-	files := make([][]TraceFile, len(s.buckets))
+func (s *Store) listBuckets(ctx context.Context, missed *notices.List) []gputrace.TraceFile {
+	files := make([][]gputrace.TraceFile, len(s.buckets))
 	notes := make([]notices.List, len(s.buckets))
 	errs := safe.ForEach("kernel trace buckets", len(s.buckets), 4, func(i int) error {
 		files[i], notes[i] = s.buckets[i].List(ctx, s.maxFiles)
 		return nil
 	})
-	var out []TraceFile
+	var out []gputrace.TraceFile
 	for i := range s.buckets {
 		if errs[i] != nil {
 			missed.Warnf("bucket %s: %v", s.buckets[i].name, errs[i])
@@ -214,18 +199,10 @@ func (s *Store) listBuckets(ctx context.Context, missed *notices.List) []TraceFi
 	return out
 }
 
-// BucketCheck is one bucket's line in the health check.
-type BucketCheck struct {
-	Name      string
-	Objects   int  // trace objects seen under its prefix
-	Truncated bool // more than traceMaxFiles: only the most recent are kept
-	Err       error
-}
-
 // CheckBuckets lists each bucket afresh: how many trace objects it holds, or why it could not
 // be listed.
-func (s *Store) CheckBuckets(ctx context.Context) []BucketCheck {
-	out := make([]BucketCheck, len(s.buckets))
+func (s *Store) CheckBuckets(ctx context.Context) []gputrace.BucketCheck {
+	out := make([]gputrace.BucketCheck, len(s.buckets))
 	errs := safe.ForEach("kernel trace bucket check", len(s.buckets), 4, func(i int) (err error) {
 		out[i].Name = s.buckets[i].name
 		out[i].Objects, out[i].Truncated, err = s.buckets[i].Check(ctx, s.maxFiles)
@@ -240,29 +217,27 @@ func (s *Store) CheckBuckets(ctx context.Context) []BucketCheck {
 // Resolve finds a file given relative to one of the directories (the first that has it); it
 // must resolve inside that directory. A bucket object (bucket:<name>/<key>) must lie under its
 // bucket's prefix.
-func (s *Store) Resolve(file string) (TraceFile, error) {
+func (s *Store) Resolve(file string) (gputrace.TraceFile, error) {
 	return s.resolve(context.Background(), file)
 }
 
-func (s *Store) resolve(ctx context.Context, file string) (TraceFile, error) {
+func (s *Store) resolve(ctx context.Context, file string) (gputrace.TraceFile, error) {
 	if file == "" {
-		return TraceFile{}, errors.New("no file given")
+		return gputrace.TraceFile{}, errors.New("no file given")
 	}
 	if ref, ok := strings.CutPrefix(file, BucketRef); ok {
 		name, rel, _ := strings.Cut(ref, "/")
-		for _, b := range s.buckets {
-			if b.name == name {
-				return b.resolve(ctx, rel, s.maxFileBytes)
-			}
+		if b := s.bucket(name); b != nil {
+			return b.resolve(ctx, rel, s.maxFileBytes)
 		}
-		return TraceFile{}, fmt.Errorf("no bucket named %q in the data source settings (jsonData.kernelBuckets)", name)
+		return gputrace.TraceFile{}, fmt.Errorf("no bucket named %q in the data source settings (jsonData.kernelBuckets)", name)
 	}
 	rel := filepath.Clean(file)
 	if filepath.IsAbs(rel) || strings.ContainsRune(rel, 0) {
-		return TraceFile{}, outsideError(rel + " is outside the trace directories")
+		return gputrace.TraceFile{}, outsideError(rel + " is outside the trace directories")
 	}
 	if !IsTraceFile(rel) {
-		return TraceFile{}, fmt.Errorf("%s is not a trace file (.json, .json.gz, .pt.trace.json, .sqlite)", rel)
+		return gputrace.TraceFile{}, fmt.Errorf("%s is not a trace file (.json, .json.gz, .pt.trace.json, .sqlite)", rel)
 	}
 	var last error
 	for _, dir := range s.dirs {
@@ -273,26 +248,26 @@ func (s *Store) resolve(ctx context.Context, file string) (TraceFile, error) {
 		}
 		p := filepath.Join(root, rel)
 		if !inside(root, p) {
-			return TraceFile{}, outsideError(rel + " is outside the trace directories")
+			return gputrace.TraceFile{}, outsideError(rel + " is outside the trace directories")
 		}
 		real, fi, err := s.statInside(root, p)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
 		if err != nil {
-			return TraceFile{}, fmt.Errorf("trace file %s: %w", rel, err)
+			return gputrace.TraceFile{}, fmt.Errorf("trace file %s: %w", rel, err)
 		}
-		return TraceFile{Dir: root, Rel: filepath.ToSlash(rel), Abs: real, Size: fi.Size(), Modified: fi.ModTime().UTC(), TraceIDs: TraceIDsInFileName(p)}, nil
+		return gputrace.TraceFile{Dir: root, Rel: filepath.ToSlash(rel), Abs: real, Size: fi.Size(), Modified: fi.ModTime().UTC(), TraceIDs: activity.TraceIDsInFileName(p)}, nil
 	}
 	if last != nil {
-		return TraceFile{}, fmt.Errorf("trace file %s not found: %v", rel, last)
+		return gputrace.TraceFile{}, fmt.Errorf("trace file %s not found: %v", rel, last)
 	}
-	return TraceFile{}, fmt.Errorf("trace file %s not found in the trace directories", rel)
+	return gputrace.TraceFile{}, fmt.Errorf("trace file %s not found in the trace directories", rel)
 }
 
 // nameMatches says whether the file name names traceID (a 64-bit ID matches the low half of a
 // 128-bit one either way round).
-func nameMatches(f TraceFile, traceID string) bool {
+func nameMatches(f gputrace.TraceFile, traceID string) bool {
 	for _, id := range f.TraceIDs {
 		if id == traceID || (len(id) == 32 && len(traceID) == 16 && id[16:] == traceID) || (len(id) == 16 && len(traceID) == 32 && traceID[16:] == id) {
 			return true
@@ -304,7 +279,7 @@ func nameMatches(f TraceFile, traceID string) bool {
 // FindByTraceID finds the traces of a request: by the trace ID in the file name first, else by
 // the trace IDs inside the most recent MaxContentScan files that name no request. Files found
 // by content come back analysed.
-func (s *Store) FindByTraceID(ctx context.Context, traceID string) ([]Found, notices.List) {
+func (s *Store) FindByTraceID(ctx context.Context, traceID string) ([]gputrace.Found, notices.List) {
 	files, missed := s.List(ctx)
 	out, more := s.findIn(ctx, files, traceID)
 	missed.Merge(more)
@@ -312,14 +287,14 @@ func (s *Store) FindByTraceID(ctx context.Context, traceID string) ([]Found, not
 }
 
 // findIn is FindByTraceID over a listing already made.
-func (s *Store) findIn(ctx context.Context, files []TraceFile, traceID string) ([]Found, notices.List) {
+func (s *Store) findIn(ctx context.Context, files []gputrace.TraceFile, traceID string) ([]gputrace.Found, notices.List) {
 	var (
-		out    []Found
+		out    []gputrace.Found
 		missed notices.List
 	)
 	for _, f := range files {
 		if nameMatches(f, traceID) {
-			out = append(out, Found{File: f})
+			out = append(out, gputrace.Found{File: f})
 		}
 	}
 	if len(out) > 0 {
@@ -330,13 +305,13 @@ func (s *Store) findIn(ctx context.Context, files []TraceFile, traceID string) (
 		if scanned >= MaxContentScan || ctx.Err() != nil {
 			break
 		}
-		if len(f.TraceIDs) > 0 || f.bucket != nil {
+		if len(f.TraceIDs) > 0 || f.BucketName != "" {
 			continue // names another request, or an object: a bucket is never downloaded to look inside
 		}
 		scanned++
 		res, err := s.Analyze(ctx, f)
 		if res != nil && res.Matches(traceID) {
-			out = append(out, Found{File: f, Result: res, Err: err})
+			out = append(out, gputrace.Found{File: f, Result: res, Err: err})
 		}
 	}
 	if len(out) == 0 && len(files) > scanned {
@@ -346,16 +321,16 @@ func (s *Store) findIn(ctx context.Context, files []TraceFile, traceID string) (
 }
 
 // AnalyzeAll fills in the analysis of each file not yet analysed.
-func (s *Store) AnalyzeAll(ctx context.Context, files []Found) {
-	s.analyzeAll(ctx, files, Limits{})
+func (s *Store) AnalyzeAll(ctx context.Context, files []gputrace.Found) {
+	s.analyzeAll(ctx, files, gputrace.Limits{})
 }
 
 // analyzeAll is AnalyzeAll with limits; with other limits than the defaults a file found by
 // its content (read with the defaults) is read again.
-func (s *Store) analyzeAll(ctx context.Context, files []Found, l Limits) {
+func (s *Store) analyzeAll(ctx context.Context, files []gputrace.Found, l gputrace.Limits) {
 	for i := range files {
 		f := &files[i]
-		if f.Result == nil && f.Err == nil || l != (Limits{}) && f.Result != nil {
+		if f.Result == nil && f.Err == nil || l != (gputrace.Limits{}) && f.Result != nil {
 			f.Result, f.Err = s.AnalyzeWith(ctx, f.File, l)
 		}
 	}
@@ -363,7 +338,7 @@ func (s *Store) analyzeAll(ctx context.Context, files []Found, l Limits) {
 
 // KernelTracesOf is the analysed kernel traces of a request (FindByTraceID, then AnalyzeAll),
 // with warnings about files that could not be searched or read: the trace join's view.
-func (s *Store) KernelTracesOf(ctx context.Context, traceID string) ([]*Result, notices.List) {
+func (s *Store) KernelTracesOf(ctx context.Context, traceID string) ([]*gputrace.Result, notices.List) {
 	files, warnings := s.FindByTraceID(ctx, traceID)
 	if len(files) == 0 {
 		// Most requests have no kernel trace: the span table says nothing about it.
@@ -373,9 +348,9 @@ func (s *Store) KernelTracesOf(ctx context.Context, traceID string) ([]*Result, 
 }
 
 // analyzeFound analyses a request's files and adds a warning for each that failed.
-func (s *Store) analyzeFound(ctx context.Context, files []Found, warnings notices.List) ([]*Result, notices.List) {
+func (s *Store) analyzeFound(ctx context.Context, files []gputrace.Found, warnings notices.List) ([]*gputrace.Result, notices.List) {
 	s.AnalyzeAll(ctx, files)
-	results := make([]*Result, 0, len(files))
+	results := make([]*gputrace.Result, 0, len(files))
 	for _, f := range files {
 		if f.Err != nil {
 			warnings.Warnf("GPU kernel trace %s: %v", f.File.Rel, f.Err)
@@ -389,8 +364,8 @@ func (s *Store) analyzeFound(ctx context.Context, files []Found, warnings notice
 // was listed (inside, regular, size) are made again on the open file: were the file swapped in
 // between for a symlink leading out of the directory, the Root refuses to follow it, so nothing
 // outside the directory is ever read.
-func (s *Store) Open(f TraceFile) (*os.File, error) {
-	if f.bucket != nil {
+func (s *Store) Open(f gputrace.TraceFile) (*os.File, error) {
+	if f.BucketName != "" {
 		return nil, errors.New("a bucket object is not a file: analyse it with Analyze")
 	}
 	root, err := os.OpenRoot(f.Dir)
@@ -422,49 +397,53 @@ func (s *Store) Open(f TraceFile) (*os.File, error) {
 }
 
 // Analyze opens a listed file inside its directory (Open) and analyses what it opened.
-func (s *Store) Analyze(ctx context.Context, f TraceFile) (*Result, error) {
-	return s.AnalyzeWith(ctx, f, Limits{})
+func (s *Store) Analyze(ctx context.Context, f gputrace.TraceFile) (*gputrace.Result, error) {
+	return s.AnalyzeWith(ctx, f, gputrace.Limits{})
 }
 
 // AnalyzeWith is Analyze with other limits: the timeline, the critical path.
-func (s *Store) AnalyzeWith(ctx context.Context, f TraceFile, l Limits) (*Result, error) {
-	if f.bucket != nil {
-		return f.bucket.analyze(ctx, f, s.maxFileBytes, l)
+func (s *Store) AnalyzeWith(ctx context.Context, f gputrace.TraceFile, l gputrace.Limits) (*gputrace.Result, error) {
+	if f.BucketName != "" {
+		b := s.bucket(f.BucketName)
+		if b == nil {
+			return nil, fmt.Errorf("no bucket named %q in the data source settings (jsonData.kernelBuckets)", f.BucketName)
+		}
+		return b.analyze(ctx, f, s.maxFileBytes, l)
 	}
 	file, err := s.Open(f)
 	if err != nil {
 		return nil, err
 	}
 	defer file.Close()
-	return AnalyzeOpened(ctx, file, f.Abs, l, AnalysisOptions{})
+	return AnalyzeOpened(ctx, file, f.Abs, l, gputrace.AnalysisOptions{})
 }
 
 // TracesOf answers the kernels query: one chosen file (file, relative to a trace directory), or
 // else the traces of a request (FindByTraceID), each analysed. A file that fails to read keeps
 // what was read before the failure and says so in a warning; a request without any trace file
 // says so too. An error is the user's: a file outside the directories or that does not exist.
-func (s *Store) TracesOf(ctx context.Context, file, traceID string) ([]Found, notices.List, error) {
-	return s.TracesOfWith(ctx, file, traceID, Limits{})
+func (s *Store) TracesOf(ctx context.Context, file, traceID string) ([]gputrace.Found, notices.List, error) {
+	return s.TracesOfWith(ctx, file, traceID, gputrace.Limits{})
 }
 
 // TimelinesOf is TracesOf with each file's timeline (Result.Timeline): the kernels query's
 // timeline view.
-func (s *Store) TimelinesOf(ctx context.Context, file, traceID string) ([]Found, notices.List, error) {
-	return s.TracesOfWith(ctx, file, traceID, Limits{Timeline: true})
+func (s *Store) TimelinesOf(ctx context.Context, file, traceID string) ([]gputrace.Found, notices.List, error) {
+	return s.TracesOfWith(ctx, file, traceID, gputrace.Limits{Timeline: true})
 }
 
 // TracesOfWith is TracesOf with other limits: the timeline, the critical path.
-func (s *Store) TracesOfWith(ctx context.Context, file, traceID string, l Limits) ([]Found, notices.List, error) {
+func (s *Store) TracesOfWith(ctx context.Context, file, traceID string, l gputrace.Limits) ([]gputrace.Found, notices.List, error) {
 	var (
-		files  []Found
+		files  []gputrace.Found
 		missed notices.List
 	)
 	if file != "" {
 		f, err := s.resolve(ctx, file)
 		if err != nil {
-			return nil, nil, chosenFileError{err}
+			return nil, nil, gputrace.ChosenFileError(err)
 		}
-		files = []Found{{File: f}}
+		files = []gputrace.Found{{File: f}}
 	} else {
 		files, missed = s.FindByTraceID(ctx, traceID)
 	}
@@ -498,28 +477,18 @@ func (s *Store) where() string {
 	return "directories and buckets"
 }
 
-// ErrChosenFile is what every error about the file a query names is (errors.Is): not a trace
-// file, not found, or outside the trace directories; the user's to fix.
-var ErrChosenFile = errors.New("the chosen trace file cannot be read")
-
-// chosenFileError keeps the error's own message and marks it as ErrChosenFile.
-type chosenFileError struct{ error }
-
-func (e chosenFileError) Is(target error) bool { return target == ErrChosenFile }
-func (e chosenFileError) Unwrap() error        { return e.error }
-
 // FilesOf lists the trace files, most recent first, or with a trace ID only that request's,
 // each naming the trace IDs it holds (read inside for the files found by content): the editor's
 // file picker. Never nil, nor any file's TraceIDs, so JSON answers [] and not null.
-func (s *Store) FilesOf(ctx context.Context, traceID string) ([]TraceFile, notices.List) {
+func (s *Store) FilesOf(ctx context.Context, traceID string) ([]gputrace.TraceFile, notices.List) {
 	var (
-		files  []TraceFile
+		files  []gputrace.TraceFile
 		missed notices.List
 	)
 	if traceID == "" {
 		files, missed = s.List(ctx)
 	} else {
-		var found []Found
+		var found []gputrace.Found
 		found, missed = s.FindByTraceID(ctx, traceID)
 		for _, f := range found {
 			if f.Result != nil {
@@ -532,7 +501,7 @@ func (s *Store) FilesOf(ctx context.Context, traceID string) ([]TraceFile, notic
 		}
 	}
 	if files == nil {
-		files = []TraceFile{}
+		files = []gputrace.TraceFile{}
 	}
 	for i := range files {
 		if files[i].TraceIDs == nil {

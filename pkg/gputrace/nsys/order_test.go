@@ -1,15 +1,17 @@
-package gputrace
+package nsys
 
 import (
 	"context"
 	"database/sql"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace/activity"
 )
 
 // nsysRow is one row of a hand-made export: its table and its values, in insert order.
@@ -76,18 +78,20 @@ func writeNsysRowsWith(t *testing.T, path string, rows []nsysRow, names ...strin
 	}
 }
 
-func analyzeWith(t *testing.T, path string, l Limits) *Result {
+// analyzeFile reads an export into the analyses.
+func analyzeFile(path string) (*gputrace.Result, error) {
+	c := gputrace.NewCollector(gputrace.Limits{})
+	err := Read(context.Background(), path, c)
+	return c.Result(gputrace.AnalysisOptions{}), err
+}
+
+func analyzeWith(t *testing.T, path string, l gputrace.Limits) *gputrace.Result {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
+	c := gputrace.NewCollector(l)
+	if err := Read(context.Background(), path, c); err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	r, err := AnalyzeOpened(context.Background(), f, path, l, AnalysisOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
+	return c.Result(gputrace.AnalysisOptions{})
 }
 
 // A multi-process export repeats correlation IDs: each kernel and copy joins the call of its own
@@ -95,8 +99,8 @@ func analyzeWith(t *testing.T, path string, l Limits) *Result {
 func TestNsysJoinsEachKernelToItsOwnProcesssCall(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "two-processes.sqlite")
 	writeNsysRows(t, path, twoProcessRows())
-	r := analyzeWith(t, path, Limits{Timeline: true, CriticalPath: true})
-	got := map[string]LaunchSummary{}
+	r := analyzeWith(t, path, gputrace.Limits{Timeline: true, CriticalPath: true})
+	got := map[string]gputrace.LaunchSummary{}
 	for _, l := range r.Launches {
 		got[l.Kernel] = l
 	}
@@ -108,7 +112,7 @@ func TestNsysJoinsEachKernelToItsOwnProcesssCall(t *testing.T) {
 	}
 	tree := r.Timeline.Tree()
 	for i, a := range r.Timeline.Activities {
-		if a.Kind != KindKernel && a.Kind != KindMemcpy {
+		if a.Kind != activity.KindKernel && a.Kind != activity.KindMemcpy {
 			continue
 		}
 		j := tree.Launch[i]
@@ -128,7 +132,7 @@ func TestNsysRowsInAnyOrderAnalyseTheSame(t *testing.T) {
 	dir := t.TempDir()
 	inOrder := filepath.Join(dir, "in-order.sqlite")
 	writeNsysRows(t, inOrder, twoProcessRows())
-	l := Limits{Timeline: true, CriticalPath: true}
+	l := gputrace.Limits{Timeline: true, CriticalPath: true}
 	want := analyzeWith(t, inOrder, l)
 	rng := rand.New(rand.NewPCG(5, 6))
 	for i := range 5 {
@@ -162,8 +166,8 @@ func TestGraphLaunchKeepsEveryKernel(t *testing.T) {
 	}
 	path := filepath.Join(t.TempDir(), "graph.sqlite")
 	writeNsysRowsWith(t, path, rows, "cudaGraphLaunch_v10000")
-	r := analyzeWith(t, path, Limits{CriticalPath: true, Timeline: true})
-	got := map[string]LaunchSummary{}
+	r := analyzeWith(t, path, gputrace.Limits{CriticalPath: true, Timeline: true})
+	got := map[string]gputrace.LaunchSummary{}
 	for _, l := range r.Launches {
 		got[l.Kernel] = l
 	}
@@ -182,7 +186,7 @@ func TestGraphLaunchKeepsEveryKernel(t *testing.T) {
 	}
 	tree := r.Timeline.Tree()
 	for i, a := range r.Timeline.Activities {
-		if a.Kind == KindKernel && tree.Launch[i] < 0 {
+		if a.Kind == activity.KindKernel && tree.Launch[i] < 0 {
 			t.Errorf("kernel %s at %d µs has no launch call on the timeline", a.Name, a.Start/µs)
 		}
 	}
@@ -214,7 +218,7 @@ func TestNsysBlockingCallsMakeSyncEdges(t *testing.T) {
 			}
 			path := filepath.Join(t.TempDir(), "sync.sqlite")
 			writeNsysRowsWith(t, path, rows, syncCall)
-			p := analyzeWith(t, path, Limits{CriticalPath: true}).CriticalPath
+			p := analyzeWith(t, path, gputrace.Limits{CriticalPath: true}).CriticalPath
 			if p == nil || len(p.SyncEdges) != 1 || p.SyncEdges[0] != [2]int64{1 | pid<<32, 0} {
 				t.Fatalf("critical path %+v, want one sync edge from the long kernel to the call", p)
 			}
@@ -232,7 +236,7 @@ func TestGraphLaunchesWithoutKernelsWarn(t *testing.T) {
 		  VALUES (0, ?, 1, ?, 9, 3, 0)`, []any{4 * µs, int64(4100)<<24 | 1}}}
 	path := filepath.Join(t.TempDir(), "graph-no-kernels.sqlite")
 	writeNsysRowsWith(t, path, rows, "cudaGraphLaunch_v10000")
-	r := analyzeWith(t, path, Limits{})
+	r := analyzeWith(t, path, gputrace.Limits{})
 	if !slices.ContainsFunc(r.Notices.Texts(), func(n string) bool { return strings.Contains(n, "1 kernel launches on the host but no kernel records") }) {
 		t.Errorf("notices %q", r.Notices)
 	}

@@ -1,4 +1,4 @@
-package gputrace
+package tracestore
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/internal/testbed"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace"
 )
 
 const storeTraceID = "4bf92f3577b34da6a3ce929d0e0e4736"
@@ -52,7 +53,7 @@ func symlink(t *testing.T, target, name string) {
 	}
 }
 
-func kernelNames(r *Result) string {
+func kernelNames(r *gputrace.Result) string {
 	if r == nil {
 		return ""
 	}
@@ -63,7 +64,7 @@ func kernelNames(r *Result) string {
 	return strings.Join(names, ",")
 }
 
-func rels(files []TraceFile) []string {
+func rels(files []gputrace.TraceFile) []string {
 	out := []string{}
 	for _, f := range files {
 		out = append(out, f.Rel)
@@ -330,7 +331,7 @@ func TestStoreTracesOfAChosenFileOrARequest(t *testing.T) {
 	}
 	for _, bad := range []string{"../secret/x.json", "/etc/passwd.json", "missing.json", "notes.txt"} {
 		_, _, err := s.TracesOf(ctx, bad, "")
-		if !errors.Is(err, ErrChosenFile) {
+		if !errors.Is(err, gputrace.ErrChosenFile) {
 			t.Errorf("%s: %v is not the user's error", bad, err)
 		}
 		if strings.Contains(bad, "..") || strings.HasPrefix(bad, "/") {

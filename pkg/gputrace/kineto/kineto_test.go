@@ -1,4 +1,4 @@
-package gputrace
+package kineto
 
 import (
 	"bytes"
@@ -10,61 +10,33 @@ import (
 	"testing"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/internal/kinetogen"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace/activity"
 )
 
 const (
 	fixtureBase    = kinetogen.EpochBase // ts "1623143089861234.567": 16 digits, as CUDA traces write them
-	fixtureTraceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+	fixtureTraceID = kinetogen.HandCheckedTraceID
 	µs             = 1000
 )
 
-// writeFixture writes the hand-checked trace. Times are µs after the base:
-//
-//	stream 7: gemm [10,30] (launch [0,5]), gemm [40,70] (launch [6,10]), relu [90,92]
-//	          (launch [80,85]), Memcpy HtoD pageable [95,105] 1 MB (launch [92,95])
-//	stream 8: ncclKernel_AllReduce [60,100] (launch [50,52]), memset [100.020,101] 4096 B
-//	          (no launch), gemm [110,120] (launch [95,97])
-//	host:     cudaDeviceSynchronize [120,140] and its "Context Sync" record, cudaStreamWaitEvent
-//	          [100,101] and its "Stream Wait Event" record, user_annotation "request <id>"
-//	          [0,140] around user_annotation "forward" [45,90] (holding the launches of nccl
-//	          and relu)
+// writeFixture writes kinetogen's hand-checked trace (kinetogen.WriteHandChecked).
 func writeFixture(t testing.TB, old bool) []byte {
 	t.Helper()
 	var buf bytes.Buffer
-	k := kinetogen.NewWriter(&buf, fixtureBase, map[string]string{"backend": "nccl", "rank": "0", "world_size": "1"})
-	k.Old = old
-	k.Span("user_annotation", "request "+fixtureTraceID, 0, 140*µs)
-	k.Span("cpu_op", "aten::mm", 0, 12*µs)
-	k.Span("user_annotation", "forward", 45*µs, 90*µs)
-	k.Runtime("cudaLaunchKernel", 0, 5*µs, 1)
-	k.Runtime("cudaLaunchKernel", 6*µs, 10*µs, 2)
-	k.Kernel("gemm", 7, 10*µs, 30*µs, 1)
-	k.Kernel("gemm", 7, 40*µs, 70*µs, 2)
-	k.Runtime("cudaLaunchKernel", 50*µs, 52*µs, 5)
-	k.Kernel("ncclKernel_AllReduce", 8, 60*µs, 100*µs, 5)
-	k.Runtime("cudaLaunchKernel", 80*µs, 85*µs, 3)
-	k.Kernel("relu", 7, 90*µs, 92*µs, 3)
-	k.Runtime("cudaMemcpyAsync", 92*µs, 95*µs, 4)
-	k.Memcpy("Memcpy HtoD (Pageable -> Device)", 7, 95*µs, 105*µs, 4, 1_000_000)
-	k.Memset(8, 100*µs+20, 101*µs, 0, 4096)
-	k.Runtime("cudaLaunchKernel", 95*µs, 97*µs, 7)
-	k.Kernel("gemm", 8, 110*µs, 120*µs, 7)
-	k.Sync("cudaStreamWaitEvent", "Stream Wait Event", 8, 100*µs, 101*µs, 8)
-	k.Sync("cudaDeviceSynchronize", "Context Sync", 7, 120*µs, 140*µs, 9)
-	k.Span("mystery_category", "who knows", 1, 2)
-	if err := k.Close("yolo26_detect", 140*µs); err != nil {
+	if err := kinetogen.WriteHandChecked(&buf, old); err != nil {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
 }
 
-func readFixture(t testing.TB, data []byte) *Result {
+func readFixture(t testing.TB, data []byte) *gputrace.Result {
 	t.Helper()
-	c := NewCollector(Limits{})
-	if err := ReadChrome(bytes.NewReader(data), c); err != nil {
+	c := gputrace.NewCollector(gputrace.Limits{})
+	if err := Read(bytes.NewReader(data), c); err != nil {
 		t.Fatal(err)
 	}
-	return c.Result(AnalysisOptions{})
+	return c.Result(gputrace.AnalysisOptions{})
 }
 
 func near(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs(b)) }
@@ -73,7 +45,7 @@ func TestFixtureHandChecked(t *testing.T) {
 	for _, old := range []bool{false, true} {
 		r := readFixture(t, writeFixture(t, old))
 		// Kernel summary: gemm 20, 30, 10 µs; nccl 40; relu 2. Total 102 µs.
-		want := []KernelSummary{
+		want := []gputrace.KernelSummary{
 			{Name: "gemm", TimePercent: 100 * 60.0 / 102, Total: 60 * µs, Instances: 3, Avg: 20 * µs, Median: 20 * µs, Min: 10 * µs, Max: 30 * µs, StdDev: 10 * µs},
 			{Name: "ncclKernel_AllReduce", TimePercent: 100 * 40.0 / 102, Total: 40 * µs, Instances: 1, Avg: 40 * µs, Median: 40 * µs, Min: 40 * µs, Max: 40 * µs},
 			{Name: "relu", TimePercent: 100 * 2.0 / 102, Total: 2 * µs, Instances: 1, Avg: 2 * µs, Median: 2 * µs, Min: 2 * µs, Max: 2 * µs},
@@ -92,12 +64,12 @@ func TestFixtureHandChecked(t *testing.T) {
 		// idle [30,40] and [105,110].
 		// Exact to the nanosecond from 16-digit timestamps: through float64 these moved by up
 		// to ±128 ns each.
-		wantT := TemporalBreakdown{Start: fixtureBase + 10*µs, End: fixtureBase + 120*µs, Span: 110 * µs,
+		wantT := gputrace.TemporalBreakdown{Start: fixtureBase + 10*µs, End: fixtureBase + 120*µs, Span: 110 * µs,
 			Compute: 62 * µs, Communication: 28 * µs, Memory: 5 * µs, Idle: 15 * µs}
 		if r.Temporal != wantT || len(r.TemporalByDevice) != 1 || r.TemporalByDevice[0] != wantT {
 			t.Errorf("old=%v: temporal %+v by device %+v, want %+v", old, r.Temporal, r.TemporalByDevice, wantT)
 		}
-		wantIdle := []StreamIdle{
+		wantIdle := []gputrace.StreamIdle{
 			// gaps 10 µs (launch began before, under 30 µs: kernel wait), 20 µs (launch after:
 			// host), 3 µs (launch began as relu ended, not after: kernel wait)
 			{Device: 0, Stream: 7, Busy: 62 * µs, Idle: 33 * µs, HostWait: 20 * µs, KernelWait: 13 * µs, Gaps: 3, LongestGap: 20 * µs},
@@ -109,12 +81,12 @@ func TestFixtureHandChecked(t *testing.T) {
 			t.Errorf("old=%v: idle %+v, want %+v", old, r.Idle, wantIdle)
 		}
 		// Delays 5, 30, 5, 8, 13 µs; relu (2 µs) is shorter than its 5 µs launch.
-		wantL := LaunchStats{Kernels: 5, Joined: 5, DelayAvg: 12.2 * µs, DelayMedian: 8 * µs, DelayP95: 30 * µs, DelayMax: 30 * µs, ShorterThanLaunch: 0.2}
+		wantL := gputrace.LaunchStats{Kernels: 5, Joined: 5, DelayAvg: 12.2 * µs, DelayMedian: 8 * µs, DelayP95: 30 * µs, DelayMax: 30 * µs, ShorterThanLaunch: 0.2}
 		if l := r.Launch; l.Kernels != wantL.Kernels || l.Joined != wantL.Joined || !near(l.DelayAvg, wantL.DelayAvg) ||
 			l.DelayMedian != wantL.DelayMedian || l.DelayP95 != wantL.DelayP95 || l.DelayMax != wantL.DelayMax || !near(l.ShorterThanLaunch, 0.2) {
 			t.Errorf("old=%v: launch %+v, want %+v", old, r.Launch, wantL)
 		}
-		wantM := []MemcpyVolume{
+		wantM := []gputrace.MemcpyVolume{
 			{Direction: "HtoD", Count: 1, Bytes: 1_000_000, Busy: 10 * µs, BandwidthGBps: 100, Pageable: 1},
 			{Direction: "Memset", Count: 1, Bytes: 4096, Busy: 980, BandwidthGBps: 4096.0 / 980},
 		}
@@ -138,9 +110,9 @@ func TestFixtureHandChecked(t *testing.T) {
 		// Its GPU idle: [30,40] before the second gemm and [105,110] before the third, both
 		// already launched (launch latency); the copy ran alone on the GPU 100–105 (the nccl
 		// kernel covers its first 5 µs), the memset inside the copy adds nothing.
-		wantA := []AnnotationKernels{
+		wantA := []gputrace.AnnotationKernels{
 			{Name: "request " + fixtureTraceID, TraceID: fixtureTraceID, Start: fixtureBase, End: fixtureBase + 140*µs, Kernels: 3, KernelTime: 60 * µs,
-				Idle: IdleMechanisms{Launch: 15 * µs, LaunchGaps: 2, Copies: 5 * µs}},
+				Idle: gputrace.IdleMechanisms{Launch: 15 * µs, LaunchGaps: 2, Copies: 5 * µs}},
 			{Name: "forward", Start: fixtureBase + 45*µs, End: fixtureBase + 90*µs, Kernels: 2, KernelTime: 42 * µs},
 		}
 		if len(r.Annotations) != 2 || r.Annotations[0] != wantA[0] || r.Annotations[1] != wantA[1] {
@@ -155,7 +127,7 @@ func TestFixtureHandChecked(t *testing.T) {
 	}
 }
 
-func hasNotice(r *Result, sub string) bool {
+func hasNotice(r *gputrace.Result, sub string) bool {
 	for _, n := range r.Notices {
 		if strings.Contains(n.Text, sub) {
 			return true
@@ -179,8 +151,8 @@ func TestGzipSameAsPlain(t *testing.T) {
 func TestTruncatedKeepsWhatWasRead(t *testing.T) {
 	data := writeFixture(t, false)
 	cut := bytes.Index(data, []byte(`"relu"`)) // inside the relu kernel event
-	c := NewCollector(Limits{})
-	err := ReadChrome(bytes.NewReader(data[:cut]), c)
+	c := gputrace.NewCollector(gputrace.Limits{})
+	err := Read(bytes.NewReader(data[:cut]), c)
 	var pe *ParseError
 	if !errors.As(err, &pe) || pe.Event < 0 || pe.Offset <= 0 {
 		t.Fatalf("err = %v, want a ParseError with offset and event", err)
@@ -188,7 +160,7 @@ func TestTruncatedKeepsWhatWasRead(t *testing.T) {
 	if !strings.Contains(err.Error(), "traceEvents[") || !strings.Contains(err.Error(), "unexpected EOF") {
 		t.Errorf("message %q", err)
 	}
-	r := c.Result(AnalysisOptions{})
+	r := c.Result(gputrace.AnalysisOptions{})
 	if len(r.Kernels) != 2 || r.Kernels[0].Name != "gemm" || r.Kernels[0].Instances != 2 {
 		t.Errorf("kernels read before the cut: %+v", r.Kernels)
 	}
@@ -202,7 +174,7 @@ func TestMalformedInputs(t *testing.T) {
 		{"garbage in event", `{"traceEvents": [{"ph": "X",, }]}`, "traceEvents[0]: malformed event"},
 		{"garbage after event", `{"traceEvents": [{"ph": "X"} {"ph": "X"}]}`, "traceEvents[1]"},
 	} {
-		err := ReadChrome(strings.NewReader(tc.in), NewCollector(Limits{}))
+		err := Read(strings.NewReader(tc.in), gputrace.NewCollector(gputrace.Limits{}))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: err = %v, want %q", tc.name, err, tc.want)
 		}
@@ -219,11 +191,11 @@ func TestOddValuesAreNotices(t *testing.T) {
 	 {"ph": "X", "cat": 7, "name": "k", "ts": 4.5, "dur": 2},
 	 [1, 2], null, "x"
 	]}`
-	c := NewCollector(Limits{})
-	if err := ReadChrome(strings.NewReader(in), c); err != nil {
+	c := gputrace.NewCollector(gputrace.Limits{})
+	if err := Read(strings.NewReader(in), c); err != nil {
 		t.Fatal(err)
 	}
-	r := c.Result(AnalysisOptions{})
+	r := c.Result(gputrace.AnalysisOptions{})
 	if len(r.Kernels) != 1 || r.Kernels[0].Instances != 3 {
 		t.Errorf("kernels %+v", r.Kernels)
 	}
@@ -273,7 +245,7 @@ func TestSixteenDigitTimestampsAreExact(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := readFixture(t, buf.Bytes())
-	want := TemporalBreakdown{Start: kinetogen.EpochBase + 2*µs, End: kinetogen.EpochBase + 3*µs + 1, Span: µs + 1, Compute: µs, Idle: 1}
+	want := gputrace.TemporalBreakdown{Start: kinetogen.EpochBase + 2*µs, End: kinetogen.EpochBase + 3*µs + 1, Span: µs + 1, Compute: µs, Idle: 1}
 	if r.Temporal != want || len(r.Idle) != 1 || r.Idle[0].Overlaps != 0 || r.Idle[0].KernelWait != 1 || hasNotice(r, "overlap") {
 		t.Errorf("temporal %+v idle %+v notices %q; want %+v, a 1 ns gap and no overlap", r.Temporal, r.Idle, r.Notices, want)
 	}
@@ -289,11 +261,11 @@ func TestBadTimestampNamesEventAndField(t *testing.T) {
 	 {"ph": "X", "cat": "kernel", "name": "late", "ts": 1e400, "dur": 1},
 	 {"ph": "X", "cat": "kernel", "name": "long", "ts": 1, "dur": 99999999999999999999}
 	]}`
-	c := NewCollector(Limits{})
-	if err := ReadChrome(strings.NewReader(in), c); err != nil {
+	c := gputrace.NewCollector(gputrace.Limits{})
+	if err := Read(strings.NewReader(in), c); err != nil {
 		t.Fatal(err)
 	}
-	r := c.Result(AnalysisOptions{})
+	r := c.Result(gputrace.AnalysisOptions{})
 	if !hasNotice(r, `2 complete events had no usable ts/dur and were skipped (first: traceEvents[1] "late": ts 1e400 µs is out of range`) {
 		t.Errorf("notices %q", r.Notices)
 	}
@@ -303,7 +275,7 @@ func TestBadTimestampNamesEventAndField(t *testing.T) {
 }
 
 func TestTraceIDsIn(t *testing.T) {
-	got := TraceIDsIn("yolo26_detect_4BF92F3577B34DA6A3CE929D0E0E4736.pt.trace.json a3ce929d0e0e4736 1234567890123456 xa3ce929d0e0e4736")
+	got := activity.TraceIDsIn("yolo26_detect_4BF92F3577B34DA6A3CE929D0E0E4736.pt.trace.json a3ce929d0e0e4736 1234567890123456 xa3ce929d0e0e4736")
 	if len(got) != 2 || got[0] != fixtureTraceID || got[1] != "a3ce929d0e0e4736" {
 		t.Errorf("got %q", got)
 	}
@@ -318,9 +290,21 @@ func TestCorruptGzipStops(t *testing.T) {
 	zw.Close()
 	data := z.Bytes()
 	data[len(data)/2] ^= 0xff
-	err := ReadChrome(bytes.NewReader(data), NewCollector(Limits{}))
+	err := Read(bytes.NewReader(data), gputrace.NewCollector(gputrace.Limits{}))
 	var pe *ParseError
 	if !errors.As(err, &pe) {
 		t.Fatalf("err = %v, want a ParseError", err)
+	}
+}
+
+func TestThreadIDs(t *testing.T) {
+	for raw, want := range map[string]int64{`25738`: 25738, `"25738"`: 25738, `7.0`: 7, ``: 0, `null`: 0, `" 12 "`: 12} {
+		if got := threadID([]byte(raw)); got != want {
+			t.Errorf("tid %s: %d, want %d", raw, got, want)
+		}
+	}
+	a, b := threadID([]byte(`"PyTorch Profiler"`)), threadID([]byte(`"stream 7"`))
+	if a <= 0 || b <= 0 || a == b || a != threadID([]byte(`"PyTorch Profiler"`)) {
+		t.Errorf("labels: %d, %d", a, b)
 	}
 }

@@ -1,4 +1,4 @@
-package gputrace
+package tracestore
 
 import (
 	"bytes"
@@ -20,9 +20,12 @@ import (
 	"testing"
 	"time"
 
+	realdatadir "github.com/hsi-profiling/hsi-profiling-datasource/internal/realdata"
+
 	"github.com/thanos-io/objstore"
 	"github.com/thanos-io/objstore/providers/filesystem"
 
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/notices"
 )
 
@@ -177,7 +180,7 @@ func TestBucketFindsARequestsTracesByTheTraceIDInTheirNames(t *testing.T) {
 	}
 	// The editor's picker lists the objects as files, with the trace IDs of their names.
 	files, _ := s.FilesOf(context.Background(), "")
-	var train *TraceFile
+	var train *gputrace.TraceFile
 	for i, f := range files {
 		if strings.Contains(f.Rel, "train_") {
 			train = &files[i]
@@ -202,7 +205,7 @@ func TestBucketFindsARequestsTracesByTheTraceIDInTheirNames(t *testing.T) {
 		"bucket:fleet/train/2026-11-27/notes.txt":              "is not a trace file",
 	} {
 		_, _, err := s.TracesOf(context.Background(), bad, "")
-		if !errors.Is(err, ErrChosenFile) || !strings.Contains(err.Error(), want) {
+		if !errors.Is(err, gputrace.ErrChosenFile) || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want a chosen-file error with %q", bad, err, want)
 		}
 	}
@@ -256,13 +259,13 @@ func TestBucketListingIsCachedAndItsAgeSaid(t *testing.T) {
 // A real gzipped Kineto trace (35 MB of JSON) read from a bucket gives the figures it gives from
 // a file, and the read holds a fraction of it at once: the object is decoded as it arrives.
 func TestBucketReadsARealGzipTraceStreaming(t *testing.T) {
-	path := realdata(t, "resnet50_worker0.pt.trace.json.gz")
+	path := realdatadir.Path(t, "resnet50_worker0.pt.trace.json.gz")
 	mem := objstore.NewInMemBucket()
 	key := "resnet/2026-11-27/resnet50_" + bucketTraceID + ".pt.trace.json.gz"
 	upload(t, mem, key, readAll(t, path))
 	s := NewStore(nil, 100, 1<<30).WithBuckets(NewBucket("fleet", mem, BucketOptions{}))
 	var (
-		res    *Result
+		res    *gputrace.Result
 		missed []string
 	)
 	peak := peakHeap(func() {
@@ -293,7 +296,7 @@ func TestBucketReadsARealGzipTraceStreaming(t *testing.T) {
 func TestBucketSpoolsNsightExportsAndRemovesTheFile(t *testing.T) {
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
-	path := realdata(t, "cloverleaf-nsys.sqlite")
+	path := realdatadir.Path(t, "cloverleaf-nsys.sqlite")
 	data := readAll(t, path)
 	mem := objstore.NewInMemBucket()
 	upload(t, mem, "hpc/cloverleaf_"+bucketTraceID+".sqlite", data)
@@ -403,7 +406,7 @@ func TestBucketChecksAndBrokenBuckets(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(root, "outside_"+storeTraceID+".json"), []byte(storeTrace("o", "OUT")), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if files, _ := s.FilesOf(context.Background(), ""); slices.ContainsFunc(files, func(f TraceFile) bool { return strings.Contains(f.Rel, "outside_") }) {
+	if files, _ := s.FilesOf(context.Background(), ""); slices.ContainsFunc(files, func(f gputrace.TraceFile) bool { return strings.Contains(f.Rel, "outside_") }) {
 		t.Fatalf("listed an object outside the prefix: %q", rels(files))
 	}
 }

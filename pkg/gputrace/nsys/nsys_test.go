@@ -1,4 +1,4 @@
-package gputrace
+package nsys
 
 import (
 	"context"
@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/internal/kinetogen"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace"
 )
 
 // nsysSchema is the part of the Nsight Systems export schema the reader uses, as documented
@@ -37,6 +40,8 @@ CREATE TABLE NVTX_EVENTS (start INTEGER NOT NULL, end INTEGER, eventType INTEGER
 
 // writeNsysFixture builds the same activity as writeFixture (less the memset and the NCCL
 // kernel's name spelled nsys's way) in ns from 0.
+const µs = 1000
+
 func writeNsysFixture(t testing.TB, path string, withRuntime bool) {
 	t.Helper()
 	db, err := sql.Open("sqlite", path)
@@ -56,7 +61,7 @@ func writeNsysFixture(t testing.TB, path string, withRuntime bool) {
 	}
 	exec(schema)
 	for id, s := range []string{"gemm", "relu", "ncclKernel_AllReduce_RING_LL_Sum_float", "cudaLaunchKernel_v7000",
-		"cudaMemcpyAsync_v3020", "cudaDeviceSynchronize_v3020", "request " + fixtureTraceID, "void gemm<float>(int)", "ncclAllReduce"} {
+		"cudaMemcpyAsync_v3020", "cudaDeviceSynchronize_v3020", "request " + kinetogen.HandCheckedTraceID, "void gemm<float>(int)", "ncclAllReduce"} {
 		exec("INSERT INTO StringIds VALUES (?, ?)", id, s)
 	}
 	kernel := func(short, demangled, stream, corr int, start, end int64) {
@@ -101,7 +106,7 @@ func TestNsysExport(t *testing.T) {
 		t.Fatal(err)
 	}
 	// By name too (SQLite's URI), where the analysis cannot hand SQLite the open file.
-	if err := ReadNsys(context.Background(), path, NewCollector(Limits{})); err != nil {
+	if err := Read(context.Background(), path, gputrace.NewCollector(gputrace.Limits{})); err != nil {
 		t.Fatal(err)
 	}
 	after, _ := os.Stat(path)
@@ -114,7 +119,7 @@ func TestNsysExport(t *testing.T) {
 		t.Errorf("kernels %+v", r.Kernels)
 	}
 	// As the Chrome fixture without the memset: memory [100,105] is the memcpy alone.
-	want := TemporalBreakdown{Start: 10 * µs, End: 120 * µs, Span: 110 * µs, Compute: 62 * µs, Communication: 28 * µs, Memory: 5 * µs, Idle: 15 * µs}
+	want := gputrace.TemporalBreakdown{Start: 10 * µs, End: 120 * µs, Span: 110 * µs, Compute: 62 * µs, Communication: 28 * µs, Memory: 5 * µs, Idle: 15 * µs}
 	if r.Temporal != want {
 		t.Errorf("temporal %+v, want %+v", r.Temporal, want)
 	}
@@ -130,10 +135,10 @@ func TestNsysExport(t *testing.T) {
 	if r.Sync.Calls != 1 || r.Sync.Time != 20*µs || len(r.Advice) != 1 {
 		t.Errorf("sync %+v advice %+v", r.Sync, r.Advice)
 	}
-	if !r.Matches(fixtureTraceID) {
+	if !r.Matches(kinetogen.HandCheckedTraceID) {
 		t.Errorf("trace IDs %+v", r.TraceIDs)
 	}
-	if got := r.KernelTimeFor(fixtureTraceID); got.Kernels != 5 || got.KernelTime != 102*µs {
+	if got := r.KernelTimeFor(kinetogen.HandCheckedTraceID); got.Kernels != 5 || got.KernelTime != 102*µs {
 		t.Errorf("kernel time for the request %+v", got)
 	}
 }

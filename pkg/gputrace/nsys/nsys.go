@@ -1,4 +1,6 @@
-package gputrace
+// Package nsys reads Nsight Systems SQLite exports (nsys export --type sqlite) into an
+// activity.Sink, read-only, through modernc.org/sqlite (pure Go).
+package nsys
 
 import (
 	"context"
@@ -7,21 +9,23 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace/activity"
 	_ "modernc.org/sqlite" // pure Go: the plugin still cross-compiles without cgo
 )
 
 // CUPTI copyKind values (CUpti_ActivityMemcpyKind) as nsys exports them.
 var copyKinds = map[int64]string{1: "HtoD", 2: "DtoH", 3: "HtoA", 4: "AtoH", 5: "AtoA", 6: "AtoD", 7: "DtoA", 8: "DtoD", 9: "HtoH", 10: "PtoP"}
 
-// ReadNsys reads an Nsight Systems SQLite export (nsys export --type sqlite) into c, read-only.
+// Read reads an Nsight Systems SQLite export (nsys export --type sqlite) into c, read-only.
 // Timestamps are already nanoseconds. Tables absent from the export mean no such activity.
-func ReadNsys(ctx context.Context, path string, c *Collector) error {
+func Read(ctx context.Context, path string, c activity.Sink) error {
 	c.AddFileName(path)
-	return readNsysAt(ctx, path, c)
+	return ReadAt(ctx, path, c)
 }
 
-// readNsysAt reads the export SQLite opens at path (which may be /proc/self/fd/N).
-func readNsysAt(ctx context.Context, path string, c *Collector) error {
+// ReadAt reads the export SQLite opens at path (which may be /proc/self/fd/N), without noting
+// the trace IDs of path's name: the caller names the file.
+func ReadAt(ctx context.Context, path string, c activity.Sink) error {
 	u := url.URL{Scheme: "file", OmitHost: true, Path: path, RawQuery: "mode=ro&_pragma=query_only(1)"}
 	db, err := sql.Open("sqlite", u.String())
 	if err != nil {
@@ -31,7 +35,7 @@ func readNsysAt(ctx context.Context, path string, c *Collector) error {
 	return readNsysDB(ctx, db, c)
 }
 
-func readNsysDB(ctx context.Context, db *sql.DB, c *Collector) error {
+func readNsysDB(ctx context.Context, db *sql.DB, c activity.Sink) error {
 	cols, err := nsysColumns(ctx, db)
 	if err != nil {
 		return err
@@ -73,7 +77,7 @@ func readNsysDB(ctx context.Context, db *sql.DB, c *Collector) error {
 		}
 		q := "SELECT start, end, " + opt(r, "correlationId") + ", " + opt(r, "globalTid") + ", " + name("nameId") + " FROM CUPTI_ACTIVITY_KIND_RUNTIME"
 		if err := scanRows(ctx, db, q, func(s scanner) error {
-			a := Activity{Kind: KindRuntime}
+			a := activity.Activity{Kind: activity.KindRuntime}
 			var tid int64
 			err := s.Scan(&a.Start, &a.End, &a.Correlation, &tid, &a.Name)
 			a.Process, a.Thread = splitGlobalTid(tid)
@@ -99,7 +103,7 @@ func readNsysDB(ctx context.Context, db *sql.DB, c *Collector) error {
 		q := "SELECT start, end, " + opt(k, "deviceId") + ", " + opt(k, "streamId") + ", " + opt(k, "correlationId") + ", " + opt(k, "globalPid") + ", " + name(nameCol) +
 			", " + opt(k, "gridX") + ", " + opt(k, "gridY") + ", " + opt(k, "gridZ") + ", " + opt(k, "blockX") + ", " + opt(k, "blockY") + ", " + opt(k, "blockZ") + " FROM CUPTI_ACTIVITY_KIND_KERNEL"
 		if err := scanRows(ctx, db, q, func(s scanner) error {
-			a := Activity{Kind: KindKernel}
+			a := activity.Activity{Kind: activity.KindKernel}
 			var pid int64
 			err := s.Scan(&a.Start, &a.End, &a.Device, &a.Stream, &a.Correlation, &pid, &a.Name,
 				&a.Grid[0], &a.Grid[1], &a.Grid[2], &a.Block[0], &a.Block[1], &a.Block[2])
@@ -116,7 +120,7 @@ func readNsysDB(ctx context.Context, db *sql.DB, c *Collector) error {
 		}
 		q := "SELECT start, end, " + opt(m, "deviceId") + ", " + opt(m, "streamId") + ", " + opt(m, "correlationId") + ", " + opt(m, "globalPid") + ", " + opt(m, "bytes") + ", " + opt(m, "copyKind") + " FROM CUPTI_ACTIVITY_KIND_MEMCPY"
 		if err := scanRows(ctx, db, q, func(s scanner) error {
-			a := Activity{Kind: KindMemcpy}
+			a := activity.Activity{Kind: activity.KindMemcpy}
 			var kind, pid int64
 			err := s.Scan(&a.Start, &a.End, &a.Device, &a.Stream, &a.Correlation, &pid, &a.Bytes, &kind)
 			a.Launcher = launcher(pid)
@@ -133,7 +137,7 @@ func readNsysDB(ctx context.Context, db *sql.DB, c *Collector) error {
 		}
 		q := "SELECT start, end, " + opt(m, "deviceId") + ", " + opt(m, "streamId") + ", " + opt(m, "correlationId") + ", " + opt(m, "globalPid") + ", " + opt(m, "bytes") + " FROM CUPTI_ACTIVITY_KIND_MEMSET"
 		if err := scanRows(ctx, db, q, func(s scanner) error {
-			a := Activity{Kind: KindMemset, Name: "Memset"}
+			a := activity.Activity{Kind: activity.KindMemset, Name: "Memset"}
 			var pid int64
 			err := s.Scan(&a.Start, &a.End, &a.Device, &a.Stream, &a.Correlation, &pid, &a.Bytes)
 			a.Launcher = launcher(pid)
@@ -154,12 +158,12 @@ func readNsysDB(ctx context.Context, db *sql.DB, c *Collector) error {
 		// Ranges only (end set); marks have no duration to launch kernels in.
 		q := "SELECT COALESCE(start, 0), COALESCE(" + optRaw(n, "end") + ", -1), " + text + ", " + opt(n, "globalTid") + " FROM NVTX_EVENTS"
 		if err := scanRows(ctx, db, q, func(s scanner) error {
-			a := Activity{Kind: KindAnnotation}
+			a := activity.Activity{Kind: activity.KindAnnotation}
 			var tid int64
 			err := s.Scan(&a.Start, &a.End, &a.Name, &tid)
 			a.Process, a.Thread = splitGlobalTid(tid)
 			if a.End < a.Start {
-				c.ids.scan(a.Name, SourceAnnotation)
+				c.ScanTraceIDs(a.Name, activity.SourceAnnotation)
 				return err
 			}
 			c.Add(a)
@@ -168,7 +172,7 @@ func readNsysDB(ctx context.Context, db *sql.DB, c *Collector) error {
 			return err
 		}
 	}
-	if c.timeline != nil {
+	if c.KeepsTimeline() {
 		return readNsysNames(ctx, db, cols, c)
 	}
 	return nil
@@ -183,12 +187,12 @@ func splitGlobalTid(g int64) (pid, tid int64) {
 // readNsysNames reads what the timeline shows beside the activities: the names of the
 // processes whose threads made CUDA calls or NVTX ranges (PROCESSES lists every process of the
 // machine), and the session's start (the export's times count from it).
-func readNsysNames(ctx context.Context, db *sql.DB, cols map[string]map[string]bool, c *Collector) error {
+func readNsysNames(ctx context.Context, db *sql.DB, cols map[string]map[string]bool, c activity.Sink) error {
 	if t := cols["TARGET_INFO_SESSION_START_TIME"]; t["utcEpochNs"] {
 		if err := scanRows(ctx, db, "SELECT COALESCE(utcEpochNs, 0) FROM TARGET_INFO_SESSION_START_TIME LIMIT 1", func(s scanner) error {
 			var ns int64
 			err := s.Scan(&ns)
-			c.setEpoch(ns)
+			c.SetEpoch(ns)
 			return err
 		}); err != nil {
 			return err
@@ -207,12 +211,12 @@ func readNsysNames(ctx context.Context, db *sql.DB, cols map[string]map[string]b
 	if len(threads) == 0 {
 		return nil
 	}
-	q := fmt.Sprintf("SELECT pid, COALESCE(name, '') FROM PROCESSES WHERE pid IN (%s) LIMIT %d", strings.Join(threads, " UNION "), maxProcessNames)
+	q := fmt.Sprintf("SELECT pid, COALESCE(name, '') FROM PROCESSES WHERE pid IN (%s) LIMIT %d", strings.Join(threads, " UNION "), activity.MaxProcessNames)
 	return scanRows(ctx, db, q, func(s scanner) error {
 		var pid int64
 		var name string
 		err := s.Scan(&pid, &name)
-		c.nameProcess(pid, name)
+		c.NameProcess(pid, name)
 		return err
 	})
 }

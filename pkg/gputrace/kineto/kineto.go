@@ -1,4 +1,6 @@
-package gputrace
+// Package kineto reads PyTorch profiler (Kineto) Chrome trace JSON, plain or gzipped, into an
+// activity.Sink, streaming event by event.
+package kineto
 
 import (
 	"bufio"
@@ -9,8 +11,11 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"sort"
 	"strings"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace/activity"
 )
 
 // ParseError says where a trace stopped being readable. What was read before it is kept.
@@ -93,10 +98,10 @@ func (id *chromeID) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// ReadChrome reads a PyTorch profiler (Kineto) Chrome trace, plain or gzipped, into c,
+// Read reads a PyTorch profiler (Kineto) Chrome trace, plain or gzipped, into c,
 // streaming: one event is held at a time. On malformed input it returns a *ParseError and c
 // keeps everything read before it. Unknown categories and odd timestamps become notices.
-func ReadChrome(r io.Reader, c *Collector) error {
+func Read(r io.Reader, c activity.Sink) error {
 	br := bufio.NewReaderSize(r, 256<<10)
 	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
 		zr, err := gzip.NewReader(br)
@@ -114,7 +119,7 @@ func ReadChrome(r io.Reader, c *Collector) error {
 
 type chromeReader struct {
 	dec      *json.Decoder
-	c        *Collector
+	c        activity.Sink
 	events   int
 	unknown  map[string]int64
 	typeErrs int64
@@ -164,13 +169,13 @@ func (p *chromeReader) read() error {
 				return err
 			}
 		case "traceName":
-			if err := p.strings(SourceTraceName, 0); err != nil {
+			if err := p.strings(activity.SourceTraceName, 0); err != nil {
 				return err
 			}
 		default:
 			// distributedInfo, deviceProperties, baseTimeNanoseconds, custom keys: only the
 			// strings in them matter (trace IDs), and they are walked, not kept.
-			if err := p.strings(SourceMetadata, 0); err != nil {
+			if err := p.strings(activity.SourceMetadata, 0); err != nil {
 				return err
 			}
 		}
@@ -186,7 +191,7 @@ func (p *chromeReader) read() error {
 
 // strings walks one JSON value token by token, scanning its strings (keys included) for
 // trace IDs. Depth is bounded by the decoder's own limits.
-func (p *chromeReader) strings(src Source, _ int) error {
+func (p *chromeReader) strings(src activity.Source, _ int) error {
 	depth := 0
 	for {
 		tok, err := p.dec.Token()
@@ -201,7 +206,7 @@ func (p *chromeReader) strings(src Source, _ int) error {
 				depth--
 			}
 		case string:
-			p.c.ids.scan(v, src)
+			p.c.ScanTraceIDs(v, src)
 		}
 		if depth == 0 {
 			return nil
@@ -246,13 +251,13 @@ func (p *chromeReader) event(ev *chromeEvent, args *chromeArgs) {
 		// Flows (s, f: ac2g), metadata (M), instants (i), counters (C): not intervals.
 		if ev.Ph == "M" || ev.Ph == "i" || ev.Ph == "I" {
 			if containsFold(ev.Cat, "annotation") {
-				p.c.ids.scan(ev.Name, SourceAnnotation)
+				p.c.ScanTraceIDs(ev.Name, activity.SourceAnnotation)
 			}
 		}
-		if ev.Ph == "M" && ev.Name == "process_name" && p.c.timeline != nil {
+		if ev.Ph == "M" && ev.Name == "process_name" && p.c.KeepsTimeline() {
 			*args = chromeArgs{}
 			if json.Unmarshal(ev.Args, args) == nil {
-				p.c.nameProcess(int64(ev.Pid), args.Name)
+				p.c.NameProcess(int64(ev.Pid), args.Name)
 			}
 		}
 		return
@@ -262,7 +267,7 @@ func (p *chromeReader) event(ev *chromeEvent, args *chromeArgs) {
 		p.unknown[ev.Cat]++
 		return
 	}
-	if kind == KindOther {
+	if kind == activity.KindOther {
 		return
 	}
 	ts, err := usToNs(ev.Ts)
@@ -279,13 +284,13 @@ func (p *chromeReader) event(ev *chromeEvent, args *chromeArgs) {
 		}
 		return
 	}
-	a := Activity{Kind: kind, Name: ev.Name, Start: ts, End: ts + d}
+	a := activity.Activity{Kind: kind, Name: ev.Name, Start: ts, End: ts + d}
 	*args = chromeArgs{}
 	if len(ev.Args) > 0 {
 		// A wrongly typed arg is left at zero; the event is still counted.
 		_ = json.Unmarshal(ev.Args, args)
-		if kind == KindAnnotation || kind == KindGPUAnnotation {
-			if ids := TraceIDsIn(string(ev.Args)); len(ids) > 0 {
+		if kind == activity.KindAnnotation || kind == activity.KindGPUAnnotation {
+			if ids := activity.TraceIDsIn(string(ev.Args)); len(ids) > 0 {
 				a.TraceID = ids[0]
 			}
 		}
@@ -300,7 +305,7 @@ func (p *chromeReader) event(ev *chromeEvent, args *chromeArgs) {
 	}
 	a.WaitCorrelation = int64(num(args.WaitCorr))
 	switch {
-	case onHost(kind) || kind == KindSync:
+	case activity.OnHost(kind) || kind == activity.KindSync:
 		// A cuda_sync record sits on the host thread that synchronised.
 		a.Process, a.Thread = int64(ev.Pid), int64(ev.Tid)
 	default:
@@ -313,7 +318,7 @@ func (p *chromeReader) event(ev *chromeEvent, args *chromeArgs) {
 			a.Stream = int32(ev.Tid)
 		}
 	}
-	if kind == KindKernel {
+	if kind == activity.KindKernel {
 		a.Grid, a.Block = dim3(args.Grid), dim3(args.Block)
 	}
 	p.c.Add(a)
@@ -398,10 +403,6 @@ func (p *chromeReader) finish() {
 	}
 }
 
-// maxTimeNs bounds a parsed ts or dur: end = start + dur and the difference of any two stay
-// within int64. Epoch nanoseconds reach it in the year 2116.
-const maxTimeNs = math.MaxInt64 / 2
-
 // usToNs converts Kineto's microseconds ("1623143089861234.567") to nanoseconds exactly, from
 // the number's decimal text: a 16-digit epoch timestamp is beyond float64's 15.9 significant
 // digits, and through it each one moves by up to ±128 ns. Any digit count and an exponent are
@@ -472,17 +473,17 @@ func usToNs(n json.Number) (int64, error) {
 	var ns int64
 	for k := 0; k < min(p, nInt+nFrac); k++ {
 		ns = ns*10 + int64(digit(k)-'0')
-		if ns > maxTimeNs {
+		if ns > activity.MaxTimeNs {
 			return 0, outOfRange(s)
 		}
 	}
 	for k := nInt + nFrac; k < p && ns != 0; k++ {
-		if ns *= 10; ns > maxTimeNs {
+		if ns *= 10; ns > activity.MaxTimeNs {
 			return 0, outOfRange(s)
 		}
 	}
 	if p >= 0 && p < nInt+nFrac && digit(p) >= '5' {
-		if ns++; ns > maxTimeNs {
+		if ns++; ns > activity.MaxTimeNs {
 			return 0, outOfRange(s)
 		}
 	}
@@ -493,7 +494,7 @@ func usToNs(n json.Number) (int64, error) {
 }
 
 func outOfRange(s string) error {
-	return fmt.Errorf("%s µs is out of range (beyond ±%d ns)", s, int64(maxTimeNs))
+	return fmt.Errorf("%s µs is out of range (beyond ±%d ns)", s, int64(activity.MaxTimeNs))
 }
 
 func isDigit(b byte) bool { return b >= '0' && b <= '9' }
@@ -516,4 +517,50 @@ func num(f *float64) float64 {
 		return 0
 	}
 	return *f
+}
+
+// chromeCategories maps Kineto's `cat` values, old and new spellings, to kinds. Categories
+// absent here are counted in a notice; the ones mapped to KindOther are known and ignored.
+var chromeCategories = map[string]activity.Kind{
+	"kernel":              activity.KindKernel,
+	"Kernel":              activity.KindKernel,
+	"gpu_memcpy":          activity.KindMemcpy,
+	"Memcpy":              activity.KindMemcpy,
+	"gpu_memset":          activity.KindMemset,
+	"Memset":              activity.KindMemset,
+	"cuda_runtime":        activity.KindRuntime,
+	"Runtime":             activity.KindRuntime,
+	"cuda_driver":         activity.KindDriver,
+	"cpu_op":              activity.KindCPUOp,
+	"Operator":            activity.KindCPUOp,
+	"user_annotation":     activity.KindAnnotation,
+	"gpu_user_annotation": activity.KindGPUAnnotation,
+	"cuda_sync":           activity.KindSync,
+	"python_function":     activity.KindOther,
+	"ac2g":                activity.KindOther, // flow arrows between a launch and its kernel
+	"fwdbwd":              activity.KindOther,
+	"Trace":               activity.KindOther,
+	"overhead":            activity.KindOther,
+	"cuda_profiler_range": activity.KindOther,
+	"gpu_op":              activity.KindOther,
+	"kineto":              activity.KindOther,
+	"cpu_instant_event":   activity.KindOther,
+	"python_function_ev":  activity.KindOther,
+	"Ev":                  activity.KindOther,
+}
+
+// ReadFile reads a Chrome trace file, noting the trace IDs in its name.
+func ReadFile(path string, c activity.Sink) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	c.AddFileName(path)
+	return Read(f, c)
+}
+
+// containsFold reports whether s contains sub, ignoring case.
+func containsFold(s, sub string) bool {
+	return strings.Contains(strings.ToLower(s), strings.ToLower(sub))
 }

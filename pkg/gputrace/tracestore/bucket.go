@@ -1,4 +1,4 @@
-package gputrace
+package tracestore
 
 import (
 	"context"
@@ -17,6 +17,9 @@ import (
 
 	"github.com/thanos-io/objstore"
 
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace/activity"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace/kineto"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/notices"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/safe"
 )
@@ -343,7 +346,7 @@ func age(d time.Duration) string { return d.Round(time.Second).String() }
 
 // List is the bucket's trace objects as trace files, most recent first, with the listing's
 // notices: its age when it came from the cache, a cap reached, a failure naming the bucket.
-func (b *Bucket) List(ctx context.Context, maxObjects int) ([]TraceFile, notices.List) {
+func (b *Bucket) List(ctx context.Context, maxObjects int) ([]gputrace.TraceFile, notices.List) {
 	l, fresh, missed, err := b.listing(ctx, maxObjects, false)
 	if err != nil {
 		missed.Warn(err.Error())
@@ -355,7 +358,7 @@ func (b *Bucket) List(ctx context.Context, maxObjects int) ([]TraceFile, notices
 	if l.truncated() {
 		missed.Warnf("bucket %s: %d trace objects under its prefix: only the %d most recent were looked at (jsonData.traceMaxFiles)", b.name, l.seen, len(l.objects))
 	}
-	out := make([]TraceFile, 0, len(l.objects))
+	out := make([]gputrace.TraceFile, 0, len(l.objects))
 	for _, o := range l.objects {
 		out = append(out, b.file(o.key, o.modified, 0))
 	}
@@ -363,8 +366,8 @@ func (b *Bucket) List(ctx context.Context, maxObjects int) ([]TraceFile, notices
 	return out, missed
 }
 
-func (b *Bucket) file(rel string, modified time.Time, size int64) TraceFile {
-	return TraceFile{Rel: b.ref(rel), Key: rel, Size: size, Modified: modified, TraceIDs: TraceIDsInFileName(rel), bucket: b}
+func (b *Bucket) file(rel string, modified time.Time, size int64) gputrace.TraceFile {
+	return gputrace.TraceFile{Rel: b.ref(rel), Key: rel, Size: size, Modified: modified, TraceIDs: activity.TraceIDsInFileName(rel), BucketName: b.name}
 }
 
 // Check lists the bucket afresh (the health check): how many trace objects it holds under its
@@ -378,35 +381,35 @@ func (b *Bucket) Check(ctx context.Context, maxObjects int) (int, bool, error) {
 }
 
 // resolve finds one object named by its key under the prefix.
-func (b *Bucket) resolve(ctx context.Context, rel string, maxBytes int64) (TraceFile, error) {
+func (b *Bucket) resolve(ctx context.Context, rel string, maxBytes int64) (gputrace.TraceFile, error) {
 	if !safeKey(rel) || path.Clean(rel) != rel {
-		return TraceFile{}, outsideError(b.ref(rel) + " is outside the bucket's prefix")
+		return gputrace.TraceFile{}, outsideError(b.ref(rel) + " is outside the bucket's prefix")
 	}
 	if !IsTraceFile(rel) {
-		return TraceFile{}, fmt.Errorf("%s is not a trace file (.json, .json.gz, .pt.trace.json, .sqlite)", b.ref(rel))
+		return gputrace.TraceFile{}, fmt.Errorf("%s is not a trace file (.json, .json.gz, .pt.trace.json, .sqlite)", b.ref(rel))
 	}
 	bkt, err := b.client(ctx)
 	if err != nil {
-		return TraceFile{}, err
+		return gputrace.TraceFile{}, err
 	}
 	callCtx, cancel := context.WithTimeout(ctx, b.opts.Timeout)
 	defer cancel()
 	attrs, err := bkt.Attributes(callCtx, b.key(rel))
 	if err != nil {
 		if bkt.IsObjNotFoundErr(err) {
-			return TraceFile{}, fmt.Errorf("trace file %s not found in bucket %s", b.ref(rel), b.name)
+			return gputrace.TraceFile{}, fmt.Errorf("trace file %s not found in bucket %s", b.ref(rel), b.name)
 		}
-		return TraceFile{}, fmt.Errorf("trace file %s: %s", b.ref(rel), b.cause(ctx, err))
+		return gputrace.TraceFile{}, fmt.Errorf("trace file %s: %s", b.ref(rel), b.cause(ctx, err))
 	}
 	if attrs.Size > maxBytes {
-		return TraceFile{}, fmt.Errorf("trace file %s: %d bytes, over jsonData.traceMaxFileBytes (%d)", b.ref(rel), attrs.Size, maxBytes)
+		return gputrace.TraceFile{}, fmt.Errorf("trace file %s: %d bytes, over jsonData.traceMaxFileBytes (%d)", b.ref(rel), attrs.Size, maxBytes)
 	}
 	return b.file(rel, attrs.LastModified.UTC(), attrs.Size), nil
 }
 
 // analyze reads one object as it arrives: a Chrome trace (gzip or not) through the streaming
 // reader, an Nsight export spooled to a temporary file first, removed after.
-func (b *Bucket) analyze(ctx context.Context, f TraceFile, maxBytes int64, l Limits) (*Result, error) {
+func (b *Bucket) analyze(ctx context.Context, f gputrace.TraceFile, maxBytes int64, l gputrace.Limits) (*gputrace.Result, error) {
 	bkt, err := b.client(ctx)
 	if err != nil {
 		return nil, err
@@ -428,13 +431,13 @@ func (b *Bucket) analyze(ctx context.Context, f TraceFile, maxBytes int64, l Lim
 	if isNsys(f.Key) {
 		return b.analyzeSpooled(ctx, r, f, l)
 	}
-	c := NewCollector(l)
+	c := gputrace.NewCollector(l)
 	c.AddFileName(f.Key)
-	err = ReadChrome(r, c)
+	err = kineto.Read(r, c)
 	if err != nil {
 		err = b.readError(ctx, err)
 	}
-	return c.Result(AnalysisOptions{}), err
+	return c.Result(gputrace.AnalysisOptions{}), err
 }
 
 // readError says a failed transfer, and content that is no trace, in words.
@@ -448,7 +451,7 @@ func (b *Bucket) readError(ctx context.Context, err error) error {
 		}
 		return fmt.Errorf("the transfer failed after %d bytes: %s", te.at, b.cause(ctx, te.error))
 	}
-	if pe, ok := errors.AsType[*ParseError](err); ok {
+	if pe, ok := errors.AsType[*kineto.ParseError](err); ok {
 		// What the store sent whole is not a trace: another file under a trace's name, or
 		// something in front of the store answering in its place.
 		return fmt.Errorf("not a readable PyTorch profiler trace (%s)", b.redact(strings.TrimPrefix(pe.Error(), "gputrace: ")))
@@ -458,7 +461,7 @@ func (b *Bucket) readError(ctx context.Context, err error) error {
 
 // analyzeSpooled copies an Nsight export to a temporary file (at most traceMaxFileBytes) and
 // reads it there; the file is removed whatever happens.
-func (b *Bucket) analyzeSpooled(ctx context.Context, r io.Reader, f TraceFile, l Limits) (*Result, error) {
+func (b *Bucket) analyzeSpooled(ctx context.Context, r io.Reader, f gputrace.TraceFile, l gputrace.Limits) (*gputrace.Result, error) {
 	tmp, err := os.CreateTemp("", "hsi-nsys-*.sqlite")
 	if err != nil {
 		return nil, fmt.Errorf("cannot spool it to a temporary file: %v", err)
@@ -471,7 +474,7 @@ func (b *Bucket) analyzeSpooled(ctx context.Context, r io.Reader, f TraceFile, l
 	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
 		return nil, err
 	}
-	return AnalyzeOpened(ctx, tmp, f.Key, l, AnalysisOptions{})
+	return AnalyzeOpened(ctx, tmp, f.Key, l, gputrace.AnalysisOptions{})
 }
 
 // errOverMax is an object that turned out larger than the settings allow.

@@ -1,4 +1,4 @@
-package gputrace
+package tracestore
 
 import (
 	"context"
@@ -6,17 +6,21 @@ import (
 	"os"
 	"runtime"
 	"strings"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace/kineto"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace/nsys"
 )
 
 // ReadChromeFile reads a Chrome trace file, noting the trace IDs in its name.
-func ReadChromeFile(path string, c *Collector) error {
+func ReadChromeFile(path string, c *gputrace.Collector) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
 	c.AddFileName(path)
-	return ReadChrome(f, c)
+	return kineto.Read(f, c)
 }
 
 // AnalyzeOpened analyses a trace the caller has already opened and checked; name (the file's
@@ -24,8 +28,8 @@ func ReadChromeFile(path string, c *Collector) error {
 // where it can be helped: an Nsight Systems export is read by SQLite, which opens files by name,
 // so on Linux it is given /proc/self/fd/N, the very file f, and a path swapped after the
 // caller's checks (a symlink put in its place) is never read.
-func AnalyzeOpened(ctx context.Context, f *os.File, name string, l Limits, o AnalysisOptions) (*Result, error) {
-	c := NewCollector(l)
+func AnalyzeOpened(ctx context.Context, f *os.File, name string, l gputrace.Limits, o gputrace.AnalysisOptions) (*gputrace.Result, error) {
+	c := gputrace.NewCollector(l)
 	c.AddFileName(name)
 	var err error
 	if isNsys(name) {
@@ -35,9 +39,9 @@ func AnalyzeOpened(ctx context.Context, f *os.File, name string, l Limits, o Ana
 				path = self
 			}
 		}
-		err = readNsysAt(ctx, path, c)
+		err = nsys.ReadAt(ctx, path, c)
 	} else {
-		err = ReadChrome(f, c)
+		err = kineto.Read(f, c)
 	}
 	return c.Result(o), err
 }
