@@ -18,6 +18,7 @@ import {
   QUERY_TYPE_NAMES,
   TRACE_DATASOURCE_TYPES as GENERATED_TRACE_DATASOURCE_TYPES,
   TRIAGE_CLASSES,
+  TRACE_PARTS,
   TRIAGE_VIEWS,
 } from './generated/vocabulary';
 
@@ -73,6 +74,7 @@ export interface KernelBaseline {
 
 /** GPU incidents (triage): the failure classes of runbook 002 (TriageClasses). */
 export type TriageClass = (typeof TRIAGE_CLASSES)[number];
+export type TracePart = (typeof TRACE_PARTS)[number];
 
 /**
  * The views of the query types that have a view field: each type's parser refuses the others',
@@ -149,6 +151,8 @@ export interface HsiQuery extends DataQuery {
 
   /** Trace: the allocation profile type of each span (profileTypeId is its CPU one). */
   allocTypeId?: string;
+  /** Trace: the parts of the answer to return, one frame each; unset: all (a panel asks for its own). */
+  parts?: TracePart[];
   /**
    * Slow requests: the trace store's service (all when unset), an endpoint (operation) and a Go duration,
    * e.g. 500ms. Span heatmap and profile: the service (required) and the spans at least this long,

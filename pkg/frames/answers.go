@@ -274,35 +274,50 @@ func SlowRequests(ans *correlate.SlowRequestsAnswer, th LatencyThresholds, links
 
 // Request is the trace query's frames: the span table, the latency breakdown and the verdict
 // (why, diagnose.Request's answer, which the caller asks for: frames only present), then the
-// request's flame graph when there is one. It comes last: it is the frame that may be missing, so
-// the others keep their places (panels pick a table's frame by index). The frames read the answer
-// and write nothing to it: built side by side, a request of thousands of spans answers sooner.
-func Request(traceID string, ans *correlate.TraceAnswer, why diagnose.Diagnosis, profileTypeID, allocTypeID string, links TraceLinks) (data.Frames, error) {
+// request's flame graph when there is one; of these, the parts asked (models.TraceParts; none:
+// all), in that order. The join's notices go on the first frame. The frames read the answer and
+// write nothing to it: built side by side, a request of thousands of spans answers sooner, and
+// answers that share one join (one per panel) are built from it apart.
+func Request(traceID string, ans *correlate.TraceAnswer, why diagnose.Diagnosis, profileTypeID, allocTypeID string, links TraceLinks, parts []string) (data.Frames, error) {
 	if ans.Trace != nil {
 		traceID = ans.Trace.TraceID
 	}
+	wants := func(part string) bool { return len(parts) == 0 || slices.Contains(parts, part) }
 	var spans, breakdown, verdict, flame *data.Frame
 	errs := safe.ForEach("trace frames", 3, 0, func(i int) error {
-		switch i {
-		case 0:
+		switch {
+		case i == 0 && wants(models.TracePartSpans):
 			spans = TraceSpans(traceID, ans.Rows, profileTypeID, allocTypeID, links)
-		case 1:
-			breakdown, verdict = TraceBreakdown(why.Breakdown, why.Request), TraceVerdict(traceID, why.Verdict, ans.Lever, profileTypeID, links)
-		case 2:
-			if ans.Profile != nil {
-				flame = FlameGraphTree(FlameGraphFrameName, ans.Profile.Tree, profileTypeID)
-				flame.Meta.Notices = Notices(ans.Profile.Notices)
+		case i == 1:
+			if wants(models.TracePartBreakdown) {
+				breakdown = TraceBreakdown(why.Breakdown, why.Request)
 			}
+			if wants(models.TracePartVerdict) {
+				verdict = TraceVerdict(traceID, why.Verdict, ans.Lever, profileTypeID, links)
+			}
+		case i == 2 && wants(models.TracePartFlameGraph) && ans.Profile != nil:
+			flame = FlameGraphTree(FlameGraphFrameName, ans.Profile.Tree, profileTypeID)
+			flame.Meta.Notices = Notices(ans.Profile.Notices)
 		}
 		return nil
 	})
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	spans.Meta.Notices = Notices(ans.Notices)
-	out := data.Frames{spans, breakdown, verdict}
-	if flame != nil {
-		out = append(out, flame)
+	var out data.Frames
+	for _, f := range []*data.Frame{spans, breakdown, verdict, flame} {
+		if f != nil {
+			out = append(out, f)
+		}
 	}
+	if len(out) == 0 {
+		// Only the flame graph was asked, and the request has none: its notices say why.
+		out = data.Frames{data.NewFrame(FlameGraphFrameName)}
+		out[0].Meta = &data.FrameMeta{Notices: []data.Notice{{Severity: data.NoticeSeverityInfo, Text: "No flame graph for this request: no profile sample of its services falls in its time."}}}
+	}
+	if out[0].Meta == nil {
+		out[0].Meta = &data.FrameMeta{}
+	}
+	out[0].Meta.Notices = append(Notices(ans.Notices), out[0].Meta.Notices...)
 	return out, nil
 }

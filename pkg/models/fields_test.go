@@ -23,7 +23,7 @@ func TestFieldWarningsNameWhatWasIgnoredAndTheNearestField(t *testing.T) {
 			[]string{`unknown field "baseline.form" was ignored: did you mean "baseline.from"?`,
 				`unknown field "comparison.trace" was ignored: did you mean "comparison.traceId"?`}},
 		{QueryTypeTrace, `{"traceId":"x","colour":"red"}`,
-			[]string{`unknown field "colour" was ignored: a trace query reads traceId, profileTypeId, allocTypeId, maxNodes`}},
+			[]string{`unknown field "colour" was ignored: a trace query reads traceId, profileTypeId, allocTypeId, maxNodes, parts`}},
 		// Every field of Grafana's Pyroscope query model, as its editor saves it.
 		{QueryTypeBoth, `{"labelSelector":"{}","profileTypeId":"process_cpu:cpu:nanoseconds:cpu:nanoseconds","groupBy":[],"includeExemplars":true,"includeHeatmap":true,"heatmapType":"span","profileIdSelector":[],"stackTraceSelector":["main"],"annotations":true,"traceIdSelector":[],"spanSelector":[],"maxNodes":16384,"limit":10}`, nil},
 		{QueryTypeMetrics, `{"includeExamplars":true}`,

@@ -120,7 +120,7 @@ var QueryTypeSpecs = []QueryTypeSpec{
 		Fields:      profileFields, Bounds: profileQueryBounds},
 	{Name: QueryTypeTrace, Label: "Request (trace)", Family: FamilyRequest,
 		Description: "One request: each span's duration, CPU, allocations and GPU state, and its flame graph",
-		Fields:      []string{"traceId", "profileTypeId", "allocTypeId", "maxNodes"}, Bounds: []Bound{maxNodesBound}},
+		Fields:      []string{"traceId", "profileTypeId", "allocTypeId", "maxNodes", "parts"}, Bounds: []Bound{maxNodesBound}},
 	{Name: QueryTypeSlowRequests, Label: "Slow requests", Family: FamilyRequest,
 		Description: "Latency percentiles by endpoint and the slowest recent traces, of one service or all",
 		Fields:      []string{"service", "endpoint", "limit", "minDuration"}, Bounds: []Bound{slowLimitBound}},

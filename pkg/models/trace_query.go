@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -20,6 +21,25 @@ type TraceQuery struct {
 	// AllocTypeID is the profile of the allocations column.
 	AllocTypeID string `json:"allocTypeId"`
 	MaxNodes    int64  `json:"maxNodes"`
+	// Parts are the parts of the answer to return, one frame each, in TraceParts' order; empty:
+	// all. A dashboard panel asks for its own part, so Grafana draws it without a frame picker.
+	Parts []string `json:"parts"`
+}
+
+// The parts of a trace query's answer, each one frame.
+const (
+	TracePartSpans      = "spans"      // the span table
+	TracePartBreakdown  = "breakdown"  // where the request's time went
+	TracePartVerdict    = "verdict"    // why it was slow: the causes, ranked
+	TracePartFlameGraph = "flamegraph" // the request's flame graph
+)
+
+// TraceParts are the parts in the order the answer holds them.
+var TraceParts = []string{TracePartSpans, TracePartBreakdown, TracePartVerdict, TracePartFlameGraph}
+
+// Wants says whether the answer holds part.
+func (q *TraceQuery) Wants(part string) bool {
+	return len(q.Parts) == 0 || slices.Contains(q.Parts, part)
 }
 
 // ParseTraceQuery decodes and validates a trace query, filling defaults.
@@ -43,6 +63,11 @@ func ParseTraceQuery(raw json.RawMessage) (*TraceQuery, error) {
 	}
 	if err := CheckMaxNodes(&q.MaxNodes); err != nil {
 		return nil, err
+	}
+	for _, p := range q.Parts {
+		if !slices.Contains(TraceParts, p) {
+			return nil, fmt.Errorf(`field "parts": unknown part %q: use some of %s (empty: all)`, truncate(p, 40), strings.Join(TraceParts, ", "))
+		}
 	}
 	return q, nil
 }

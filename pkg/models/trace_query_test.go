@@ -26,10 +26,28 @@ func TestParseTraceQuerySaysWhichFieldIsWrong(t *testing.T) {
 		`{"traceId":"a3ce929d0e0e4736","profileTypeId":"cpu::a:b:c"}`: `field "profileTypeId" must have the form`,
 		`{"traceId":"a3ce929d0e0e4736","maxNodes":-1}`:                `field "maxNodes" must be from 1 to 1048576`,
 		`{"traceId":42}`: `field "traceId" must be a string, got number`,
+		`{"traceId":"a3ce929d0e0e4736","parts":["verdict","why"]}`:    `field "parts": unknown part "why": use some of spans, breakdown, verdict, flamegraph`,
+		`{"traceId":"a3ce929d0e0e4736","parts":"verdict"}`:            `field "parts" must be`,
 	}
 	for model, want := range cases {
 		if _, err := ParseTraceQuery(json.RawMessage(model)); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: error %v, want %q", model, err, want)
+		}
+	}
+}
+
+func TestTraceQueryPartsPickTheAnswersFrames(t *testing.T) {
+	all, err := ParseTraceQuery(json.RawMessage(`{"traceId":"a3ce929d0e0e4736"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	one, err := ParseTraceQuery(json.RawMessage(`{"traceId":"a3ce929d0e0e4736","parts":["verdict"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range TraceParts {
+		if !all.Wants(p) || one.Wants(p) != (p == TracePartVerdict) {
+			t.Errorf("part %s: all wants %v, verdict-only wants %v", p, all.Wants(p), one.Wants(p))
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/backend/datasource"
 	"github.com/grafana/grafana-plugin-sdk-go/backend/instancemgmt"
 	"github.com/grafana/grafana-plugin-sdk-go/backend/resource/httpadapter"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/correlate"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
@@ -42,6 +43,9 @@ type Datasource struct {
 	// maxConcurrentQueries bounds the queries of one QueryData call answered at once: Grafana's
 	// concurrent_query_limit, as Grafana sends it to every data source.
 	maxConcurrentQueries int
+	// traceJoins shares one request-level join among the trace queries asking the same request
+	// at once: a dashboard's verdict, breakdown and span panels each ask for their own part.
+	traceJoins singleflight.Group
 }
 
 // NewDatasource is the instance factory datasource.Manage calls for each settings version.

@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
@@ -23,17 +24,31 @@ func (d *Datasource) queryTrace(ctx context.Context, q backend.DataQuery) (data.
 	if err != nil {
 		return nil, models.InvalidQuery(err)
 	}
-	src := d.src.ForTrace(d.settings.Join.LatencyHistograms)
-	src.LocalHost, _ = os.Hostname()
-	ans, err := correlate.JoinRequest(ctx, src, correlate.TraceQuery{
-		TraceID: tq.TraceID, ProfileTypeID: tq.ProfileTypeID, AllocTypeID: tq.AllocTypeID, MaxNodes: tq.MaxNodes,
-		From: q.TimeRange.From, To: q.TimeRange.To,
-		Join: d.settings.Join.SpanMatch, SLO: d.settings.Join.LatencyYellow, Thresholds: d.settings.Classify.Thresholds, SettingsErr: errors.Join(d.invalid.GPU, d.invalid.Containers),
+	type joined struct {
+		ans *correlate.TraceAnswer
+		why diagnose.Diagnosis
+	}
+	// The queries asking the same request over the same range at the same time share one join:
+	// the answer and its diagnosis are read, never written, by the frames built from them.
+	key := fmt.Sprintf("%s|%s|%s|%d|%d|%d", tq.TraceID, tq.ProfileTypeID, tq.AllocTypeID, tq.MaxNodes, q.TimeRange.From.UnixNano(), q.TimeRange.To.UnixNano())
+	v, err, _ := d.traceJoins.Do(key, func() (any, error) {
+		src := d.src.ForTrace(d.settings.Join.LatencyHistograms)
+		src.LocalHost, _ = os.Hostname()
+		ans, err := correlate.JoinRequest(ctx, src, correlate.TraceQuery{
+			TraceID: tq.TraceID, ProfileTypeID: tq.ProfileTypeID, AllocTypeID: tq.AllocTypeID, MaxNodes: tq.MaxNodes,
+			From: q.TimeRange.From, To: q.TimeRange.To,
+			Join: d.settings.Join.SpanMatch, SLO: d.settings.Join.LatencyYellow, Thresholds: d.settings.Classify.Thresholds, SettingsErr: errors.Join(d.invalid.GPU, d.invalid.Containers),
+		})
+		if err != nil {
+			return nil, err
+		}
+		return joined{ans, diagnose.Request(ans)}, nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	return frames.Request(tq.TraceID, ans, diagnose.Request(ans), tq.ProfileTypeID, tq.AllocTypeID, d.traceLinks(ctx))
+	j := v.(joined)
+	return frames.Request(tq.TraceID, j.ans, j.why, tq.ProfileTypeID, tq.AllocTypeID, d.traceLinks(ctx), tq.Parts)
 }
 
 // traceLinks is where the spans frame links to; this data source's UID comes from the request's

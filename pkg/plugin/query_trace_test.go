@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	"github.com/grafana/grafana-plugin-sdk-go/data"
 
@@ -215,6 +216,72 @@ func TestTraceQueryJoinsSpansProfilesAndGPUs(t *testing.T) {
 			t.Errorf("GPU figures asked for hosts %v, want the trace's host only", f.Hosts)
 		}
 	}
+}
+
+// A dashboard's panels each ask for their own part of the same request, in one request as Grafana
+// may send them: each gets its frame alone (no frame picker), the join's notices on it.
+func TestTraceQueryPartsAnswerEachPanelItsOwnFrame(t *testing.T) {
+	b := newJoinBed(t, joinBedOptions{})
+	whole := b.query(t, traceModel)
+	if whole.Error != nil {
+		t.Fatal(whole.Error)
+	}
+	ctx := backend.WithPluginContext(context.Background(), pluginCtx)
+	part := func(ref, parts string) backend.DataQuery {
+		return query(ref, `{"queryType":"trace","traceId":"4bf92f3577b34da6a3ce929d0e0e4736","parts":`+parts+`}`)
+	}
+	res, err := b.ds.QueryData(ctx, &backend.QueryDataRequest{PluginContext: pluginCtx, Queries: []backend.DataQuery{
+		part("verdict", `["verdict"]`), part("breakdown", `["breakdown"]`), part("spans", `["flamegraph","spans"]`),
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ref, want := range map[string][]string{"verdict": {"verdict"}, "breakdown": {"breakdown"}, "spans": {"spans", "response"}} {
+		r := res.Responses[ref]
+		if r.Error != nil {
+			t.Fatalf("%s: %v", ref, r.Error)
+		}
+		var names []string
+		for _, f := range r.Frames {
+			names = append(names, f.Name)
+		}
+		if !slices.Equal(names, want) {
+			t.Errorf("%s: frames %v, want %v", ref, names, want)
+			continue
+		}
+		// The join's notices go on the panel's first frame, whichever part it is.
+		if n := frameNotices(r.Frames[0]); !strings.Contains(n, "[info] GPU figures for 6 of 6 span(s)") {
+			t.Errorf("%s: notices\n%s", ref, n)
+		}
+		// A part is the whole answer's frame, cell for cell (the links aside).
+		for _, f := range r.Frames {
+			for _, w := range whole.Frames {
+				if w.Name == f.Name {
+					if diff := cmp.Diff(rowsOf(w), rowsOf(f)); diff != "" {
+						t.Errorf("%s: frame %s differs from the whole answer's:\n%s", ref, f.Name, diff)
+					}
+				}
+			}
+		}
+	}
+}
+
+// rowsOf is every cell of a frame, row by row, as text; links are left out (they hold the
+// query's time range, which query() takes from the clock).
+func rowsOf(f *data.Frame) []string {
+	var out []string
+	for row := range f.Rows() {
+		var cells []string
+		for _, fld := range f.Fields {
+			if fld.Name == "link" {
+				continue
+			}
+			v, _ := fld.ConcreteAt(row)
+			cells = append(cells, fmt.Sprint(v))
+		}
+		out = append(out, strings.Join(cells, " | "))
+	}
+	return out
 }
 
 func TestTraceQueryLinksSpansFunctionsAndGPUs(t *testing.T) {

@@ -8,6 +8,10 @@ export const ANSWERS = [
   'diff',
   'empty',
   'trace',
+  // The Request-Level dashboard's panels on the same request: each asks for its own part.
+  'traceVerdict',
+  'traceBreakdown',
+  'traceSpans',
   'spanHeatmap',
   'spanProfile',
   // The GPU incident dashboard's: fixture-node-d's failures, and gpu-node-1's with a CUDA OOM request.

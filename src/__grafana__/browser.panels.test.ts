@@ -206,6 +206,8 @@ interface AnswerLayout {
   sideways: { overflow: number; grid: number[]; columns: number[] };
   firstCauseCell: boolean;
   breakdownText: string;
+  /** Grafana's frame picker (a combobox under the table) in the verdict's and the breakdown's panels. */
+  pickers: number;
 }
 
 function measure(
@@ -260,6 +262,7 @@ function measure(
     },
     firstCauseCell,
     breakdownText: panel(breakdownId).innerText,
+    pickers: [table, panel(breakdownId)].reduce((n, p) => n + p.querySelectorAll('[role="combobox"]').length, 0),
   };
 }
 
@@ -270,14 +273,21 @@ describe("The Request-Level dashboard's own panels on the trace query's answer",
 
   it.each([1400, 960])('at %i px: the answer in one line, the causes ranked below it', async (width) => {
     const [stat, , table, breakdown] = titles.map(dashboardPanel);
-    const verdict = frameNamed(fixtures.trace, 'verdict');
+    // Each table panel asks for its own part of the request; the stat reuses the verdict's.
+    const verdict = frameNamed(fixtures.traceVerdict, 'verdict');
+    const evidence = (column(verdict, 'evidence') as unknown as string[])[0];
     const answer = (column(verdict, 'answer') as unknown as Array<string | null>)[0];
     const firstCause = (column(verdict, 'cause') as unknown as string[])[0];
     const action = (column(verdict, 'action') as unknown as string[])[0];
     expect(answer).toContain(firstCause);
     await look(
       `dashboard-request-answer-${width}`,
-      { kind: 'dashboard', panels: titles.map(dashboardPanel), fixture: fixtures.trace },
+      {
+        kind: 'dashboard',
+        panels: titles.map(dashboardPanel),
+        fixture: fixtures.trace,
+        answers: { [table.id]: fixtures.traceVerdict, [breakdown.id]: fixtures.traceBreakdown },
+      },
       `[data-panel-id="${table.id}"] [role="gridcell"]`,
       async (page) => {
         // The columns the dashboard wraps (Cause, What to do) and the short ones show their text
@@ -292,7 +302,9 @@ describe("The Request-Level dashboard's own panels on the trace query's answer",
         for (const side of Object.values(shown.statOverflow)) {
           expect(side).toBeLessThanOrEqual(1);
         }
-        // The table: the columns the dashboard shows, none it hides, every column in view.
+        // The table: its own frame, no frame picker under it (nor under the breakdown); the
+        // columns the dashboard shows, none it hides, every column in view.
+        expect(shown.pickers).toBe(0);
         expect(shown.headers).toEqual(['#', 'Cause', 'Explains', 'Share', 'Evidence', 'What to do', 'How sure']);
         expect(shown.sideways).toEqual(expect.objectContaining({ overflow: 0 }));
         expect(shown.tableText).not.toContain('/explore?schemaVersion');
@@ -305,6 +317,21 @@ describe("The Request-Level dashboard's own panels on the trace query's answer",
         expect(shown.tableText).toMatch(/span profiles saw \d+ms of CPU/);
         // Shares show as percentages (the field's unit), not as raw fractions.
         expect(shown.tableText).toMatch(/\d+(\.\d+)?%/);
+        // The first cause's evidence, whole: hovering its cell offers Grafana's cell inspector,
+        // which opens the entire text.
+        await page.hover(
+          `[data-panel-id="${table.id}"] [role="row"]:nth-child(2) [role="gridcell"][aria-colindex="5"]`
+        );
+        await page.click(`[data-panel-id="${table.id}"] [aria-label="Inspect value"]`);
+        const inspected = await page.waitForFunction(
+          (text) =>
+            [...document.querySelectorAll<HTMLElement>('[role="dialog"]')].find((d) => d.innerText.includes(text))
+              ?.innerText,
+          { timeout: 10000 },
+          evidence
+        );
+        expect(await inspected.jsonValue()).toContain(evidence);
+        await page.keyboard.press('Escape');
         // Runbook 002's lever closes the table (scrolled to: the grid draws the rows in view).
         const lever = await page.waitForFunction(
           (id) => {

@@ -4,7 +4,7 @@ import { DataSourceInstanceSettings, dateTime } from '@grafana/data';
 
 import { QueryEditor } from './QueryEditor';
 import { DataSource } from '../datasource';
-import { QUERY_TYPE_INFO, TRIAGE_CLASSES } from '../generated/vocabulary';
+import { QUERY_TYPE_INFO, TRACE_PARTS, TRIAGE_CLASSES } from '../generated/vocabulary';
 import { HsiOptions, HsiQuery, QUERY_TYPES, QueryType, TraceSummary } from '../types';
 
 jest.mock('@grafana/runtime', () => ({
@@ -483,6 +483,30 @@ describe('QueryEditor', () => {
         allocTypeId: 'memory:alloc_objects:count:space:bytes',
       });
       expect(screen.getByLabelText('Trace ID')).toHaveValue('00f067aa0ba902b700f067aa0ba902b7');
+    });
+
+    it('picks the parts of the answer under Options, by label, and names them while closed', async () => {
+      const { last } = await renderEditor({ refId: 'A', queryType: 'trace', traceId: '$trace_id' });
+      expect(screen.getByText('Whole answer')).toBeInTheDocument();
+      openOptions();
+      fireEvent.click(screen.getByLabelText('Parts'));
+      const options = await screen.findAllByRole('option');
+      expect(options.map((o) => o.textContent)).toEqual([
+        expect.stringMatching(/^Spans/),
+        expect.stringMatching(/^Breakdown/),
+        expect.stringMatching(/^Verdict/),
+        expect.stringMatching(/^Flame graph/),
+      ]);
+      await act(async () => {
+        fireEvent.click(screen.getByRole('option', { name: /^Verdict/ }));
+      });
+      expect(last()).toEqual({ refId: 'A', queryType: 'trace', traceId: '$trace_id', parts: ['verdict'] });
+      expect(last().parts?.every((p) => TRACE_PARTS.includes(p))).toBe(true);
+      fireEvent.click(screen.getByRole('button', { name: /Remove Verdict/ }));
+      expect(last()).toEqual({ refId: 'A', queryType: 'trace', traceId: '$trace_id', parts: undefined });
+      cleanup();
+      await renderEditor({ refId: 'A', queryType: 'trace', parts: ['breakdown', 'verdict'] });
+      expect(screen.getByText('Parts: Breakdown, Verdict')).toBeInTheDocument();
     });
 
     it('asks the backend for the profile types once for both pickers', async () => {

@@ -248,7 +248,8 @@ export const QUERY_TYPE_INFO = {
       "traceId",
       "profileTypeId",
       "allocTypeId",
-      "maxNodes"
+      "maxNodes",
+      "parts"
     ],
     "bounds": {
       "maxNodes": {
@@ -470,6 +471,14 @@ export const KERNELS_VIEWS = [
   "criticalPath",
   "timeline",
   "diff"
+] as const;
+
+/** The parts of a trace query's answer, one frame each, in the answer's order (its parts field); none chosen: all. */
+export const TRACE_PARTS = [
+  "spans",
+  "breakdown",
+  "verdict",
+  "flamegraph"
 ] as const;
 
 /** The triage query's failure classes (its classes field); none chosen: all. */

@@ -154,6 +154,33 @@ func TestWriteTheFlameGraphsGrafanaReads(t *testing.T) {
 	}
 	write("trace", fixture{Query: traceQuery, From: from.UnixMilli(), To: to.UnixMilli(), TraceID: traceID}, res)
 
+	// The Request-Level dashboard's panels each ask for their own part of the same request, as
+	// Grafana sends them; each gets its own frame alone, so Grafana shows no frame picker.
+	panels := []struct{ name, part, frame string }{
+		{"traceVerdict", "verdict", "verdict"}, {"traceBreakdown", "breakdown", "breakdown"}, {"traceSpans", "spans", "spans"},
+	}
+	var queries []pluginhost.Query
+	for _, p := range panels {
+		model := map[string]any{"queryType": "trace", "traceId": traceID, "profileTypeId": cpuType, "parts": []string{p.part}}
+		queries = append(queries, pluginhost.Query{RefID: p.name, JSON: model, From: from, To: to})
+	}
+	proto, err := h.QueryData(ctx, queries...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts, err := backend.FromProto().QueryDataResponse(proto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range panels {
+		r := parts.Responses[p.name]
+		if r.Error != nil || len(r.Frames) != 1 || r.Frames[0].Name != p.frame {
+			t.Fatalf("%s: error %v, %d frames, want the %s frame alone", p.name, r.Error, len(r.Frames), p.frame)
+		}
+		one := &backend.QueryDataResponse{Responses: backend.Responses{"A": r}}
+		write(p.name, fixture{Query: queries[i].JSON, From: from.UnixMilli(), To: to.UnixMilli(), TraceID: traceID}, one)
+	}
+
 	// A service that never pushed a profile: the empty answer a panel gets for a typo.
 	empty := map[string]any{"queryType": "profile", "profileTypeId": cpuType, "labelSelector": `{service_name="no-such-service"}`}
 	res = query(t, ctx, h, empty, now.Add(-15*time.Minute), now)

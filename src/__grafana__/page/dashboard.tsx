@@ -56,6 +56,16 @@ export interface DashboardPanel {
   fieldConfig?: FieldConfigSource;
   /** Applied to the frames before the field config (transform.ts applies them as Grafana does). */
   transformations?: DataTransformerConfig[];
+  targets?: Array<{ refId?: string; datasource?: { uid?: string }; panelId?: number }>;
+}
+
+/**
+ * The panel whose answer a panel shows: the one its Dashboard data source query names (Grafana's
+ * "-- Dashboard --" data source reuses that panel's frames), else its own.
+ */
+export function answeringPanel(p: DashboardPanel): number {
+  const t = p.targets?.[0];
+  return t?.datasource?.uid === '-- Dashboard --' && typeof t.panelId === 'number' ? t.panelId : p.id;
 }
 
 // react-grid-layout as Grafana's dashboard grid sets it up (public/app/core/constants.ts).

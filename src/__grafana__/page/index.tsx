@@ -27,7 +27,7 @@ import { HsiOptions, HsiQuery, HsiSecureJsonData } from '../../types';
 import { Fixture } from '../answers';
 import { toFrames } from '../frames';
 import { applyTransformations } from '../transform';
-import { DashboardPanel, DashboardPanels, PAGE_PADDING } from './dashboard';
+import { DashboardPanel, DashboardPanels, PAGE_PADDING, answeringPanel } from './dashboard';
 
 export type Scene =
   /** click: what to open once the editor is drawn (the Options row, a picker's menu), in order. */
@@ -35,8 +35,12 @@ export type Scene =
   | { kind: 'config'; jsonData: HsiOptions; secureJsonFields?: Record<string, boolean> }
   | { kind: 'flamegraph'; title: string; fixture: Fixture; frame: number }
   | { kind: 'table'; title: string; fixture: Fixture; frameName: string }
-  /** A shipped dashboard's panels, each with its own options and field config, on one answer. */
-  | { kind: 'dashboard'; panels: DashboardPanel[]; fixture: Fixture };
+  /**
+   * A shipped dashboard's panels, each with its own options and field config, on one answer, or
+   * on its own: answers holds the answers of the panels that ask the data source themselves, by
+   * panel id (a panel that reuses another's through the Dashboard data source gets that one's).
+   */
+  | { kind: 'dashboard'; panels: DashboardPanel[]; fixture: Fixture; answers?: Record<number, Fixture> };
 
 declare global {
   interface Window {
@@ -262,19 +266,30 @@ function TablePanel({ title, fixture, frameName }: { title: string; fixture: Fix
 }
 
 /**
- * A dashboard's panels on one answer: a panel with transformations (one that reuses another's
+ * A dashboard's panels on their answers: a panel with transformations (one that reuses another's
  * answer through the Dashboard data source) is drawn once @grafana/data has applied them.
  */
-function Dashboard({ panels, fixture }: { panels: DashboardPanel[]; fixture: Fixture }) {
+function Dashboard({
+  panels,
+  fixture,
+  answers,
+}: {
+  panels: DashboardPanel[];
+  fixture: Fixture;
+  answers?: Record<number, Fixture>;
+}) {
   const [series] = useState(() => toFrames(fixture));
   const [transformed, setTransformed] = useState<Record<number, DataFrame[]>>();
   const [failed, setFailed] = useState<string>();
   useEffect(() => {
-    const each = panels.map(async (p) => [p.id, await applyTransformations(p.transformations ?? [], series)] as const);
+    const each = panels.map(async (p) => {
+      const own = answers?.[answeringPanel(p)];
+      return [p.id, await applyTransformations(p.transformations ?? [], own ? toFrames(own) : series)] as const;
+    });
     Promise.all(each)
       .then((done) => setTransformed(Object.fromEntries(done)))
       .catch((e) => setFailed(String(e)));
-  }, [panels, series]);
+  }, [panels, series, answers]);
   if (failed) {
     // A console error fails the test; the message says which.
     console.error(`transformations: ${failed}`);
@@ -303,7 +318,7 @@ function SceneView({ scene }: { scene: Scene }) {
     case 'table':
       return <TablePanel title={scene.title} fixture={scene.fixture} frameName={scene.frameName} />;
     case 'dashboard':
-      return <Dashboard panels={scene.panels} fixture={scene.fixture} />;
+      return <Dashboard panels={scene.panels} fixture={scene.fixture} answers={scene.answers} />;
   }
 }
 

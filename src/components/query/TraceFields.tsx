@@ -2,10 +2,12 @@ import React, { useState } from 'react';
 import { InlineFieldRow } from '@grafana/ui';
 
 import { DataSource } from '../../datasource';
-import { DEFAULT_ALLOC_TYPE, DEFAULT_PROFILE_TYPE } from '../../types';
+import { TRACE_PARTS } from '../../generated/vocabulary';
+import { DEFAULT_ALLOC_TYPE, DEFAULT_PROFILE_TYPE, TracePart } from '../../types';
+import { withText } from './GpuFields';
 import { MaxNodesField, SlowTracesPicker, TraceIdField, maxNodesSummary } from './RequestFields';
 import { FieldsProps, ProfileTypeField, useProfileTypes } from './SelectorFields';
-import { LABEL_WIDTH, OptionsRow, Picker, stringOptions } from './fields';
+import { LABEL_WIDTH, MultiPicker, OptionsRow, Picker, stringOptions } from './fields';
 import { traceIdError } from '../validation';
 
 /**
@@ -34,6 +36,22 @@ function useRememberedService(datasource: DataSource): [string | undefined, (ser
  * The request-level join of one trace: its ID (typed, $trace_id, or picked from a service's
  * slowest traces) and the profile types read for each span's CPU and allocations.
  */
+/** The parts of the answer as the picker shows them (pkg/models/trace_query.go). */
+const PARTS = withText<TracePart>(TRACE_PARTS, {
+  spans: { label: 'Spans', description: "Each span's duration, self time, CPU, allocations and GPU state" },
+  breakdown: { label: 'Breakdown', description: "Where the request's time went" },
+  verdict: { label: 'Verdict', description: 'Why it was slow: the causes, ranked, with their evidence and what to do' },
+  flamegraph: { label: 'Flame graph', description: "The request's flame graph" },
+});
+
+const PART_LABELS = new Map<string, string>(PARTS.map((p) => [p.value, p.label]));
+
+const partLabel = (value: string) => PART_LABELS.get(value) ?? value;
+
+/** The options row's words for the parts: "Parts: Verdict", or the whole answer. */
+export const partsSummary = (parts?: string[]) =>
+  parts?.length ? `Parts: ${parts.map(partLabel).join(', ')}` : 'Whole answer';
+
 export function TraceFields({ query, update, runQuery, datasource, from, to }: FieldsProps) {
   const [service, setService] = useRememberedService(datasource);
   // One call for both pickers.
@@ -81,9 +99,18 @@ export function TraceFields({ query, update, runQuery, datasource, from, to }: F
         />
         <ProfileTypeField {...profileType} field="allocTypeId" label="Allocations" fallback={DEFAULT_ALLOC_TYPE} />
       </InlineFieldRow>
-      <OptionsRow summary={[maxNodesSummary(query.maxNodes)]}>
+      <OptionsRow summary={[maxNodesSummary(query.maxNodes), partsSummary(query.parts)]}>
         <InlineFieldRow>
           <MaxNodesField query={query} update={update} runQuery={runQuery} labelWidth={LABEL_WIDTH} />
+          <MultiPicker
+            label="Parts"
+            value={query.parts}
+            labelOf={partLabel}
+            placeholder="The whole answer"
+            tooltip="The parts of the answer this panel shows, one frame each; none chosen: all (a table then shows a frame picker)"
+            load={async () => PARTS}
+            onChange={(parts) => update({ parts: parts as TracePart[] | undefined })}
+          />
         </InlineFieldRow>
       </OptionsRow>
     </>
