@@ -19,6 +19,7 @@ import {
   TRACE_DATASOURCE_TYPES as GENERATED_TRACE_DATASOURCE_TYPES,
   TRIAGE_CLASSES,
   TRACE_PARTS,
+  SLOW_REQUESTS_PARTS,
   TRIAGE_VIEWS,
 } from './generated/vocabulary';
 
@@ -75,6 +76,7 @@ export interface KernelBaseline {
 /** GPU incidents (triage): the failure classes of runbook 002 (TriageClasses). */
 export type TriageClass = (typeof TRIAGE_CLASSES)[number];
 export type TracePart = (typeof TRACE_PARTS)[number];
+export type SlowRequestsPart = (typeof SLOW_REQUESTS_PARTS)[number];
 
 /**
  * The views of the query types that have a view field: each type's parser refuses the others',
@@ -151,8 +153,11 @@ export interface HsiQuery extends DataQuery {
 
   /** Trace: the allocation profile type of each span (profileTypeId is its CPU one). */
   allocTypeId?: string;
-  /** Trace: the parts of the answer to return, one frame each; unset: all (a panel asks for its own). */
-  parts?: TracePart[];
+  /**
+   * Trace, slow requests: the parts of the answer to return, one frame each; unset: all (a table
+   * panel asks for its own, and shows no frame picker).
+   */
+  parts?: Array<TracePart | SlowRequestsPart>;
   /**
    * Slow requests: the trace store's service (all when unset), an endpoint (operation) and a Go duration,
    * e.g. 500ms. Span heatmap and profile: the service (required) and the spans at least this long,

@@ -27,6 +27,8 @@ type SlowRequestsQuery struct {
 	Good       time.Duration
 	// SettingsErr says which join settings are invalid and use their defaults.
 	SettingsErr error
+	// SkipLatency and SkipTraces leave a half unasked: a panel that shows the other alone.
+	SkipLatency, SkipTraces bool
 }
 
 // SlowRequestsAnswer is both halves, each with what to say about it.
@@ -38,13 +40,16 @@ type SlowRequestsAnswer struct {
 }
 
 // SlowRequests asks the latency histograms and the trace search in parallel. Either half failing
-// is a warning beside the other half; both failing is the error.
+// is a warning beside the other half; every half asked failing is the error.
 func SlowRequests(ctx context.Context, latencies Source[Latencies], search Source[TraceSearch], q SlowRequestsQuery) (*SlowRequestsAnswer, error) {
 	ans := &SlowRequestsAnswer{}
 	traceMetrics := Narrow[TraceLatencies](search)
 	var fromTraces string // why the latency table comes from the trace store's metrics
 	var histErr error     // the histograms' failure it stands in for, a warning of its own
 	errs := safe.ForEach("slow requests", 2, 0, func(i int) (err error) {
+		if i == 0 && q.SkipLatency || i == 1 && q.SkipTraces {
+			return nil
+		}
 		if i == 0 {
 			ans.Latency, err = get(latencies, func(l Latencies) (models.LatencyResult, error) {
 				return l.EndpointLatencies(ctx, models.LatencyQuery{
@@ -79,8 +84,13 @@ func SlowRequests(ctx context.Context, latencies Source[Latencies], search Sourc
 		})
 		return err
 	})
-	if errs[0] != nil && errs[1] != nil {
+	switch {
+	case errs[0] != nil && errs[1] != nil:
 		return nil, fmt.Errorf("latency table: %w; slow traces: %w", errs[0], errs[1])
+	case errs[0] != nil && q.SkipTraces:
+		return nil, fmt.Errorf("latency table: %w", errs[0])
+	case errs[1] != nil && q.SkipLatency:
+		return nil, fmt.Errorf("slow traces: %w", errs[1])
 	}
 	if fromTraces != "" {
 		note := ans.LatencyNotices.Infof
@@ -90,14 +100,18 @@ func SlowRequests(ctx context.Context, latencies Source[Latencies], search Sourc
 		note("p50, p95 and p99 are the server spans' durations from %s, as %s: estimates, from power-of-two buckets (queries: %s). No goodput without a histogram.",
 			TraceMetricsSource, fromTraces, strings.Join(ans.Latency.Queries, "; "))
 		ans.LatencyNotices.Merge(ans.Latency.Notices)
-	} else {
+	} else if !q.SkipLatency {
 		ans.LatencyNotices = append(latencyNotices(q, ans.Latency, errs[0]), ans.LatencyNotices...)
 	}
 	if errs[1] != nil {
 		ans.TraceNotices.Warnf("No slow traces: %v", errs[1])
 	}
 	if q.SettingsErr != nil {
-		ans.LatencyNotices.Warnf("Some join settings are invalid and use their defaults: %v", q.SettingsErr)
+		n := &ans.LatencyNotices
+		if q.SkipLatency {
+			n = &ans.TraceNotices
+		}
+		n.Warnf("Some join settings are invalid and use their defaults: %v", q.SettingsErr)
 	}
 	return ans, nil
 }

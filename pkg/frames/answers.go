@@ -248,7 +248,7 @@ func SpanProfile(sp *correlate.SpanProfile, profileTypeID string) data.Frames {
 
 // SlowRequests are the slowRequests query's two tables: latency by endpoint and the slowest
 // traces, each linking to the Request-Level Profiling dashboard.
-func SlowRequests(ans *correlate.SlowRequestsAnswer, th LatencyThresholds, links SlowTraceLinks) data.Frames {
+func SlowRequests(ans *correlate.SlowRequestsAnswer, th LatencyThresholds, links SlowTraceLinks, parts []string) data.Frames {
 	rows := make([]EndpointLatency, 0, len(ans.Latency.Rows))
 	for _, r := range ans.Latency.Rows {
 		// LatencyQuantiles is 0.5, 0.95, 0.99 in that order.
@@ -265,11 +265,18 @@ func SlowRequests(ans *correlate.SlowRequestsAnswer, th LatencyThresholds, links
 			Start: t.Start, Duration: t.Duration, Spans: t.Spans, Services: t.Services,
 		})
 	}
-	latency := LatencyTable(rows, th, ans.Latency.Range)
-	latency.Meta.Notices = Notices(ans.LatencyNotices)
-	slow := SlowTraces(traces, th, links)
-	slow.Meta.Notices = append(slow.Meta.Notices, Notices(ans.TraceNotices)...)
-	return data.Frames{latency, slow}
+	var out data.Frames
+	if len(parts) == 0 || slices.Contains(parts, models.SlowRequestsPartLatency) {
+		latency := LatencyTable(rows, th, ans.Latency.Range)
+		latency.Meta.Notices = Notices(ans.LatencyNotices)
+		out = append(out, latency)
+	}
+	if len(parts) == 0 || slices.Contains(parts, models.SlowRequestsPartTraces) {
+		slow := SlowTraces(traces, th, links)
+		slow.Meta.Notices = append(slow.Meta.Notices, Notices(ans.TraceNotices)...)
+		out = append(out, slow)
+	}
+	return out
 }
 
 // Request is the trace query's frames: the span table, the latency breakdown and the verdict

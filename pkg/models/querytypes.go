@@ -123,7 +123,7 @@ var QueryTypeSpecs = []QueryTypeSpec{
 		Fields:      []string{"traceId", "profileTypeId", "allocTypeId", "maxNodes", "parts"}, Bounds: []Bound{maxNodesBound}},
 	{Name: QueryTypeSlowRequests, Label: "Slow requests", Family: FamilyRequest,
 		Description: "Latency percentiles by endpoint and the slowest recent traces, of one service or all",
-		Fields:      []string{"service", "endpoint", "limit", "minDuration"}, Bounds: []Bound{slowLimitBound}},
+		Fields:      []string{"service", "endpoint", "limit", "minDuration", "parts"}, Bounds: []Bound{slowLimitBound}},
 	{Name: QueryTypeSpanHeatmap, Label: "Span heatmap", Family: FamilySpans,
 		Description: "An operation's span durations over time, the slowest span of each step linked to its trace",
 		Fields:      spanFields, Bounds: []Bound{spanLimitBound, maxNodesBound}},

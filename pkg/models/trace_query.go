@@ -64,12 +64,20 @@ func ParseTraceQuery(raw json.RawMessage) (*TraceQuery, error) {
 	if err := CheckMaxNodes(&q.MaxNodes); err != nil {
 		return nil, err
 	}
-	for _, p := range q.Parts {
-		if !slices.Contains(TraceParts, p) {
-			return nil, fmt.Errorf(`field "parts": unknown part %q: use some of %s (empty: all)`, truncate(p, 40), strings.Join(TraceParts, ", "))
-		}
+	if err := checkParts(q.Parts, TraceParts); err != nil {
+		return nil, err
 	}
 	return q, nil
+}
+
+// checkParts says which part of a parts field is not one of valid.
+func checkParts(parts, valid []string) error {
+	for _, p := range parts {
+		if !slices.Contains(valid, p) {
+			return fmt.Errorf(`field "parts": unknown part %q: use some of %s (empty: all)`, truncate(p, 40), strings.Join(valid, ", "))
+		}
+	}
+	return nil
 }
 
 // profileTypeField trims and checks a profile type ID field, naming the field when it is wrong.
@@ -95,6 +103,23 @@ type SlowRequestsQuery struct {
 	Limit int64 `json:"limit"`
 	// MinDuration keeps traces at least this long: a duration ("500ms", "1.5s") or milliseconds.
 	MinDuration Duration `json:"minDuration"`
+	// Parts are the halves to answer, one frame each (SlowRequestsParts); empty: both. A panel
+	// asks for its own, so Grafana draws it without a frame picker and the other is not read.
+	Parts []string `json:"parts"`
+}
+
+// The halves of a slowRequests answer, each one frame.
+const (
+	SlowRequestsPartLatency = "latency" // percentiles by endpoint
+	SlowRequestsPartTraces  = "traces"  // the slowest recent traces
+)
+
+// SlowRequestsParts are the halves in the order the answer holds them.
+var SlowRequestsParts = []string{SlowRequestsPartLatency, SlowRequestsPartTraces}
+
+// Wants says whether the answer holds part.
+func (q *SlowRequestsQuery) Wants(part string) bool {
+	return len(q.Parts) == 0 || slices.Contains(q.Parts, part)
 }
 
 // Limits of the slowRequests query.
@@ -133,6 +158,9 @@ func ParseSlowRequestsQuery(raw json.RawMessage) (*SlowRequestsQuery, error) {
 	}
 	if q.MinDuration < 0 {
 		return nil, fmt.Errorf("field \"minDuration\" must not be negative, got %s", time.Duration(q.MinDuration))
+	}
+	if err := checkParts(q.Parts, SlowRequestsParts); err != nil {
+		return nil, err
 	}
 	return q, nil
 }

@@ -26,8 +26,8 @@ func TestParseTraceQuerySaysWhichFieldIsWrong(t *testing.T) {
 		`{"traceId":"a3ce929d0e0e4736","profileTypeId":"cpu::a:b:c"}`: `field "profileTypeId" must have the form`,
 		`{"traceId":"a3ce929d0e0e4736","maxNodes":-1}`:                `field "maxNodes" must be from 1 to 1048576`,
 		`{"traceId":42}`: `field "traceId" must be a string, got number`,
-		`{"traceId":"a3ce929d0e0e4736","parts":["verdict","why"]}`:    `field "parts": unknown part "why": use some of spans, breakdown, verdict, flamegraph`,
-		`{"traceId":"a3ce929d0e0e4736","parts":"verdict"}`:            `field "parts" must be`,
+		`{"traceId":"a3ce929d0e0e4736","parts":["verdict","why"]}`: `field "parts": unknown part "why": use some of spans, breakdown, verdict, flamegraph`,
+		`{"traceId":"a3ce929d0e0e4736","parts":"verdict"}`:         `field "parts" must be`,
 	}
 	for model, want := range cases {
 		if _, err := ParseTraceQuery(json.RawMessage(model)); err == nil || !strings.Contains(err.Error(), want) {
@@ -77,11 +77,12 @@ func TestParseSlowRequestsQueryReadsDurationsBothWays(t *testing.T) {
 
 func TestParseSlowRequestsQuerySaysWhichFieldIsWrong(t *testing.T) {
 	cases := map[string]string{
-		`{"minDuration":"soon"}`: `field "minDuration" must be a duration such as "500ms" or "1.5s", got "soon"`,
-		`{"minDuration":"-1s"}`:  `field "minDuration" must not be negative`,
-		`{"limit":1000}`:         `field "limit" must be between 1 and 500, got 1000`,
-		`{"service":"a\nb"}`:     `field "service" must be a single line`,
-		`{"endpoint":["a"]}`:     `field "endpoint" must be a string`,
+		`{"minDuration":"soon"}`:      `field "minDuration" must be a duration such as "500ms" or "1.5s", got "soon"`,
+		`{"minDuration":"-1s"}`:       `field "minDuration" must not be negative`,
+		`{"limit":1000}`:              `field "limit" must be between 1 and 500, got 1000`,
+		`{"service":"a\nb"}`:          `field "service" must be a single line`,
+		`{"endpoint":["a"]}`:          `field "endpoint" must be a string`,
+		`{"parts":["latency","p99"]}`: `field "parts": unknown part "p99": use some of latency, traces (empty: all)`,
 	}
 	for model, want := range cases {
 		if _, err := ParseSlowRequestsQuery(json.RawMessage(model)); err == nil || !strings.Contains(err.Error(), want) {

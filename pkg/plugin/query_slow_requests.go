@@ -24,11 +24,12 @@ func (d *Datasource) querySlowRequests(ctx context.Context, q backend.DataQuery)
 	ans, err := correlate.SlowRequests(ctx, correlate.Narrow[correlate.Latencies](d.src.Metrics), correlate.Narrow[correlate.TraceSearch](d.src.Traces), correlate.SlowRequestsQuery{
 		Service: sq.Service, Endpoint: sq.Endpoint, MinDuration: time.Duration(sq.MinDuration), Limit: int(sq.Limit),
 		From: q.TimeRange.From, To: q.TimeRange.To, Histograms: j.LatencyHistograms, Good: j.LatencyYellow, SettingsErr: d.invalid.Join,
+		SkipLatency: !sq.Wants(models.SlowRequestsPartLatency), SkipTraces: !sq.Wants(models.SlowRequestsPartTraces),
 	})
 	if err != nil {
 		return nil, err
 	}
 	return frames.SlowRequests(ans, frames.LatencyThresholds{Yellow: j.LatencyYellow, Red: j.LatencyRed}, frames.SlowTraceLinks{
 		RequestDashboardUID: j.RequestDashboardUID, TraceDatasourceUID: j.TraceDatasourceUID, TraceDatasourceType: j.TraceDatasourceType,
-	}), nil
+	}, sq.Parts), nil
 }

@@ -206,6 +206,36 @@ func TestSlowRequestsKeepsOneHalfWhenTheOtherFails(t *testing.T) {
 	wantError(t, b.query(t, `{"queryType":"slowRequests"}`), backend.ErrorSourceDownstream, "latency table: Prometheus (http://prometheus:9090): HTTP 503", "slow traces: Jaeger (http://jaeger:16686): HTTP 503")
 }
 
+// A panel that shows one half asks for it alone: one frame, the other store not asked; its store
+// failing is then the panel's error, as both failing is for the whole answer.
+func TestSlowRequestsPartsAskOneHalf(t *testing.T) {
+	b := newSlowBed(t, false, false, nil)
+	r := b.query(t, `{"queryType":"slowRequests","parts":["traces"]}`)
+	if r.Error != nil || len(r.Frames) != 1 || r.Frames[0].Name != "slow traces" || r.Frames[0].Rows() != 5 {
+		t.Fatalf("traces alone: %v, %v", r.Error, r.Frames)
+	}
+	if len(b.metrics.qs) != 0 {
+		t.Errorf("Prometheus asked %d times for a panel of traces", len(b.metrics.qs))
+	}
+	searched := len(b.traces.searches)
+	r = b.query(t, `{"queryType":"slowRequests","parts":["latency"]}`)
+	if r.Error != nil || len(r.Frames) != 1 || r.Frames[0].Name != "latency" || r.Frames[0].Rows() != 2 {
+		t.Fatalf("latency alone: %v, %v", r.Error, r.Frames)
+	}
+	if len(b.traces.searches) != searched {
+		t.Errorf("the trace store searched for a panel of latency: %v", b.traces.searches[searched:])
+	}
+
+	b = newSlowBed(t, true, false, nil)
+	wantError(t, b.query(t, `{"queryType":"slowRequests","parts":["latency"]}`), backend.ErrorSourceDownstream, "latency table: Prometheus (http://prometheus:9090): HTTP 503")
+	if r := b.query(t, `{"queryType":"slowRequests","parts":["traces"]}`); r.Error != nil || r.Frames[0].Rows() != 5 {
+		t.Errorf("traces with Prometheus down: %v", r.Error)
+	}
+	b = newSlowBed(t, false, true, nil)
+	wantError(t, b.query(t, `{"queryType":"slowRequests","parts":["traces"]}`), backend.ErrorSourceDownstream, "slow traces: Jaeger (http://jaeger:16686): HTTP 503")
+	wantError(t, b.query(t, `{"queryType":"slowRequests","parts":["goodput"]}`), backend.ErrorSourceDownstream, `field "parts": unknown part "goodput": use some of latency, traces (empty: all)`)
+}
+
 func TestSlowRequestsSaysWhatToConfigure(t *testing.T) {
 	// The stores as the data source builds them from settings without URLs: no wire is asked.
 	ds := newTestDatasource(t, map[string]any{}, nil)

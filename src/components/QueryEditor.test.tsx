@@ -4,7 +4,7 @@ import { DataSourceInstanceSettings, dateTime } from '@grafana/data';
 
 import { QueryEditor } from './QueryEditor';
 import { DataSource } from '../datasource';
-import { QUERY_TYPE_INFO, TRACE_PARTS, TRIAGE_CLASSES } from '../generated/vocabulary';
+import { QUERY_TYPE_INFO, SLOW_REQUESTS_PARTS, TRACE_PARTS, TRIAGE_CLASSES } from '../generated/vocabulary';
 import { HsiOptions, HsiQuery, QUERY_TYPES, QueryType, TraceSummary } from '../types';
 
 jest.mock('@grafana/runtime', () => ({
@@ -501,7 +501,7 @@ describe('QueryEditor', () => {
         fireEvent.click(screen.getByRole('option', { name: /^Verdict/ }));
       });
       expect(last()).toEqual({ refId: 'A', queryType: 'trace', traceId: '$trace_id', parts: ['verdict'] });
-      expect(last().parts?.every((p) => TRACE_PARTS.includes(p))).toBe(true);
+      expect(last().parts?.every((p) => (TRACE_PARTS as readonly string[]).includes(p))).toBe(true);
       fireEvent.click(screen.getByRole('button', { name: /Remove Verdict/ }));
       expect(last()).toEqual({ refId: 'A', queryType: 'trace', traceId: '$trace_id', parts: undefined });
       cleanup();
@@ -583,6 +583,21 @@ describe('QueryEditor', () => {
       expect(screen.getByTestId('times')).toBeInTheDocument();
       type('Endpoint', ' ');
       expect(last()).toEqual({ refId: 'A', queryType: 'slowRequests', service: 'api' });
+    });
+
+    it('picks the half a panel shows, by label', async () => {
+      const { last } = await renderEditor({ refId: 'A', queryType: 'slowRequests' });
+      fireEvent.click(screen.getByLabelText('Parts'));
+      const options = await screen.findAllByRole('option');
+      expect(options.map((o) => o.textContent)).toEqual([
+        expect.stringMatching(/^Latency/),
+        expect.stringMatching(/^Slow traces/),
+      ]);
+      await act(async () => {
+        fireEvent.click(screen.getByRole('option', { name: /^Slow traces/ }));
+      });
+      expect(last()).toEqual({ refId: 'A', queryType: 'slowRequests', parts: ['traces'] });
+      expect(last().parts?.every((p) => (SLOW_REQUESTS_PARTS as readonly string[]).includes(p))).toBe(true);
     });
 
     it.each(['5 minutes', '1d', '-1s', '500 ms'])('says %s is no duration', async (value) => {

@@ -267,7 +267,8 @@ export const QUERY_TYPE_INFO = {
       "service",
       "endpoint",
       "limit",
-      "minDuration"
+      "minDuration",
+      "parts"
     ],
     "bounds": {
       "limit": {
@@ -479,6 +480,12 @@ export const TRACE_PARTS = [
   "breakdown",
   "verdict",
   "flamegraph"
+] as const;
+
+/** The halves of a slowRequests answer, one frame each, in the answer's order (its parts field); none chosen: both. */
+export const SLOW_REQUESTS_PARTS = [
+  "latency",
+  "traces"
 ] as const;
 
 /** The triage query's failure classes (its classes field); none chosen: all. */
