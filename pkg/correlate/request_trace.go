@@ -178,8 +178,13 @@ func askTraceStores(ctx context.Context, src TraceSources, q TraceQuery, rq Requ
 			}
 			askEngines(ctx, engines, a.engines)
 		case i < 2 && !src.Profiles.Ready():
+			// Each part writes its own field: the two run side by side.
 			_, err := src.Profiles.Get()
-			a.cpuErr, a.allocErr = err, err
+			if i == 0 {
+				a.cpuErr = err
+			} else {
+				a.allocErr = err
+			}
 		case i == 0:
 			profiles, _ := src.Profiles.Get()
 			a.cpu, a.cpuErr = ProfileOfTrace(ctx, profiles, rq, trace, nil)

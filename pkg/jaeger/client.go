@@ -11,11 +11,13 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/upstream"
+	"golang.org/x/sync/singleflight"
 )
 
 // API versions of Jaeger's query service.
@@ -31,6 +33,10 @@ type Client struct {
 
 	mu  sync.Mutex
 	api string // detected API version, "" until known
+
+	// reads shares one trace read or search among the callers asking the very same at once
+	// (see shared).
+	reads singleflight.Group
 }
 
 // New returns a client for the upstream's URL using hc (built by upstream.NewHTTPClient).
@@ -198,4 +204,18 @@ type htmlReplyError struct{ path string }
 
 func (e *htmlReplyError) Error() string {
 	return fmt.Sprintf("reply to %s is an HTML page, not the JSON Jaeger sends: is this URL Jaeger's query service (default port 16686)?", e.path)
+}
+
+// shared runs read once for the callers that ask the same request (key: its path and
+// parameters) at the same time: a dashboard's panels read the same trace, and a triage's panels
+// search the same services, at once. Each caller gets its own copy of the slice (callers sort
+// it); the spans themselves are only read. A caller whose read was cancelled by another's
+// context (that panel closed) reads again on its own.
+func (c *Client) shared(ctx context.Context, key string, read func(context.Context) ([]models.Span, error)) ([]models.Span, error) {
+	v, err, _ := c.reads.Do(key, func() (any, error) { return read(ctx) })
+	if err != nil && ctx.Err() == nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+		return read(ctx)
+	}
+	spans, _ := v.([]models.Span)
+	return slices.Clone(spans), err
 }

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -48,13 +49,12 @@ func (c *Client) Trace(ctx context.Context, traceID string) (tr *models.Trace, e
 	if err != nil {
 		return nil, err
 	}
-	var spans []models.Span
-	switch api {
-	case APIv3:
-		spans, err = c.traceV3(ctx, traceID)
-	default:
-		spans, err = c.traceV1(ctx, traceID)
-	}
+	spans, err := c.shared(ctx, "trace "+api+" "+strings.ToLower(traceID), func(ctx context.Context) ([]models.Span, error) {
+		if api == APIv3 {
+			return c.traceV3(ctx, traceID)
+		}
+		return c.traceV1(ctx, traceID)
+	})
 	if st, ok := errors.AsType[*upstream.HTTPStatusError](err); ok && st.Status == http.StatusNotFound {
 		// The API is known to exist (detectAPI), so a 404 here is about the trace, not the route.
 		err = &traceNotFoundError{traceID: traceID}
@@ -126,16 +126,18 @@ func (c *Client) findV3(ctx context.Context, q models.TraceSearchQuery) ([]model
 	if q.MinDuration > 0 {
 		params.Set("query.duration_min", q.MinDuration.String())
 	}
-	var reply v3Reply
-	err := c.getJSON(ctx, path, params, &reply)
-	if st, ok := errors.AsType[*upstream.HTTPStatusError](err); ok && st.Status == http.StatusNotFound {
-		// Jaeger's v3 search answers "No traces found" with a 404.
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return reply.spans(path)
+	return c.shared(ctx, path+"?"+params.Encode(), func(ctx context.Context) ([]models.Span, error) {
+		var reply v3Reply
+		err := c.getJSON(ctx, path, params, &reply)
+		if st, ok := errors.AsType[*upstream.HTTPStatusError](err); ok && st.Status == http.StatusNotFound {
+			// Jaeger's v3 search answers "No traces found" with a 404.
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		return reply.spans(path)
+	})
 }
 
 // findV1 searches through the v1 API; tags, when set, is its tag filter (JSON: {"key":"value"}).
@@ -156,11 +158,13 @@ func (c *Client) findV1(ctx context.Context, q models.TraceSearchQuery, tags str
 	if tags != "" {
 		params.Set("tags", tags)
 	}
-	var reply v1Reply
-	if err := c.getJSON(ctx, path, params, &reply); err != nil {
-		return nil, err
-	}
-	return reply.spans(path)
+	return c.shared(ctx, path+"?"+params.Encode(), func(ctx context.Context) ([]models.Span, error) {
+		var reply v1Reply
+		if err := c.getJSON(ctx, path, params, &reply); err != nil {
+			return nil, err
+		}
+		return reply.spans(path)
+	})
 }
 
 // summarise groups spans by trace. The root is the span without a parent (the earliest if

@@ -9,9 +9,11 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -530,5 +532,63 @@ func TestSummarise(t *testing.T) {
 	b, _ := json.Marshal(got[2])
 	if !strings.Contains(string(b), `"durationMs":5,`) || strings.Contains(string(b), `"Duration"`) {
 		t.Errorf("JSON %s", b)
+	}
+}
+
+// Panels that read the same trace at once share one read of it: the read is held until every
+// caller waits on it (their goroutines show in the shared read), then answered once. Each caller
+// gets its own slice: one sorting or cutting its spans leaves the others' alone.
+func TestConcurrentReadsOfATraceShareOneRequest(t *testing.T) {
+	const callers = 4
+	release := make(chan struct{})
+	j := &recordedJaeger{t: t}
+	var traceReads atomic.Int32
+	c, _ := client(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/api/v3/traces/") {
+			traceReads.Add(1)
+			<-release
+		}
+		j.ServeHTTP(w, r)
+	}))
+	id := recordedTraceID(t)
+	if _, _, err := c.Services(t.Context()); err != nil { // detects the API first
+		t.Fatal(err)
+	}
+	traces := make([]*models.Trace, callers)
+	errs := make([]error, callers)
+	var wg sync.WaitGroup
+	for i := range callers {
+		wg.Go(func() { traces[i], errs[i] = c.Trace(t.Context(), id) })
+	}
+	// Every caller is inside the shared read (the first one in the request, the others waiting
+	// for it) before the server answers.
+	for waiting, deadline := 0, time.Now().Add(time.Minute); waiting < callers; {
+		if time.Now().After(deadline) {
+			close(release)
+			t.Fatalf("after a minute %d of %d callers are in the shared read", waiting, callers)
+		}
+		buf := make([]byte, 1<<20)
+		waiting = strings.Count(string(buf[:runtime.Stack(buf, true)]), "jaeger.(*Client).shared")
+		time.Sleep(10 * time.Millisecond)
+	}
+	close(release)
+	wg.Wait()
+	if n := traceReads.Load(); n != 1 {
+		t.Errorf("%d requests for one trace read by %d panels at once, want 1", n, callers)
+	}
+	for i, err := range errs {
+		if err != nil || len(traces[i].Spans) != len(traces[0].Spans) {
+			t.Fatalf("caller %d: %v", i, err)
+		}
+	}
+	traces[0].Spans[0].Operation = "changed by one caller"
+	traces[0].Spans = traces[0].Spans[:1]
+	if traces[1].Spans[0].Operation == "changed by one caller" || len(traces[1].Spans) == 1 {
+		t.Error("one caller's change to its spans shows in another's")
+	}
+	checkDemoTrace(t, traces[1])
+	// Asked again later, the trace is read again: nothing is kept between reads.
+	if _, err := c.Trace(t.Context(), id); err != nil || traceReads.Load() != 2 {
+		t.Errorf("a later read: %v, %d requests", err, traceReads.Load())
 	}
 }

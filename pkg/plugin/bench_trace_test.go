@@ -634,6 +634,12 @@ func engineMetrics(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_ = r.ParseForm()
 		q := r.Form.Get("query")
+		if r.URL.Path == "/api/v1/query" && strings.Contains(q, "trtllm_") {
+			// The engine is vLLM: TensorRT-LLM's only series (paused requests) is absent.
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"status":"success","data":{"resultType":"matrix","result":[]}}`)
+			return
+		}
 		if r.URL.Path != "/api/v1/query" || !strings.Contains(q, "vllm:") {
 			next.ServeHTTP(w, r)
 			return

@@ -170,6 +170,21 @@ func TestLoadDashboardsThroughOneProcess(t *testing.T) {
 	gate := make(chan struct{})
 	var now, peak atomic.Int64
 	pk, stopSampling := p.samplePeaks(ctx, time.Second)
+	// HSI_LOAD_CPU_PROFILE: the plugin's own CPU profile (the SDK's pprof) over the load's first
+	// HSI_LOAD_CPU_SECONDS (default 8), to see where its CPU goes under load.
+	cpuProfile := make(chan error, 1)
+	if path := os.Getenv("HSI_LOAD_CPU_PROFILE"); path != "" {
+		secs := envInt(t, "HSI_LOAD_CPU_SECONDS", 8)
+		go func() {
+			prof, err := p.get(ctx, fmt.Sprintf("profile?seconds=%d", secs))
+			if err == nil {
+				err = os.WriteFile(path, []byte(prof), 0o644)
+			}
+			cpuProfile <- err
+		}()
+	} else {
+		cpuProfile <- nil
+	}
 	start := time.Now()
 	var wg sync.WaitGroup
 	for range inflight {
@@ -192,6 +207,9 @@ func TestLoadDashboardsThroughOneProcess(t *testing.T) {
 	wg.Wait()
 	wall := time.Since(start)
 	stopSampling()
+	if err := <-cpuProfile; err != nil {
+		t.Errorf("HSI_LOAD_CPU_PROFILE: %v", err)
+	}
 	end, err := p.snapshot(ctx, false)
 	if err != nil {
 		t.Fatal(err)
