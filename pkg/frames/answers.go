@@ -318,9 +318,9 @@ func Request(traceID string, ans *correlate.TraceAnswer, why diagnose.Diagnosis,
 		}
 	}
 	if len(out) == 0 {
-		// Only the flame graph was asked, and the request has none: its notices say why.
+		// Only the flame graph was asked, and the request has none: the join's notices say why.
 		out = data.Frames{data.NewFrame(FlameGraphFrameName)}
-		out[0].Meta = &data.FrameMeta{Notices: []data.Notice{{Severity: data.NoticeSeverityInfo, Text: "No flame graph for this request: no profile sample of its services falls in its time."}}}
+		out[0].Meta = &data.FrameMeta{Notices: []data.Notice{{Severity: data.NoticeSeverityInfo, Text: "This request has no flame graph (the notices above say why)."}}}
 	}
 	if out[0].Meta == nil {
 		out[0].Meta = &data.FrameMeta{}

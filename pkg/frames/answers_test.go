@@ -9,6 +9,7 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/data"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/correlate"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/diagnose"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/notices"
 )
@@ -60,5 +61,26 @@ func TestKernelTracesOfNoFileKeepTheirColumnsAndNotices(t *testing.T) {
 	out := KernelTraces(nil, l)
 	if len(out) == 0 || len(out[0].Fields) == 0 || len(out[0].Meta.Notices) != 1 {
 		t.Errorf("%v", out)
+	}
+}
+
+// A panel that asks for the flame graph alone of a request that has none gets one empty flame
+// graph frame whose notices say why, the join's first; a part asked with others comes in the
+// answer's order whatever order the parts were asked in.
+func TestRequestPartsOfARequestWithoutAFlameGraph(t *testing.T) {
+	ans := &correlate.TraceAnswer{}
+	ans.Notices.Warn("Pyroscope (http://p): 503: no profile of the request")
+	out, err := Request("4bf92f3577b34da6a3ce929d0e0e4736", ans, diagnose.Diagnosis{}, cpu, cpu, TraceLinks{}, []string{models.TracePartFlameGraph})
+	if err != nil || len(out) != 1 || out[0].Name != FlameGraphFrameName || len(out[0].Meta.Notices) != 2 ||
+		out[0].Meta.Notices[0].Text != "Pyroscope (http://p): 503: no profile of the request" ||
+		!strings.Contains(out[0].Meta.Notices[1].Text, "no flame graph") {
+		t.Fatalf("flame graph alone: %v %v", out, err)
+	}
+	out, err = Request("4bf92f3577b34da6a3ce929d0e0e4736", ans, diagnose.Diagnosis{}, cpu, cpu, TraceLinks{}, []string{models.TracePartVerdict, models.TracePartSpans})
+	if err != nil || len(out) != 2 || out[0].Name != TraceSpansFrameName || out[1].Name != VerdictFrameName {
+		t.Fatalf("verdict and spans: %v %v", out, err)
+	}
+	if len(out[0].Meta.Notices) != 1 || out[1].Meta != nil && len(out[1].Meta.Notices) != 0 {
+		t.Errorf("the join's notices go on the first frame only: %v / %v", out[0].Meta.Notices, out[1].Meta)
 	}
 }

@@ -28,10 +28,7 @@ func (d *Datasource) queryTrace(ctx context.Context, q backend.DataQuery) (data.
 		ans *correlate.TraceAnswer
 		why diagnose.Diagnosis
 	}
-	// The queries asking the same request over the same range at the same time share one join:
-	// the answer and its diagnosis are read, never written, by the frames built from them.
-	key := fmt.Sprintf("%s|%s|%s|%d|%d|%d", tq.TraceID, tq.ProfileTypeID, tq.AllocTypeID, tq.MaxNodes, q.TimeRange.From.UnixNano(), q.TimeRange.To.UnixNano())
-	v, err, _ := d.traceJoins.Do(key, func() (any, error) {
+	join := func(ctx context.Context) (any, error) {
 		src := d.src.ForTrace(d.settings.Join.LatencyHistograms)
 		src.LocalHost, _ = os.Hostname()
 		ans, err := correlate.JoinRequest(ctx, src, correlate.TraceQuery{
@@ -43,7 +40,15 @@ func (d *Datasource) queryTrace(ctx context.Context, q backend.DataQuery) (data.
 			return nil, err
 		}
 		return joined{ans, diagnose.Request(ans)}, nil
-	})
+	}
+	// The queries asking the same request over the same range at the same time share one join:
+	// the answer and its diagnosis are read, never written, by the frames built from them. A
+	// query whose shared join was cancelled by another's context (that panel closed) joins alone.
+	key := fmt.Sprintf("%s|%s|%s|%d|%d|%d", tq.TraceID, tq.ProfileTypeID, tq.AllocTypeID, tq.MaxNodes, q.TimeRange.From.UnixNano(), q.TimeRange.To.UnixNano())
+	v, err, _ := d.traceJoins.Do(key, func() (any, error) { return join(ctx) })
+	if err != nil && ctx.Err() == nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+		v, err = join(ctx)
+	}
 	if err != nil {
 		return nil, err
 	}
