@@ -212,10 +212,17 @@ func (e *htmlReplyError) Error() string {
 // it); the spans themselves are only read. A caller whose read was cancelled by another's
 // context (that panel closed) reads again on its own.
 func (c *Client) shared(ctx context.Context, key string, read func(context.Context) ([]models.Span, error)) ([]models.Span, error) {
-	v, err, _ := c.reads.Do(key, func() (any, error) { return read(ctx) })
-	if err != nil && ctx.Err() == nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
-		return read(ctx)
+	type flight struct {
+		spans []models.Span
+		ctx   context.Context // the context the read ran under: its first caller's
 	}
-	spans, _ := v.([]models.Span)
-	return slices.Clone(spans), err
+	v, err, _ := c.reads.Do(key, func() (any, error) {
+		spans, err := read(ctx)
+		return flight{spans, ctx}, err
+	})
+	f := v.(flight)
+	if err != nil && f.ctx != ctx && f.ctx.Err() != nil && ctx.Err() == nil {
+		return read(ctx) // ended by the first caller's context, not by Jaeger: read alone
+	}
+	return slices.Clone(f.spans), err
 }

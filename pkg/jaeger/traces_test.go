@@ -592,3 +592,48 @@ func TestConcurrentReadsOfATraceShareOneRequest(t *testing.T) {
 		t.Errorf("a later read: %v, %d requests", err, traceReads.Load())
 	}
 }
+
+// A shared read that Jaeger does not answer in time is every caller's answer, at the one
+// timeout: callers do not read again after it (the panels would wait twice the timeout).
+func TestASharedReadThatTimesOutIsNotReadAgain(t *testing.T) {
+	var reads atomic.Int32
+	j := &recordedJaeger{t: t}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/api/v3/traces/") {
+			reads.Add(1)
+			select {
+			case <-r.Context().Done():
+			case <-time.After(time.Minute):
+			}
+			return
+		}
+		j.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	u := models.Upstream{Name: models.Jaeger, URL: srv.URL, Timeout: time.Second}
+	hc, err := upstream.NewHTTPClient(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(hc.Close)
+	c := New(u, hc.Client)
+	if _, _, err := c.Services(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	errs := make([]error, 3)
+	var wg sync.WaitGroup
+	for i := range errs {
+		wg.Go(func() { _, errs[i] = c.Trace(t.Context(), recordedTraceID(t)) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err == nil || !strings.Contains(err.Error(), "timed out") && !strings.Contains(err.Error(), "Timeout") {
+			t.Errorf("caller %d: %v, want the timeout", i, err)
+		}
+	}
+	// One read per caller that came after the shared one had ended, at most; never one per
+	// caller after its end.
+	if n := reads.Load(); n > int32(len(errs)) || n < 1 {
+		t.Errorf("%d reads", n)
+	}
+}

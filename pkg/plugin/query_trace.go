@@ -45,14 +45,22 @@ func (d *Datasource) queryTrace(ctx context.Context, q backend.DataQuery) (data.
 	// the answer and its diagnosis are read, never written, by the frames built from them. A
 	// query whose shared join was cancelled by another's context (that panel closed) joins alone.
 	key := fmt.Sprintf("%s|%s|%s|%d|%d|%d", tq.TraceID, tq.ProfileTypeID, tq.AllocTypeID, tq.MaxNodes, q.TimeRange.From.UnixNano(), q.TimeRange.To.UnixNano())
-	v, err, _ := d.traceJoins.Do(key, func() (any, error) { return join(ctx) })
-	if err != nil && ctx.Err() == nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
-		v, err = join(ctx)
+	type flight struct {
+		joined any
+		ctx    context.Context // the context the join ran under: its first query's
+	}
+	v, err, _ := d.traceJoins.Do(key, func() (any, error) {
+		j, err := join(ctx)
+		return flight{j, ctx}, err
+	})
+	f := v.(flight)
+	if err != nil && f.ctx != ctx && f.ctx.Err() != nil && ctx.Err() == nil {
+		f.joined, err = join(ctx) // ended by the first query's context, not by an upstream
 	}
 	if err != nil {
 		return nil, err
 	}
-	j := v.(joined)
+	j := f.joined.(joined)
 	return frames.Request(tq.TraceID, j.ans, j.why, tq.ProfileTypeID, tq.AllocTypeID, d.traceLinks(ctx), tq.Parts)
 }
 
