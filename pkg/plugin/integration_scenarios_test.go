@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -60,10 +61,11 @@ func TestRealScenariosFirstCauseIsTheInjectedOne(t *testing.T) {
 		t.Run(string(kind), func(t *testing.T) {
 			res, r := contendedRetry(t, ds, kind, seed+uint64(i), dir)
 			// A throttled container's request on a loaded machine also waits for a core beyond
-			// its quota: its throttled time then explains less than was injected. The scenario
-			// runs again (a new seed) while that is so, as a contended CPU scenario does.
+			// its quota: its throttled time then explains less than was injected, or less than
+			// the waiting the machine added, which then comes first. The scenario runs again (a
+			// new seed) while that is so, as a contended CPU scenario does.
 			for run := 2; kind == scenario.CPUThrottled && run <= maxContendedRuns && explainsOff(t, res, r); run++ {
-				t.Logf("the machine was contended: the throttled time explained %.0f ms of %.0f ms injected; running the scenario again", verdictRows(t, r)[0].explains, res.InjectedMs)
+				t.Logf("the machine was contended: the first cause %q explained %.0f ms of %.0f ms injected; running the scenario again", verdictRows(t, r)[0].cause, verdictRows(t, r)[0].explains, res.InjectedMs)
 				res, r = contendedRetry(t, ds, kind, seed+uint64(i)+uint64(run)<<40, dir)
 			}
 			wantScenarioVerdict(t, "Jaeger", res, r)
@@ -97,10 +99,16 @@ func wantScenarioVerdict(t *testing.T, store string, res scenario.Result, r back
 }
 
 // explainsOff says whether the answer's first cause is the injected one but explains the injected
-// time more than 10 % off.
+// time more than 10 % off, or another cause came first while the injected one is among the rest.
 func explainsOff(t *testing.T, res scenario.Result, r backend.DataResponse) bool {
-	first := verdictRows(t, r)[0]
-	return first.kind == res.CauseKind && first.service == res.Service && math.Abs(first.explains-res.InjectedMs) > 0.1*res.InjectedMs
+	rows := verdictRows(t, r)
+	first := rows[0]
+	if first.kind == res.CauseKind && first.service == res.Service {
+		return math.Abs(first.explains-res.InjectedMs) > 0.1*res.InjectedMs
+	}
+	// Another cause came first, while the injected one was seen in its service: contention
+	// (a request the machine kept waiting), not a verdict that missed the mechanism.
+	return slices.ContainsFunc(rows[1:], func(c verdictRow) bool { return c.kind == res.CauseKind && c.service == res.Service })
 }
 
 // maxContendedRuns bounds the runs of a CPU scenario on a machine too busy to give it its CPU.
