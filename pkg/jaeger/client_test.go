@@ -14,9 +14,15 @@ import (
 
 func client(t *testing.T, h http.Handler) (*Client, *httptest.Server) {
 	t.Helper()
+	return clientWithTimeout(t, h, 5*time.Second)
+}
+
+// clientWithTimeout is client with the upstream's timeout.
+func clientWithTimeout(t *testing.T, h http.Handler, timeout time.Duration) (*Client, *httptest.Server) {
+	t.Helper()
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	u := models.Upstream{Name: models.Jaeger, URL: srv.URL, Timeout: 5 * time.Second}
+	u := models.Upstream{Name: models.Jaeger, URL: srv.URL, Timeout: timeout}
 	hc, err := upstream.NewHTTPClient(u)
 	if err != nil {
 		t.Fatal(err)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -599,7 +598,8 @@ func TestConcurrentReadsOfATraceShareOneRequest(t *testing.T) {
 func TestASharedReadThatTimesOutIsNotReadAgain(t *testing.T) {
 	var reads atomic.Int32
 	j := &recordedJaeger{t: t}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	// Long enough for every caller to join the read before it times out, on a loaded machine.
+	c, _ := clientWithTimeout(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasPrefix(r.URL.Path, "/api/v3/traces/") {
 			reads.Add(1)
 			select { // never answers: the client's timeout ends the read
@@ -609,16 +609,7 @@ func TestASharedReadThatTimesOutIsNotReadAgain(t *testing.T) {
 			return
 		}
 		j.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	// Long enough for every caller to join the read before it times out, on a loaded machine.
-	u := models.Upstream{Name: models.Jaeger, URL: srv.URL, Timeout: 5 * time.Second}
-	hc, err := upstream.NewHTTPClient(u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(hc.Close)
-	c := New(u, hc.Client)
+	}), 5*time.Second)
 	if _, _, err := c.Services(t.Context()); err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ import (
 // nvml.Sampler, implements it). Every method starts the sampler on first use
 // (NVML Init and the sampling goroutine); Close stops it and leaves no goroutine.
 type LocalGPUSource interface {
-	// NVMLStatus is NVML's driver version and device count, or why NVML is unavailable.
+	// Status is NVML's driver version and device count, or why NVML is unavailable.
 	Status() (NVMLStatus, error)
 	// Devices is the latest sample of each GPU, with notices for what could not be read.
 	Devices() ([]GPUDevice, notices.List, error)
