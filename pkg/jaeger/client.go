@@ -3,7 +3,6 @@
 package jaeger
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -138,6 +137,32 @@ func (c *Client) setAPIVersion(v string) {
 // non-2xx replies become *upstream.HTTPStatusError with the start of the body, which is where
 // Jaeger explains itself.
 func (c *Client) getJSON(ctx context.Context, path string, query url.Values, dst any) error {
+	return c.get(ctx, path, query, func(body io.Reader) error {
+		if err := json.NewDecoder(body).Decode(dst); err != nil {
+			if errors.Is(err, io.ErrUnexpectedEOF) {
+				return truncatedError(path, err)
+			}
+			return fmt.Errorf("reply to %s is not the JSON Jaeger sends: %w", path, err)
+		}
+		return nil
+	})
+}
+
+// getV3Spans fetches a v3 reply ({"result": OTLP JSON} or {"error": …}) and reads its spans as
+// they arrive (decodeV3): a trace of a thousand spans is about a megabyte, which is neither held
+// whole nor copied.
+func (c *Client) getV3Spans(ctx context.Context, path string, query url.Values) (spans []models.Span, err error) {
+	err = c.get(ctx, path, query, func(body io.Reader) error {
+		spans, err = decodeV3(body, path)
+		return err
+	})
+	return spans, err
+}
+
+// get fetches path (with the query parameters, if any) and hands a 2xx JSON reply's body to
+// decode; non-2xx replies become *upstream.HTTPStatusError with the start of the body, which is
+// where Jaeger explains itself.
+func (c *Client) get(ctx context.Context, path string, query url.Values, decode func(io.Reader) error) error {
 	u := c.url + path
 	if len(query) > 0 {
 		u += "?" + query.Encode()
@@ -159,43 +184,13 @@ func (c *Client) getJSON(ctx context.Context, path string, query url.Values, dst
 	if strings.HasPrefix(res.Header.Get("Content-Type"), "text/html") {
 		return &htmlReplyError{path: path}
 	}
-	var body io.Reader = res.Body
-	if raw, ok := dst.(rawEnvelope); ok {
-		// Sized from Content-Length when Jaeger gives it (bounded: the header is the server's
-		// word), so a megabyte reply is read without growing its buffer ten times.
-		buf := bytes.NewBuffer(make([]byte, 0, min(max(res.ContentLength, 0), 64<<20)+bytes.MinRead))
-		if _, err := buf.ReadFrom(res.Body); err != nil {
-			if errors.Is(err, io.ErrUnexpectedEOF) {
-				return truncatedError(path, err)
-			}
-			return fmt.Errorf("reading the reply to %s: %w", path, err)
-		}
-		b := buf.Bytes()
-		if raw.takeRaw(b) {
-			return nil
-		}
-		body = bytes.NewReader(b)
-	}
-	if err := json.NewDecoder(body).Decode(dst); err != nil {
-		if errors.Is(err, io.ErrUnexpectedEOF) {
-			return truncatedError(path, err)
-		}
-		return fmt.Errorf("reply to %s is not the JSON Jaeger sends: %w", path, err)
-	}
-	return nil
+	return decode(res.Body)
 }
 
 // truncatedError says a reply was cut short: a proxy's timeout or a size limit, or the connection
 // ending before Content-Length.
 func truncatedError(path string, err error) error {
 	return fmt.Errorf("reply to %s is %w (the JSON ends early): %w", path, upstream.ErrReplyTruncated, err)
-}
-
-// rawEnvelope is a reply whose payload another decoder reads: takeRaw keeps the payload's bytes
-// without decoding them twice, or says no (the reply is not in the expected form) and the reply is
-// decoded as JSON, which then says what is wrong with it.
-type rawEnvelope interface {
-	takeRaw(body []byte) bool
 }
 
 // htmlReplyError is a 2xx HTML page where JSON was expected. Jaeger v2 answers any unknown path,

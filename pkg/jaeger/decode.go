@@ -1,71 +1,80 @@
 package jaeger
 
 import (
-	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"math"
 	"strings"
 	"time"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/otlptrace"
+	jsoniter "github.com/json-iterator/go"
 )
 
 // ServiceNameAttribute is the resource attribute naming the service (OpenTelemetry semantic
 // conventions); v1 moves it out of the process tags into serviceName.
 const ServiceNameAttribute = otlptrace.ServiceNameAttribute
 
-// v3Reply is the envelope of Jaeger's v3 HTTP API: {"result": <OTLP JSON TracesData>} or
-// {"error": {...}}.
-type v3Reply struct {
-	// Result stays raw: it is OTLP JSON, which the OpenTelemetry collector's decoder reads (hex
-	// trace and span IDs, 64-bit integers as strings), unlike plain protojson (base64 IDs).
-	Result json.RawMessage `json:"result"`
-	Error  *struct {
-		HTTPCode int    `json:"httpCode"`
-		Message  string `json:"message"`
-	} `json:"error"`
-}
-
-// v3ResultPrefix is how Jaeger's v3 API (grpc-gateway's marshaller) opens a reply that holds a
-// result.
-const v3ResultPrefix = `{"result":`
-
-// takeRaw keeps the OTLP JSON of a {"result": …} reply as it is: the OpenTelemetry decoder reads
-// (and validates) it once, instead of encoding/json scanning and copying a reply of a thousand
-// spans (about a megabyte) first. Any other form (an error, other fields, spaces) is decoded as
-// JSON.
-func (r *v3Reply) takeRaw(body []byte) bool {
-	t := bytes.TrimSpace(body)
-	if !bytes.HasPrefix(t, []byte(v3ResultPrefix)) || !bytes.HasSuffix(t, []byte("}")) {
-		return false
+// decodeV3 reads the envelope of Jaeger's v3 HTTP API, {"result": <OTLP JSON TracesData>} or
+// {"error": {...}}, from body as it arrives, the result straight into spans (otlptrace.ReadJSON).
+// An error field wins over a result, as a reply with both is not an answer.
+func decodeV3(body io.Reader, path string) ([]models.Span, error) {
+	iter := jsoniter.Parse(jsoniter.ConfigDefault, endsEarly{body}, 32<<10)
+	var (
+		spans     []models.Span
+		hasResult bool
+		apiErr    *struct {
+			HTTPCode int    `json:"httpCode"`
+			Message  string `json:"message"`
+		}
+		content error // what is wrong with the result's spans
+	)
+	for f := iter.ReadObject(); f != "" && iter.Error == nil && content == nil; f = iter.ReadObject() {
+		switch f {
+		case "result":
+			if iter.WhatIsNext() == jsoniter.NilValue {
+				iter.Skip()
+				continue
+			}
+			hasResult = true
+			spans, content = otlptrace.ReadJSON(iter)
+		case "error":
+			iter.ReadVal(&apiErr)
+		default:
+			iter.Skip()
+		}
 	}
-	payload := bytes.TrimSpace(t[len(v3ResultPrefix) : len(t)-1])
-	// The payload must be one object: a trailing field would end in "…}, "error": {…}".
-	if len(payload) < 2 || payload[0] != '{' || payload[len(payload)-1] != '}' || bytes.Contains(payload, []byte(`"error":`)) {
-		return false
-	}
-	r.Result = payload
-	return true
-}
-
-func (r *v3Reply) spans(path string) ([]models.Span, error) {
-	if r.Error != nil {
-		return nil, fmt.Errorf("reply to %s is an error (code %d): %s", path, r.Error.HTTPCode, r.Error.Message)
-	}
-	if len(r.Result) == 0 || string(r.Result) == "null" {
+	switch {
+	case content != nil && content != iter.Error:
+		return nil, fmt.Errorf("reply to %s has %w", path, content)
+	case iter.Error != nil && (errors.Is(iter.Error, io.ErrUnexpectedEOF) || errors.Is(iter.Error, errEndsEarly)):
+		return nil, truncatedError(path, io.ErrUnexpectedEOF)
+	case iter.Error != nil:
+		return nil, fmt.Errorf("reply to %s is not the JSON Jaeger sends: %w", path, iter.Error)
+	case apiErr != nil:
+		return nil, fmt.Errorf("reply to %s is an error (code %d): %s", path, apiErr.HTTPCode, apiErr.Message)
+	case !hasResult:
 		return nil, fmt.Errorf("reply to %s has no \"result\" field: is this URL Jaeger's query service (default port 16686)?", path)
 	}
-	td, err := otlptrace.UnmarshalJSON(r.Result)
-	if err != nil {
-		return nil, fmt.Errorf("reply to %s is not the OTLP JSON Jaeger sends: %w", path, err)
-	}
-	spans, err := otlptrace.Spans(td)
-	if err != nil {
-		return nil, fmt.Errorf("reply to %s has %w", path, err)
-	}
 	return spans, nil
+}
+
+// endsEarly reads a reply for jsoniter, which reads no further than the JSON value it decodes:
+// a read past the body's end is the JSON ending early. jsoniter would replace io.EOF by the
+// syntax error it then meets; any other error it keeps.
+type endsEarly struct{ r io.Reader }
+
+var errEndsEarly = errors.New("the reply ends before its JSON does")
+
+func (e endsEarly) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err == io.EOF {
+		err = errEndsEarly
+	}
+	return n, err
 }
 
 // v1Reply is the envelope of Jaeger's v1 JSON API (the UI's): {"data": [...], "errors": [...]}.

@@ -24,11 +24,7 @@ func TestV3ReadsSpanStatusAndExceptionEvents(t *testing.T) {
 	     "startTimeUnixNano": "1700000000000000000", "endTimeUnixNano": "1700000000400000000", "status": {"code": 1}},
 	    {"traceId": "4bf92f3577b34da6a3ce929d0e0e4736", "spanId": "00f067aa0ba902b9", "name": "unset", "kind": 2,
 	     "startTimeUnixNano": "1700000000000000000", "endTimeUnixNano": "1700000000400000000"}]}]}]}}`
-	var r v3Reply
-	if err := json.Unmarshal([]byte(reply), &r); err != nil {
-		t.Fatal(err)
-	}
-	spans, err := r.spans("/api/v3/traces/x")
+	spans, err := decodeV3(strings.NewReader(reply), "/api/v3/traces/x")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,23 +82,26 @@ func TestV1ReadsSpanStatusFromItsTagsAndExceptionsFromLogs(t *testing.T) {
 	}
 }
 
-// A v3 reply is read without decoding it twice when it is {"result": …}; any other form goes
-// through encoding/json, which says what is wrong.
-func TestV3ReplyPayloadIsTakenAsItIs(t *testing.T) {
-	var r v3Reply
-	if !r.takeRaw([]byte(" {\"result\":{\"resourceSpans\":[]}}\n")) || string(r.Result) != `{"resourceSpans":[]}` {
-		t.Errorf("payload %q", r.Result)
+// A v3 reply is {"result": …} or {"error": …}: each other form says what is wrong with it.
+func TestV3ReplyFormsSayWhatIsWrong(t *testing.T) {
+	const path = "/api/v3/traces/x"
+	if spans, err := decodeV3(strings.NewReader(" {\"result\":{\"resourceSpans\":[]}}\n"), path); err != nil || len(spans) != 0 {
+		t.Errorf("empty result: %v, %v", spans, err)
 	}
-	for _, body := range []string{
-		`{"error":{"httpCode":404,"message":"trace not found"}}`,
-		`{"result":{"resourceSpans":[]},"error":{"httpCode":500,"message":"partial"}}`,
-		`{"result":null}`,
-		`{"result":{"resourceSpans":[]}`,
-		`[]`,
+	for body, want := range map[string]string{
+		`{"error":{"httpCode":404,"message":"trace not found"}}`:                       "is an error (code 404): trace not found",
+		`{"result":{"resourceSpans":[]},"error":{"httpCode":500,"message":"partial"}}`: "is an error (code 500): partial",
+		`{"result":null}`:                `has no "result" field`,
+		`{"data":[]}`:                    `has no "result" field`,
+		`{"result":{"resourceSpans":[]}`: "is truncated",
+		`{"result":{"resourceSpans":[{"scopeSpans":[{"spans":[{"name":"x"}]}]}]}}`:     `has a span ("x") without traceId or spanId`,
+		`{"result":{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"zz"}]}]}]}}`: `has an ID "zz" that is not 32 hex digits`,
+		`[]`: "is not the JSON Jaeger sends",
+		`{"result":{"resourceSpans":[{"scopeSpans":[{"spans":[{"startTimeUnixNano":true}]}]}]}}`: "startTimeUnixNano that is neither a number nor a string",
 	} {
-		var r v3Reply
-		if r.takeRaw([]byte(body)) {
-			t.Errorf("%s taken as a result: %q", body, r.Result)
+		_, err := decodeV3(strings.NewReader(body), path)
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), path) {
+			t.Errorf("%s: %v, want it to name %s and say %q", body, err, path, want)
 		}
 	}
 }

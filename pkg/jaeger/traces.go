@@ -70,12 +70,7 @@ func (c *Client) Trace(ctx context.Context, traceID string) (tr *models.Trace, e
 }
 
 func (c *Client) traceV3(ctx context.Context, traceID string) ([]models.Span, error) {
-	path := "/api/v3/traces/" + traceID
-	var reply v3Reply
-	if err := c.getJSON(ctx, path, nil, &reply); err != nil {
-		return nil, err
-	}
-	return reply.spans(path)
+	return c.getV3Spans(ctx, "/api/v3/traces/"+traceID, nil)
 }
 
 func (c *Client) traceV1(ctx context.Context, traceID string) ([]models.Span, error) {
@@ -127,16 +122,12 @@ func (c *Client) findV3(ctx context.Context, q models.TraceSearchQuery) ([]model
 		params.Set("query.duration_min", q.MinDuration.String())
 	}
 	return c.shared(ctx, path+"?"+params.Encode(), func(ctx context.Context) ([]models.Span, error) {
-		var reply v3Reply
-		err := c.getJSON(ctx, path, params, &reply)
+		spans, err := c.getV3Spans(ctx, path, params)
 		if st, ok := errors.AsType[*upstream.HTTPStatusError](err); ok && st.Status == http.StatusNotFound {
 			// Jaeger's v3 search answers "No traces found" with a 404.
 			return nil, nil
 		}
-		if err != nil {
-			return nil, err
-		}
-		return reply.spans(path)
+		return spans, err
 	})
 }
 

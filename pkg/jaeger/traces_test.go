@@ -312,7 +312,7 @@ func TestTraceGarbageAndTruncatedReplies(t *testing.T) {
 		{"not JSON", APIv3, "nonsense", "reply to /api/v3/traces/" + id + " is not the JSON Jaeger sends"},
 		{"truncated v3", APIv3, whole[:len(whole)/2], "reply to /api/v3/traces/" + id + " is truncated (the JSON ends early)"},
 		{"no result", APIv3, `{"data":[]}`, "reply to /api/v3/traces/" + id + ` has no "result" field: is this URL Jaeger's query service`},
-		{"bad OTLP", APIv3, `{"result":{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"zz","spanId":"00f067aa0ba902b7"}]}]}]}}`, "reply to /api/v3/traces/" + id + " is not the OTLP JSON Jaeger sends"},
+		{"bad OTLP", APIv3, `{"result":{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"zz","spanId":"00f067aa0ba902b7"}]}]}]}}`, "reply to /api/v3/traces/" + id + ` has an ID "zz" that is not 32 hex digits`},
 		{"v3 without IDs", APIv3, `{"result":{"resourceSpans":[{"scopeSpans":[{"spans":[{"name":"x"}]}]}]}}`, `has a span ("x") without traceId or spanId`},
 		{"v1 no data", APIv1, `{"total":0}`, "reply to /api/traces/" + id + ` has no "data" field`},
 		{"v1 truncated", APIv1, string(testdata(t, "v1_trace.json")[:100]), "reply to /api/traces/" + id + " is truncated"},

@@ -1,0 +1,187 @@
+package otlptrace
+
+import (
+	"encoding/json"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+
+	jsoniter "github.com/json-iterator/go"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
+)
+
+// readJSONBytes runs ReadJSON on b as a reply's reader would be read: in small pieces, so that
+// the iterator's buffer refills in the middle of values.
+func readJSONBytes(b []byte) ([]models.Span, error) {
+	iter := jsoniter.Parse(jsoniter.ConfigDefault, strings.NewReader(string(b)), 64)
+	spans, err := ReadJSON(iter)
+	if err == nil && iter.Error != nil {
+		err = iter.Error
+	}
+	return spans, err
+}
+
+// viaPdata is the reference: pdata's OTLP JSON decoder, then Spans.
+func viaPdata(b []byte) ([]models.Span, error) {
+	td, err := UnmarshalJSON(b)
+	if err != nil {
+		return nil, err
+	}
+	return Spans(td)
+}
+
+// checkAgrees fails when ReadJSON and pdata's decoder read b differently: what pdata reads,
+// ReadJSON reads the same; what pdata refuses, ReadJSON refuses too unless lenient (pdata also
+// checks fields the plugin skips, such as links' IDs, and refuses a reply for them).
+func checkAgrees(t *testing.T, name string, b []byte, lenient bool) {
+	t.Helper()
+	want, wantErr := viaPdata(b)
+	got, err := readJSONBytes(b)
+	switch {
+	case wantErr != nil && err == nil && !lenient:
+		t.Errorf("%s: pdata fails (%v), ReadJSON reads %d spans", name, wantErr, len(got))
+	case wantErr == nil && err != nil:
+		t.Errorf("%s: ReadJSON fails (%v), pdata reads %d spans", name, err, len(want))
+	case wantErr == nil && !reflect.DeepEqual(got, want):
+		t.Errorf("%s: ReadJSON and pdata differ:\n got %+v\nwant %+v", name, got, want)
+	}
+}
+
+// Jaeger's own replies (testdata of pkg/jaeger, written by Jaeger 2), the spans this package's
+// tests use, and OTLP JSON written by pdata's own encoder for every attribute type read the same.
+func TestReadJSONAgreesWithPdata(t *testing.T) {
+	for _, file := range []string{"v3_trace.json", "v3_search.json", "v3_search_empty.json"} {
+		b, err := os.ReadFile("../jaeger/testdata/" + file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var env struct{ Result json.RawMessage }
+		if err := json.Unmarshal(b, &env); err != nil {
+			t.Fatal(err)
+		}
+		checkAgrees(t, file, env.Result, false)
+		if file == "v3_trace.json" {
+			if spans, _ := readJSONBytes(env.Result); len(spans) < 3 {
+				t.Fatalf("%s: %d spans", file, len(spans))
+			}
+		}
+	}
+	checkAgrees(t, "oneSpan", []byte(oneSpan), false)
+	checkAgrees(t, "every value type", everyValueType(t), false)
+}
+
+// everyValueType is a trace in pdata's own JSON with each attribute type, nested arrays and
+// maps, events, links and a span in a deprecated-style second resource.
+func everyValueType(t *testing.T) []byte {
+	td := ptrace.NewTraces()
+	rs := td.ResourceSpans().AppendEmpty()
+	rs.Resource().Attributes().PutStr("service.name", "svc")
+	rs.Resource().Attributes().PutInt("pid", 42)
+	sp := rs.ScopeSpans().AppendEmpty().Spans().AppendEmpty()
+	sp.SetTraceID(pcommon.TraceID{0xAB, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15})
+	sp.SetSpanID(pcommon.SpanID{1, 2, 3, 4, 5, 6, 7, 8})
+	sp.SetParentSpanID(pcommon.SpanID{9, 9, 9, 9, 9, 9, 9, 9})
+	sp.SetName("step <1> & \"two\"")
+	sp.SetKind(ptrace.SpanKindConsumer)
+	sp.SetStartTimestamp(1796450000123456789)
+	sp.SetEndTimestamp(1796450000223456789)
+	sp.Status().SetCode(ptrace.StatusCodeOk)
+	a := sp.Attributes()
+	a.PutStr("s", "text with \u00e9 and \\ and \"quotes\"")
+	a.PutBool("b", true)
+	a.PutInt("i", -9007199254740993)
+	a.PutDouble("d", 0.000001234)
+	a.PutDouble("big", 1e22)
+	a.PutDouble("whole", 3)
+	a.PutEmptyBytes("bytes").FromRaw([]byte{0, 1, 2, 250})
+	arr := a.PutEmptySlice("arr")
+	arr.AppendEmpty().SetStr("x")
+	arr.AppendEmpty().SetInt(2)
+	arr.AppendEmpty().SetEmptySlice().AppendEmpty().SetBool(false)
+	m := a.PutEmptyMap("map")
+	m.PutStr("k", "<v>")
+	m.PutEmptyMap("inner").PutDouble("pi", 3.14159)
+	a.PutEmpty("empty")
+	ev := sp.Events().AppendEmpty()
+	ev.SetName("second")
+	ev.SetTimestamp(1796450000200000000)
+	ev.Attributes().PutInt("n", 1)
+	ev = sp.Events().AppendEmpty()
+	ev.SetName("first")
+	ev.SetTimestamp(1796450000150000000)
+	sp.Links().AppendEmpty().SetTraceID(pcommon.TraceID{1})
+	rs2 := td.ResourceSpans().AppendEmpty()
+	sp2 := rs2.ScopeSpans().AppendEmpty().Spans().AppendEmpty()
+	sp2.SetTraceID(pcommon.TraceID{0xAB, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15})
+	sp2.SetSpanID(pcommon.SpanID{2})
+	sp2.Status().SetCode(ptrace.StatusCodeError)
+	sp2.Status().SetMessage("boom")
+	b, err := new(ptrace.JSONMarshaler).MarshalTraces(td)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// Forms pdata accepts besides its own: snake_case names, enums by name, numbers as numbers,
+// upper-case IDs, the resource after its spans, deprecated scope spans, and what it refuses.
+func TestReadJSONReadsWhatPdataReads(t *testing.T) {
+	const id = `"traceId":"4BF92F3577B34DA6A3CE929D0E0E4736","spanId":"00f067aa0ba902b7"`
+	for name, in := range map[string]string{
+		"snake case":           `{"resource_spans":[{"resource":{"attributes":[{"key":"service.name","value":{"string_value":"a"}}]},"scope_spans":[{"spans":[{"trace_id":"4bf92f3577b34da6a3ce929d0e0e4736","span_id":"00f067aa0ba902b7","parent_span_id":"0000000000000000","start_time_unix_nano":5,"end_time_unix_nano":"9","attributes":[{"key":"n","value":{"int_value":7}},{"key":"d","value":{"double_value":"2.5"}}]}]}]}]}`,
+		"enum names":           `{"resourceSpans":[{"scopeSpans":[{"spans":[{` + id + `,"kind":"SPAN_KIND_CLIENT","status":{"code":"STATUS_CODE_ERROR","message":"m"}}]}]}]}`,
+		"resource after spans": `{"resourceSpans":[{"scopeSpans":[{"spans":[{` + id + `}]}],"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"late"}}]}}]}`,
+		"deprecated scopes":    `{"resourceSpans":[{"deprecatedScopeSpans":[{"spans":[{` + id + `,"name":"old"}]}]}]}`,
+		"both scope forms":     `{"resourceSpans":[{"deprecatedScopeSpans":[{"spans":[{` + id + `,"name":"old"}]}],"scopeSpans":[{"spans":[{` + id + `,"name":"new"}]}]}]}`,
+		"unknown fields":       `{"x":[1,{"y":2}],"resourceSpans":[{"z":null,"scopeSpans":[{"scope":{"name":"s","version":"1"},"spans":[{` + id + `,"links":[{"traceId":"4bf92f3577b34da6a3ce929d0e0e4736"}],"droppedEventsCount":3,"flags":1}]}]}]}`,
+		"repeated keys":        `{"resourceSpans":[{"scopeSpans":[{"spans":[{` + id + `,"attributes":[{"key":"k","value":{"stringValue":"1"}},{"key":"k","value":{"intValue":"2"}}],"attributes":[{"key":"j","value":{}}]}]}]}]}`,
+		"a value of two types": `{"resourceSpans":[{"scopeSpans":[{"spans":[{` + id + `,"attributes":[{"key":"k","value":{"stringValue":"1","boolValue":true}}]}]}]}]}`,
+		"empty":                `{}`,
+		"no spans":             `{"resourceSpans":[]}`,
+		"zero trace ID":        `{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"00000000000000000000000000000000","spanId":"00f067aa0ba902b7"}]}]}]}`,
+		"bad ID":               `{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"xyz","spanId":"00f067aa0ba902b7"}]}]}]}`,
+		"short ID":             `{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"4bf92f","spanId":"00f067aa0ba902b7"}]}]}]}`,
+		"unknown kind":         `{"resourceSpans":[{"scopeSpans":[{"spans":[{` + id + `,"kind":"SPAN_KIND_WEIRD"}]}]}]}`,
+		"bad time":             `{"resourceSpans":[{"scopeSpans":[{"spans":[{` + id + `,"startTimeUnixNano":"soon"}]}]}]}`,
+		"ends before start":    `{"resourceSpans":[{"scopeSpans":[{"spans":[{` + id + `,"startTimeUnixNano":"20","endTimeUnixNano":"10"}]}]}]}`,
+		"bad bytes":            `{"resourceSpans":[{"scopeSpans":[{"spans":[{` + id + `,"attributes":[{"key":"b","value":{"bytesValue":"!!"}}]}]}]}]}`,
+		"not an object":        `[]`,
+		"cut short":            `{"resourceSpans":[{"scopeSpans":[{"spans":[{` + id,
+	} {
+		checkAgrees(t, name, []byte(in), false)
+	}
+	// What a failure says.
+	for in, want := range map[string]string{
+		`{"resourceSpans":[{"scopeSpans":[{"spans":[{"name":"x"}]}]}]}`:                                                 `a span ("x") without traceId or spanId`,
+		`{"resourceSpans":[{"scopeSpans":[{"spans":[{` + id + `,"startTimeUnixNano":"20","endTimeUnixNano":"10"}]}]}]}`: `a span (00f067aa0ba902b7) that ends before it starts`,
+		`{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"xyz"}]}]}]}`:                                            `an ID "xyz" that is not 32 hex digits`,
+		`{"resourceSpans":[{"scopeSpans":[{"spans":[{` + id + `,"kind":"SPAN_KIND_WEIRD"}]}]}]}`:                        `a span kind "SPAN_KIND_WEIRD" that OTLP does not know`,
+	} {
+		if _, err := readJSONBytes([]byte(in)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", in, err, want)
+		}
+	}
+}
+
+// Whatever the bytes, ReadJSON never panics and reads what pdata reads.
+func FuzzReadJSONAgreesWithPdata(f *testing.F) {
+	for _, file := range []string{"v3_trace.json", "v3_search.json"} {
+		b, err := os.ReadFile("../jaeger/testdata/" + file)
+		if err != nil {
+			f.Fatal(err)
+		}
+		var env struct{ Result json.RawMessage }
+		if err := json.Unmarshal(b, &env); err != nil {
+			f.Fatal(err)
+		}
+		f.Add([]byte(env.Result))
+	}
+	f.Add([]byte(oneSpan))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		checkAgrees(t, "fuzzed", b, true)
+	})
+}
