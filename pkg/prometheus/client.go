@@ -31,11 +31,14 @@ type Client struct {
 
 // New returns a client for the upstream's URL using hc (built by upstream.NewHTTPClient).
 func New(u models.Upstream, hc *http.Client) (*Client, error) {
+	if hc == nil {
+		hc = http.DefaultClient
+	}
 	c, err := api.NewClient(api.Config{Address: u.URL, Client: hc})
 	if err != nil {
 		return nil, upstream.Wrap(models.Prometheus, u.URL, err)
 	}
-	return newClient(u.URL, promv1.NewAPI(c)), nil
+	return newClient(u.URL, promv1.NewAPI(bodyClient{Client: c, hc: hc})), nil
 }
 
 func newClient(url string, api promv1.API) *Client {
