@@ -1,6 +1,7 @@
 package jaeger
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,6 +23,30 @@ const ServiceNameAttribute = otlptrace.ServiceNameAttribute
 // {"error": {...}}, from body as it arrives, the result straight into spans (otlptrace.ReadJSON).
 // An error field wins over a result, as a reply with both is not an answer.
 func decodeV3(body io.Reader, path string) ([]models.Span, error) {
+	return decodeV3With(body, path, otlptrace.ReadJSON)
+}
+
+// decodeV3Failed reads a v3 search's reply (the whole body, b) for its failed traces only: first
+// the trace IDs of its failed spans, skipping the rest, then those traces' spans. A triage's
+// search reads a service's recent traces to find the few that failed; reading every span of
+// every trace into attributes was most of its work.
+func decodeV3Failed(b []byte, path string) ([]models.Span, error) {
+	var failed map[string]bool
+	_, err := decodeV3With(bytes.NewReader(b), path, func(iter *jsoniter.Iterator) ([]models.Span, error) {
+		var err error
+		failed, err = otlptrace.FailedTraceIDs(iter)
+		return nil, err
+	})
+	if err != nil || len(failed) == 0 {
+		return nil, err
+	}
+	return decodeV3With(bytes.NewReader(b), path, func(iter *jsoniter.Iterator) ([]models.Span, error) {
+		return otlptrace.ReadJSONOf(iter, func(traceID string) bool { return failed[traceID] })
+	})
+}
+
+// decodeV3With is decodeV3 with readResult reading the result.
+func decodeV3With(body io.Reader, path string, readResult func(*jsoniter.Iterator) ([]models.Span, error)) ([]models.Span, error) {
 	iter := jsoniter.Parse(jsoniter.ConfigDefault, endsEarly{body}, 32<<10)
 	var (
 		spans     []models.Span
@@ -40,7 +65,7 @@ func decodeV3(body io.Reader, path string) ([]models.Span, error) {
 				continue
 			}
 			hasResult = true
-			spans, content = otlptrace.ReadJSON(iter)
+			spans, content = readResult(iter)
 		case "error":
 			iter.ReadVal(&apiErr)
 		default:

@@ -20,11 +20,12 @@ const errorTags = `{"error":"true"}`
 // FailedTraces searches one service's traces that hold a failed span, each with every span
 // Jaeger holds of it, in two searches: Jaeger's tag search error=true (how Jaeger stores
 // OpenTelemetry's status ERROR; only its v1 API filters by tag, so it is asked even of a v3
-// server), and the service's q.Limit most recent traces, whose failed ones are kept here. The
-// second is needed because Jaeger's in-memory storage reads the tag's "true" as false (it
-// converts v1 tags to string attributes, then takes the error attribute's boolean), so there
-// the tag search answers traces with an OK span instead (jaegertracing/jaeger#8553); with it
-// the triage still sees the most recent failures.
+// server), and the service's q.Limit most recent traces, whose failed ones are kept here (on
+// the v3 API only their spans are read: findV3Failed). The second is needed because Jaeger's
+// in-memory storage reads the tag's "true" as false (it converts v1 tags to string attributes,
+// then takes the error attribute's boolean), so there the tag search answers traces with an OK
+// span instead (jaegertracing/jaeger#8553); with it the triage still sees the most recent
+// failures.
 func (c *Client) FailedTraces(ctx context.Context, q models.TraceSearchQuery) (traces []*models.Trace, err error) {
 	if q.Service == "" {
 		return nil, errors.New("a trace search needs a service (Jaeger searches one service at a time): set the service")
@@ -43,7 +44,12 @@ func (c *Client) FailedTraces(ctx context.Context, q models.TraceSearchQuery) (t
 	if err != nil {
 		return nil, err
 	}
-	recent, err := c.search(ctx, q)
+	var recent []models.Span
+	if api == APIv3 {
+		recent, err = c.findV3Failed(ctx, q) // the failed traces' spans only
+	} else {
+		recent, err = c.search(ctx, q)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -111,10 +111,27 @@ func FuzzDecodeV3(f *testing.F) {
 	const path = "/api/v3/traces/4bf92f3577b34da6a3ce929d0e0e4736"
 	f.Fuzz(func(t *testing.T, data []byte) {
 		spans, err := decodeV3(bytes.NewReader(data), path)
+		failed, failedErr := decodeV3Failed(data, path)
+		// The failed traces' read may pass over what is wrong in spans it does not keep, never
+		// fail a reply the whole read takes.
+		if err == nil && failedErr != nil {
+			t.Fatalf("the whole read takes the reply, the failed traces' read says %v", failedErr)
+		}
+		if failedErr != nil {
+			checkReplyError(t, failedErr, path)
+		}
 		if err != nil {
 			checkReplyError(t, err, path)
 			return
 		}
 		checkSpans(t, data, spans)
+		// The failed traces' read answers the spans of the traces with a failed span.
+		want := 0
+		for _, tr := range failedOnly(spans, APIv3) {
+			want += len(tr.Spans)
+		}
+		if len(failed) != want {
+			t.Fatalf("%d spans of failed traces, the whole read has %d", len(failed), want)
+		}
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"slices"
@@ -106,6 +107,42 @@ func (c *Client) FindTraces(ctx context.Context, q models.TraceSearchQuery) (fou
 
 func (c *Client) findV3(ctx context.Context, q models.TraceSearchQuery) ([]models.Span, error) {
 	const path = "/api/v3/traces"
+	params := v3SearchParams(q)
+	return c.shared(ctx, path+"?"+params.Encode(), func(ctx context.Context) ([]models.Span, error) {
+		spans, err := c.getV3Spans(ctx, path, params)
+		if st, ok := errors.AsType[*upstream.HTTPStatusError](err); ok && st.Status == http.StatusNotFound {
+			// Jaeger's v3 search answers "No traces found" with a 404.
+			return nil, nil
+		}
+		return spans, err
+	})
+}
+
+// findV3Failed is findV3 answering the spans of the failed traces only (decodeV3Failed).
+func (c *Client) findV3Failed(ctx context.Context, q models.TraceSearchQuery) ([]models.Span, error) {
+	const path = "/api/v3/traces"
+	params := v3SearchParams(q)
+	return c.shared(ctx, "failed "+path+"?"+params.Encode(), func(ctx context.Context) (spans []models.Span, err error) {
+		err = c.get(ctx, path, params, func(body io.Reader) error {
+			b, err := upstream.ReadAll(body)
+			if err != nil {
+				if errors.Is(err, io.ErrUnexpectedEOF) {
+					return truncatedError(path, err)
+				}
+				return fmt.Errorf("reading the reply to %s: %w", path, err)
+			}
+			spans, err = decodeV3Failed(b, path)
+			return err
+		})
+		if st, ok := errors.AsType[*upstream.HTTPStatusError](err); ok && st.Status == http.StatusNotFound {
+			return nil, nil // "No traces found"
+		}
+		return spans, err
+	})
+}
+
+// v3SearchParams are a search's parameters in Jaeger's v3 API.
+func v3SearchParams(q models.TraceSearchQuery) url.Values {
 	params := url.Values{
 		"query.service_name":   {q.Service},
 		"query.start_time_min": {q.Start.UTC().Format(time.RFC3339Nano)},
@@ -121,17 +158,9 @@ func (c *Client) findV3(ctx context.Context, q models.TraceSearchQuery) ([]model
 	if q.MinDuration > 0 {
 		params.Set("query.duration_min", q.MinDuration.String())
 	}
-	return c.shared(ctx, path+"?"+params.Encode(), func(ctx context.Context) ([]models.Span, error) {
-		spans, err := c.getV3Spans(ctx, path, params)
-		if st, ok := errors.AsType[*upstream.HTTPStatusError](err); ok && st.Status == http.StatusNotFound {
-			// Jaeger's v3 search answers "No traces found" with a 404.
-			return nil, nil
-		}
-		return spans, err
-	})
+	return params
 }
 
-// findV1 searches through the v1 API; tags, when set, is its tag filter (JSON: {"key":"value"}).
 func (c *Client) findV1(ctx context.Context, q models.TraceSearchQuery, tags string) ([]models.Span, error) {
 	const path = "/api/traces"
 	params := url.Values{

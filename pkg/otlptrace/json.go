@@ -27,6 +27,28 @@ import (
 // io.ErrUnexpectedEOF) is returned as it is, for the caller to say which.
 func ReadJSON(iter *jsoniter.Iterator) ([]models.Span, error) {
 	r := jsonReader{iter: iter}
+	return r.read()
+}
+
+// ReadJSONOf is ReadJSON keeping only the spans of the traces keep says yes to: the others'
+// attributes and events are skipped, not read (a span whose trace ID comes after them in its
+// object is read, then dropped).
+func ReadJSONOf(iter *jsoniter.Iterator, keep func(traceID string) bool) ([]models.Span, error) {
+	r := jsonReader{iter: iter, keep: keep}
+	return r.read()
+}
+
+// FailedTraceIDs reads the trace IDs (lower-case hex) of the spans whose status is ERROR,
+// skipping everything else: the first of two reads of a search of whole traces, whose second
+// (ReadJSONOf) reads only the failed traces' spans. Its errors are ReadJSON's.
+func FailedTraceIDs(iter *jsoniter.Iterator) (map[string]bool, error) {
+	r := jsonReader{iter: iter, failed: map[string]bool{}}
+	_, err := r.read()
+	return r.failed, err
+}
+
+func (r *jsonReader) read() ([]models.Span, error) {
+	iter := r.iter
 	if iter.WhatIsNext() == jsoniter.NilValue {
 		iter.Skip()
 		return nil, nil
@@ -59,6 +81,9 @@ type jsonReader struct {
 	out     []models.Span
 	err     error
 	traceID string // the last trace ID read: a trace's spans share one string
+
+	keep   func(traceID string) bool // ReadJSONOf's: the traces whose spans are read
+	failed map[string]bool           // FailedTraceIDs': set when only failed trace IDs are read
 }
 
 // fail keeps the first error.
@@ -80,6 +105,10 @@ func (r *jsonReader) resourceSpans() {
 	for f := iter.ReadObject(); f != "" && r.err == nil; f = iter.ReadObject() {
 		switch f {
 		case "resource":
+			if r.failed != nil {
+				iter.Skip() // only trace IDs and statuses are read
+				continue
+			}
 			for f := iter.ReadObject(); f != ""; f = iter.ReadObject() {
 				if f == "attributes" {
 					resource = r.attributes(resource)
@@ -129,12 +158,20 @@ func (r *jsonReader) scopeSpans(out []models.Span) []models.Span {
 	return out
 }
 
-// span reads one span; false after an error (kept in r.err).
+// span reads one span; false after an error (kept in r.err), or for a span not kept.
 func (r *jsonReader) span() (models.Span, bool) {
+	if r.failed != nil {
+		r.failedID()
+		return models.Span{}, false
+	}
 	iter := r.iter
 	var s models.Span
 	var start, end uint64
 	for f := iter.ReadObject(); f != "" && r.err == nil; f = iter.ReadObject() {
+		if r.keep != nil && s.TraceID != "" && !r.keep(s.TraceID) {
+			iter.Skip() // a trace not asked for: its other fields are not read
+			continue
+		}
 		switch f {
 		case "traceId", "trace_id":
 			s.TraceID = r.id(16, r.traceID)
@@ -184,6 +221,9 @@ func (r *jsonReader) span() (models.Span, bool) {
 	if r.err != nil || iter.Error != nil {
 		return models.Span{}, false
 	}
+	if r.keep != nil && s.TraceID != "" && !r.keep(s.TraceID) {
+		return models.Span{}, false
+	}
 	if s.TraceID == "" || s.SpanID == "" {
 		r.fail("a span (%q) without traceId or spanId", s.Operation)
 		return models.Span{}, false
@@ -200,6 +240,35 @@ func (r *jsonReader) span() (models.Span, bool) {
 	}
 	SortEvents(s.Events)
 	return s, true
+}
+
+// failedID reads one span's trace ID and status, skipping the rest, and notes the trace ID of a
+// failed span.
+func (r *jsonReader) failedID() {
+	iter := r.iter
+	id, failed := "", false
+	for f := iter.ReadObject(); f != "" && r.err == nil; f = iter.ReadObject() {
+		switch f {
+		case "traceId", "trace_id":
+			id = r.id(16, r.traceID)
+			if id != "" {
+				r.traceID = id
+			}
+		case "status":
+			for f := iter.ReadObject(); f != ""; f = iter.ReadObject() {
+				if f == "code" {
+					failed = ptrace.StatusCode(r.enum("status code", statusCodes)) == ptrace.StatusCodeError
+				} else {
+					iter.Skip()
+				}
+			}
+		default:
+			iter.Skip()
+		}
+	}
+	if failed && id != "" && r.err == nil {
+		r.failed[id] = true
+	}
 }
 
 // event reads one span event.

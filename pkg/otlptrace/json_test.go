@@ -49,6 +49,37 @@ func checkAgrees(t *testing.T, name string, b []byte, lenient bool) {
 	case wantErr == nil && !reflect.DeepEqual(got, want):
 		t.Errorf("%s: ReadJSON and pdata differ:\n got %+v\nwant %+v", name, got, want)
 	}
+	if wantErr == nil {
+		checkFailedOnly(t, name, b, want)
+	}
+}
+
+// checkFailedOnly holds the two reads of a search's failed traces to pdata's spans (want):
+// FailedTraceIDs finds the traces with a failed span, and ReadJSONOf reads their spans, the same
+// as pdata's, and no other.
+func checkFailedOnly(t *testing.T, name string, b []byte, want []models.Span) {
+	t.Helper()
+	wantIDs := map[string]bool{}
+	for _, s := range want {
+		if s.Failed() {
+			wantIDs[s.TraceID] = true
+		}
+	}
+	var wantSpans []models.Span
+	for _, s := range want {
+		if wantIDs[s.TraceID] {
+			wantSpans = append(wantSpans, s)
+		}
+	}
+	ids, err := FailedTraceIDs(jsoniter.Parse(jsoniter.ConfigDefault, strings.NewReader(string(b)), 64))
+	if err != nil || !reflect.DeepEqual(ids, wantIDs) {
+		t.Errorf("%s: failed traces %v, %v; want %v", name, ids, err, wantIDs)
+		return
+	}
+	got, err := ReadJSONOf(jsoniter.Parse(jsoniter.ConfigDefault, strings.NewReader(string(b)), 64), func(id string) bool { return ids[id] })
+	if err != nil || !reflect.DeepEqual(got, wantSpans) {
+		t.Errorf("%s: the failed traces' spans differ from pdata's (%v):\n got %+v\nwant %+v", name, err, got, wantSpans)
+	}
 }
 
 // Jaeger's own replies (testdata of pkg/jaeger, written by Jaeger 2), the spans this package's
@@ -132,25 +163,26 @@ func everyValueType(t *testing.T) []byte {
 func TestReadJSONReadsWhatPdataReads(t *testing.T) {
 	const id = `"traceId":"4BF92F3577B34DA6A3CE929D0E0E4736","spanId":"00f067aa0ba902b7"`
 	for name, in := range map[string]string{
-		"snake case":           `{"resource_spans":[{"resource":{"attributes":[{"key":"service.name","value":{"string_value":"a"}}]},"scope_spans":[{"spans":[{"trace_id":"4bf92f3577b34da6a3ce929d0e0e4736","span_id":"00f067aa0ba902b7","parent_span_id":"0000000000000000","start_time_unix_nano":5,"end_time_unix_nano":"9","attributes":[{"key":"n","value":{"int_value":7}},{"key":"d","value":{"double_value":"2.5"}}]}]}]}]}`,
-		"enum names":           `{"resourceSpans":[{"scopeSpans":[{"spans":[{` + id + `,"kind":"SPAN_KIND_CLIENT","status":{"code":"STATUS_CODE_ERROR","message":"m"}}]}]}]}`,
-		"resource after spans": `{"resourceSpans":[{"scopeSpans":[{"spans":[{` + id + `}]}],"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"late"}}]}}]}`,
-		"deprecated scopes":    `{"resourceSpans":[{"deprecatedScopeSpans":[{"spans":[{` + id + `,"name":"old"}]}]}]}`,
-		"both scope forms":     `{"resourceSpans":[{"deprecatedScopeSpans":[{"spans":[{` + id + `,"name":"old"}]}],"scopeSpans":[{"spans":[{` + id + `,"name":"new"}]}]}]}`,
-		"unknown fields":       `{"x":[1,{"y":2}],"resourceSpans":[{"z":null,"scopeSpans":[{"scope":{"name":"s","version":"1"},"spans":[{` + id + `,"links":[{"traceId":"4bf92f3577b34da6a3ce929d0e0e4736"}],"droppedEventsCount":3,"flags":1}]}]}]}`,
-		"repeated keys":        `{"resourceSpans":[{"scopeSpans":[{"spans":[{` + id + `,"attributes":[{"key":"k","value":{"stringValue":"1"}},{"key":"k","value":{"intValue":"2"}}],"attributes":[{"key":"j","value":{}}]}]}]}]}`,
-		"a value of two types": `{"resourceSpans":[{"scopeSpans":[{"spans":[{` + id + `,"attributes":[{"key":"k","value":{"stringValue":"1","boolValue":true}}]}]}]}]}`,
-		"empty":                `{}`,
-		"no spans":             `{"resourceSpans":[]}`,
-		"zero trace ID":        `{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"00000000000000000000000000000000","spanId":"00f067aa0ba902b7"}]}]}]}`,
-		"bad ID":               `{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"xyz","spanId":"00f067aa0ba902b7"}]}]}]}`,
-		"short ID":             `{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"4bf92f","spanId":"00f067aa0ba902b7"}]}]}]}`,
-		"unknown kind":         `{"resourceSpans":[{"scopeSpans":[{"spans":[{` + id + `,"kind":"SPAN_KIND_WEIRD"}]}]}]}`,
-		"bad time":             `{"resourceSpans":[{"scopeSpans":[{"spans":[{` + id + `,"startTimeUnixNano":"soon"}]}]}]}`,
-		"ends before start":    `{"resourceSpans":[{"scopeSpans":[{"spans":[{` + id + `,"startTimeUnixNano":"20","endTimeUnixNano":"10"}]}]}]}`,
-		"bad bytes":            `{"resourceSpans":[{"scopeSpans":[{"spans":[{` + id + `,"attributes":[{"key":"b","value":{"bytesValue":"!!"}}]}]}]}]}`,
-		"not an object":        `[]`,
-		"cut short":            `{"resourceSpans":[{"scopeSpans":[{"spans":[{` + id,
+		"snake case":              `{"resource_spans":[{"resource":{"attributes":[{"key":"service.name","value":{"string_value":"a"}}]},"scope_spans":[{"spans":[{"trace_id":"4bf92f3577b34da6a3ce929d0e0e4736","span_id":"00f067aa0ba902b7","parent_span_id":"0000000000000000","start_time_unix_nano":5,"end_time_unix_nano":"9","attributes":[{"key":"n","value":{"int_value":7}},{"key":"d","value":{"double_value":"2.5"}}]}]}]}]}`,
+		"enum names":              `{"resourceSpans":[{"scopeSpans":[{"spans":[{` + id + `,"kind":"SPAN_KIND_CLIENT","status":{"code":"STATUS_CODE_ERROR","message":"m"}}]}]}]}`,
+		"resource after spans":    `{"resourceSpans":[{"scopeSpans":[{"spans":[{` + id + `}]}],"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"late"}}]}}]}`,
+		"deprecated scopes":       `{"resourceSpans":[{"deprecatedScopeSpans":[{"spans":[{` + id + `,"name":"old"}]}]}]}`,
+		"both scope forms":        `{"resourceSpans":[{"deprecatedScopeSpans":[{"spans":[{` + id + `,"name":"old"}]}],"scopeSpans":[{"spans":[{` + id + `,"name":"new"}]}]}]}`,
+		"unknown fields":          `{"x":[1,{"y":2}],"resourceSpans":[{"z":null,"scopeSpans":[{"scope":{"name":"s","version":"1"},"spans":[{` + id + `,"links":[{"traceId":"4bf92f3577b34da6a3ce929d0e0e4736"}],"droppedEventsCount":3,"flags":1}]}]}]}`,
+		"repeated keys":           `{"resourceSpans":[{"scopeSpans":[{"spans":[{` + id + `,"attributes":[{"key":"k","value":{"stringValue":"1"}},{"key":"k","value":{"intValue":"2"}}],"attributes":[{"key":"j","value":{}}]}]}]}]}`,
+		"a value of two types":    `{"resourceSpans":[{"scopeSpans":[{"spans":[{` + id + `,"attributes":[{"key":"k","value":{"stringValue":"1","boolValue":true}}]}]}]}]}`,
+		"one trace of two failed": `{"resourceSpans":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"a"}}]},"scopeSpans":[{"spans":[{` + id + `,"status":{"code":2},"attributes":[{"key":"k","value":{"stringValue":"v"}}]},{"traceId":"00000000000000000000000000000001","spanId":"00f067aa0ba902b8","status":{"code":1},"attributes":[{"key":"k","value":{"stringValue":"w"}}],"events":[{"name":"e"}]},{"spanId":"00f067aa0ba902b9","status":{"code":2,"message":"m"},"traceId":"4bf92f3577b34da6a3ce929d0e0e4736"}]}]}]}`,
+		"empty":                   `{}`,
+		"no spans":                `{"resourceSpans":[]}`,
+		"zero trace ID":           `{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"00000000000000000000000000000000","spanId":"00f067aa0ba902b7"}]}]}]}`,
+		"bad ID":                  `{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"xyz","spanId":"00f067aa0ba902b7"}]}]}]}`,
+		"short ID":                `{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"4bf92f","spanId":"00f067aa0ba902b7"}]}]}]}`,
+		"unknown kind":            `{"resourceSpans":[{"scopeSpans":[{"spans":[{` + id + `,"kind":"SPAN_KIND_WEIRD"}]}]}]}`,
+		"bad time":                `{"resourceSpans":[{"scopeSpans":[{"spans":[{` + id + `,"startTimeUnixNano":"soon"}]}]}]}`,
+		"ends before start":       `{"resourceSpans":[{"scopeSpans":[{"spans":[{` + id + `,"startTimeUnixNano":"20","endTimeUnixNano":"10"}]}]}]}`,
+		"bad bytes":               `{"resourceSpans":[{"scopeSpans":[{"spans":[{` + id + `,"attributes":[{"key":"b","value":{"bytesValue":"!!"}}]}]}]}]}`,
+		"not an object":           `[]`,
+		"cut short":               `{"resourceSpans":[{"scopeSpans":[{"spans":[{` + id,
 	} {
 		checkAgrees(t, name, []byte(in), false)
 	}

@@ -1,4 +1,4 @@
-package prometheus
+package upstream
 
 import (
 	"bytes"
@@ -12,7 +12,7 @@ import (
 // A reply is read whole whatever its size against the pooled pieces (empty, one byte, a piece
 // exactly, a piece and a byte, several pieces), in reads of any size, into a slice of its exact
 // size; what was read before an error comes back with the error.
-func TestReadBodyReadsTheWholeReply(t *testing.T) {
+func TestReadAllReadsTheWholeReply(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	for _, n := range []int{0, 1, bodyPiece - 1, bodyPiece, bodyPiece + 1, 3*bodyPiece + 17, 1 << 20} {
 		want := make([]byte, n)
@@ -28,14 +28,14 @@ func TestReadBodyReadsTheWholeReply(t *testing.T) {
 			if n > bodyPiece+1 && name == "byte a time" {
 				continue // a megabyte one byte at a time says nothing more
 			}
-			got, err := readBody(r)
+			got, err := ReadAll(r)
 			if err != nil || !bytes.Equal(got, want) || cap(got) != n {
 				t.Errorf("%d bytes, %s: read %d (cap %d), %v", n, name, len(got), cap(got), err)
 			}
 		}
 	}
 	boom := errors.New("connection reset")
-	got, err := readBody(io.MultiReader(bytes.NewReader(make([]byte, bodyPiece+5)), iotest.ErrReader(boom)))
+	got, err := ReadAll(io.MultiReader(bytes.NewReader(make([]byte, bodyPiece+5)), iotest.ErrReader(boom)))
 	if !errors.Is(err, boom) || len(got) != bodyPiece+5 {
 		t.Errorf("read %d bytes, %v; want %d and the error", len(got), err, bodyPiece+5)
 	}
