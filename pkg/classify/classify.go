@@ -142,6 +142,10 @@ func Compute(f Figures) (pct float64, metric string) {
 	return v, sourceNames[src]
 }
 
+// ComputeFigures are the figures Compute reads, by their catalogue names: a caller that needs
+// only the compute figure fetches these (models.GPUFilter.Figures).
+var ComputeFigures = []string{"sm_active", "gr_engine_active", "gpu_utilization"}
+
 // computeFigure is SM_ACTIVE × 100, else GR_ENGINE_ACTIVE × 100, else GPU_UTIL.
 func computeFigure(f *Figures) (float64, source) {
 	switch {

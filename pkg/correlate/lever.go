@@ -105,7 +105,9 @@ func LeverOf(ctx context.Context, src LeverSources, req LeverRequest, th classif
 		case i == 0 && len(filter.Hosts) > 0:
 			gpus, _ := src.GPUs.Get()
 			var series []classify.GPUSeries
-			series, _, gpuErr = gpus.GPUFigures(ctx, filter, start, end, step)
+			computeOnly := filter
+			computeOnly.Figures = classify.ComputeFigures // the lever reads the compute figure only
+			series, _, gpuErr = gpus.GPUFigures(ctx, computeOnly, start, end, step)
 			compute, computeFrom, gpuText = meanCompute(series)
 		case i == 1 && src.Memory.Ready() && len(filter.Hosts) > 0:
 			memory, _ := src.Memory.Get()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -116,10 +117,11 @@ func TestLeverFollowsRunbook002(t *testing.T) {
 			t.Errorf("%s: no unknown question listed", c.name)
 		}
 	}
-	// The GPUs asked are the request's hosts', over the panel's range.
+	// The GPUs asked are the request's hosts', over the panel's range, for the compute figure
+	// only (the one the lever reads).
 	g := &leverGPUs{smActive: 0.5}
 	LeverOf(context.Background(), LeverSources{GPUs: Ready[GPUFigures](g)}, leverRequestOf(t), classify.DefaultThresholds(), slo, start, end)
-	if strings.Join(g.asked.Hosts, ",") != "gpu-node-1" || len(g.asked.GPUs) != 0 {
+	if strings.Join(g.asked.Hosts, ",") != "gpu-node-1" || len(g.asked.GPUs) != 0 || !slices.Equal(g.asked.Figures, classify.ComputeFigures) {
 		t.Errorf("asked %+v", g.asked)
 	}
 	// Without a range there is no lever.

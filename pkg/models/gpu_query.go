@@ -81,6 +81,11 @@ type GPUFilter struct {
 	// GPUSelector adds raw Prometheus matchers to every DCGM selector, e.g. {cluster="prod"},
 	// for labels that have no role. Checked with Prometheus' parser.
 	GPUSelector string `json:"gpuSelector"`
+
+	// Figures, when set, limits a fetch of every GPU figure (GPUFigures) to these, by their
+	// catalogue names ("sm_active", "gpu_utilization"): a join that reads one figure does not
+	// fetch the other dozen. Set by the plugin, not a query field.
+	Figures []string `json:"-"`
 }
 
 // MaxGPUFilterValues bounds each filter list: every value becomes a regex alternative, and a

@@ -47,13 +47,28 @@ var gpuFigures = []gpuFigure{
 	{"fb_free", func(f *classify.Figures, v float64) { f.FBFree = v }},
 }
 
+// figuresOf are the figures GPUFigures fetches for filter: those filter.Figures names, else all.
+func figuresOf(filter models.GPUFilter) []gpuFigure {
+	if len(filter.Figures) == 0 {
+		return gpuFigures
+	}
+	var out []gpuFigure
+	for _, fig := range gpuFigures {
+		if slices.Contains(filter.Figures, fig.metric) {
+			out = append(out, fig)
+		}
+	}
+	return out
+}
+
 // seriesPerGPUAndMetric bounds the series index GPUFigures reads to count GPUs: (limit+1) GPUs ×
 // metrics × this many series each (a GPU gets a new series when its pod label changes). A fleet
 // with more is treated as over the limit, which is always correct, only slower.
 const seriesPerGPUAndMetric = 4
 
-// GPUFigures fetches, in parallel, every figure classify.Figures holds for each GPU matching
-// filter, from start to end at step, and joins them per GPU on one step grid.
+// GPUFigures fetches, in parallel, every figure classify.Figures holds (or those filter.Figures
+// names; the others stay NaN) for each GPU matching filter, from start to end at step, and joins
+// them per GPU on one step grid.
 //
 //   - Series are per GPU (classify.GPU: host, gpu index, UUID, model, MIG instance and
 //     profile), ordered by host, index, then MIG instance: two MIG instances of one GPU are two.
@@ -97,14 +112,14 @@ func (c *Client) GPUFigures(ctx context.Context, filter models.GPUFilter, start,
 	found.Merge(w.notes)
 	found.Merge(q.notes)
 	var figureMetrics []Metric
-	for _, fig := range gpuFigures {
+	for _, fig := range figuresOf(filter) {
 		if m, ok := c.catalogue().Lookup(fig.metric); ok {
 			figureMetrics = append(figureMetrics, m)
 		}
 	}
 	inv, unitNotes := c.withUnits(ctx, inv, figureMetrics)
 	found.Merge(unitNotes)
-	jobs, read, missing, err := c.figureJobs(inv, q.plan)
+	jobs, read, missing, err := c.figureJobs(inv, q.plan, figuresOf(filter))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -203,8 +218,8 @@ func (j figureJob) sourceNames() []string {
 
 // figureJobs plans one job per figure Prometheus holds a source of; the others become notices.
 // read lists every metric name the jobs read.
-func (c *Client) figureJobs(inv *inventory, p gpuPlan) (jobs []figureJob, read []string, missing notices.List, err error) {
-	for _, fig := range gpuFigures {
+func (c *Client) figureJobs(inv *inventory, p gpuPlan, figures []gpuFigure) (jobs []figureJob, read []string, missing notices.List, err error) {
+	for _, fig := range figures {
 		m, ok := c.catalogue().Lookup(fig.metric)
 		if !ok {
 			return nil, nil, nil, fmt.Errorf("catalogue lacks %s", fig.metric)

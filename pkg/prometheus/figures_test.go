@@ -154,6 +154,47 @@ func TestGPUFiguresJoinsEveryFigurePerGPU(t *testing.T) {
 	}
 }
 
+// A caller that reads the compute figure only (the lever) asks Prometheus for its sources only:
+// the other figures stay NaN, without a query or a notice of their own.
+func TestGPUFiguresFetchesOnlyTheFiguresAsked(t *testing.T) {
+	a0 := identity(nodeA0)
+	f := &fakeDCGM{
+		labelNames: mixedFleetLabels,
+		stored: []fakeStream{
+			stored("DCGM_FI_DEV_GPU_UTIL", a0, 95, 96),
+			stored("DCGM_FI_PROF_SM_ACTIVE", a0, 0.92, 0.9),
+			stored("DCGM_FI_DEV_SM_CLOCK", a0, 1410),
+			stored("DCGM_FI_DEV_FB_USED", a0, 1000),
+		},
+	}
+	c, _ := newFakeDCGM(t, f)
+	for _, name := range classify.ComputeFigures {
+		if !slices.ContainsFunc(gpuFigures, func(g gpuFigure) bool { return g.metric == name }) {
+			t.Fatalf("classify.ComputeFigures names %q, which GPUFigures does not know", name)
+		}
+	}
+	series, noticeList, err := c.GPUFigures(context.Background(), models.GPUFilter{Figures: classify.ComputeFigures}, t0, t0.Add(time.Minute), 30*time.Second)
+	if err != nil || len(series) != 1 {
+		t.Fatalf("%+v, %v", series, err)
+	}
+	fa := series[0].Samples[0].Figures
+	if v, src := classify.Compute(fa); v != 92 || src != classify.MetricSMActive || fa.GPUUtil != 95 || !math.IsNaN(fa.SMClockMHz) || !math.IsNaN(fa.FBUsed) {
+		t.Errorf("figures %+v (compute %v from %s)", fa, v, src)
+	}
+	for _, r := range f.requestsTo("/api/v1/query_range") {
+		if strings.Contains(r.Query, "SM_CLOCK") || strings.Contains(r.Query, "FB_USED") {
+			t.Errorf("a figure not asked was fetched: %s", r.Query)
+		}
+	}
+	if n := len(f.requestsTo("/api/v1/query_range")); n != 2 {
+		t.Errorf("%d range queries, want the 2 compute figures exported", n)
+	}
+	// The only notice is the compute figure this GPU does not export.
+	if texts := noticeList.Texts(); len(texts) != 1 || !strings.Contains(texts[0], "gr_engine_active") {
+		t.Errorf("notices %v", texts)
+	}
+}
+
 // A fleet mixing exporters: node-a's new exporter sends PCIe in bytes and, for a while, the
 // deprecated KB/s series too; node-b's old one only KB/s. A GPU's pod label changed at 30 s, so
 // two series of it overlap there.
