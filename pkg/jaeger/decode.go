@@ -47,7 +47,8 @@ func decodeV3Failed(b []byte, path string) ([]models.Span, error) {
 
 // decodeV3With is decodeV3 with readResult reading the result.
 func decodeV3With(body io.Reader, path string, readResult func(*jsoniter.Iterator) ([]models.Span, error)) ([]models.Span, error) {
-	iter := jsoniter.Parse(jsoniter.ConfigDefault, endsEarly{body}, 32<<10)
+	in := &endsEarly{r: body}
+	iter := jsoniter.Parse(jsoniter.ConfigDefault, in, 32<<10)
 	var (
 		spans     []models.Span
 		hasResult bool
@@ -73,12 +74,17 @@ func decodeV3With(body io.Reader, path string, readResult func(*jsoniter.Iterato
 		}
 	}
 	switch {
+	case errors.Is(in.err, io.ErrUnexpectedEOF) || errors.Is(iter.Error, errEndsEarly):
+		// First: a reply cut short explains whatever its last, half-written span lacks.
+		return nil, truncatedError(path, io.ErrUnexpectedEOF)
+	case in.err != nil: // the body could not be read (over the response limit, a reset)
+		return nil, fmt.Errorf("reading the reply to %s: %w", path, in.err)
 	case content != nil && content != iter.Error:
 		return nil, fmt.Errorf("reply to %s has %w", path, content)
-	case iter.Error != nil && (errors.Is(iter.Error, io.ErrUnexpectedEOF) || errors.Is(iter.Error, errEndsEarly)):
-		return nil, truncatedError(path, io.ErrUnexpectedEOF)
 	case iter.Error != nil:
-		return nil, fmt.Errorf("reply to %s is not the JSON Jaeger sends: %w", path, iter.Error)
+		// jsoniter quotes the bytes around the fault as they are; Grafana's protocol takes valid
+		// UTF-8 only.
+		return nil, fmt.Errorf("reply to %s is not the JSON Jaeger sends: %s", path, strings.ToValidUTF8(iter.Error.Error(), "\uFFFD"))
 	case apiErr != nil:
 		return nil, fmt.Errorf("reply to %s is an error (code %d): %s", path, apiErr.HTTPCode, apiErr.Message)
 	case !hasResult:
@@ -89,15 +95,21 @@ func decodeV3With(body io.Reader, path string, readResult func(*jsoniter.Iterato
 
 // endsEarly reads a reply for jsoniter, which reads no further than the JSON value it decodes:
 // a read past the body's end is the JSON ending early. jsoniter would replace io.EOF by the
-// syntax error it then meets; any other error it keeps.
-type endsEarly struct{ r io.Reader }
+// syntax error it then meets, and may drop an error that comes with data: the first read error
+// is kept here (err) for the caller to report as it is.
+type endsEarly struct {
+	r   io.Reader
+	err error
+}
 
 var errEndsEarly = errors.New("the reply ends before its JSON does")
 
-func (e endsEarly) Read(p []byte) (int, error) {
+func (e *endsEarly) Read(p []byte) (int, error) {
 	n, err := e.r.Read(p)
 	if err == io.EOF {
 		err = errEndsEarly
+	} else if err != nil && e.err == nil {
+		e.err = err
 	}
 	return n, err
 }

@@ -1,11 +1,16 @@
 package jaeger
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
+	"testing/iotest"
+	"unicode/utf8"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 )
@@ -103,6 +108,47 @@ func TestV3ReplyFormsSayWhatIsWrong(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), path) {
 			t.Errorf("%s: %v, want it to name %s and say %q", body, err, path, want)
 		}
+	}
+}
+
+// A v3 reply cut anywhere says it is truncated, whether its connection broke (the body's
+// io.ErrUnexpectedEOF) or it ended cleanly before its JSON did: never a complaint about a span
+// the cut left half-written, never a message that is not valid UTF-8.
+func TestV3ReplyCutAnywhereIsTruncated(t *testing.T) {
+	whole := testdata(t, "v3_search.json")
+	const path = "/api/v3/traces"
+	for cut := 1; cut < len(whole)-1; cut += 1 + len(whole)/400 {
+		for _, end := range []error{io.ErrUnexpectedEOF, io.EOF} {
+			body := io.MultiReader(bytes.NewReader(whole[:cut]), iotest.ErrReader(end))
+			_, err := decodeV3(body, path)
+			if err == nil || !strings.Contains(err.Error(), "is truncated") || !utf8.ValidString(err.Error()) {
+				t.Fatalf("cut at %d of %d (%v): %v", cut, len(whole), end, err)
+			}
+			_, err = decodeV3Failed(whole[:cut], path)
+			if err == nil || !strings.Contains(err.Error(), "is truncated") {
+				t.Fatalf("failed traces' read, cut at %d of %d: %v", cut, len(whole), err)
+			}
+		}
+	}
+}
+
+// A body that cannot be read to its end (Grafana's response limit, a reset) is that error, kept
+// for the upstream error's words ("reply larger than the response limit").
+func TestV3ReplyThatCannotBeReadKeepsTheReadError(t *testing.T) {
+	whole := testdata(t, "v3_search.json")
+	limit := errors.New("response body too large")
+	_, err := decodeV3(io.MultiReader(bytes.NewReader(whole[:len(whole)/2]), iotest.ErrReader(limit)), "/api/v3/traces")
+	if !errors.Is(err, limit) || !strings.Contains(err.Error(), "reading the reply to /api/v3/traces") {
+		t.Errorf("%v", err)
+	}
+}
+
+// Bytes that are not JSON (nor UTF-8) give an error that says so in valid UTF-8: Grafana's
+// protocol refuses any other string.
+func TestV3ReplyOfGarbageIsAValidMessage(t *testing.T) {
+	_, err := decodeV3(bytes.NewReader([]byte("\xff\xfe{\"result\"\x80")), "/api/v3/traces")
+	if err == nil || !strings.Contains(err.Error(), "is not the JSON Jaeger sends") || !utf8.ValidString(err.Error()) {
+		t.Errorf("%q", err)
 	}
 }
 
