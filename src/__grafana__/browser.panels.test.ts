@@ -331,6 +331,9 @@ describe("The Request-Level dashboard's own panels on the trace query's answer",
           evidence
         );
         expect(await inspected.jsonValue()).toContain(evidence);
+        // The dialog's icons (close, copy) arrive before it is closed: closing it first aborts
+        // their requests, which is the test's doing, not the page's.
+        await page.waitForNetworkIdle({ idleTime: 300, timeout: 5000 }).catch(() => undefined);
         await page.keyboard.press('Escape');
         // Runbook 002's lever closes the table (scrolled to: the grid draws the rows in view).
         const lever = await page.waitForFunction(
