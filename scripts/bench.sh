@@ -89,7 +89,7 @@ TraceProfileFanOut/spans=12|wall-ms/op|same, against its calls one after another
 RealTraceProfile|wall-ms/op|`traceId` profile of a real slow demo request (3 services, the bed's Jaeger and Pyroscope): wall time|ms|slowest-call-ms/op|slowest single upstream call
 RealTraceProfile|wall-ms/op|same, against its critical path|ms|in-flight-ms/op|Jaeger call, then slowest Pyroscope call
 RealTraceProfile|wall-ms/op|same, against its calls one after another|ms|calls-sum-ms/op|its calls added up
-TraceQueryLargeRequest|wall-ms/op|`trace` query of a 2,005-span request over 30 services (fake Jaeger 10 ms, Pyroscope 40 ms, Prometheus 8 ms a call, as the bed's): wall time|ms|critical-path-ms/op|critical path: Jaeger read, then the slower of Pyroscope's 29 calls 16 at once and Prometheus' 75 calls
+TraceQueryLargeRequest|wall-ms/op|`trace` query of a 2,005-span request over 30 services (fake Jaeger 10 ms, Pyroscope 40 ms, Prometheus 8 ms a call, as the bed's): wall time|ms|critical-path-ms/op|critical path: Jaeger read, then the slower of Pyroscope's 29 calls 16 at once and Prometheus' calls
 TraceQueryLargeRequest|peak-heap-MB|same: peak heap during the query|MB|replies-MB/op|the upstreams' replies to it
 TraceQueryLargeRequest|alloc-MB/op|same: bytes allocated by the query|MB|replies-MB/op|the upstreams' replies to it
 ClassifySeries|evidence-ns/sample|GPU classification, 24 h of one GPU: with evidence|ns/sample|classes-ns/sample|classes only
