@@ -82,21 +82,28 @@ func checkFailedOnly(t *testing.T, name string, b []byte, want []models.Span) {
 	}
 }
 
+// jaegerResult is the OTLP JSON of one of Jaeger's recorded v3 replies (pkg/jaeger's testdata).
+func jaegerResult(tb testing.TB, file string) []byte {
+	tb.Helper()
+	b, err := os.ReadFile("../jaeger/testdata/" + file)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var env struct{ Result json.RawMessage }
+	if err := json.Unmarshal(b, &env); err != nil {
+		tb.Fatal(err)
+	}
+	return env.Result
+}
+
 // Jaeger's own replies (testdata of pkg/jaeger, written by Jaeger 2), the spans this package's
 // tests use, and OTLP JSON written by pdata's own encoder for every attribute type read the same.
 func TestReadJSONAgreesWithPdata(t *testing.T) {
 	for _, file := range []string{"v3_trace.json", "v3_search.json", "v3_search_empty.json"} {
-		b, err := os.ReadFile("../jaeger/testdata/" + file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var env struct{ Result json.RawMessage }
-		if err := json.Unmarshal(b, &env); err != nil {
-			t.Fatal(err)
-		}
-		checkAgrees(t, file, env.Result, false)
+		result := jaegerResult(t, file)
+		checkAgrees(t, file, result, false)
 		if file == "v3_trace.json" {
-			if spans, _ := readJSONBytes(env.Result); len(spans) < 3 {
+			if spans, _ := readJSONBytes(result); len(spans) < 3 {
 				t.Fatalf("%s: %d spans", file, len(spans))
 			}
 		}
@@ -202,15 +209,7 @@ func TestReadJSONReadsWhatPdataReads(t *testing.T) {
 // Whatever the bytes, ReadJSON never panics and reads what pdata reads.
 func FuzzReadJSONAgreesWithPdata(f *testing.F) {
 	for _, file := range []string{"v3_trace.json", "v3_search.json"} {
-		b, err := os.ReadFile("../jaeger/testdata/" + file)
-		if err != nil {
-			f.Fatal(err)
-		}
-		var env struct{ Result json.RawMessage }
-		if err := json.Unmarshal(b, &env); err != nil {
-			f.Fatal(err)
-		}
-		f.Add([]byte(env.Result))
+		f.Add(jaegerResult(f, file))
 	}
 	f.Add([]byte(oneSpan))
 	f.Fuzz(func(t *testing.T, b []byte) {
