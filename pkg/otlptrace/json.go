@@ -19,7 +19,7 @@ import (
 // together, fuzzed), without the reply held whole, pdata's copy of every span, or its copy in
 // ours. A trace of 2,000 spans is about a megabyte of JSON; read through pdata it cost 7.5 MB
 // of allocations and a search of whole traces (triage's failed requests) its CPU, which is why
-// this reader exists (docs/developer-guide.md, "Benchmarks"). Field names are read in both
+// this reader exists (docs/developer-guide.md, "Reading replies"). Field names are read in both
 // spellings pdata accepts (camelCase and the proto's snake_case), numbers as numbers or
 // strings, enums as numbers or names, unknown fields skipped.
 //
