@@ -15,6 +15,7 @@ import (
 	"sync"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/safe"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/upstream"
 	"golang.org/x/sync/singleflight"
 )
@@ -203,25 +204,13 @@ func (e *htmlReplyError) Error() string {
 
 // shared runs read once for the callers that ask the same request (key: its path and
 // parameters) at the same time: a dashboard's panels read the same trace, and a triage's panels
-// search the same services, at once. Each caller of a shared read gets its own copy of the
-// slice (callers sort it; a read not shared is not copied); the spans themselves are only read.
-// A caller whose read was cancelled by another's context (that panel closed) reads again on its
-// own.
+// search the same services, at once (safe.Share: a caller whose read another panel's closing
+// cancelled reads again on its own). Each caller of a shared read gets its own copy of the slice
+// (callers sort it; a read not shared is not copied); the spans themselves are only read.
 func (c *Client) shared(ctx context.Context, key string, read func(context.Context) ([]models.Span, error)) ([]models.Span, error) {
-	type flight struct {
-		spans []models.Span
-		ctx   context.Context // the context the read ran under: its first caller's
-	}
-	v, err, shared := c.reads.Do(key, func() (any, error) {
-		spans, err := read(ctx)
-		return flight{spans, ctx}, err
-	})
-	f := v.(flight)
-	if err != nil && f.ctx != ctx && f.ctx.Err() != nil && ctx.Err() == nil {
-		return read(ctx) // ended by the first caller's context, not by Jaeger: read alone
-	}
+	spans, shared, err := safe.Share(&c.reads, ctx, key, read)
 	if !shared {
-		return f.spans, err // the only caller: no copy needed
+		return spans, err // the only caller: no copy needed
 	}
-	return slices.Clone(f.spans), err
+	return slices.Clone(spans), err
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/diagnose"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/frames"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/safe"
 )
 
 // queryTrace answers the request-level join for one trace (correlate.JoinRequest): a table with
@@ -28,7 +29,7 @@ func (d *Datasource) queryTrace(ctx context.Context, q backend.DataQuery) (data.
 		ans *correlate.TraceAnswer
 		why diagnose.Diagnosis
 	}
-	join := func(ctx context.Context) (any, error) {
+	join := func(ctx context.Context) (joined, error) {
 		src := d.src.ForTrace(d.settings.Join.LatencyHistograms)
 		src.LocalHost, _ = os.Hostname()
 		ans, err := correlate.JoinRequest(ctx, src, correlate.TraceQuery{
@@ -37,30 +38,19 @@ func (d *Datasource) queryTrace(ctx context.Context, q backend.DataQuery) (data.
 			Join: d.settings.Join.SpanMatch, SLO: d.settings.Join.LatencyYellow, Thresholds: d.settings.Classify.Thresholds, SettingsErr: errors.Join(d.invalid.GPU, d.invalid.Containers),
 		})
 		if err != nil {
-			return nil, err
+			return joined{}, err
 		}
 		return joined{ans, diagnose.Request(ans)}, nil
 	}
 	// The queries asking the same request over the same range at the same time share one join:
 	// the answer and its diagnosis are read, never written, by the frames built from them. A
-	// query whose shared join was cancelled by another's context (that panel closed) joins alone.
+	// query whose shared join was cancelled by another's context (that panel closed) joins alone
+	// (safe.Share).
 	key := fmt.Sprintf("%s|%s|%s|%d|%d|%d", tq.TraceID, tq.ProfileTypeID, tq.AllocTypeID, tq.MaxNodes, q.TimeRange.From.UnixNano(), q.TimeRange.To.UnixNano())
-	type flight struct {
-		joined any
-		ctx    context.Context // the context the join ran under: its first query's
-	}
-	v, err, _ := d.traceJoins.Do(key, func() (any, error) {
-		j, err := join(ctx)
-		return flight{j, ctx}, err
-	})
-	f := v.(flight)
-	if err != nil && f.ctx != ctx && f.ctx.Err() != nil && ctx.Err() == nil {
-		f.joined, err = join(ctx) // ended by the first query's context, not by an upstream
-	}
+	j, _, err := safe.Share(&d.traceJoins, ctx, key, join)
 	if err != nil {
 		return nil, err
 	}
-	j := f.joined.(joined)
 	return frames.Request(tq.TraceID, j.ans, j.why, tq.ProfileTypeID, tq.AllocTypeID, d.traceLinks(ctx), tq.Parts)
 }
 

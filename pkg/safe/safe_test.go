@@ -4,8 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"golang.org/x/sync/singleflight"
 )
 
 func TestDoTurnsAPanicIntoAnErrorAndPassesErrorsThrough(t *testing.T) {
@@ -102,5 +108,57 @@ func TestFailFastReturnsTheFirstFailureAndCancelsTheRest(t *testing.T) {
 	}
 	if err := FailFast(context.Background(), "test", 1, 0, func(context.Context, int) error { var m map[int]int; m[0]++; return nil }); !errors.Is(err, ErrPanicked) {
 		t.Errorf("a panic gave %v", err)
+	}
+}
+
+// Callers of one key at once share one call. A follower whose shared call was ended by its
+// leader's cancellation (that panel closed) runs alone and gets its own answer; an error of the
+// call's own (its upstream timed out) is every caller's, not run again.
+func TestShareRunsAloneOnlyWhenTheLeaderWasCancelled(t *testing.T) {
+	var g singleflight.Group
+	var calls atomic.Int32
+	started := make(chan struct{})
+	do := func(ctx context.Context) (int32, error) {
+		n := calls.Add(1)
+		if n == 1 {
+			close(started)
+			<-ctx.Done() // the leader's call lasts until its panel closes
+			return 0, ctx.Err()
+		}
+		return n, nil
+	}
+	leaderCtx, cancelLeader := context.WithCancel(context.Background())
+	leaderDone := make(chan error, 1)
+	go func() { _, _, err := Share(&g, leaderCtx, "k", do); leaderDone <- err }()
+	<-started
+	type answer struct {
+		v   int32
+		err error
+	}
+	followerDone := make(chan answer, 1)
+	go func() { v, _, err := Share(&g, context.Background(), "k", do); followerDone <- answer{v, err} }()
+	// Both callers are inside Share (the follower waiting on the leader's call) before the
+	// leader's panel closes.
+	for inShare, deadline := 0, time.Now().Add(time.Minute); inShare < 2; {
+		if time.Now().After(deadline) {
+			t.Fatalf("after a minute %d of 2 callers are in Share", inShare)
+		}
+		buf := make([]byte, 1<<20)
+		inShare = strings.Count(string(buf[:runtime.Stack(buf, true)]), "safe.Share[")
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancelLeader()
+	if err := <-leaderDone; !errors.Is(err, context.Canceled) {
+		t.Errorf("leader: %v", err)
+	}
+	if a := <-followerDone; a.err != nil || a.v != 2 {
+		t.Errorf("follower got %d, %v; want the answer of its own second call", a.v, a.err)
+	}
+
+	boom := errors.New("upstream timed out")
+	n := 0
+	_, shared, err := Share(&g, context.Background(), "e", func(context.Context) (int, error) { n++; return 0, boom })
+	if !errors.Is(err, boom) || n != 1 || shared {
+		t.Errorf("err %v after %d calls (shared %v)", err, n, shared)
 	}
 }
