@@ -2,6 +2,7 @@ package gputrace
 
 import (
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -147,6 +148,7 @@ func (c *Collector) Result(o AnalysisOptions) *Result {
 		o.KernelWaitThreshold = DefaultKernelWaitThreshold
 	}
 	r := &Result{}
+	c.resolveCalls()
 	r.Kernels = c.kernelSummary()
 	sort.Slice(c.ivals, func(i, j int) bool { return c.ivals[i].start < c.ivals[j].start })
 	r.Temporal, r.TemporalByDevice = temporalByDevice(c.ivals)
@@ -285,7 +287,7 @@ func unionsByDevice(ivals []interval, keep func(KernelClass) bool) map[int32]int
 
 func (c *Collector) launchStats() LaunchStats {
 	var l LaunchStats
-	var delays, calls []int64
+	delays, calls := make([]int64, 0, len(c.ivals)), make([]int64, 0, len(c.ivals))
 	var sum float64
 	var short int64
 	for i := range c.ivals {
@@ -294,8 +296,8 @@ func (c *Collector) launchStats() LaunchStats {
 			continue
 		}
 		l.Kernels++
-		ln, ok := c.launch[iv.correlation]
-		if iv.correlation == 0 || !ok {
+		ln, ok := c.callOf(*iv)
+		if !ok {
 			continue
 		}
 		l.Joined++
@@ -313,11 +315,12 @@ func (c *Collector) launchStats() LaunchStats {
 	}
 	if l.Joined > 0 {
 		l.DelayAvg = sum / float64(l.Joined)
-		sort.Slice(delays, func(i, j int) bool { return delays[i] < delays[j] })
-		l.DelayMedian = median(delays)
+		slices.Sort(delays)
+		l.DelayMedian = medianSorted(delays)
 		l.DelayP95 = float64(delays[int(math.Ceil(0.95*float64(len(delays))))-1])
 		l.ShorterThanLaunch = float64(short) / float64(l.Joined)
-		l.CallMedian = median(calls)
+		slices.Sort(calls)
+		l.CallMedian = medianSorted(calls)
 	}
 	return l
 }
@@ -358,9 +361,9 @@ func (c *Collector) idle(threshold int64) []StreamIdle {
 		// HTA's order and tests (_analyze_idle_time_for_stream): host wait when the launch call
 		// started after the previous activity ended, strictly; only then the threshold. An
 		// activity without a launch call (none recorded, or capped) is never host wait.
-		ln, ok := c.launch[iv.correlation]
+		ln, ok := c.callOf(iv)
 		switch {
-		case ok && iv.correlation != 0 && ln.start > prevEnd:
+		case ok && ln.start > prevEnd:
 			s.HostWait += gap
 		case gap < threshold:
 			s.KernelWait += gap
@@ -384,7 +387,7 @@ func (c *Collector) idle(threshold int64) []StreamIdle {
 // syncs counts each blocking host call once: the calls, then the cuda_sync records whose call
 // is not in the trace. A record beside a call that does
 // not block (Kineto writes an "Event Sync" record beside each cudaEventQuery, which only polls)
-// is not counted: the call is in the trace (c.launch holds every runtime call with a
+// is not counted: the call is in the trace (c.calls holds every runtime call with a
 // correlation) and is not a synchronising one.
 func (c *Collector) syncs() (calls, time int64) {
 	calls, time = c.syncCount, c.syncTime
@@ -402,7 +405,7 @@ func (c *Collector) standsForACall(r syncRecord) bool {
 	if _, seen := c.syncCalls[r.correlation]; seen {
 		return false
 	}
-	_, polls := c.launch[r.correlation]
+	_, polls := c.calls.get(r.correlation)
 	return !polls || r.correlation == 0
 }
 

@@ -79,8 +79,8 @@ func (c *Collector) attribute() (out []AnnotationKernels, traces []TraceKernelTi
 		out[i] = AnnotationKernels{Name: a.name, TraceID: a.traceID, Start: a.start, End: a.end}
 	}
 	for k, iv := range c.ivals {
-		ln, ok := c.launch[iv.correlation]
-		if iv.correlation == 0 || !ok {
+		ln, ok := c.callOf(iv)
+		if !ok {
 			continue
 		}
 		// The last annotation starting at or before the launch, then back to enclosing ones.

@@ -3,7 +3,7 @@ package gputrace
 import (
 	"fmt"
 	"math/rand/v2"
-	"sort"
+	"slices"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace/activity"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/notices"
@@ -78,8 +78,11 @@ type interval struct {
 	correlation int64
 	device      int32
 	stream      int32
-	class       KernelClass
-	short       bool // kernel only: shorter than its launch call (set at the join)
+	// call is the index of its launch call in Collector.calls.sorted, -1 for none (set by
+	// resolveCalls, once the whole trace is read).
+	call  int32
+	class KernelClass
+	short bool // kernel only: shorter than its launch call (set at the join)
 }
 
 type launch struct{ start, end int64 }
@@ -111,7 +114,7 @@ type Collector struct {
 	limits  Limits
 	kernels map[string]*kernelStats
 	ivals   []interval
-	launch  map[int64]hostCall
+	calls   callStore
 	memcpy  map[string]*memcpyStats
 	rng     *rand.Rand
 
@@ -172,7 +175,6 @@ func NewCollector(l Limits) *Collector {
 	c := &Collector{
 		limits:    l.withDefaults(),
 		kernels:   map[string]*kernelStats{},
-		launch:    map[int64]hostCall{},
 		memcpy:    map[string]*memcpyStats{},
 		syncCalls: map[int64]struct{}{},
 		apis:      map[string]int32{},
@@ -240,8 +242,8 @@ func (c *Collector) Add(a activity.Activity) {
 		}
 		if a.Correlation != 0 {
 			ln := hostCall{start: a.Start, end: a.End, thread: a.Thread, api: c.apiIndex(a.Name)}
-			if len(c.launch) < c.limits.MaxLaunches {
-				c.launch[joinID(a)] = ln
+			if c.calls.len() < c.limits.MaxLaunches {
+				c.calls.put(joinID(a), ln)
 			} else {
 				c.dropped.launches++
 			}
@@ -314,8 +316,27 @@ func (c *Collector) addInterval(a activity.Activity) {
 	}
 	c.ivals = append(c.ivals, interval{
 		start: a.Start, end: a.End, correlation: joinID(a),
-		device: a.Device, stream: a.Stream, class: classOf(a.Kind, a.Name),
+		device: a.Device, stream: a.Stream, class: classOf(a.Kind, a.Name), call: -1,
 	})
+}
+
+// resolveCalls points each interval at its launch call, once the whole trace is read: the
+// analyses then follow the index instead of looking the call up.
+func (c *Collector) resolveCalls() {
+	c.calls.merge()
+	for i := range c.ivals {
+		if iv := &c.ivals[i]; iv.correlation != 0 {
+			iv.call = c.calls.index(iv.correlation)
+		}
+	}
+}
+
+// callOf is the launch call of iv (resolveCalls first).
+func (c *Collector) callOf(iv interval) (hostCall, bool) {
+	if iv.call < 0 {
+		return hostCall{}, false
+	}
+	return c.calls.sorted[iv.call].call, true
 }
 
 func (c *Collector) addMemcpy(a activity.Activity) {
@@ -377,12 +398,17 @@ func (c *Collector) finishNotices() notices.List {
 	return n
 }
 
+// median leaves xs as it is.
 func median(xs []int64) float64 {
-	if len(xs) == 0 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return medianSorted(s)
+}
+
+func medianSorted(s []int64) float64 {
+	if len(s) == 0 {
 		return 0
 	}
-	s := append([]int64(nil), xs...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
 	m := len(s) / 2
 	if len(s)%2 == 1 {
 		return float64(s[m])

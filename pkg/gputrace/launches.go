@@ -158,7 +158,7 @@ func (c *Collector) joinKernel(a activity.Activity, name string) {
 		c.noCall++
 		return
 	}
-	if ln, ok := c.launch[joinID(a)]; ok {
+	if ln, ok := c.calls.get(joinID(a)); ok {
 		c.addLaunch(name, ln, a.Start, a.End)
 		return
 	}
@@ -270,8 +270,8 @@ func (c *Collector) rangeProjections() (out []RangeProjection, leftOut, folded i
 	sort.SliceStable(c.annots, func(i, j int) bool { return c.annots[i].start < c.annots[j].start })
 	ops := make([]projOp, 0, len(c.ivals))
 	for i, iv := range c.ivals {
-		ln, ok := c.launch[iv.correlation]
-		if iv.correlation == 0 || !ok {
+		ln, ok := c.callOf(iv)
+		if !ok {
 			continue
 		}
 		ops = append(ops, projOp{callStart: ln.start, callEnd: ln.end, thread: ln.thread, iv: int32(i)})

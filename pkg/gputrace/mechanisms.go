@@ -1,6 +1,7 @@
 package gputrace
 
 import (
+	"cmp"
 	"slices"
 	"sort"
 )
@@ -87,26 +88,21 @@ func (m IdleMechanisms) Sub(o IdleMechanisms) IdleMechanisms {
 	}
 }
 
-// hostIntervals answers "was the host in one of these calls at t" and "how much of [a, b) did
-// these calls cover" over intervals sorted by start, with the running maximum of their ends.
+// hostIntervals answers "was the host in one of these calls at t" over intervals sorted by
+// start, with the running maximum of their ends.
 type hostIntervals struct {
 	iv     []launch // sorted by start
 	maxEnd []int64  // maxEnd[i] = max(iv[0..i].end)
-	union  []launch // merged, sorted
 }
 
+// newHostIntervals sorts iv in place.
 func newHostIntervals(iv []launch) hostIntervals {
-	sort.Slice(iv, func(i, j int) bool { return iv[i].start < iv[j].start })
+	slices.SortFunc(iv, byStart)
 	h := hostIntervals{iv: iv, maxEnd: make([]int64, len(iv))}
 	for i, x := range iv {
 		h.maxEnd[i] = x.end
 		if i > 0 {
 			h.maxEnd[i] = max(h.maxEnd[i-1], x.end)
-		}
-		if n := len(h.union); n > 0 && x.start <= h.union[n-1].end {
-			h.union[n-1].end = max(h.union[n-1].end, x.end)
-		} else {
-			h.union = append(h.union, x)
 		}
 	}
 	return h
@@ -118,12 +114,37 @@ func (h hostIntervals) runningAt(t, slack int64) bool {
 	return i >= 0 && h.maxEnd[i] >= t-slack
 }
 
-// covered is how much of [a, b) the calls cover.
-func (h hostIntervals) covered(a, b int64) int64 {
-	i := sort.Search(len(h.union), func(i int) bool { return h.union[i].end > a })
+func byStart(a, b launch) int { return cmp.Compare(a.start, b.start) }
+
+// union is the time some intervals covered: their merged stretches, sorted.
+type union []launch
+
+// newUnion merges iv in place (sorted by start first): the union takes iv's array, so that the
+// analyses of a large trace need no second copy of its intervals.
+func newUnion(iv []launch) union {
+	slices.SortFunc(iv, byStart)
+	var u union = iv[:0]
+	for _, x := range iv {
+		u = u.with(x)
+	}
+	return u
+}
+
+// with adds x, which starts at or after every stretch of u.
+func (u union) with(x launch) union {
+	if n := len(u); n > 0 && x.start <= u[n-1].end {
+		u[n-1].end = max(u[n-1].end, x.end)
+		return u
+	}
+	return append(u, x)
+}
+
+// covered is how much of [a, b) the union covers.
+func (u union) covered(a, b int64) int64 {
+	i := sort.Search(len(u), func(i int) bool { return u[i].end > a })
 	var sum int64
-	for ; i < len(h.union) && h.union[i].start < b; i++ {
-		sum += min(h.union[i].end, b) - max(h.union[i].start, a)
+	for ; i < len(u) && u[i].start < b; i++ {
+		sum += min(u[i].end, b) - max(u[i].start, a)
 	}
 	return sum
 }
@@ -139,13 +160,13 @@ func (c *Collector) idleMechanisms(inner, traced []int32, annots []AnnotationKer
 		}
 	}
 	blocking := newHostIntervals(calls)
-	var launched []launch
+	launched := make([]launch, 0, len(c.ivals))
 	for _, iv := range c.ivals {
-		if ln, ok := c.launch[iv.correlation]; ok && iv.correlation != 0 {
+		if ln, ok := c.callOf(iv); ok {
 			launched = append(launched, launch{ln.start, ln.end})
 		}
 	}
-	launches := newHostIntervals(launched)
+	launches := newUnion(launched)
 	dispatch := c.dispatchIntervals()
 	traceIndex := map[string]int{}
 	for i, t := range traces {
@@ -181,8 +202,7 @@ func (c *Collector) idleMechanisms(inner, traced []int32, annots []AnnotationKer
 		} else if iv.start > d.end {
 			a, b := d.end, iv.start
 			var m IdleMechanisms
-			ln, launchedAt := c.launch[iv.correlation]
-			launchedAt = launchedAt && iv.correlation != 0
+			ln, launchedAt := c.callOf(iv)
 			switch {
 			case launchedAt && ln.end <= a && b-a > QueueLatency:
 				m.Queued, m.QueuedGaps = b-a, 1
@@ -214,51 +234,62 @@ func (c *Collector) idleMechanisms(inner, traced []int32, annots []AnnotationKer
 // dispatchIntervals are, per host thread, the time spent dispatching GPU work: the CPU
 // operators that launched a GPU activity (any launch call of one starts inside them, at any
 // depth: aten::linear as well as the aten::addmm inside it) and the launch calls themselves.
-func (c *Collector) dispatchIntervals() map[int64]hostIntervals {
-	calls := map[int64][]launch{}
+func (c *Collector) dispatchIntervals() map[int64]union {
+	// Each thread's slice is sized at once (its calls, and at most all its ops), so that no
+	// append copies it.
+	room := map[int64]int{}
 	for _, iv := range c.ivals {
-		if ln, ok := c.launch[iv.correlation]; ok && iv.correlation != 0 {
-			calls[ln.thread] = append(calls[ln.thread], launch{ln.start, ln.end})
+		if ln, ok := c.callOf(iv); ok {
+			room[ln.thread]++
 		}
 	}
-	if len(calls) == 0 {
+	if len(room) == 0 {
 		return nil
 	}
-	starts := make(map[int64][]int64, len(calls))
-	by := make(map[int64][]launch, len(calls))
-	for th, cs := range calls {
-		s := make([]int64, len(cs))
-		for i, x := range cs {
-			s[i] = x.start
+	for _, op := range c.ops {
+		if _, ok := room[op.thread]; ok {
+			room[op.thread]++
 		}
-		slices.Sort(s)
-		starts[th] = s
-		by[th] = cs
+	}
+	by := make(map[int64][]launch, len(room))
+	for th, n := range room {
+		by[th] = make([]launch, 0, n)
+	}
+	for _, iv := range c.ivals {
+		if ln, ok := c.callOf(iv); ok {
+			by[ln.thread] = append(by[ln.thread], launch{ln.start, ln.end})
+		}
+	}
+	calls := make(map[int64]int, len(by)) // how many of a thread's intervals are calls
+	for th, cs := range by {
+		slices.SortFunc(cs, byStart)
+		calls[th] = len(cs)
 	}
 	for _, op := range c.ops {
-		s := starts[op.thread]
-		if i, _ := slices.BinarySearch(s, op.start); i < len(s) && s[i] <= op.end {
+		cs, ok := by[op.thread]
+		if !ok {
+			continue
+		}
+		cs = cs[:calls[op.thread]]
+		if i, _ := slices.BinarySearchFunc(cs, op.start, func(x launch, t int64) int { return cmp.Compare(x.start, t) }); i < len(cs) && cs[i].start <= op.end {
 			by[op.thread] = append(by[op.thread], launch{op.start, op.end})
 		}
 	}
-	out := make(map[int64]hostIntervals, len(by))
+	out := make(map[int64]union, len(by))
 	for th, iv := range by {
-		out[th] = newHostIntervals(iv)
+		out[th] = newUnion(iv)
 	}
 	return out
 }
 
-// kernelUnions are, per device, the intervals of compute and communication kernels.
-func kernelUnions(ivals []interval) map[int32]hostIntervals {
-	by := map[int32][]launch{}
+// kernelUnions are, per device, the time compute and communication kernels ran; ivals sorted
+// by start.
+func kernelUnions(ivals []interval) map[int32]union {
+	out := map[int32]union{}
 	for _, iv := range ivals {
 		if iv.class != ClassMemory {
-			by[iv.device] = append(by[iv.device], launch{iv.start, iv.end})
+			out[iv.device] = out[iv.device].with(launch{iv.start, iv.end})
 		}
-	}
-	out := make(map[int32]hostIntervals, len(by))
-	for dev, iv := range by {
-		out[dev] = newHostIntervals(iv)
 	}
 	return out
 }
