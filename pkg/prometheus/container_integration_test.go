@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/api"
-	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/internal/promwrite"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
@@ -63,7 +62,7 @@ func TestRealContainerCPUReadsCadvisorThrottling(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := newClient(bed.PrometheusURL, promv1.NewAPI(ac))
+	c := newClient(bed.PrometheusURL, newQueryAPI(ac))
 	span := end.Add(-40 * time.Second)
 	q := models.ContainerQuery{Namespace: "serving", Pod: pod, Start: span, End: span.Add(700 * time.Millisecond)}
 	var got models.ContainerCPU

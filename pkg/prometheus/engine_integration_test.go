@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/api"
-	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/internal/promwrite"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
@@ -25,7 +24,7 @@ func TestRealEngineFiguresOfAModelWithoutAnEngineAreMissing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := newClient(bed.PrometheusURL, promv1.NewAPI(ac))
+	c := newClient(bed.PrometheusURL, newQueryAPI(ac))
 	end := time.Now().Add(-10 * time.Second)
 	for engine, want := range map[string][]string{
 		models.EngineVLLM: {"vllm:num_requests_waiting", "vllm:num_requests_running", "vllm:kv_cache_usage_perc",
@@ -54,7 +53,7 @@ func TestRealEngineReadingsOfTheBedsOwnSeries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := newClient(bed.PrometheusURL, promv1.NewAPI(ac))
+	c := newClient(bed.PrometheusURL, newQueryAPI(ac))
 	end := time.Now().Add(-20 * time.Second)
 	q := models.EngineQuery{Engine: models.EngineVLLM, Start: end.Add(-2 * time.Second), End: end}
 	up, err := c.engineGauge(context.Background(), engineFigureSpec{name: "targets up", unit: "short", metric: "up"}, nil, q)
@@ -108,7 +107,7 @@ func TestRealEngineFiguresReadTensorRTLLMsSeries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := newClient(bed.PrometheusURL, promv1.NewAPI(ac))
+	c := newClient(bed.PrometheusURL, newQueryAPI(ac))
 	span := end.Add(-35 * time.Second)
 	q := models.EngineQuery{Engine: models.EngineVLLM, Model: model, Start: span, End: span.Add(800 * time.Millisecond)}
 	want := map[string]float64{"KV cache usage": 0.98, "paused requests": 2, "requests waiting": 5, "time per output token": 0.02}

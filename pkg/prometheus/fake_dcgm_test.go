@@ -67,7 +67,7 @@ func newFakeDCGM(t *testing.T, f *fakeDCGM) (*Client, *httptest.Server) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return newClient(srv.URL, promv1.NewAPI(ac)), srv
+	return newClient(srv.URL, newQueryAPI(ac)), srv
 }
 
 func (f *fakeDCGM) ServeHTTP(w http.ResponseWriter, r *http.Request) {

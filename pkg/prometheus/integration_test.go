@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/api"
-	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/internal/testbed"
@@ -68,7 +67,7 @@ func bedFigures(t *testing.T, limit int, start, end time.Time, step time.Duratio
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := newClient(bed.PrometheusURL, promv1.NewAPI(ac)).WithDCGM(models.DCGMSettings{MaxSeries: limit})
+	c := newClient(bed.PrometheusURL, newQueryAPI(ac)).WithDCGM(models.DCGMSettings{MaxSeries: limit})
 	series, noticeList, err := c.GPUFigures(context.Background(), models.GPUFilter{}, start, end, step)
 	notices := noticeList.Texts()
 	if err != nil {
@@ -155,7 +154,7 @@ func TestRealSharedGPUCountsOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	prom := promv1.NewAPI(ac)
+	prom := newQueryAPI(ac)
 	c := newClient(bed.PrometheusURL, prom)
 	at := bed.FixtureStart.Add(bed.FixtureEnd.Sub(bed.FixtureStart) / 2).Truncate(time.Minute)
 	host := models.GPUFilter{Hosts: []string{"fixture-node-c"}}
@@ -210,7 +209,7 @@ func TestRealMetadataGivesTheUnitOfTheExportersHelp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := newClient(bed.PrometheusURL, promv1.NewAPI(ac))
+	c := newClient(bed.PrometheusURL, newQueryAPI(ac))
 	for metric, want := range map[string]unitDecision{
 		"DCGM_FI_DEV_GPU_UTIL":          {scale: 1},   // "GPU utilization (in %)."
 		"DCGM_FI_DEV_MEM_COPY_UTIL":     {scale: 1},   // "Memory utilization (in %)."

@@ -1,0 +1,208 @@
+package prometheus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/url"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/common/model"
+)
+
+// cannedClient is an api.Client answering every request with one status and body, and POSTs
+// with postStatus when it is set (a server that refuses POST); it records the requests.
+type cannedClient struct {
+	status, postStatus int
+	body               []byte
+	asked              []string // method and URL of each request, form body after a space
+}
+
+func (c *cannedClient) URL(ep string, _ map[string]string) *url.URL {
+	u, _ := url.Parse("http://prometheus.example:9090/prefix" + ep)
+	return u
+}
+
+func (c *cannedClient) Do(_ context.Context, req *http.Request) (*http.Response, []byte, error) {
+	asked := req.Method + " " + req.URL.String()
+	if req.Body != nil {
+		form, _ := io.ReadAll(req.Body)
+		asked += " " + string(form) + " " + req.Header.Get("Content-Type")
+	}
+	c.asked = append(c.asked, asked)
+	status := c.status
+	if req.Method == http.MethodPost && c.postStatus != 0 {
+		status = c.postStatus
+	}
+	return &http.Response{StatusCode: status, Header: http.Header{}}, c.body, nil
+}
+
+// answer is what one query call gave.
+type answer struct {
+	value    model.Value
+	warnings promv1.Warnings
+	infos    promv1.Infos
+	err      error
+}
+
+// askBoth runs the same range and instant query through client_golang's API and queryAPI, each
+// over its own canned client with the same reply.
+func askBoth(status, postStatus int, body []byte) (golang, ours [2]answer, golangAsked, oursAsked []string) {
+	start := time.Unix(1_700_000_000, 250_000_000)
+	r := promv1.Range{Start: start, End: start.Add(time.Hour), Step: 15 * time.Second}
+	run := func(api promv1.API) (out [2]answer) {
+		ctx := context.Background()
+		out[0].value, out[0].warnings, out[0].infos, out[0].err = api.QueryRange(ctx, `up{job="dcgm"}`, r)
+		out[1].value, out[1].warnings, out[1].infos, out[1].err = api.Query(ctx, `sum(up)`, start)
+		return out
+	}
+	gc := &cannedClient{status: status, postStatus: postStatus, body: body}
+	oc := &cannedClient{status: status, postStatus: postStatus, body: body}
+	return run(promv1.NewAPI(gc)), run(newQueryAPI(oc)), gc.asked, oc.asked
+}
+
+// sameAnswer says how ours departs from client_golang's answer, "" for none. exactMsg: the
+// reply is well-formed JSON, so error messages must match too (jsoniter words a syntax error
+// otherwise).
+func sameAnswer(g, o answer, exactMsg bool) string {
+	if g.err == nil && g.value == nil {
+		// client_golang answers a success without data with no value: ours says so.
+		var pe *promv1.Error
+		if errors.As(o.err, &pe) && pe.Type == promv1.ErrBadResponse && o.value == nil {
+			return ""
+		}
+		return fmt.Sprintf("a reply without data: client_golang no value, ours %v, %v", o.value, o.err)
+	}
+	if (g.err == nil) != (o.err == nil) {
+		return fmt.Sprintf("client_golang's error %v, ours %v", g.err, o.err)
+	}
+	if g.err != nil {
+		var ge, oe *promv1.Error
+		gt, ot := errors.As(g.err, &ge), errors.As(o.err, &oe)
+		switch {
+		case gt != ot:
+			return fmt.Sprintf("client_golang's error %#v, ours %#v", g.err, o.err)
+		case !gt:
+			if g.err.Error() != o.err.Error() {
+				return fmt.Sprintf("client_golang's error %v, ours %v", g.err, o.err)
+			}
+		case ge.Type != oe.Type || ge.Detail != oe.Detail:
+			return fmt.Sprintf("client_golang's error %#v, ours %#v", ge, oe)
+		case exactMsg && ge.Msg != oe.Msg && ge.Type != promv1.ErrBadResponse:
+			return fmt.Sprintf("client_golang's error %q, ours %q", ge.Msg, oe.Msg)
+		}
+	}
+	if !reflect.DeepEqual(g.warnings, o.warnings) && (g.err == nil || len(g.warnings) > 0) {
+		return fmt.Sprintf("warnings: client_golang %q, ours %q", g.warnings, o.warnings)
+	}
+	if !reflect.DeepEqual(g.infos, o.infos) && (g.err == nil || len(g.infos) > 0) {
+		return fmt.Sprintf("infos: client_golang %q, ours %q", g.infos, o.infos)
+	}
+	if g.err == nil && !sameValue(g.value, o.value) {
+		return fmt.Sprintf("value: client_golang %v, ours %v", g.value, o.value)
+	}
+	return ""
+}
+
+// sameValue compares values as their text, where NaN equals NaN.
+func sameValue(a, b model.Value) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return a.Type() == b.Type() && a.String() == b.String()
+}
+
+// TestQueryAPIAnswersAsClientGolang holds queryAPI to client_golang's API on the replies
+// Prometheus gives (its HTTP API documentation's shapes: matrix, vector, scalar, string; NaN and
+// ±Inf samples; native histograms; warnings and infos; errors with 400, 422, 503) and on broken
+// ones: the same values, warnings and errors, and the same requests (a form POST, then a GET
+// when the server refuses POST).
+func TestQueryAPIAnswersAsClientGolang(t *testing.T) {
+	matrix := `{"status":"success","data":{"resultType":"matrix","result":[` +
+		`{"metric":{"__name__":"DCGM_FI_DEV_GPU_UTIL","Hostname":"gpu-node-1","gpu":"0"},"values":[[1700000000,"40"],[1700000015.5,"NaN"],[1700000030,"+Inf"],[1700000045,"-Inf"],[1700000060,"1e-7"]]},` +
+		`{"metric":{},"values":[[1700000000.123,"0.25"]]},` +
+		`{"metric":{"le":"x"},"histograms":[[1700000000,{"count":"3","sum":"1.5","buckets":[[0,"0.5","1","3"]]}]]}]}}`
+	cases := []struct {
+		name         string
+		status, post int
+		body         string
+	}{
+		{"matrix", 200, 0, matrix},
+		{"matrix, warnings and infos", 200, 0, strings.TrimSuffix(matrix, "}") + `,"warnings":["PromQL warning: x"],"infos":["PromQL info: y"]}`},
+		{"empty matrix", 200, 0, `{"status":"success","data":{"resultType":"matrix","result":[]}}`},
+		{"vector", 200, 0, `{"status":"success","data":{"resultType":"vector","result":[{"metric":{"pod":"a"},"value":[1700000000.5,"2"]},{"metric":{},"value":[1700000000,"NaN"]}]}}`},
+		{"scalar", 200, 0, `{"status":"success","data":{"resultType":"scalar","result":[1700000000,"7"]}}`},
+		{"string", 200, 0, `{"status":"success","data":{"resultType":"string","result":[1700000000,"text"]}}`},
+		{"result before its type", 200, 0, `{"status":"success","data":{"result":[{"metric":{"a":"b"},"value":[1,"2"]}],"resultType":"vector"}}`},
+		{"unknown type", 200, 0, `{"status":"success","data":{"resultType":"streams","result":[]}}`},
+		{"no result type", 200, 0, `{"status":"success","data":{"result":[]}}`},
+		{"unknown fields", 200, 0, `{"status":"success","stats":{"a":[1,{"b":null}]},"data":{"resultType":"vector","result":[],"stats":{}}}`},
+		{"bad query, 400", 400, 0, `{"status":"error","errorType":"bad_data","error":"invalid parameter \"query\": 1:1: parse error"}`},
+		{"too many samples, 422", 422, 0, `{"status":"error","errorType":"execution","error":"query processing would load too many samples into memory","warnings":["w"]}`},
+		{"400 without error text", 400, 0, `{"status":"error"}`},
+		{"400 that says success", 400, 0, `{"status":"success","data":{"resultType":"vector","result":[]},"warnings":["w"]}`},
+		{"400 not JSON", 400, 0, `Bad Request`},
+		{"unavailable, 503", 503, 0, `{"status":"error","errorType":"unavailable","error":"shutting down"}`},
+		{"not found, 404", 404, 0, `404 page not found`},
+		{"redirect, 302", 302, 0, ``},
+		{"error with 200", 200, 0, `{"status":"error","errorType":"timeout","error":"query timed out in expression evaluation"}`},
+		{"POST refused, GET answers", 200, 405, matrix},
+		{"POST forbidden, GET answers", 200, 403, matrix},
+		{"not JSON", 200, 0, `<html>proxy login</html>`},
+		{"truncated", 200, 0, matrix[:len(matrix)/2]},
+		{"empty body", 200, 0, ``},
+		{"a JSON array", 200, 0, `[1,2]`},
+		{"data after the object", 200, 0, `{"status":"success","data":{"resultType":"vector","result":[]}} x`},
+		{"bad sample value", 200, 0, `{"status":"success","data":{"resultType":"matrix","result":[{"metric":{},"values":[[1,"forty"]]}]}}`},
+		{"sample without value", 200, 0, `{"status":"success","data":{"resultType":"matrix","result":[{"metric":{},"values":[[1]]}]}}`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			g, o, gAsked, oAsked := askBoth(c.status, c.post, []byte(c.body))
+			if !reflect.DeepEqual(gAsked, oAsked) {
+				t.Errorf("requests:\nclient_golang %q\nours          %q", gAsked, oAsked)
+			}
+			for i, call := range []string{"QueryRange", "Query"} {
+				if d := sameAnswer(g[i], o[i], true); d != "" {
+					t.Errorf("%s: %s", call, d)
+				}
+			}
+		})
+	}
+	// The answers themselves, so that a case that both fail alike cannot pass for a read.
+	_, o, _, _ := askBoth(200, 0, []byte(matrix))
+	m, ok := o[0].value.(model.Matrix)
+	if !ok || len(m) != 3 || len(m[0].Values) != 5 || !math.IsNaN(float64(m[0].Values[1].Value)) || m[0].Values[1].Timestamp != 1_700_000_015_500 ||
+		len(m[2].Histograms) != 1 || m[0].Metric["Hostname"] != "gpu-node-1" {
+		t.Fatalf("matrix read as %v", o[0].value)
+	}
+}
+
+// FuzzQueryAPIAnswersAsClientGolang feeds both readers the same reply under the statuses
+// Prometheus answers with: whatever the bytes, queryAPI answers what client_golang answers (a
+// value where it has one, an error of the same type where it fails; a syntax error's words may
+// differ).
+func FuzzQueryAPIAnswersAsClientGolang(f *testing.F) {
+	f.Add(uint8(0), []byte(`{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"a":"b"},"values":[[1700000000.5,"1"]]}]}}`))
+	f.Add(uint8(0), []byte(`{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[1,"NaN"]}]},"warnings":["w"]}`))
+	f.Add(uint8(1), []byte(`{"status":"error","errorType":"bad_data","error":"parse error"}`))
+	f.Add(uint8(2), []byte(`{"status":"error","errorType":"execution","error":"too many samples"}`))
+	f.Add(uint8(3), []byte(`{"status":"error","errorType":"unavailable"}`))
+	f.Add(uint8(0), []byte(`{"status":"success","data":{"resultType":"scalar","result":[1,"2"]}}`))
+	f.Fuzz(func(t *testing.T, which uint8, body []byte) {
+		status := []int{200, 400, 422, 503, 404}[int(which)%5]
+		g, o, _, _ := askBoth(status, 0, body)
+		for i, call := range []string{"QueryRange", "Query"} {
+			if d := sameAnswer(g[i], o[i], false); d != "" {
+				t.Errorf("HTTP %d, %q: %s: %s", status, body, call, d)
+			}
+		}
+	})
+}
