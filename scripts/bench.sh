@@ -109,6 +109,8 @@ Load|p50-ms|load test through the plugin protocol (every query type, the bed): m
 Load|p99-ms|same: 99th percentile|ms|alone-p99-ms|the same requests one at a time
 Load|requests/s|same: requests answered per second|/s|alone-requests/s|one at a time
 Load|plugin-cpu-s|same: the plugin's CPU time during the load|s|machine-cpu-s|the machine's CPU time in that wall time (cores × wall)
+Load|machine-busy-s|same: the machine's busy CPU time during the load (every process: the plugin, the bed's servers, the load's client)|s|machine-cpu-s|the machine's CPU time in that wall time (cores × wall)
+Load|alone-request-cores|the same requests one at a time: the cores they kept busy (every process, the bed's own work aside)|cores|free-cores|the machine's cores less those the bed keeps busy on its own (no request)
 Load|heap-after-MiB|live heap after the load (after GC)|MiB|heap-base-MiB|before the load
 Load|others-after|goroutines after the load, pooled upstream connections aside||others-base|before the load
 EOF

@@ -55,6 +55,9 @@ const (
 // sync.Pool buffers, runtime structures sized for 24 goroutines at once) with a floor of 8 MiB;
 // one retained answer of a flame-graph panel alone weighs about a megabyte, so a per-request
 // leak over a few hundred requests is far beyond it.
+// idleSample is how long the machine's busy CPU is sampled with no request, for the figures.
+const idleSample = 5 * time.Second
+
 func heapTolerance(baseline float64) float64 { return max(baseline/4, 8<<20) }
 
 type outcome int
@@ -143,7 +146,15 @@ func TestLoadDashboardsThroughOneProcess(t *testing.T) {
 	// The reference of the benchmark table (scripts/bench.sh): the same requests once more, one
 	// at a time, warm, so that latency under load can be set beside latency alone.
 	var alone []result
+	// The machine's busy cores with no request (the bed's servers and the demo's traffic work on
+	// their own), then while the requests run one at a time: running them at once can add at most
+	// what is left.
+	var idleBusy, aloneBusy busyCPU
 	if os.Getenv("HSI_LOAD_FIGURES") != "" {
+		idleBusy = startBusy()
+		time.Sleep(idleSample)
+		idleBusy.stop()
+		aloneBusy = startBusy()
 		for _, c := range calls {
 			r := p.do(ctx, c, false)
 			if r.outcome == failed || r.outcome == byUpstream {
@@ -151,6 +162,7 @@ func TestLoadDashboardsThroughOneProcess(t *testing.T) {
 			}
 			alone = append(alone, r)
 		}
+		aloneBusy.stop()
 	}
 	base, err := p.snapshot(ctx, true)
 	if err != nil {
@@ -185,6 +197,7 @@ func TestLoadDashboardsThroughOneProcess(t *testing.T) {
 	} else {
 		cpuProfile <- nil
 	}
+	loadBusy := startBusy()
 	start := time.Now()
 	var wg sync.WaitGroup
 	for range inflight {
@@ -206,6 +219,7 @@ func TestLoadDashboardsThroughOneProcess(t *testing.T) {
 	close(jobs)
 	wg.Wait()
 	wall := time.Since(start)
+	loadBusy.stop()
 	stopSampling()
 	if err := <-cpuProfile; err != nil {
 		t.Errorf("HSI_LOAD_CPU_PROFILE: %v", err)
@@ -272,7 +286,7 @@ func TestLoadDashboardsThroughOneProcess(t *testing.T) {
 	settled := time.Since(start) - wall
 
 	rep := report{requests: requests, inflight: inflight, peakInflight: int(peak.Load()), wall: wall,
-		counts: counts, results: results, base: base, peak: pk, after: after, cpu: end.cpu - base.cpu}
+		counts: counts, results: results, base: base, peak: pk, after: after, cpu: end.cpu - base.cpu, busy: loadBusy, idleBusy: idleBusy, aloneBusy: aloneBusy}
 	t.Logf("\n%s", rep.text())
 	if path := os.Getenv("HSI_LOAD_REPORT"); path != "" {
 		if err := os.WriteFile(path, []byte(rep.markdown()), 0o644); err != nil {
@@ -471,6 +485,10 @@ type report struct {
 	base, after                      snapshot
 	peak                             *peaks
 	cpu                              float64 // the plugin's CPU seconds during the load
+	// busy, idleBusy and aloneBusy: the machine's busy CPU (every process: the plugin, the bed's
+	// servers, this test) during the load, with no request, and while the same requests ran one
+	// at a time.
+	busy, idleBusy, aloneBusy busyCPU
 }
 
 type row struct {
@@ -527,10 +545,10 @@ func (r report) figures(alone []result) string {
 		return ""
 	}
 	msOf := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-	return fmt.Sprintf("BenchmarkLoad\t1\t%.1f p50-ms\t%.1f alone-p50-ms\t%.1f p99-ms\t%.1f alone-p99-ms\t%.1f requests/s\t%.1f alone-requests/s\t%.2f plugin-cpu-s\t%.2f machine-cpu-s\t%.1f heap-after-MiB\t%.1f heap-base-MiB\t%d others-after\t%d others-base\n",
+	return fmt.Sprintf("BenchmarkLoad\t1\t%.1f p50-ms\t%.1f alone-p50-ms\t%.1f p99-ms\t%.1f alone-p99-ms\t%.1f requests/s\t%.1f alone-requests/s\t%.2f plugin-cpu-s\t%.2f machine-cpu-s\t%.2f machine-busy-s\t%.2f bed-busy-cores\t%.2f free-cores\t%.2f alone-request-cores\t%.1f heap-after-MiB\t%.1f heap-base-MiB\t%d others-after\t%d others-base\n",
 		msOf(percentile(loaded, 0.50)), msOf(percentile(single, 0.50)), msOf(percentile(loaded, 0.99)), msOf(percentile(single, 0.99)),
 		float64(r.requests)/r.wall.Seconds(), float64(len(single))/sum.Seconds(),
-		r.cpu, r.wall.Seconds()*float64(runtime.NumCPU()),
+		r.cpu, r.wall.Seconds()*float64(runtime.NumCPU()), r.busy.seconds(), r.idleBusy.cores(), float64(runtime.NumCPU())-r.idleBusy.cores(), r.aloneBusy.cores()-r.idleBusy.cores(),
 		r.after.heapInuse/(1<<20), r.base.heapInuse/(1<<20), r.after.others(), r.base.others())
 }
 
@@ -613,4 +631,53 @@ func cpuModel() string {
 		}
 	}
 	return runtime.GOARCH
+}
+
+// busyCPU is the machine's busy CPU time over a stretch of wall time, from /proc/stat (Linux;
+// zero elsewhere): what every process used, idle and I/O wait aside.
+type busyCPU struct {
+	from, to         time.Time
+	busyAt, busyThen float64 // busy seconds since boot at from and at to
+	stopped          bool
+}
+
+func startBusy() busyCPU { return busyCPU{from: time.Now(), busyAt: machineBusy()} }
+
+func (b *busyCPU) stop() {
+	if !b.stopped && !b.from.IsZero() {
+		b.to, b.busyThen, b.stopped = time.Now(), machineBusy(), true
+	}
+}
+
+func (b busyCPU) seconds() float64 { return b.busyThen - b.busyAt }
+
+// cores is how many cores were busy on average.
+func (b busyCPU) cores() float64 {
+	if wall := b.to.Sub(b.from).Seconds(); wall > 0 {
+		return b.seconds() / wall
+	}
+	return 0
+}
+
+// machineBusy is the busy seconds of every CPU since boot: /proc/stat's first line (user, nice,
+// system, idle, iowait, irq, softirq, steal) less idle and iowait, in USER_HZ ticks (100 a
+// second on every Linux ABI).
+func machineBusy() float64 {
+	raw, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	line, _, _ := strings.Cut(string(raw), "\n")
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return 0
+	}
+	var busy float64
+	for i, v := range f[1:9] {
+		n, _ := strconv.ParseFloat(v, 64)
+		if i != 3 && i != 4 { // idle, iowait
+			busy += n
+		}
+	}
+	return busy / 100
 }
