@@ -36,9 +36,15 @@ func classOf(kind activity.Kind, name string) KernelClass {
 	}
 }
 
-// isCommunication: HTA counts NCCL kernels as communication.
+// isCommunication: HTA counts NCCL kernels as communication. It runs on every kernel: it finds
+// "nccl" in any case without lowering a copy of the name.
 func isCommunication(name string) bool {
-	return strings.Contains(strings.ToLower(name), "nccl")
+	for i := 0; i+4 <= len(name); i++ {
+		if strings.EqualFold(name[i:i+4], "nccl") {
+			return true
+		}
+	}
+	return false
 }
 
 // isSyncCall names the runtime and driver calls that make the host wait for the GPU.

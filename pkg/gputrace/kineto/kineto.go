@@ -13,7 +13,9 @@ import (
 	"math"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace/activity"
 )
@@ -40,31 +42,259 @@ func (e *ParseError) Error() string {
 func (e *ParseError) Unwrap() error { return e.Err }
 
 // chromeEvent holds the fields of a Kineto event the analyses use; others are skipped by the
-// decoder without being kept.
+// decoder without being kept. Its fields read their JSON themselves, so that an event costs no
+// allocation: a 200 MB trace holds about a million events, and what each left behind made the
+// collector run over and over while the trace was read (BenchmarkChrome200MB). Each reads its
+// value as encoding/json reads it into the plain type (json.Number, string, float64, RawMessage)
+// and keeps a value of the wrong type as encoding/json reports it: the event is still read, and
+// counted among those with wrongly typed fields.
 type chromeEvent struct {
-	Ph   string      `json:"ph"`
-	Cat  string      `json:"cat"`
-	Name string      `json:"name"`
-	Ts   json.Number `json:"ts"`
-	Dur  json.Number `json:"dur"`
-	Pid  chromeID    `json:"pid"`
+	Ph   textField `json:"ph"`
+	Cat  textField `json:"cat"`
+	Name textField `json:"name"`
+	Ts   usField   `json:"ts"`
+	Dur  usField   `json:"dur"`
+	Pid  chromeID  `json:"pid"`
 	// Tid is a number in recent traces, a string ("25738") in older ones and a label on
 	// Kineto's own rows ("PyTorch Profiler").
-	Tid  threadField     `json:"tid"`
-	Args json.RawMessage `json:"args"`
+	Tid  threadField `json:"tid"`
+	Args argsField   `json:"args"`
+}
+
+// wrongType is the first field of an event whose value had the wrong type, "" for none.
+func (ev *chromeEvent) wrongType() string {
+	for _, f := range []struct {
+		name  string
+		wrong string
+	}{{"ph", ev.Ph.wrong}, {"cat", ev.Cat.wrong}, {"name", ev.Name.wrong}, {"ts", ev.Ts.wrong}, {"dur", ev.Dur.wrong}} {
+		if f.wrong != "" {
+			return fmt.Sprintf("%s is %s, not a %s", f.name, f.wrong, map[bool]string{true: "number", false: "string"}[f.name == "ts" || f.name == "dur"])
+		}
+	}
+	return ""
+}
+
+// reset empties ev for the next event, keeping its buffers and its reader's name table.
+func (ev *chromeEvent) reset() {
+	ev.Ph.reset()
+	ev.Cat.reset()
+	ev.Name.reset()
+	ev.Ts, ev.Dur, ev.Pid, ev.Tid = usField{}, usField{}, 0, 0
+	ev.Args.raw, ev.Args.set = ev.Args.raw[:0], false
+}
+
+// jsonKind names a JSON value's type by its first byte, as encoding/json's type errors do.
+func jsonKind(b []byte) string {
+	switch b[0] {
+	case '"':
+		return "string"
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case 't', 'f':
+		return "bool"
+	}
+	return "number"
+}
+
+func isNull(b []byte) bool { return string(b) == "null" }
+
+// textField is a string value, interned in its reader's names: a trace repeats a few thousand
+// names (kernels, runtime calls, categories) a million times.
+type textField struct {
+	s     string
+	names *names
+	wrong string
+}
+
+func (f *textField) reset() { f.s, f.wrong = "", "" }
+
+func (f *textField) UnmarshalJSON(b []byte) error {
+	switch {
+	case isNull(b): // as encoding/json: null leaves the string as it is
+	case b[0] != '"':
+		f.wrong = jsonKind(b)
+	default:
+		f.s = f.names.of(b)
+	}
+	return nil
+}
+
+// names interns the strings of a trace's events, at most maxNames of them.
+type names map[string]string
+
+const maxNames = 1 << 16
+
+// of is the string the JSON string literal q stands for.
+func (n *names) of(q []byte) string {
+	body := q[1 : len(q)-1]
+	if s, ok := (*n)[string(body)]; ok { // no allocation: the compiler looks up without a copy
+		return s
+	}
+	var s string
+	if bytes.IndexByte(body, '\\') < 0 && utf8.Valid(body) {
+		s = string(body)
+	} else if json.Unmarshal(q, &s) != nil { // escapes, or bytes that are not UTF-8 (U+FFFD)
+		return ""
+	}
+	if *n == nil {
+		*n = names{}
+	}
+	if len(*n) < maxNames {
+		(*n)[string(body)] = s
+	}
+	return s
+}
+
+// usField is a ts or dur: microseconds, as a JSON number or a string holding one (as
+// encoding/json reads a json.Number), converted to nanoseconds (usToNs).
+type usField struct {
+	ns    int64
+	err   error // what was wrong with the number; nil with set
+	set   bool
+	wrong string
+}
+
+func (f *usField) UnmarshalJSON(b []byte) error {
+	switch {
+	case isNull(b):
+		return nil
+	case b[0] == '"':
+		b = b[1 : len(b)-1]
+		if !validNumber(b) {
+			// As encoding/json, which stops reading the event there (it is still counted).
+			return fmt.Errorf("invalid number literal %q", string(b))
+		}
+	case b[0] != '-' && !isDigit(b[0]):
+		f.wrong = jsonKind(b)
+		return nil
+	}
+	f.set = true
+	f.ns, f.err = usToNs(b)
+	return nil
+}
+
+// ns is the field's nanoseconds, or why there are none.
+func (f usField) value() (int64, error) {
+	if !f.set {
+		return 0, errors.New("missing or not a number")
+	}
+	return f.ns, f.err
+}
+
+// validNumber says whether b is a JSON number: what encoding/json accepts in a string it reads
+// into a json.Number (its own check, isValidNumber, is not exported).
+func validNumber(b []byte) bool {
+	digits := func(i int) int {
+		for i < len(b) && isDigit(b[i]) {
+			i++
+		}
+		return i
+	}
+	i := 0
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && isDigit(b[i]):
+		i = digits(i)
+	default:
+		return false
+	}
+	if i < len(b) && b[i] == '.' {
+		if j := digits(i + 1); j > i+1 {
+			i = j
+		} else {
+			return false
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if j := digits(i); j > i {
+			i = j
+		} else {
+			return false
+		}
+	}
+	return i == len(b)
+}
+
+// argsField is an event's args: its text, held in a buffer the events share, read into
+// chromeArgs when the event needs them.
+type argsField struct {
+	raw []byte
+	set bool
+}
+
+func (f *argsField) UnmarshalJSON(b []byte) error {
+	// As a RawMessage, any value, null too (args of the wrong type are read as chromeArgs then
+	// reads them: not at all).
+	f.raw, f.set = append(f.raw[:0], b...), true
+	return nil
 }
 
 type chromeArgs struct {
-	Device      *float64   `json:"device"`
-	Stream      *float64   `json:"stream"`
-	Correlation *float64   `json:"correlation"`
-	Bytes       *float64   `json:"bytes"`
+	Device      optNum     `json:"device"`
+	Stream      optNum     `json:"stream"`
+	Correlation optNum     `json:"correlation"`
+	Bytes       optNum     `json:"bytes"`
 	Grid        [3]float64 `json:"grid"`
 	Block       [3]float64 `json:"block"`
-	WaitStream  *float64   `json:"wait_on_stream"`
-	WaitCorr    *float64   `json:"wait_on_cuda_event_record_corr_id"`
+	WaitStream  optNum     `json:"wait_on_stream"`
+	WaitCorr    optNum     `json:"wait_on_cuda_event_record_corr_id"`
 	// Name is a process_name metadata event's.
 	Name string `json:"name"`
+}
+
+// optNum is a number that may be absent (as a *float64 field is nil), without an allocation.
+type optNum struct {
+	v   float64
+	set bool
+}
+
+func (n *optNum) UnmarshalJSON(b []byte) error {
+	if isNull(b) {
+		return nil
+	}
+	// As a *float64 field: any other value sets it, a number out of range or a value of the
+	// wrong type to zero.
+	n.set = true
+	if b[0] == '-' || isDigit(b[0]) {
+		if v, err := strconv.ParseFloat(string(b), 64); err == nil {
+			n.v = v
+		}
+	}
+	return nil
+}
+
+// argsReader reads args texts, one after another, through one json.Decoder: json.Unmarshal
+// would allocate its state for every event.
+type argsReader struct {
+	src bytes.Reader
+	dec *json.Decoder
+}
+
+// read decodes raw, one JSON value, into a, as json.Unmarshal would (a type error leaves its
+// field at zero and is returned once the rest is read).
+func (r *argsReader) read(raw []byte, a *chromeArgs) error {
+	*a = chromeArgs{}
+	if r.dec == nil {
+		r.dec = json.NewDecoder(&r.src)
+	}
+	r.src.Reset(raw)
+	err := r.dec.Decode(a)
+	if _, typeErr := errors.AsType[*json.UnmarshalTypeError](err); err != nil && !typeErr {
+		// Not a type error: the decoder is stuck (it keeps a syntax error); start a new one.
+		// The outer decoder has already checked the text, so this is not expected.
+		r.dec = nil
+	}
+	return err
 }
 
 // chromeID is a pid or tid: Kineto writes numbers, older traces strings of digits ("25738"),
@@ -120,6 +350,8 @@ func Read(r io.Reader, c activity.Sink) error {
 type chromeReader struct {
 	dec      *json.Decoder
 	c        activity.Sink
+	names    names
+	args     argsReader
 	events   int
 	unknown  map[string]int64
 	typeErrs int64
@@ -217,25 +449,24 @@ func (p *chromeReader) strings(src activity.Source, _ int) error {
 // events_ reads the elements of traceEvents, the '[' already read.
 func (p *chromeReader) events_() error {
 	p.sawEvents = true
-	var ev chromeEvent
+	ev := chromeEvent{Ph: textField{names: &p.names}, Cat: textField{names: &p.names}, Name: textField{names: &p.names}}
 	var args chromeArgs
 	for p.dec.More() {
-		ev = chromeEvent{}
+		ev.reset()
 		before := p.dec.InputOffset()
 		err := p.dec.Decode(&ev)
-		var syntaxErr *json.SyntaxError
 		switch {
 		case err == nil:
-		case errors.As(err, &syntaxErr), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
+			if wrong := ev.wrongType(); wrong != "" {
+				p.typeErr(wrong)
+			}
+		case isSyntaxError(err), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
 			p.dec.InputOffset() == before: // a read error (corrupt gzip): the decoder is stuck
 			return p.fail(p.events, "malformed event", err)
 		default:
-			// The value was well-formed JSON but a field had the wrong type: the decoder has
-			// consumed the whole event, so the next one can still be read.
-			p.typeErrs++
-			if p.firstType == "" {
-				p.firstType = fmt.Sprintf("traceEvents[%d]: %v", p.events, err)
-			}
+			// The value was well-formed JSON but not an object: the decoder has consumed it,
+			// so the next one can still be read.
+			p.typeErr(err.Error())
 		}
 		p.event(&ev, &args)
 		p.events++
@@ -246,51 +477,62 @@ func (p *chromeReader) events_() error {
 	return nil
 }
 
+func isSyntaxError(err error) bool {
+	_, ok := errors.AsType[*json.SyntaxError](err)
+	return ok
+}
+
+// typeErr counts an event with a field of the wrong type; the first is named in the notice.
+func (p *chromeReader) typeErr(what string) {
+	p.typeErrs++
+	if p.firstType == "" {
+		p.firstType = fmt.Sprintf("traceEvents[%d]: %s", p.events, what)
+	}
+}
+
 func (p *chromeReader) event(ev *chromeEvent, args *chromeArgs) {
-	if ev.Ph != "X" {
+	ph, cat, name := ev.Ph.s, ev.Cat.s, ev.Name.s
+	if ph != "X" {
 		// Flows (s, f: ac2g), metadata (M), instants (i), counters (C): not intervals.
-		if ev.Ph == "M" || ev.Ph == "i" || ev.Ph == "I" {
-			if containsFold(ev.Cat, "annotation") {
-				p.c.ScanTraceIDs(ev.Name, activity.SourceAnnotation)
+		if ph == "M" || ph == "i" || ph == "I" {
+			if containsFold(cat, "annotation") {
+				p.c.ScanTraceIDs(name, activity.SourceAnnotation)
 			}
 		}
-		if ev.Ph == "M" && ev.Name == "process_name" && p.c.KeepsTimeline() {
-			*args = chromeArgs{}
-			if json.Unmarshal(ev.Args, args) == nil {
-				p.c.NameProcess(int64(ev.Pid), args.Name)
-			}
+		if ph == "M" && name == "process_name" && p.c.KeepsTimeline() && ev.Args.set && p.args.read(ev.Args.raw, args) == nil {
+			p.c.NameProcess(int64(ev.Pid), args.Name)
 		}
 		return
 	}
-	kind, known := chromeCategories[ev.Cat]
+	kind, known := chromeCategories[cat]
 	if !known {
-		p.unknown[ev.Cat]++
+		p.unknown[cat]++
 		return
 	}
 	if kind == activity.KindOther {
 		return
 	}
-	ts, err := usToNs(ev.Ts)
+	ts, err := ev.Ts.value()
 	field := "ts"
 	var d int64
 	if err == nil {
 		field = "dur"
-		d, err = usToNs(ev.Dur)
+		d, err = ev.Dur.value()
 	}
 	if err != nil {
 		p.badTime++
 		if p.firstBadTime == "" {
-			p.firstBadTime = fmt.Sprintf("traceEvents[%d] %q: %s %v", p.events, ev.Name, field, err)
+			p.firstBadTime = fmt.Sprintf("traceEvents[%d] %q: %s %v", p.events, name, field, err)
 		}
 		return
 	}
-	a := activity.Activity{Kind: kind, Name: ev.Name, Start: ts, End: ts + d}
+	a := activity.Activity{Kind: kind, Name: name, Start: ts, End: ts + d}
 	*args = chromeArgs{}
-	if len(ev.Args) > 0 {
+	if ev.Args.set {
 		// A wrongly typed arg is left at zero; the event is still counted.
-		_ = json.Unmarshal(ev.Args, args)
+		_ = p.args.read(ev.Args.raw, args)
 		if kind == activity.KindAnnotation || kind == activity.KindGPUAnnotation {
-			if ids := activity.TraceIDsIn(string(ev.Args)); len(ids) > 0 {
+			if ids := activity.TraceIDsIn(string(ev.Args.raw)); len(ids) > 0 {
 				a.TraceID = ids[0]
 			}
 		}
@@ -300,7 +542,7 @@ func (p *chromeReader) event(ev *chromeEvent, args *chromeArgs) {
 	a.Correlation = int64(num(args.Correlation))
 	a.Bytes = int64(num(args.Bytes))
 	a.WaitStream = -1
-	if args.WaitStream != nil {
+	if args.WaitStream.set {
 		a.WaitStream = int32(num(args.WaitStream))
 	}
 	a.WaitCorrelation = int64(num(args.WaitCorr))
@@ -311,10 +553,10 @@ func (p *chromeReader) event(ev *chromeEvent, args *chromeArgs) {
 	default:
 		// Kineto puts GPU events on the device's row (pid) and the stream's (tid); its
 		// gpu_user_annotation events say so there only.
-		if args.Device == nil {
+		if !args.Device.set {
 			a.Device = int32(ev.Pid)
 		}
-		if args.Stream == nil {
+		if !args.Stream.set {
 			a.Stream = int32(ev.Tid)
 		}
 	}
@@ -408,9 +650,8 @@ func (p *chromeReader) finish() {
 // digits, and through it each one moves by up to ±128 ns. Any digit count and an exponent are
 // read; digits past the nanosecond round half away from zero. The error says what is wrong
 // with the text, for the caller to name the field and event.
-func usToNs(n json.Number) (int64, error) {
-	s := string(n)
-	if s == "" {
+func usToNs(s []byte) (int64, error) {
+	if len(s) == 0 {
 		return 0, errors.New("missing or not a number")
 	}
 	i, neg := 0, false
@@ -431,11 +672,11 @@ func usToNs(n json.Number) (int64, error) {
 		}
 		fracEnd = i
 		if fracEnd == fracStart {
-			return 0, fmt.Errorf("%q is not a decimal number", s)
+			return 0, fmt.Errorf("%q is not a decimal number", string(s))
 		}
 	}
 	if intEnd == intStart {
-		return 0, fmt.Errorf("%q is not a decimal number", s)
+		return 0, fmt.Errorf("%q is not a decimal number", string(s))
 	}
 	exp := 0
 	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
@@ -446,7 +687,7 @@ func usToNs(n json.Number) (int64, error) {
 			i++
 		}
 		if i == len(s) {
-			return 0, fmt.Errorf("%q is not a decimal number", s)
+			return 0, fmt.Errorf("%q is not a decimal number", string(s))
 		}
 		for ; i < len(s) && isDigit(s[i]); i++ {
 			if exp < 10_000 { // beyond it the value is 0 or out of range whatever the digits
@@ -458,7 +699,7 @@ func usToNs(n json.Number) (int64, error) {
 		}
 	}
 	if i != len(s) {
-		return 0, fmt.Errorf("%q is not a decimal number", s)
+		return 0, fmt.Errorf("%q is not a decimal number", string(s))
 	}
 	// The digits, integer then fraction, as one string D; the first p of them (µs → ns: three
 	// places more than the integer part, moved by the exponent) make the integer nanoseconds.
@@ -493,7 +734,7 @@ func usToNs(n json.Number) (int64, error) {
 	return ns, nil
 }
 
-func outOfRange(s string) error {
+func outOfRange(s []byte) error {
 	return fmt.Errorf("%s µs is out of range (beyond ±%d ns)", s, int64(activity.MaxTimeNs))
 }
 
@@ -512,11 +753,11 @@ func dim3(v [3]float64) [3]int32 {
 	return d
 }
 
-func num(f *float64) float64 {
-	if f == nil || !finite(*f) {
+func num(n optNum) float64 {
+	if !n.set || !finite(n.v) {
 		return 0
 	}
-	return *f
+	return n.v
 }
 
 // chromeCategories maps Kineto's `cat` values, old and new spellings, to kinds. Categories

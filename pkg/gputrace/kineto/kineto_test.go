@@ -3,8 +3,8 @@ package kineto
 import (
 	"bytes"
 	"compress/gzip"
-	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -217,7 +217,7 @@ func TestUsToNs(t *testing.T) {
 		"0.000000000000000000000000000000000000001": 0, "000000000000000000000000000000000000001": 1000,
 		"0e99999999999999999999": 0, "1e-99999999999999999999": 0, "4611686018427387.903": 4_611_686_018_427_387_903,
 	} {
-		if got, err := usToNs(json.Number(in)); err != nil || got != want {
+		if got, err := usToNs([]byte(in)); err != nil || got != want {
 			t.Errorf("usToNs(%s) = %d, %v; want %d", in, got, err, want)
 		}
 	}
@@ -227,7 +227,7 @@ func TestUsToNs(t *testing.T) {
 		"1e400": "out of range", "4611686018427387.904": "out of range", "-4611686018427387.904": "out of range",
 		"99999999999999999999999": "out of range",
 	} {
-		if _, err := usToNs(json.Number(in)); err == nil || !strings.Contains(err.Error(), want) {
+		if _, err := usToNs([]byte(in)); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("usToNs(%q): error %v, want %q", in, err, want)
 		}
 	}
@@ -308,3 +308,90 @@ func TestThreadIDs(t *testing.T) {
 		t.Errorf("labels: %d, %d", a, b)
 	}
 }
+
+// sinkLog records what a reader told its sink, in order.
+type sinkLog struct{ log []string }
+
+func (s *sinkLog) Add(a activity.Activity) { s.log = append(s.log, fmt.Sprintf("add %+v", a)) }
+func (s *sinkLog) Notice(format string, args ...any) {
+	s.log = append(s.log, "notice "+fmt.Sprintf(format, args...))
+}
+func (s *sinkLog) ScanTraceIDs(text string, src activity.Source) {
+	s.log = append(s.log, fmt.Sprintf("scan %q", text))
+}
+func (s *sinkLog) AddFileName(string)  {}
+func (s *sinkLog) KeepsTimeline() bool { return true }
+func (s *sinkLog) NameProcess(pid int64, name string) {
+	s.log = append(s.log, fmt.Sprintf("process %d %q", pid, name))
+}
+func (s *sinkLog) SetEpoch(int64) {}
+
+// TestFieldsReadAsEncodingJSONReadsThem: the event's fields read their own JSON, and read it as
+// encoding/json reads the plain types they stand for (string, json.Number, *float64,
+// RawMessage): keys in any case, null as absent, numbers in strings, escapes and bytes that are
+// not UTF-8 in names, args of the wrong type, a wrongly typed field counted and the rest of the
+// event still read.
+func TestFieldsReadAsEncodingJSONReadsThem(t *testing.T) {
+	cases := []struct{ name, events, want string }{
+		{"keys in any case, a number in a string", `{"PH":"X","Cat":"kernel","NAME":"k","Ts":"1.5","dUr":2,"ARGS":{"Device":2,"STREAM":3,"correlation":"7"}}`,
+			`add {Kind:1 Name:k Start:1500 End:3500 Device:2 Stream:3 Correlation:0 Bytes:0 Thread:0 TraceID: WaitStream:-1 WaitCorrelation:0 Process:0 Launcher:0 Grid:[0 0 0] Block:[0 0 0]}`},
+		{"null fields are absent", `{"ph":"X","cat":"kernel","name":null,"ts":1,"dur":2,"pid":4,"tid":9,"args":{"device":null,"stream":null}}`,
+			`add {Kind:1 Name: Start:1000 End:3000 Device:4 Stream:9 Correlation:0 Bytes:0 Thread:0 TraceID: WaitStream:-1 WaitCorrelation:0 Process:0 Launcher:0 Grid:[0 0 0] Block:[0 0 0]}`},
+		{"an arg of the wrong type is zero but present", `{"ph":"X","cat":"kernel","name":"k","ts":1,"dur":2,"pid":4,"tid":9,"args":{"device":"x","stream":1e999}}`,
+			`add {Kind:1 Name:k Start:1000 End:3000 Device:0 Stream:0 Correlation:0 Bytes:0 Thread:0 TraceID: WaitStream:-1 WaitCorrelation:0 Process:0 Launcher:0 Grid:[0 0 0] Block:[0 0 0]}`},
+		{"escapes and bytes that are not UTF-8", "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\\u00e9\\\"\xff\",\"ts\":1,\"dur\":2}",
+			`add {Kind:1 Name:ké"` + "\uFFFD" + ` Start:1000 End:3000 Device:0 Stream:0 Correlation:0 Bytes:0 Thread:0 TraceID: WaitStream:-1 WaitCorrelation:0 Process:0 Launcher:0 Grid:[0 0 0] Block:[0 0 0]}`},
+		{"a trace ID in an annotation's args", `{"ph":"X","cat":"user_annotation","name":"req","ts":1,"dur":2,"args":{"trace":"4bf92f3577b34da6a3ce929d0e0e4736"}}`,
+			`add {Kind:7 Name:req Start:1000 End:3000 Device:0 Stream:0 Correlation:0 Bytes:0 Thread:0 TraceID:4bf92f3577b34da6a3ce929d0e0e4736 WaitStream:-1 WaitCorrelation:0 Process:0 Launcher:0 Grid:[0 0 0] Block:[0 0 0]}`},
+		{"a process's name; not when its args are of the wrong type", `{"ph":"M","name":"process_name","pid":3,"args":{"name":"python"}},{"ph":"M","name":"process_name","pid":4,"args":{"name":5}},{"ph":"M","name":"process_name","pid":5,"args":null}`,
+			`process 3 "python"|process 5 ""`},
+		{"a wrongly typed field: counted, the rest read", `{"ph":"X","cat":"kernel","name":7,"ts":1,"dur":2},{"ph":"X","cat":"kernel","name":"k","ts":true,"dur":2}`,
+			`add {Kind:1 Name: Start:1000 End:3000 Device:0 Stream:0 Correlation:0 Bytes:0 Thread:0 TraceID: WaitStream:-1 WaitCorrelation:0 Process:0 Launcher:0 Grid:[0 0 0] Block:[0 0 0]}|` +
+				`notice 1 complete events had no usable ts/dur and were skipped (first: traceEvents[1] "k": ts missing or not a number)|` +
+				`notice 2 events had fields of the wrong type (first: traceEvents[0]: name is number, not a string)`},
+		{"a string that is not a number stops the event", `{"ph":"X","cat":"kernel","name":"k","ts":" 1","dur":2}`,
+			`notice 1 complete events had no usable ts/dur and were skipped (first: traceEvents[0] "k": ts missing or not a number)|` +
+				`notice 1 events had fields of the wrong type (first: traceEvents[0]: invalid number literal " 1")`},
+	}
+	for _, c := range cases {
+		var s sinkLog
+		if err := Read(strings.NewReader(`{"traceEvents":[`+c.events+`]}`), &s); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if got := strings.Join(s.log, "|"); got != c.want {
+			t.Errorf("%s:\n got %s\nwant %s", c.name, got, c.want)
+		}
+	}
+}
+
+// TestReadingAnEventAllocatesNothing: a trace of many events costs its reader about one
+// allocation per distinct name, not a few per event (names interned, numbers and args read in
+// place; encoding/json's plain types cost about six an event), so that reading a large trace
+// leaves the collector little garbage.
+func TestReadingAnEventAllocatesNothing(t *testing.T) {
+	var buf bytes.Buffer
+	if err := kinetogen.WriteBig(&buf, 4<<20); err != nil {
+		t.Fatal(err)
+	}
+	events := float64(bytes.Count(buf.Bytes(), []byte(`"ph"`)))
+	var s countSink
+	allocs := testing.AllocsPerRun(2, func() {
+		if err := Read(bytes.NewReader(buf.Bytes()), &s); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if s.n == 0 || allocs/events > 0.1 {
+		t.Errorf("%.0f allocations for %.0f events (%d activities): %.3f an event", allocs, events, s.n, allocs/events)
+	}
+}
+
+// countSink counts activities and keeps nothing.
+type countSink struct{ n int }
+
+func (s *countSink) Add(activity.Activity)                { s.n++ }
+func (s *countSink) Notice(string, ...any)                {}
+func (s *countSink) ScanTraceIDs(string, activity.Source) {}
+func (s *countSink) AddFileName(string)                   {}
+func (s *countSink) KeepsTimeline() bool                  { return false }
+func (s *countSink) NameProcess(int64, string)            {}
+func (s *countSink) SetEpoch(int64)                       {}
