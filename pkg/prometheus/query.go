@@ -260,7 +260,6 @@ func readString(it *jsoniter.Iterator) string {
 	return b.String()
 }
 
-
 // readData reads {"resultType": ..., "result": ...}; a result before its type is held until the
 // type is known.
 func readData(it *jsoniter.Iterator) model.Value {
