@@ -69,8 +69,12 @@ queries=${HSI_LOAD_QUERIES:-1000} inflight=${HSI_LOAD_INFLIGHT:-32}
 log "load test: $queries requests, $inflight in flight, through one plugin process"
 if ! HSI_LOAD_QUERIES=$queries HSI_LOAD_INFLIGHT=$inflight HSI_LOAD_REPORT="$work/load.md" HSI_LOAD_FIGURES="$work/load.txt" \
   go test -count=1 -tags integration -timeout 15m ./test/load/ >"$work/load.log" 2>&1; then
+  kept="${TMPDIR:-/tmp}/hsi-bench-load.log"
+  cp "$work/load.log" "$kept"
+  # What failed, then the end of the log (the plugin's own log, the report).
+  grep -E '^\s+load_test\.go:[0-9]+: ' "$work/load.log" | grep -v 'plugin log' | head -20 >&2 || true
   tail -40 "$work/load.log" >&2
-  log "load test failed"
+  log "load test failed (its whole log: $kept)"
   exit 1
 fi
 [ -s "$work/load.md" ] && [ -s "$work/load.txt" ] || { tail -20 "$work/load.log" >&2; log "the load test passed but wrote no figures"; exit 1; }

@@ -178,6 +178,10 @@ func JoinTrace(in TraceJoin) []SpanRow {
 
 	rows := make([]SpanRow, 0, len(spans))
 	visited := make([]bool, len(spans))
+	// kids is one span's children while its self time is computed, reused by every span (the
+	// recursion below starts after it is read): a copy per span was most of what a large
+	// request's join allocated.
+	var kids []models.Span
 	var visit func(i, depth int)
 	visit = func(i, depth int) {
 		if visited[i] { // a cycle of parent IDs: each span once
@@ -187,7 +191,7 @@ func JoinTrace(in TraceJoin) []SpanRow {
 		s := spans[i]
 		row := SpanRow{Span: s, Depth: depth}
 		row.ProfileID, _ = s.ProfileID()
-		var kids []models.Span
+		kids = kids[:0]
 		for _, c := range children[s.SpanID] {
 			kids = append(kids, spans[c])
 		}

@@ -61,14 +61,14 @@ type chromeEvent struct {
 	Args argsField   `json:"args"`
 }
 
-// wrongType is the first field of an event whose value had the wrong type, "" for none.
+// wrongType names the first field of the event whose value had the wrong type, "" for none.
 func (ev *chromeEvent) wrongType() string {
-	for _, f := range []struct {
-		name  string
-		wrong string
-	}{{"ph", ev.Ph.wrong}, {"cat", ev.Cat.wrong}, {"name", ev.Name.wrong}, {"ts", ev.Ts.wrong}, {"dur", ev.Dur.wrong}} {
+	for _, f := range [...]struct{ name, wrong, want string }{
+		{"ph", ev.Ph.wrong, "string"}, {"cat", ev.Cat.wrong, "string"}, {"name", ev.Name.wrong, "string"},
+		{"ts", ev.Ts.wrong, "number"}, {"dur", ev.Dur.wrong, "number"},
+	} {
 		if f.wrong != "" {
-			return fmt.Sprintf("%s is %s, not a %s", f.name, f.wrong, map[bool]string{true: "number", false: "string"}[f.name == "ts" || f.name == "dur"])
+			return fmt.Sprintf("%s is %s, not a %s", f.name, f.wrong, f.want)
 		}
 	}
 	return ""
@@ -105,7 +105,7 @@ func isNull(b []byte) bool { return string(b) == "null" }
 type textField struct {
 	s     string
 	names *names
-	wrong string
+	wrong string // the JSON type it had instead of a string
 }
 
 func (f *textField) reset() { f.s, f.wrong = "", "" }
@@ -151,9 +151,9 @@ func (n *names) of(q []byte) string {
 // encoding/json reads a json.Number), converted to nanoseconds (usToNs).
 type usField struct {
 	ns    int64
-	err   error // what was wrong with the number; nil with set
+	err   error // set, but not a usable time (out of range, not a decimal)
 	set   bool
-	wrong string
+	wrong string // the JSON type it had instead of a number
 }
 
 func (f *usField) UnmarshalJSON(b []byte) error {
@@ -175,7 +175,7 @@ func (f *usField) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// ns is the field's nanoseconds, or why there are none.
+// value is the field's nanoseconds, or why there are none.
 func (f usField) value() (int64, error) {
 	if !f.set {
 		return 0, errors.New("missing or not a number")
