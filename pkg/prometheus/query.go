@@ -2,6 +2,7 @@ package prometheus
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -26,9 +27,10 @@ import (
 // them with jsoniter). The request (POST, then GET when the server refuses POST) and the errors
 // are client_golang's, as its Do and DoGetFallback write them (client_golang v1.25);
 // TestQueryAPIAnswersAsClientGolang and FuzzQueryAPIAnswersAsClientGolang hold it to them. Two
-// departures: a successful reply without data, which client_golang answers with a nil value, is
-// a bad_response error here; and a malformed reply's message is jsoniter's, not encoding/json's.
-// Calls with options (a timeout, a limit) go to client_golang as they are.
+// departures: a successful reply without data, which client_golang answers with a nil value (and
+// its callers would then fail on), is a bad_response error here; and a reply whose envelope has
+// a field of the wrong type is refused in other words. Calls with options (a timeout, a limit) go
+// to client_golang as they are.
 type queryAPI struct {
 	promv1.API
 	client api.Client
@@ -152,6 +154,10 @@ func readReply(body []byte, withData bool) (r reply, err error) {
 	// jsoniter's decoders take some broken JSON for a value (an array closed by "}" reads as
 	// empty): the reply is checked whole first, as encoding/json does, by jsoniter's strict skip.
 	if !jsoniter.ConfigDefault.Valid(body) {
+		// encoding/json says what is wrong and where, in client_golang's words.
+		if err := json.Unmarshal(body, new(json.RawMessage)); err != nil {
+			return r, err
+		}
 		return r, errors.New("the reply is not valid JSON")
 	}
 	it := jsoniter.ConfigDefault.BorrowIterator(body)

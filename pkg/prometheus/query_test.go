@@ -206,3 +206,20 @@ func FuzzQueryAPIAnswersAsClientGolang(f *testing.F) {
 		}
 	})
 }
+
+// TestBrokenReplySaysWhatIsWrong: a reply that is not JSON is refused in encoding/json's words,
+// which say what is wrong and where (client_golang's own message for it).
+func TestBrokenReplySaysWhatIsWrong(t *testing.T) {
+	for body, want := range map[string]string{
+		`{"status":"success","data":{"resultType":"matrix","result":[`: "unexpected end of JSON input",
+		`<html>proxy login</html>`: "invalid character '<' looking for beginning of value",
+	} {
+		g, o, _, _ := askBoth(200, 0, []byte(body))
+		for i, a := range []answer{g[0], o[0]} {
+			var pe *promv1.Error
+			if !errors.As(a.err, &pe) || pe.Type != promv1.ErrBadResponse || pe.Msg != want {
+				t.Errorf("%q: %s answered %v, want bad_response: %s", body, []string{"client_golang", "queryAPI"}[i], a.err, want)
+			}
+		}
+	}
+}
