@@ -287,7 +287,9 @@ func unionsByDevice(ivals []interval, keep func(KernelClass) bool) map[int32]int
 
 func (c *Collector) launchStats() LaunchStats {
 	var l LaunchStats
-	delays, calls := make([]int64, 0, len(c.ivals)), make([]int64, 0, len(c.ivals))
+	// One buffer, for the delays and then the calls' durations: a large trace has hundreds of
+	// thousands of launches.
+	delays := make([]int64, 0, len(c.ivals))
 	var sum float64
 	var short int64
 	for i := range c.ivals {
@@ -303,7 +305,6 @@ func (c *Collector) launchStats() LaunchStats {
 		l.Joined++
 		d := iv.start - ln.end
 		delays = append(delays, d)
-		calls = append(calls, ln.end-ln.start)
 		sum += float64(d)
 		if l.Joined == 1 || d > l.DelayMax {
 			l.DelayMax = d
@@ -319,6 +320,12 @@ func (c *Collector) launchStats() LaunchStats {
 		l.DelayMedian = medianSorted(delays)
 		l.DelayP95 = float64(delays[int(math.Ceil(0.95*float64(len(delays))))-1])
 		l.ShorterThanLaunch = float64(short) / float64(l.Joined)
+		calls := delays[:0]
+		for _, iv := range c.ivals {
+			if ln, ok := c.callOf(iv); ok && iv.class != ClassMemory {
+				calls = append(calls, ln.end-ln.start)
+			}
+		}
 		slices.Sort(calls)
 		l.CallMedian = medianSorted(calls)
 	}

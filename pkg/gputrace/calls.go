@@ -8,7 +8,7 @@ import (
 
 // callStore holds the host calls kept for the join, by join ID. A trace holds about one call per
 // kernel, so this is the largest thing a collector keeps: a Go map of them took about 90 bytes a
-// call (BenchmarkChrome200MB: 22 of the 42 MB kept). Here a call takes 40 bytes: a slice sorted
+// call (BenchmarkChrome200MB: 22 of the 42 MB kept). Here a call takes 32 bytes: a slice sorted
 // by ID, since CUDA numbers correlations in launch order and readers mostly meet the calls in
 // that order, and a map for the calls met out of order, merged into the slice once it holds a
 // quarter as many (each merge grows the slice by a quarter: few merges, however shuffled the

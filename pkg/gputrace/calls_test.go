@@ -52,7 +52,7 @@ func TestCallStoreAnswersAsAMap(t *testing.T) {
 			// Every tenth ID again, with another call: the later one stands.
 			ids = append(ids, ids[:n/10]...)
 			for i, id := range ids {
-				c := hostCall{start: int64(i), end: int64(i) + 5, thread: id % 3, api: int32(i % 4)}
+				c := hostCall{start: int64(i), end: int64(i) + 5, thread: int32(id % 3), api: int32(i % 4)}
 				s.put(id, c)
 				want[id] = c
 			}

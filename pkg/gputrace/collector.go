@@ -88,10 +88,11 @@ type interval struct {
 type launch struct{ start, end int64 }
 
 // hostCall is a runtime or driver call kept for the join on correlation: its interval, its
-// thread and its name (an index in Collector.apiNames).
+// thread (an index in Collector.threads: a trace has a few threads and hundreds of thousands of
+// calls) and its name (an index in Collector.apiNames).
 type hostCall struct {
-	start, end, thread int64
-	api                int32
+	start, end  int64
+	thread, api int32
 }
 
 type syncRecord struct{ correlation, start, end int64 }
@@ -140,6 +141,9 @@ type Collector struct {
 	// that launch GPU work is dispatch overhead, not other host work (idleMechanisms).
 	ops []cpuOp
 
+	// threadIDs interns the threads of the host calls kept (threads[i] is thread i).
+	threadIDs map[int64]int32
+	threads   []int64
 	// apis interns the names of the host calls kept in launch (apiNames[i] is name i).
 	apis     map[string]int32
 	apiNames []string
@@ -241,7 +245,7 @@ func (c *Collector) Add(a activity.Activity) {
 			}
 		}
 		if a.Correlation != 0 {
-			ln := hostCall{start: a.Start, end: a.End, thread: a.Thread, api: c.apiIndex(a.Name)}
+			ln := hostCall{start: a.Start, end: a.End, thread: c.threadIndex(a.Thread), api: c.apiIndex(a.Name)}
 			if c.calls.len() < c.limits.MaxLaunches {
 				c.calls.put(joinID(a), ln)
 			} else {
@@ -330,6 +334,23 @@ func (c *Collector) resolveCalls() {
 		}
 	}
 }
+
+// threadIndex is thread's index in c.threads, added when new.
+func (c *Collector) threadIndex(thread int64) int32 {
+	if i, ok := c.threadIDs[thread]; ok {
+		return i
+	}
+	if c.threadIDs == nil {
+		c.threadIDs = map[int64]int32{}
+	}
+	i := int32(len(c.threads))
+	c.threadIDs[thread] = i
+	c.threads = append(c.threads, thread)
+	return i
+}
+
+// threadOf is the thread (its ID in the trace) of a host call.
+func (c *Collector) threadOf(ln hostCall) int64 { return c.threads[ln.thread] }
 
 // callOf is the launch call of iv (resolveCalls first).
 func (c *Collector) callOf(iv interval) (hostCall, bool) {

@@ -98,8 +98,13 @@ const (
 
 type launchKey struct{ kernel, api string }
 
-// launchSample is one launch's phases, for the medians; queue < 0: none.
-type launchSample struct{ api, queue, kernel, total int64 }
+// launchSample is one launch's phases, for the medians: the call, from the call's end to the
+// kernel's start (negative when the kernel started first: no queueing), the kernel. A large
+// trace keeps hundreds of thousands of them: the total is worked out, not kept.
+type launchSample struct{ api, queue, kernel int64 }
+
+// total is from the call's start to the later of the call's and the kernel's ends.
+func (s launchSample) total() int64 { return max(s.api, s.api+s.queue+s.kernel) }
 
 type launchGroup struct {
 	api, queue, kernel, total durAgg
@@ -200,14 +205,12 @@ func (c *Collector) addLaunch(kernel string, ln hostCall, start, end int64) {
 			c.launches[key] = g
 		}
 	}
-	s := launchSample{api: ln.end - ln.start, queue: start - ln.end, kernel: end - start, total: max(ln.end, end) - ln.start}
+	s := launchSample{api: ln.end - ln.start, queue: start - ln.end, kernel: end - start}
 	g.api.add(s.api)
 	g.kernel.add(s.kernel)
-	g.total.add(s.total)
+	g.total.add(s.total())
 	if s.queue >= 0 {
 		g.queue.add(s.queue)
-	} else {
-		s.queue = -1
 	}
 	if len(g.samples) < c.limits.MaxSamplesPerKernel {
 		g.samples = append(g.samples, s)
@@ -226,7 +229,7 @@ func (c *Collector) launchSummary() []LaunchSummary {
 	for key, g := range c.launches {
 		api, queue, kernel, total = api[:0], queue[:0], kernel[:0], total[:0]
 		for _, s := range g.samples {
-			api, kernel, total = append(api, s.api), append(kernel, s.kernel), append(total, s.total)
+			api, kernel, total = append(api, s.api), append(kernel, s.kernel), append(total, s.total())
 			if s.queue >= 0 {
 				queue = append(queue, s.queue)
 			}
@@ -274,7 +277,7 @@ func (c *Collector) rangeProjections() (out []RangeProjection, leftOut, folded i
 		if !ok {
 			continue
 		}
-		ops = append(ops, projOp{callStart: ln.start, callEnd: ln.end, thread: ln.thread, iv: int32(i)})
+		ops = append(ops, projOp{callStart: ln.start, callEnd: ln.end, thread: c.threadOf(ln), iv: int32(i)})
 	}
 	// By call, and the operations of one call (a graph launch's kernels) together.
 	sort.Slice(ops, func(i, j int) bool {

@@ -210,7 +210,7 @@ func (c *Collector) idleMechanisms(inner, traced []int32, annots []AnnotationKer
 				m.Sync, m.SyncGaps = b-a, 1
 			case launchedAt && ln.end <= a, launchedAt && 2*launches.covered(a, b) >= b-a:
 				m.Launch, m.LaunchGaps = b-a, 1
-			case launchedAt && b-a <= MaxDispatchGap && 2*dispatch[ln.thread].covered(a, b) >= b-a:
+			case launchedAt && b-a <= MaxDispatchGap && 2*dispatch[c.threadOf(ln)].covered(a, b) >= b-a:
 				m.Launch, m.LaunchGaps, m.DispatchGaps = b-a, 1, 1
 			default:
 				m.HostWork, m.HostWorkGaps = b-a, 1
@@ -240,7 +240,7 @@ func (c *Collector) dispatchIntervals() map[int64]union {
 	room := map[int64]int{}
 	for _, iv := range c.ivals {
 		if ln, ok := c.callOf(iv); ok {
-			room[ln.thread]++
+			room[c.threadOf(ln)]++
 		}
 	}
 	if len(room) == 0 {
@@ -257,7 +257,8 @@ func (c *Collector) dispatchIntervals() map[int64]union {
 	}
 	for _, iv := range c.ivals {
 		if ln, ok := c.callOf(iv); ok {
-			by[ln.thread] = append(by[ln.thread], launch{ln.start, ln.end})
+			th := c.threadOf(ln)
+			by[th] = append(by[th], launch{ln.start, ln.end})
 		}
 	}
 	calls := make(map[int64]int, len(by)) // how many of a thread's intervals are calls
