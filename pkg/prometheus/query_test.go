@@ -212,7 +212,7 @@ func FuzzQueryAPIAnswersAsClientGolang(f *testing.F) {
 func TestBrokenReplySaysWhatIsWrong(t *testing.T) {
 	for body, want := range map[string]string{
 		`{"status":"success","data":{"resultType":"matrix","result":[`: "unexpected end of JSON input",
-		`<html>proxy login</html>`: "invalid character '<' looking for beginning of value",
+		`<html>proxy login</html>`:                                     "invalid character '<' looking for beginning of value",
 	} {
 		g, o, _, _ := askBoth(200, 0, []byte(body))
 		for i, a := range []answer{g[0], o[0]} {
