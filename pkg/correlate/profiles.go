@@ -50,7 +50,7 @@ type TraceProfilePlan struct {
 // service does not match the user's matchers on service_name are left out.
 func PlanTraceProfile(t *models.Trace, matchers []*labels.Matcher) TraceProfilePlan {
 	var plan TraceProfilePlan
-	profiled := map[string][]models.Span{}
+	profiled := map[string][]askedSpan{}
 	for _, s := range t.Spans {
 		if plan.Start.IsZero() || s.Start.Before(plan.Start) {
 			plan.Start = s.Start
@@ -68,8 +68,7 @@ func PlanTraceProfile(t *models.Trace, matchers []*labels.Matcher) TraceProfileP
 			plan.Malformed = append(plan.Malformed, s.Attributes[models.ProfileIDAttribute])
 		}
 		if id != "" {
-			s.SpanID = id
-			profiled[s.Service] = append(profiled[s.Service], s)
+			profiled[s.Service] = append(profiled[s.Service], askedSpan{id, s.Start, s.Duration})
 			plan.ProfiledSpans++
 		}
 	}
@@ -77,10 +76,10 @@ func PlanTraceProfile(t *models.Trace, matchers []*labels.Matcher) TraceProfileP
 	if plan.ProfiledSpans == 0 {
 		// No span says it is profiled: every span of the matching services (gathered only now: a
 		// large trace usually has profiled spans, and copying all its spans costs).
-		bySpan = map[string][]models.Span{}
+		bySpan = map[string][]askedSpan{}
 		for _, s := range t.Spans {
 			if serviceMatches(s.Service, matchers) {
-				bySpan[s.Service] = append(bySpan[s.Service], s)
+				bySpan[s.Service] = append(bySpan[s.Service], askedSpan{s.SpanID, s.Start, s.Duration})
 			}
 		}
 	}
@@ -94,7 +93,7 @@ func PlanTraceProfile(t *models.Trace, matchers []*labels.Matcher) TraceProfileP
 		plan.AskedSpans += len(spans)
 		if plan.PerSpan {
 			for _, s := range spans {
-				plan.Queries = append(plan.Queries, spanQuery(svc, []models.Span{s}))
+				plan.Queries = append(plan.Queries, spanQuery(svc, []askedSpan{s}))
 			}
 			continue
 		}
@@ -103,14 +102,22 @@ func PlanTraceProfile(t *models.Trace, matchers []*labels.Matcher) TraceProfileP
 	return plan
 }
 
-func spanQuery(service string, spans []models.Span) SpanProfileQuery {
-	q := SpanProfileQuery{Service: service}
+// askedSpan is a span as a span-profile query asks for it: the ID its samples carry (its
+// pyroscope.profile.id) and its time, not a copy of the whole span.
+type askedSpan struct {
+	id       string
+	start    time.Time
+	duration time.Duration
+}
+
+func spanQuery(service string, spans []askedSpan) SpanProfileQuery {
+	q := SpanProfileQuery{Service: service, SpanIDs: make([]string, 0, len(spans))}
 	for _, s := range spans {
-		q.SpanIDs = append(q.SpanIDs, s.SpanID)
-		if q.Start.IsZero() || s.Start.Before(q.Start) {
-			q.Start = s.Start
+		q.SpanIDs = append(q.SpanIDs, s.id)
+		if q.Start.IsZero() || s.start.Before(q.Start) {
+			q.Start = s.start
 		}
-		if end := s.Start.Add(s.Duration); end.After(q.End) {
+		if end := s.start.Add(s.duration); end.After(q.End) {
 			q.End = end
 		}
 	}
@@ -141,12 +148,12 @@ func serviceMatches(service string, matchers []*labels.Matcher) bool {
 }
 
 // dedupe drops repeated span IDs (a span reported twice, or two spans naming one profile ID).
-func dedupe(spans []models.Span) []models.Span {
+func dedupe(spans []askedSpan) []askedSpan {
 	seen := make(map[string]bool, len(spans))
 	out := spans[:0:0]
 	for _, s := range spans {
-		if !seen[s.SpanID] {
-			seen[s.SpanID] = true
+		if !seen[s.id] {
+			seen[s.id] = true
 			out = append(out, s)
 		}
 	}

@@ -138,7 +138,11 @@ func ProfileOfTrace(ctx context.Context, profiles Profiles, q RequestProfileQuer
 		}
 		if !r.Tree.Empty() {
 			spansWithSamples += len(r.Query.SpanIDs)
-			rp.add(r.Query.Service, r.Tree)
+			if plan.PerSpan {
+				rp.add(r.Query.Service, r.Tree) // kept in rp.Spans as it is
+			} else {
+				rp.move(r.Query.Service, r.Tree)
+			}
 		}
 	}
 	if len(failed) == len(results) {
@@ -404,7 +408,7 @@ func profilesBySelector(ctx context.Context, profiles Profiles, q RequestProfile
 		case r.Query.Service == "":
 			rp.Tree.Merge(r.Tree) // services unknown without the trace: no service level
 		default:
-			rp.add(r.Query.Service, r.Tree)
+			rp.move(r.Query.Service, r.Tree)
 		}
 	}
 	return rp, errs
@@ -470,19 +474,21 @@ func newRequestProfile(start, end time.Time) *RequestProfile {
 	return &RequestProfile{Tree: flamegraph.New(), Services: map[string]*flamegraph.Node{}, Spans: SpanProfiles{}, Start: start, End: end}
 }
 
-// add merges a service's samples: under the service's node in the whole graph, and into the
-// service's own graph.
+// add merges a service's samples under the service's node in the whole graph; the service's own
+// graph is that node's view (flamegraph.Node.AsRoot), renewed on each add: the samples are
+// copied once, not twice (Services are only read once built).
 func (rp *RequestProfile) add(service string, tree *flamegraph.Node) {
-	if tree.Empty() {
-		return
+	if under := rp.Tree.AddUnder(service, tree); under != nil {
+		rp.Services[service] = under.AsRoot()
 	}
-	rp.Tree.AddUnder(service, tree)
-	own := rp.Services[service]
-	if own == nil {
-		own = flamegraph.New()
-		rp.Services[service] = own
+}
+
+// move is add for a tree nothing else holds (a profile store's answer, not kept per span): the
+// first tree of a service becomes its node as it is, not copied.
+func (rp *RequestProfile) move(service string, tree *flamegraph.Node) {
+	if under := rp.Tree.MoveUnder(service, tree); under != nil {
+		rp.Services[service] = under.AsRoot()
 	}
-	own.Merge(tree)
 }
 
 func (rp *RequestProfile) info(text string) { rp.Notices.Info(text) }

@@ -17,7 +17,8 @@ import (
 // interfaces, so their tests use in-memory fakes; the plugin holds Sources, built once per data
 // source instance, and never a client's own type.
 
-// Profiles is what the joins ask of a profile store (pyroscope.Client answers it).
+// Profiles is what the joins ask of a profile store (pyroscope.Client answers it). A flame graph
+// it answers is the caller's: the joins merge into it.
 type Profiles interface {
 	MergedFlameGraph(ctx context.Context, q models.FlameGraphQuery) (*flamegraph.Node, error)
 }

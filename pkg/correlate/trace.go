@@ -151,16 +151,10 @@ func JoinTrace(in TraceJoin) []SpanRow {
 		return nil
 	}
 	spans := in.Trace.Spans
-	children := map[string][]int{}
-	ids := map[string]bool{}
-	for _, s := range spans {
-		ids[s.SpanID] = true
-	}
+	children := childLists(spans)
 	var roots []int
-	for i, s := range spans {
-		if s.ParentSpanID != "" && ids[s.ParentSpanID] && s.ParentSpanID != s.SpanID {
-			children[s.ParentSpanID] = append(children[s.ParentSpanID], i)
-		} else {
+	for i := range spans {
+		if !children.hasParent(spans, i) {
 			// A span whose parent is missing (still arriving, or in another trace) is shown as a
 			// root rather than dropped.
 			roots = append(roots, i)
@@ -169,10 +163,8 @@ func JoinTrace(in TraceJoin) []SpanRow {
 	byStart := func(a, b int) int {
 		return cmp.Or(spans[a].Start.Compare(spans[b].Start), cmp.Compare(spans[a].SpanID, spans[b].SpanID))
 	}
-	slices.SortFunc(roots, byStart)
-	for _, c := range children {
-		slices.SortFunc(c, byStart)
-	}
+	slices.SortStableFunc(roots, byStart)
+	children.sort(byStart)
 	gpus := ServiceGPUs(in.Trace, in.Join)
 	cpuUsable, allocUsable := in.CPU.HasSamples(), in.Alloc.HasSamples()
 
@@ -192,7 +184,7 @@ func JoinTrace(in TraceJoin) []SpanRow {
 		row := SpanRow{Span: s, Depth: depth}
 		row.ProfileID, _ = s.ProfileID()
 		kids = kids[:0]
-		for _, c := range children[s.SpanID] {
+		for _, c := range children.of(s.SpanID) {
 			kids = append(kids, spans[c])
 		}
 		row.Self = SelfTime(s, kids)
@@ -212,7 +204,7 @@ func JoinTrace(in TraceJoin) []SpanRow {
 			row.GPU = spanGPUWindow(s, row.Host, row.GPUs, in.GPUSeries, in.GPUStep, in.Classify)
 		}
 		rows = append(rows, row)
-		for _, c := range children[s.SpanID] {
+		for _, c := range children.of(s.SpanID) {
 			visit(c, depth+1)
 		}
 	}
@@ -225,6 +217,73 @@ func JoinTrace(in TraceJoin) []SpanRow {
 		}
 	}
 	return rows
+}
+
+// spanChildren are the children of each span ID of a trace, as indexes into its spans, in one
+// array (a slice per parent was a large request's many small allocations): the children of the
+// span ID first held by spans[i] are at[start[i]:start[i+1]].
+type spanChildren struct {
+	first map[string]int // a span ID's first span
+	start []int32
+	at    []int
+}
+
+// childLists gathers the children of every span ID: a span's parent is any span holding its
+// parent span ID (not itself).
+func childLists(spans []models.Span) spanChildren {
+	c := spanChildren{first: make(map[string]int, len(spans)), start: make([]int32, len(spans)+1)}
+	for i, s := range spans {
+		if _, ok := c.first[s.SpanID]; !ok {
+			c.first[s.SpanID] = i
+		}
+	}
+	parent := func(i int) int {
+		s := spans[i]
+		if p, ok := c.first[s.ParentSpanID]; ok && s.ParentSpanID != "" && s.ParentSpanID != s.SpanID {
+			return p
+		}
+		return -1
+	}
+	for i := range spans {
+		if p := parent(i); p >= 0 {
+			c.start[p+1]++
+		}
+	}
+	for i := 1; i < len(c.start); i++ {
+		c.start[i] += c.start[i-1]
+	}
+	c.at = make([]int, c.start[len(spans)])
+	next := slices.Clone(c.start[:len(spans)])
+	for i := range spans {
+		if p := parent(i); p >= 0 {
+			c.at[next[p]] = i
+			next[p]++
+		}
+	}
+	return c
+}
+
+// hasParent says whether spans[i]'s parent is in the trace.
+func (c spanChildren) hasParent(spans []models.Span, i int) bool {
+	s := spans[i]
+	_, ok := c.first[s.ParentSpanID]
+	return ok && s.ParentSpanID != "" && s.ParentSpanID != s.SpanID
+}
+
+// of lists the children of the span ID, in the order sort left them.
+func (c spanChildren) of(spanID string) []int {
+	p, ok := c.first[spanID]
+	if !ok {
+		return nil
+	}
+	return c.at[c.start[p]:c.start[p+1]]
+}
+
+// sort orders each span's children; ties (a span reported twice) keep the trace's order.
+func (c spanChildren) sort(cmp func(a, b int) int) {
+	for p := 0; p+1 < len(c.start); p++ {
+		slices.SortStableFunc(c.at[c.start[p]:c.start[p+1]], cmp)
+	}
 }
 
 func total(t *flamegraph.Node) *int64 {
@@ -364,7 +423,8 @@ func ServiceGPUs(t *models.Trace, j models.SpanMatch) map[ServiceHost][]string {
 func spanGPUWindow(s models.Span, host string, gpus []string, series []classify.GPUSeries, step time.Duration, classifyFn ClassifyFunc) *GPUWindow {
 	from, to := s.Start, s.Start.Add(s.Duration).Add(step)
 	var cut []classify.GPUSeries
-	w := &GPUWindow{}
+	// A value until the span is known to meet a GPU: most spans of a large request do not.
+	var w GPUWindow
 	// A span naming no GPU meets its own pod's GPUs when the exporter maps some GPU of its host
 	// to that pod; else every GPU of the host.
 	pod := spanPod(s)
@@ -423,7 +483,9 @@ func spanGPUWindow(s models.Span, host string, gpus []string, series []classify.
 	if classifyFn != nil {
 		w.Class, w.ClassShare, w.Evidence = classifyFn(cut)
 	}
-	return w
+	out := new(GPUWindow)
+	*out = w
+	return out
 }
 
 // mean averages the readings that are there (not NaN).

@@ -3,6 +3,7 @@ package correlate
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -257,6 +258,85 @@ func TestJoinTraceKeepsOrphansAndSurvivesCycles(t *testing.T) {
 	if JoinTrace(TraceJoin{}) != nil {
 		t.Error("rows without a trace")
 	}
+}
+
+// Random traces with every oddity a trace store hands over (spans reported twice, parents
+// missing, spans their own parent, cycles, equal start times): the rows are the spans depth
+// first, children by start then ID, each span once, as a plain walk of the parent IDs gives
+// them.
+func TestJoinTraceWalksRandomTracesAsTheirParentIDsSay(t *testing.T) {
+	for seed := range uint64(300) {
+		rng := rand.New(rand.NewPCG(seed, 9))
+		n := 1 + rng.IntN(40)
+		id := func() string { return fmt.Sprintf("%016x", 1+rng.IntN(n+3)) } // repeats, and IDs no span has
+		tr := &models.Trace{}
+		for range n {
+			own, parent := id(), ""
+			switch rng.IntN(6) {
+			case 0: // a root
+			case 1:
+				parent = own
+			default:
+				parent = id()
+			}
+			tr.Spans = append(tr.Spans, jspan(own, parent, "svc", fmt.Sprint(len(tr.Spans)), rng.IntN(5), 1+rng.IntN(5)))
+		}
+		var got []string
+		for _, r := range JoinTrace(TraceJoin{Trace: tr, Join: models.DefaultJoinSettings().SpanMatch}) {
+			got = append(got, fmt.Sprintf("%s@%d", r.Span.Operation, r.Depth))
+		}
+		if want := walkParentIDs(tr.Spans); !slices.Equal(got, want) {
+			t.Fatalf("seed %d: rows %v, want %v", seed, got, want)
+		}
+	}
+}
+
+// walkParentIDs is the plain walk: children listed by parent ID, roots and each list sorted by
+// start then ID, depth first from the roots, then whatever a cycle left unvisited.
+func walkParentIDs(spans []models.Span) []string {
+	ids := map[string]bool{}
+	for _, s := range spans {
+		ids[s.SpanID] = true
+	}
+	children := map[string][]int{}
+	var roots []int
+	for i, s := range spans {
+		if s.ParentSpanID != "" && ids[s.ParentSpanID] && s.ParentSpanID != s.SpanID {
+			children[s.ParentSpanID] = append(children[s.ParentSpanID], i)
+		} else {
+			roots = append(roots, i)
+		}
+	}
+	byStart := func(a, b int) int {
+		if c := spans[a].Start.Compare(spans[b].Start); c != 0 {
+			return c
+		}
+		return strings.Compare(spans[a].SpanID, spans[b].SpanID)
+	}
+	slices.SortStableFunc(roots, byStart)
+	for _, c := range children {
+		slices.SortStableFunc(c, byStart)
+	}
+	var out []string
+	seen := make([]bool, len(spans))
+	var visit func(i, depth int)
+	visit = func(i, depth int) {
+		if seen[i] {
+			return
+		}
+		seen[i] = true
+		out = append(out, fmt.Sprintf("%s@%d", spans[i].Operation, depth))
+		for _, c := range children[spans[i].SpanID] {
+			visit(c, depth+1)
+		}
+	}
+	for _, r := range roots {
+		visit(r, 0)
+	}
+	for i := range spans {
+		visit(i, 0)
+	}
+	return out
 }
 
 func TestTraceWindowCoversEverySpan(t *testing.T) {

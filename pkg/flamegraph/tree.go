@@ -2,6 +2,8 @@
 // the two sides of a diff) can be merged and compared before they become a frame. Pure, no I/O.
 package flamegraph
 
+import "slices"
+
 // RootName is the name of a flame graph's root, as Pyroscope calls it.
 const RootName = "total"
 
@@ -135,10 +137,11 @@ func (n *Node) Merge(src *Node) {
 }
 
 // AddUnder puts the children of sub under a new (or existing) child of n named name, so that a
-// service's stacks appear below a node carrying the service's name.
-func (n *Node) AddUnder(name string, sub *Node) {
+// service's stacks appear below a node carrying the service's name. It returns that child (nil
+// when sub holds no samples).
+func (n *Node) AddUnder(name string, sub *Node) *Node {
 	if sub.Empty() {
-		return
+		return nil
 	}
 	c := n.child(name)
 	c.Total += sub.Total
@@ -147,6 +150,38 @@ func (n *Node) AddUnder(name string, sub *Node) {
 		c.child(sc.Name).Merge(sc)
 	}
 	n.Total += sub.Total
+	return c
+}
+
+// MoveUnder is AddUnder for a sub the caller gives up: where n has no child named name yet, the
+// new child takes sub's children as they are instead of copying them. sub must not be used
+// after (its nodes now belong to n and change with it).
+func (n *Node) MoveUnder(name string, sub *Node) *Node {
+	if sub.Empty() {
+		return nil
+	}
+	if n.has(name) {
+		return n.AddUnder(name, sub)
+	}
+	c := n.child(name)
+	c.Total, c.Self, c.Children = sub.Total, sub.Self, sub.Children
+	n.Total += sub.Total
+	return c
+}
+
+// has reports whether n has a child named name.
+func (n *Node) has(name string) bool {
+	if n.index != nil {
+		_, ok := n.index[name]
+		return ok
+	}
+	return slices.ContainsFunc(n.Children, func(c *Node) bool { return c.Name == name })
+}
+
+// AsRoot is a root holding n's samples and children, sharing them with n: a view of a subtree as
+// a graph of its own, no copy. It is current until n changes; a change to either changes both.
+func (n *Node) AsRoot() *Node {
+	return &Node{Name: RootName, Total: n.Total, Self: n.Self, TotalRight: n.TotalRight, SelfRight: n.SelfRight, Children: n.Children}
 }
 
 // Diff returns one tree holding baseline as the left values and comparison as the right ones.

@@ -109,6 +109,41 @@ func TestAddUnderPutsAServiceLevelBelowTheRoot(t *testing.T) {
 	}
 }
 
+// MoveUnder gives the same graph as AddUnder, a service's second tree merged into its first; the
+// first tree's nodes are taken, not copied, and a view of the service (AsRoot) sees the merge.
+func TestMoveUnderTakesTheFirstTreeAndMergesTheNext(t *testing.T) {
+	enrichment := func() *Node {
+		return fromEncoded(&encoded{Names: []string{"total", "extract"}, Levels: [][]int64{{0, 30, 0, 0}, {0, 30, 30, 1}}})
+	}
+	added, moved := New(), New()
+	for _, r := range []*Node{added, moved} {
+		add := r.AddUnder
+		if r == moved {
+			add = r.MoveUnder
+		}
+		add("ai-detector", fromEncoded(sample))
+		add("ai-enrichment", enrichment())
+		add("ai-detector", enrichment())
+		if add("idle-service", New()) != nil {
+			t.Error("a node for a tree without samples")
+		}
+	}
+	if got, want := dump(moved), dump(added); got != want {
+		t.Errorf("moved:\n%s\nadded:\n%s", got, want)
+	}
+	first := fromEncoded(sample)
+	handle := first.Children[0]
+	root := New()
+	detector := root.MoveUnder("ai-detector", first)
+	if detector.Children[0] != handle {
+		t.Error("the first tree's nodes were copied")
+	}
+	root.MoveUnder("ai-detector", enrichment())
+	if view := detector.AsRoot(); view.Total != 130 || view.Name != RootName || len(view.Children) != 3 {
+		t.Errorf("the service's view after a second tree: %s", dump(view))
+	}
+}
+
 func TestDiffKeepsBothSidesAndScaling(t *testing.T) {
 	right := &encoded{
 		Names:  []string{"total", "handle", "serialize", "new"},

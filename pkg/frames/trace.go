@@ -60,7 +60,9 @@ func TraceSpans(traceID string, rows []correlate.SpanRow, profileTypeID, allocTy
 		shares, utils, mems, pcies              = make([]*float64, n), make([]*float64, n), make([]*float64, n), make([]*float64, n)
 		kernelTimes                             = make([]*int64, n)
 	)
-	for i, r := range rows {
+	// By pointer: a copy of a row whose fields the cells point at would escape, one per row.
+	for i := range rows {
+		r := &rows[i]
 		traceIDs[i], spanIDs[i], services[i], operations[i] = traceID, r.Span.SpanID, r.Span.Service, r.Span.Operation
 		depths[i] = int64(r.Depth)
 		starts[i] = r.Span.Start.UTC()
@@ -73,7 +75,7 @@ func TraceSpans(traceID string, rows []correlate.SpanRow, profileTypeID, allocTy
 			own[i] = &r.OwnFunction
 		}
 		profileIDs[i], hosts[i] = r.ProfileID, r.Host
-		gpus[i], gpuVars[i], migVars[i] = gpuCell(r)
+		gpus[i], gpuVars[i], migVars[i] = gpuCell(*r)
 		kernelTimes[i] = r.GPUKernelTime
 		if w := r.GPU; w != nil {
 			class := string(w.Class)

@@ -149,7 +149,7 @@ func RequestRoot(t *Trace) int {
 	if t == nil {
 		return -1
 	}
-	ids := map[string]bool{}
+	ids := make(map[string]bool, len(t.Spans))
 	for _, s := range t.Spans {
 		ids[s.SpanID] = true
 	}
@@ -178,11 +178,23 @@ func SortSpans(spans []Span) {
 	slices.SortStableFunc(order, func(a, b int) int {
 		return cmp.Or(spans[a].Start.Compare(spans[b].Start), cmp.Compare(spans[a].SpanID, spans[b].SpanID))
 	})
-	sorted := make([]Span, len(spans))
-	for i, j := range order {
-		sorted[i] = spans[j]
+	// Each cycle of the permutation moved in place: position j takes the span at order[j].
+	for i := range spans {
+		if order[i] == i {
+			continue
+		}
+		first, j := spans[i], i
+		for {
+			k := order[j]
+			order[j] = j
+			if k == i {
+				spans[j] = first
+				break
+			}
+			spans[j] = spans[k]
+			j = k
+		}
 	}
-	copy(spans, sorted)
 }
 
 // IsHexTraceID says whether id is a trace ID a store's URL path may carry: 16 or 32 hex digits

@@ -4,7 +4,9 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	jsoniter "github.com/json-iterator/go"
@@ -47,12 +49,30 @@ func FailedTraceIDs(iter *jsoniter.Iterator) (map[string]bool, error) {
 	return r.failed, err
 }
 
+// spanBuffers hold the spans while a reply is read, whose count is known only at its end: the
+// spans grow in a pooled buffer and are copied once into a slice of their size (growing a new
+// slice each time allocated about three times the spans' size).
+var spanBuffers = sync.Pool{New: func() any { return new([]models.Span) }}
+
+// maxPooledSpans bounds a buffer kept for the next reply, so that one huge trace's is not kept.
+const maxPooledSpans = 1 << 16
+
 func (r *jsonReader) read() ([]models.Span, error) {
 	iter := r.iter
 	if iter.WhatIsNext() == jsoniter.NilValue {
 		iter.Skip()
 		return nil, nil
 	}
+	buf := spanBuffers.Get().(*[]models.Span)
+	r.out = (*buf)[:0]
+	defer func() {
+		clear(r.out) // the buffer must not keep this reply's strings and maps alive
+		if cap(r.out) <= maxPooledSpans {
+			*buf = r.out[:0]
+			spanBuffers.Put(buf)
+		}
+		r.out = nil
+	}()
 	for f := iter.ReadObject(); f != ""; f = iter.ReadObject() {
 		switch f {
 		case "resourceSpans", "resource_spans":
@@ -72,7 +92,10 @@ func (r *jsonReader) read() ([]models.Span, error) {
 	if iter.Error != nil {
 		return nil, iter.Error
 	}
-	return r.out, nil
+	if r.failed != nil || len(r.out) == 0 {
+		return nil, nil
+	}
+	return slices.Clone(r.out), nil
 }
 
 // jsonReader is ReadJSON's state: the spans so far and the first thing found wrong.

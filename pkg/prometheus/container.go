@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/prometheus/common/model"
@@ -19,10 +20,13 @@ import (
 // containerLabels are cAdvisor's label spellings, newest first: the kubelet's since Kubernetes
 // 1.16 (namespace, pod, container), then the older pod_name and container_name. The first
 // spelling whose series exist for the pod answers.
-var containerLabels = []struct{ namespace, pod, container string }{
+var containerLabels = []containerSpelling{
 	{"namespace", "pod", "container"},
 	{"namespace", "pod_name", "container_name"},
 }
+
+// containerSpelling names cAdvisor's namespace, pod and container labels.
+type containerSpelling struct{ namespace, pod, container string }
 
 // containerCounters are the counters read as their increase over the window, in the order of
 // the figures they fill.
@@ -46,12 +50,24 @@ func (c *Client) ContainerCPU(ctx context.Context, q models.ContainerQuery) (res
 		Periods: math.NaN(), ThrottledPeriods: math.NaN(), ThrottledSeconds: math.NaN(), UsageSeconds: math.NaN(), QuotaCPUs: math.NaN()}
 	spellings := containerLabels
 	if ln := c.containers.LabelNames; len(ln) > 0 {
-		spellings = append([]struct{ namespace, pod, container string }{{
+		spellings = append([]containerSpelling{{
 			cmp.Or(ln[models.ContainerRoleNamespace], "namespace"), cmp.Or(ln[models.ContainerRolePod], "pod"), cmp.Or(ln[models.ContainerRoleContainer], "container"),
 		}}, containerLabels...)
 	}
+	// Which of cAdvisor's metrics and label spellings Prometheus holds over the window (cached
+	// for a minute, as the GPU inventory): a cluster without cAdvisor's series costs no query
+	// per pod, and one with the older spelling no query under the newer.
+	held := func(string) bool { return true }
+	inv, err := c.seriesInventory(ctx, "ContainerInventory", c.containerMetricNames(), start, end)
+	switch {
+	case err == nil:
+		held = inv.hasMetric
+		spellings = slices.DeleteFunc(slices.Clone(spellings), func(l containerSpelling) bool { return !inv.labels[l.pod] })
+	case !seriesAPIMissing(err):
+		return res, err
+	}
 	for i, l := range spellings {
-		got, found, err := c.containerFigures(ctx, q, l.namespace, l.pod, l.container, start, end)
+		got, found, err := c.containerFigures(ctx, q, l.namespace, l.pod, l.container, start, end, held)
 		if err != nil {
 			return res, err
 		}
@@ -60,12 +76,23 @@ func (c *Client) ContainerCPU(ctx context.Context, q models.ContainerQuery) (res
 			return got, nil
 		}
 	}
+	res.Missing = c.containerMetricNames()[:len(containerCounters)+1]
 	return res, nil
+}
+
+// containerMetricNames are the names of cAdvisor's series read, as the settings name them: the
+// counters, the quota, then the period.
+func (c *Client) containerMetricNames() []string {
+	out := make([]string, 0, len(containerCounters)+2)
+	for _, m := range append(slices.Clone(containerCounters), models.CadvisorQuota, models.CadvisorPeriod) {
+		out = append(out, c.containers.Metric(m))
+	}
+	return out
 }
 
 // containerFigures reads the figures under one label spelling; found is false when no counter
 // has a series for the pod.
-func (c *Client) containerFigures(ctx context.Context, q models.ContainerQuery, nsLabel, podLabel, ctrLabel string, start, end time.Time) (models.ContainerCPU, bool, error) {
+func (c *Client) containerFigures(ctx context.Context, q models.ContainerQuery, nsLabel, podLabel, ctrLabel string, start, end time.Time, held func(metric string) bool) (models.ContainerCPU, bool, error) {
 	ms := []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, podLabel, q.Pod)}
 	if q.Namespace != "" {
 		ms = append(ms, labels.MustNewMatcher(labels.MatchEqual, nsLabel, q.Namespace))
@@ -91,17 +118,23 @@ func (c *Client) containerFigures(ctx context.Context, q models.ContainerQuery, 
 	for _, m := range append(append([]string(nil), containerCounters...), models.CadvisorQuota) {
 		names = append(names, name(m))
 	}
+	// A figure whose series Prometheus does not hold is missing without a query.
+	asked := make([]bool, len(exprs))
+	for i := range exprs {
+		asked[i] = held(names[i]) && (i < len(containerCounters) || held(name(models.CadvisorPeriod)))
+	}
 	queries := make([]string, len(exprs))
 	vecs := make([]model.Vector, len(exprs))
 	errs := safe.ForEach("container figure", len(exprs), engineParallelQueries, func(i int) error {
 		expr, err := checked(exprs[i])
-		if err != nil {
+		if err != nil || !asked[i] {
 			return err
 		}
 		queries[i] = expr
 		vecs[i], _, err = c.instantVector(ctx, expr, end)
 		return err
 	})
+	queries = slices.DeleteFunc(queries, func(q string) bool { return q == "" })
 	for _, err := range errs {
 		if err != nil {
 			return models.ContainerCPU{}, false, err

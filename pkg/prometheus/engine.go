@@ -112,23 +112,39 @@ func (c *Client) EngineFigures(ctx context.Context, q models.EngineQuery) (res m
 		attribute.String("hsi.engine", q.Engine), attribute.Int("hsi.figures", len(spec.figures)))
 	defer func() { err = upstream.EndSpan(span, err) }()
 
+	// The gauges are read together, in one query of their raw samples (they share a window);
+	// each counter and ratio in its own, as increase() drops the metric's name.
 	answers := make([]engineAnswer, len(spec.figures))
-	errs := safe.ForEach("engine figure", len(spec.figures), engineParallelQueries, func(i int) (err error) {
-		f := spec.figures[i]
-		switch {
-		case f.counter:
+	var gauges, others []int
+	for i, f := range spec.figures {
+		if f.counter || f.ratio() {
+			others = append(others, i)
+		} else {
+			gauges = append(gauges, i)
+		}
+	}
+	jobs := len(others)
+	if len(gauges) > 0 {
+		jobs++
+	}
+	errs := safe.ForEach("engine figure", jobs, engineParallelQueries, func(j int) (err error) {
+		if j == len(others) {
+			return c.engineGauges(ctx, spec.figures, gauges, matchers, q, answers)
+		}
+		i := others[j]
+		if f := spec.figures[i]; f.counter {
 			answers[i], err = c.engineIncrease(ctx, f, matchers, q)
-		case f.ratio():
+		} else {
 			answers[i], err = c.engineRatio(ctx, f, matchers, q)
-		default:
-			answers[i], err = c.engineGauge(ctx, f, matchers, q)
 		}
 		return err
 	})
-	for i, a := range answers {
-		if errs[i] != nil {
-			return models.EngineFigures{}, c.wrap(errs[i])
+	for _, err := range errs {
+		if err != nil {
+			return models.EngineFigures{}, c.wrap(err)
 		}
+	}
+	for _, a := range answers {
 		if a.figure != nil {
 			res.Figures = append(res.Figures, *a.figure)
 		}
@@ -137,29 +153,62 @@ func (c *Client) EngineFigures(ctx context.Context, q models.EngineQuery) (res m
 	return res, nil
 }
 
-// engineGauge reads the gauge's raw samples in the window, trying its older names while the
-// names before have no series.
-func (c *Client) engineGauge(ctx context.Context, f engineFigureSpec, matchers []*labels.Matcher, q models.EngineQuery) (engineAnswer, error) {
+// engineGauges reads the gauges figures[at...] from one query of the raw samples of all their
+// names in the window; each figure is its first name with series (its newest name, then its
+// older ones, then another engine's), and its own query is the selector of that name alone,
+// which answers the same samples.
+func (c *Client) engineGauges(ctx context.Context, figures []engineFigureSpec, at []int, matchers []*labels.Matcher, q models.EngineQuery, answers []engineAnswer) error {
 	start, end := q.Window(models.EngineGaugeWindow)
+	var names []string
+	for _, i := range at {
+		f := figures[i]
+		names = append(names, f.metric)
+		names = append(append(names, f.olderNames...), f.alsoNames...)
+	}
+	all, err := metricNamesSelector(names, matchers)
+	if err != nil {
+		return err
+	}
+	expr, err := checked(rangeSelector(all, end.Sub(start)))
+	if err != nil {
+		return err
+	}
+	m, err := c.instantMatrix(ctx, expr, end)
+	if err != nil {
+		return err
+	}
+	byName := map[string]model.Matrix{}
+	for _, s := range m {
+		name := string(s.Metric[model.MetricNameLabel])
+		byName[name] = append(byName[name], s)
+	}
+	for _, i := range at {
+		answers[i], err = engineGauge(figures[i], matchers, start, end, byName)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// engineGauge is one gauge's figure from the series read by name: its first name with series.
+func engineGauge(f engineFigureSpec, matchers []*labels.Matcher, start, end time.Time, byName map[string]model.Matrix) (engineAnswer, error) {
 	var a engineAnswer
 	reported := 1 + len(f.olderNames)
 	if f.optional {
 		reported = 0
 	}
 	for n, metric := range append(append([]string{f.metric}, f.olderNames...), f.alsoNames...) {
-		expr, err := checked(rangeSelector(metricSelector(metric, matchers), end.Sub(start)))
-		if err != nil {
-			return a, err
-		}
-		m, err := c.instantMatrix(ctx, expr, end)
-		if err != nil {
-			return a, err
-		}
+		m := byName[metric]
 		if len(m) == 0 {
 			if n < reported {
 				a.missing = append(a.missing, metric)
 			}
 			continue
+		}
+		expr, err := checked(rangeSelector(metricSelector(metric, matchers), end.Sub(start)))
+		if err != nil {
+			return a, err
 		}
 		fig := models.EngineFigure{Name: f.name, Metric: metric, Query: expr, Unit: f.unit, Max: math.Inf(-1), Series: len(m), Start: start, End: end}
 		sum := 0.0

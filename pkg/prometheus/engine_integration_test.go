@@ -56,12 +56,27 @@ func TestRealEngineReadingsOfTheBedsOwnSeries(t *testing.T) {
 	c := newClient(bed.PrometheusURL, newQueryAPI(ac))
 	end := time.Now().Add(-20 * time.Second)
 	q := models.EngineQuery{Engine: models.EngineVLLM, Start: end.Add(-2 * time.Second), End: end}
-	up, err := c.engineGauge(context.Background(), engineFigureSpec{name: "targets up", unit: "short", metric: "up"}, nil, q)
-	if err != nil {
+	// Three gauges in one query of their raw samples: one found under its older name (a newer
+	// name Prometheus lacks), one under its own, one missing.
+	gauges := []engineFigureSpec{
+		{name: "targets up", unit: "short", metric: "no_such_gauge", olderNames: []string{"up"}},
+		{name: "scrape samples", unit: "short", metric: "scrape_samples_scraped"},
+		{name: "nothing", unit: "short", metric: "no_such_gauge_either"},
+	}
+	answers := make([]engineAnswer, 3)
+	if err := c.engineGauges(context.Background(), gauges, []int{0, 1, 2}, nil, q, answers); err != nil {
 		t.Fatal(err)
 	}
-	if up.figure == nil || up.figure.Max != 1 || up.figure.Series < 2 || up.figure.Samples < 2*up.figure.Series {
+	up, scraped, nothing := answers[0], answers[1], answers[2]
+	if up.figure == nil || up.figure.Metric != "up" || up.figure.Max != 1 || up.figure.Series < 2 || up.figure.Samples < 2*up.figure.Series ||
+		len(up.missing) != 0 || up.figure.Query != "up[30s]" {
 		t.Fatalf("up over the 30 s around %s: %+v (missing %v)", end, up.figure, up.missing)
+	}
+	if scraped.figure == nil || scraped.figure.Series != up.figure.Series || scraped.figure.Max < 1 {
+		t.Errorf("samples scraped over the same 30 s: %+v (missing %v)", scraped.figure, scraped.missing)
+	}
+	if nothing.figure != nil || !slices.Equal(nothing.missing, []string{"no_such_gauge_either"}) {
+		t.Errorf("a gauge without series: %+v", nothing)
 	}
 	// The demo's request histogram: series are there whether or not traffic runs, so it is
 	// never missing; with traffic each service's mean latency is a positive figure.

@@ -176,6 +176,12 @@ func TestEngineFiguresReadVLLMReplicasAroundTheRequest(t *testing.T) {
 	if want := []string{"requests waiting", "requests running", "KV cache usage", "queue time per request", "preemptions", "time per output token"}; !slices.Equal(names, want) {
 		t.Errorf("figures %v, want %v", names, want)
 	}
+	// The gauges in one query of their raw samples, each counter and ratio in its own: 4 queries
+	// for 7 figures.
+	if n, gauges := len(f.queries), f.queriesOf("num_requests_waiting"); n != 4 || len(gauges) != 1 ||
+		!strings.Contains(gauges[0], "kv_cache_usage_perc") || !strings.Contains(gauges[0], "trtllm_num_paused_requests") {
+		t.Errorf("%d queries %q: want the gauges in one and 3 more", n, f.queries)
+	}
 	gaugeStart, gaugeEnd := reqEnd.Add(-17500*time.Millisecond), reqEnd.Add(12500*time.Millisecond)
 	for _, c := range []struct {
 		name, metric, unit string

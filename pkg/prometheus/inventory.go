@@ -101,11 +101,17 @@ func (c *inventoryCache) put(key string, inv *inventory) {
 // catalogue's metric names) over the range widened to whole minutes, so that refreshes within
 // a minute share one answer and the widened range never misses a series of the exact one.
 func (c *Client) inventory(ctx context.Context, start, end time.Time) (inv *inventory, err error) {
+	return c.seriesInventory(ctx, "GPUInventory", c.catalogue().MetricNames(), start, end)
+}
+
+// seriesInventory is what Prometheus holds of the metric names over [start, end], widened to
+// whole minutes: which of them have series, and the label names those series carry. It is
+// cached for inventoryTTL, per names and range; what names the span that asks.
+func (c *Client) seriesInventory(ctx context.Context, what string, names []string, start, end time.Time) (inv *inventory, err error) {
 	start = start.Truncate(time.Minute)
 	if t := end.Truncate(time.Minute); !t.Equal(end) {
 		end = t.Add(time.Minute)
 	}
-	names := c.catalogue().MetricNames()
 	sel, err := metricNamesSelector(names, nil)
 	if err != nil {
 		return nil, err
@@ -116,11 +122,11 @@ func (c *Client) inventory(ctx context.Context, start, end time.Time) (inv *inve
 		return inv, nil
 	}
 
-	ctx, span := upstream.StartSpan(ctx, models.Prometheus, "GPUInventory")
+	ctx, span := upstream.StartSpan(ctx, models.Prometheus, what)
 	defer func() { err = upstream.EndSpan(span, err) }()
 	inv = &inventory{metrics: map[string]bool{}, labels: map[string]bool{}}
 	lookups := []func() error{
-		func() error { // the DCGM metric names
+		func() error { // the metric names
 			values, _, _, err := c.api.LabelValues(ctx, "__name__", []string{match}, start, end)
 			for _, v := range values {
 				inv.metrics[string(v)] = true
@@ -135,7 +141,7 @@ func (c *Client) inventory(ctx context.Context, start, end time.Time) (inv *inve
 			return err
 		},
 	}
-	if err := cmp.Or(safe.ForEach("DCGM inventory", len(lookups), 0, func(i int) error { return lookups[i]() })...); err != nil {
+	if err := cmp.Or(safe.ForEach(what, len(lookups), 0, func(i int) error { return lookups[i]() })...); err != nil {
 		return nil, c.wrap(err)
 	}
 	c.cache.put(key, inv)
