@@ -31,14 +31,21 @@ func decodeV3(body io.Reader, path string) ([]models.Span, error) {
 // search reads a service's recent traces to find the few that failed; reading every span of
 // every trace into attributes was most of its work.
 func decodeV3Failed(b []byte, path string) ([]models.Span, error) {
-	var failed map[string]bool
-	_, err := decodeV3With(bytes.NewReader(b), path, func(iter *jsoniter.Iterator) ([]models.Span, error) {
-		var err error
-		failed, err = otlptrace.FailedTraceIDs(iter)
-		return nil, err
-	})
-	if err != nil || len(failed) == 0 {
-		return nil, err
+	// The trace IDs by a scan of the bytes; the decoder where the scan is unsure (and says
+	// what is wrong with a malformed reply).
+	failed, scanned := otlptrace.ScanFailedTraceIDs(b, "result")
+	if !scanned {
+		_, err := decodeV3With(bytes.NewReader(b), path, func(iter *jsoniter.Iterator) ([]models.Span, error) {
+			var err error
+			failed, err = otlptrace.FailedTraceIDs(iter)
+			return nil, err
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	if len(failed) == 0 {
+		return nil, nil
 	}
 	return decodeV3With(bytes.NewReader(b), path, func(iter *jsoniter.Iterator) ([]models.Span, error) {
 		return otlptrace.ReadJSONOf(iter, func(traceID string) bool { return failed[traceID] })

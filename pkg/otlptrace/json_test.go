@@ -2,6 +2,11 @@ package otlptrace
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
 	"os"
 	"reflect"
 	"strings"
@@ -75,6 +80,9 @@ func checkFailedOnly(t *testing.T, name string, b []byte, want []models.Span) {
 	if err != nil || !reflect.DeepEqual(ids, wantIDs) {
 		t.Errorf("%s: failed traces %v, %v; want %v", name, ids, err, wantIDs)
 		return
+	}
+	if scanned, ok := ScanFailedTraceIDs(b, ""); ok && !reflect.DeepEqual(scanned, wantIDs) {
+		t.Errorf("%s: the scan finds failed traces %v; want %v", name, scanned, wantIDs)
 	}
 	got, err := ReadJSONOf(jsoniter.Parse(jsoniter.ConfigDefault, strings.NewReader(string(b)), 64), func(id string) bool { return ids[id] })
 	if err != nil || !reflect.DeepEqual(got, wantSpans) {
@@ -214,5 +222,135 @@ func FuzzReadJSONAgreesWithPdata(f *testing.F) {
 	f.Add([]byte(oneSpan))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		checkAgrees(t, "fuzzed", b, true)
+	})
+}
+
+// checkScanAgrees fails when ScanFailedTraceIDs answers b (ok) and FailedTraceIDs reads it
+// differently: an error, or other trace IDs. Where the scan is unsure (not ok) the decoder reads
+// the reply, so that is always allowed.
+func checkScanAgrees(t *testing.T, name string, b []byte) (scanned bool) {
+	t.Helper()
+	ids, ok := ScanFailedTraceIDs(b, "")
+	if !ok {
+		return false
+	}
+	iter := jsoniter.Parse(jsoniter.ConfigDefault, strings.NewReader(string(b)), 64)
+	want, err := FailedTraceIDs(iter)
+	if err == nil && iter.Error != nil {
+		err = iter.Error
+	}
+	if err == nil && iter.WhatIsNext() != jsoniter.InvalidValue {
+		err = errors.New("trailing data") // the scan refuses it
+	}
+	if err != nil || !reflect.DeepEqual(ids, want) {
+		t.Errorf("%s: the scan finds failed traces %v; FailedTraceIDs %v, %v", name, ids, want, err)
+	}
+	return true
+}
+
+// The scan answers Jaeger's real replies and the forms pdata accepts itself (so the fast path is
+// the one taken), each as FailedTraceIDs does; what it is unsure of goes to the decoder.
+func TestScanFailedTraceIDsAnswersAsTheDecoder(t *testing.T) {
+	for _, file := range []string{"v3_trace.json", "v3_search.json"} {
+		if !checkScanAgrees(t, file, jaegerResult(t, file)) {
+			t.Errorf("%s: Jaeger's own reply left to the decoder", file)
+		}
+	}
+	for name, b := range map[string][]byte{"every value type": everyValueType(t), "oneSpan": []byte(oneSpan)} {
+		if !checkScanAgrees(t, name, b) {
+			t.Errorf("%s: pdata's own JSON left to the decoder", name)
+		}
+	}
+	const id = `"traceId":"4BF92F3577B34DA6A3CE929D0E0E4736"`
+	for name, in := range map[string]struct {
+		json    string
+		scanned bool
+		failed  []string
+	}{
+		"by name":           {`{"resourceSpans":[{"scopeSpans":[{"spans":[{` + id + `,"status":{"code":"STATUS_CODE_ERROR"}}]}]}]}`, true, []string{"4bf92f3577b34da6a3ce929d0e0e4736"}},
+		"snake case":        {`{"resource_spans":[{"scope_spans":[{"spans":[{"trace_id":"4bf92f3577b34da6a3ce929d0e0e4736","status":{"code":2}}]}]}]}`, true, []string{"4bf92f3577b34da6a3ce929d0e0e4736"}},
+		"deprecated scopes": {`{"resourceSpans":[{"deprecatedScopeSpans":[{"spans":[{` + id + `,"status":{"code":2}}]}]}]}`, true, []string{"4bf92f3577b34da6a3ce929d0e0e4736"}},
+		"ok and unset":      {`{"resourceSpans":[{"scopeSpans":[{"spans":[{` + id + `,"status":{"code":1}},{` + id + `,"status":{}}]}]}]}`, true, nil},
+		"status first":      {`{"resourceSpans":[{"scopeSpans":[{"spans":[{"status":{"message":"m","code":2},` + id + `}]}]}]}`, true, []string{"4bf92f3577b34da6a3ce929d0e0e4736"}},
+		"zero ID":           {`{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"00000000000000000000000000000000","status":{"code":2}}]}]}]}`, true, nil},
+		"nulls":             {`{"resourceSpans":[null,{"scopeSpans":null},{"scopeSpans":[{"spans":null},{"spans":[null]}]}]}`, true, nil},
+		"bad ID":            {`{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"xyz","status":{"code":2}}]}]}]}`, false, nil},
+		"unknown status":    {`{"resourceSpans":[{"scopeSpans":[{"spans":[{` + id + `,"status":{"code":"STATUS_CODE_BAD"}}]}]}]}`, false, nil},
+		"fractional code":   {`{"resourceSpans":[{"scopeSpans":[{"spans":[{` + id + `,"status":{"code":2.5}}]}]}]}`, false, nil},
+		"escaped key":       {`{"resourceSpans":[{"scopeSpans":[{"spans":[{"\u0074raceId":"4bf92f3577b34da6a3ce929d0e0e4736","status":{"code":2}}]}]}]}`, false, nil},
+		"empty key":         {`{"":1,"resourceSpans":[]}`, false, nil},
+		"cut short":         {`{"resourceSpans":[{"scopeSpans":[{"spans":[{` + id, false, nil},
+		"trailing data":     {`{} {}`, false, nil},
+		"bad escape":        {`{"x":"\q","resourceSpans":[]}`, false, nil},
+		"control character": {"{\"x\":\"\t\"}", false, nil},
+	} {
+		ids, ok := ScanFailedTraceIDs([]byte(in.json), "")
+		if ok != in.scanned {
+			t.Errorf("%s: scanned %v, want %v", name, ok, in.scanned)
+		}
+		if ok {
+			checkScanAgrees(t, name, []byte(in.json))
+			if got := slices.Sorted(maps.Keys(ids)); !slices.Equal(got, in.failed) {
+				t.Errorf("%s: failed %v, want %v", name, got, in.failed)
+			}
+		}
+	}
+	// Jaeger's envelope: the result alone; an error beside it, or no result, is the decoder's.
+	result := jaegerResult(t, "v3_search.json")
+	want, _ := ScanFailedTraceIDs(result, "")
+	if got, ok := ScanFailedTraceIDs([]byte(`{"result":`+string(result)+`}`), "result"); !ok || !reflect.DeepEqual(got, want) {
+		t.Errorf("in its envelope: %v, %v; want %v", got, ok, want)
+	}
+	for _, in := range []string{`{"result":{},"error":{"httpCode":500}}`, `{"error":{"httpCode":500}}`, `{"result":null}`, `{"result":{},"result":{}}`, `{}`} {
+		if _, ok := ScanFailedTraceIDs([]byte(in), "result"); ok {
+			t.Errorf("%s: scanned", in)
+		}
+	}
+}
+
+// Real replies with random edits (a byte or a token put in, taken out or replaced, as a broken
+// proxy or another writer might): wherever the scan answers, it answers as FailedTraceIDs does.
+// Go's fuzzer stalls on this package at times, so this runs a fixed, seeded share of its work.
+func TestScanFailedTraceIDsAgreesOnEditedReplies(t *testing.T) {
+	seeds := [][]byte{jaegerResult(t, "v3_search.json"), jaegerResult(t, "v3_trace.json"), everyValueType(t), []byte(oneSpan)}
+	tokens := []string{"{", "}", "[", "]", ",", ":", `"`, `\`, "null", "0", "2", "-", ".", "e", " ", `"code"`, `"status"`, `"traceId"`,
+		`"spans"`, `"STATUS_CODE_ERROR"`, `"4BF92F3577B34DA6A3CE929D0E0E4736"`, "\x00", "\n", "tru", `{"code":2}`}
+	rng := rand.New(rand.NewPCG(7, 11))
+	scanned := 0
+	const edits = 20000
+	for n := range edits {
+		b := slices.Clone(seeds[n%len(seeds)])
+		for range 1 + rng.IntN(3) {
+			at := rng.IntN(len(b) + 1)
+			tok := []byte(tokens[rng.IntN(len(tokens))])
+			switch end := min(len(b), at+1+rng.IntN(8)); rng.IntN(3) {
+			case 0: // insert
+				b = slices.Insert(b, at, tok...)
+			case 1: // delete
+				b = slices.Delete(b, at, end)
+			default: // replace
+				b = slices.Replace(b, at, end, tok...)
+			}
+		}
+		if checkScanAgrees(t, fmt.Sprintf("edit %d", n), b) {
+			scanned++
+		}
+	}
+	// Most edits break the JSON; enough stay valid that the comparison means something.
+	if scanned < edits/20 {
+		t.Errorf("only %d of %d edited replies scanned", scanned, edits)
+	}
+	t.Logf("%d of %d edited replies scanned", scanned, edits)
+}
+
+// Whatever the bytes, the scan never panics and never answers what FailedTraceIDs would not.
+func FuzzScanFailedTraceIDs(f *testing.F) {
+	for _, file := range []string{"v3_trace.json", "v3_search.json"} {
+		f.Add(jaegerResult(f, file))
+	}
+	f.Add([]byte(oneSpan))
+	f.Add([]byte(`{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"4BF92F3577B34DA6A3CE929D0E0E4736","status":{"code":"STATUS_CODE_ERROR"}}]}]}]}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		checkScanAgrees(t, "fuzzed", b)
 	})
 }
