@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
-	"slices"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
