@@ -18,7 +18,6 @@ func main() {
 		version = info.Version
 	}
 	selfprofile.FromEnv(version)
-	plugin.TuneGC()
 	if err := datasource.Manage(plugin.PluginID, plugin.NewDatasource, datasource.ManageOpts{}); err != nil {
 		log.DefaultLogger.Error(err.Error())
 		os.Exit(1)

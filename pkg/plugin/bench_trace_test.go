@@ -435,9 +435,8 @@ func heapDuring(f func()) (peak, allocated uint64) {
 // after its last call; the heap's peak during the query above its level before (goal ≤ 50 MB),
 // the bytes the query allocated and the upstreams' replies' size.
 func BenchmarkTraceQueryLargeRequest(b *testing.B) {
-	// As the plugin's process runs (pkg/main.go).
+	// As the plugin's process runs: Go's default collector target (GOGC=100).
 	defer debug.SetGCPercent(debug.SetGCPercent(100))
-	TuneGC()
 	const traceID = "7a3e1c9b5d2f4a6e8b0c1d2e3f405162"
 	start := time.Now().Add(-10 * time.Minute).Truncate(time.Second)
 	tr := largeRequest(traceID, start)
