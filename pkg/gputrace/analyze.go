@@ -150,8 +150,8 @@ func (c *Collector) Result(o AnalysisOptions) *Result {
 	r := &Result{}
 	c.resolveCalls()
 	r.Kernels = c.kernelSummary()
-	sort.Slice(c.ivals, func(i, j int) bool { return c.ivals[i].start < c.ivals[j].start })
-	r.Temporal, r.TemporalByDevice = temporalByDevice(c.ivals)
+	sort.Sort(chunkedLess[interval]{&c.ivals, func(a, b *interval) bool { return a.start < b.start }})
+	r.Temporal, r.TemporalByDevice = temporalByDevice(&c.ivals)
 	r.Launch = c.launchStats()
 	r.Idle = c.idle(o.KernelWaitThreshold)
 	r.Sync.Calls, r.Sync.Time = c.syncs()
@@ -220,9 +220,9 @@ func (c *Collector) kernelSummary() []KernelSummary {
 // temporalByDevice returns the file's total and each device's breakdown; ivals sorted by start.
 // It walks the shared slice rather than copying it per device: the intervals are most of what
 // the collector holds.
-func temporalByDevice(ivals []interval) (TemporalBreakdown, []TemporalBreakdown) {
+func temporalByDevice(ivals *chunked[interval]) (TemporalBreakdown, []TemporalBreakdown) {
 	spans := map[int32]*TemporalBreakdown{}
-	for _, iv := range ivals {
+	for _, iv := range ivals.all() {
 		t := spans[iv.device]
 		if t == nil {
 			spans[iv.device] = &TemporalBreakdown{Device: iv.device, Start: iv.start, End: iv.end}
@@ -260,10 +260,10 @@ func temporalByDevice(ivals []interval) (TemporalBreakdown, []TemporalBreakdown)
 
 // unionsByDevice is, per device, the length of the union of the selected intervals; ivals
 // sorted by start.
-func unionsByDevice(ivals []interval, keep func(KernelClass) bool) map[int32]int64 {
+func unionsByDevice(ivals *chunked[interval], keep func(KernelClass) bool) map[int32]int64 {
 	type run struct{ total, start, end int64 }
 	runs := map[int32]*run{}
-	for _, iv := range ivals {
+	for _, iv := range ivals.all() {
 		if !keep(iv.class) {
 			continue
 		}
@@ -289,11 +289,11 @@ func (c *Collector) launchStats() LaunchStats {
 	var l LaunchStats
 	// One buffer, for the delays and then the calls' durations: a large trace has hundreds of
 	// thousands of launches.
-	delays := make([]int64, 0, len(c.ivals))
+	delays := make([]int64, 0, c.ivals.len())
 	var sum float64
 	var short int64
-	for i := range c.ivals {
-		iv := &c.ivals[i]
+	for i := range c.ivals.len() {
+		iv := c.ivals.at(i)
 		if iv.class == ClassMemory {
 			continue
 		}
@@ -321,7 +321,7 @@ func (c *Collector) launchStats() LaunchStats {
 		l.DelayP95 = float64(delays[int(math.Ceil(0.95*float64(len(delays))))-1])
 		l.ShorterThanLaunch = float64(short) / float64(l.Joined)
 		calls := delays[:0]
-		for _, iv := range c.ivals {
+		for _, iv := range c.ivals.all() {
 			if ln, ok := c.callOf(iv); ok && iv.class != ClassMemory {
 				calls = append(calls, ln.end-ln.start)
 			}
@@ -338,7 +338,7 @@ func (c *Collector) idle(threshold int64) []StreamIdle {
 	streams := map[key]*StreamIdle{}
 	last := map[key]int64{}
 	var order []key
-	for _, iv := range c.ivals {
+	for _, iv := range c.ivals.all() {
 		k := key{iv.device, iv.stream}
 		s := streams[k]
 		if s == nil {

@@ -221,8 +221,8 @@ func TestLimitsKeepMemoryBounded(t *testing.T) {
 		c.Add(activity.Activity{Kind: activity.KindKernel, Name: fmt.Sprintf("k%d", i%3), Start: i * 10, End: i*10 + 1 + i%7, Correlation: i + 1})
 	}
 	r := c.Result(AnalysisOptions{})
-	if len(c.ivals) != 10 || c.calls.len() != 5 || len(r.Kernels) != 3 {
-		t.Fatalf("kept %d intervals, %d launches, %d names", len(c.ivals), c.calls.len(), len(r.Kernels))
+	if c.ivals.len() != 10 || c.calls.len() != 5 || len(r.Kernels) != 3 {
+		t.Fatalf("kept %d intervals, %d launches, %d names", c.ivals.len(), c.calls.len(), len(r.Kernels))
 	}
 	var n int64
 	for _, k := range r.Kernels {

@@ -66,7 +66,7 @@ func (c *Collector) addAnnotation(a activity.Activity) {
 // request (traced); -1 when none. Kernels count there; idle time goes where its gap began
 // (idleMechanisms).
 func (c *Collector) attribute() (out []AnnotationKernels, traces []TraceKernelTime, inner, traced []int32) {
-	inner, traced = make([]int32, len(c.ivals)), make([]int32, len(c.ivals))
+	inner, traced = make([]int32, c.ivals.len()), make([]int32, c.ivals.len())
 	for i := range inner {
 		inner[i], traced[i] = -1, -1
 	}
@@ -78,7 +78,7 @@ func (c *Collector) attribute() (out []AnnotationKernels, traces []TraceKernelTi
 	for i, a := range c.annots {
 		out[i] = AnnotationKernels{Name: a.name, TraceID: a.traceID, Start: a.start, End: a.end}
 	}
-	for k, iv := range c.ivals {
+	for k, iv := range c.ivals.all() {
 		ln, ok := c.callOf(iv)
 		if !ok {
 			continue
@@ -99,7 +99,7 @@ func (c *Collector) attribute() (out []AnnotationKernels, traces []TraceKernelTi
 		}
 	}
 	byTrace := map[string]*TraceKernelTime{}
-	for k, iv := range c.ivals {
+	for k, iv := range c.ivals.all() {
 		if iv.class == ClassMemory {
 			continue
 		}

@@ -14,7 +14,7 @@ import (
 // quarter as many (each merge grows the slice by a quarter: few merges, however shuffled the
 // file).
 type callStore struct {
-	sorted []callEntry
+	sorted chunked[callEntry]
 	late   map[int64]hostCall
 }
 
@@ -26,30 +26,31 @@ type callEntry struct {
 // minMerge is the fewest late calls worth a merge.
 const minMerge = 4096
 
-func (s *callStore) len() int { return len(s.sorted) + len(s.late) }
+func (s *callStore) len() int { return s.sorted.len() + len(s.late) }
 
 // find is the index of id in s.sorted, or where it would go.
 func (s *callStore) find(id int64) (int, bool) {
-	i := sort.Search(len(s.sorted), func(i int) bool { return s.sorted[i].id >= id })
-	return i, i < len(s.sorted) && s.sorted[i].id == id
+	n := s.sorted.len()
+	i := sort.Search(n, func(i int) bool { return s.sorted.at(i).id >= id })
+	return i, i < n && s.sorted.at(i).id == id
 }
 
 // put keeps call under id, replacing a call of the same ID (as a map's assignment).
 func (s *callStore) put(id int64, call hostCall) {
 	// Every late ID is below the slice's last: a larger one is new.
-	if n := len(s.sorted); n == 0 || s.sorted[n-1].id < id {
-		s.sorted = append(s.sorted, callEntry{id, call})
+	if n := s.sorted.len(); n == 0 || s.sorted.at(n-1).id < id {
+		s.sorted.push(callEntry{id, call})
 		return
 	}
 	if i, ok := s.find(id); ok {
-		s.sorted[i].call = call
+		s.sorted.at(i).call = call
 		return
 	}
 	if s.late == nil {
 		s.late = map[int64]hostCall{}
 	}
 	s.late[id] = call
-	if len(s.late) >= max(minMerge, len(s.sorted)/4) {
+	if len(s.late) >= max(minMerge, s.sorted.len()/4) {
 		s.merge()
 	}
 }
@@ -57,7 +58,7 @@ func (s *callStore) put(id int64, call hostCall) {
 // get is the call kept under id.
 func (s *callStore) get(id int64) (hostCall, bool) {
 	if i, ok := s.find(id); ok {
-		return s.sorted[i].call, true
+		return s.sorted.at(i).call, true
 	}
 	c, ok := s.late[id]
 	return c, ok
@@ -69,15 +70,18 @@ func (s *callStore) merge() {
 		return
 	}
 	ids := slices.Sorted(maps.Keys(s.late))
-	out := make([]callEntry, 0, len(s.sorted)+len(ids))
-	i := 0
+	var out chunked[callEntry]
+	i, n := 0, s.sorted.len()
 	for _, id := range ids {
-		for ; i < len(s.sorted) && s.sorted[i].id < id; i++ {
-			out = append(out, s.sorted[i])
+		for ; i < n && s.sorted.at(i).id < id; i++ {
+			out.push(*s.sorted.at(i))
 		}
-		out = append(out, callEntry{id, s.late[id]})
+		out.push(callEntry{id, s.late[id]})
 	}
-	s.sorted = append(out, s.sorted[i:]...)
+	for ; i < n; i++ {
+		out.push(*s.sorted.at(i))
+	}
+	s.sorted = out
 	s.late = nil
 }
 

@@ -80,7 +80,7 @@ func TestCallStoreAnswersAsAMap(t *testing.T) {
 			}
 			check("merged")
 			for id := range want {
-				if i := s.index(id); i < 0 || s.sorted[i].id != id {
+				if i := s.index(id); i < 0 || s.sorted.at(int(i)).id != id {
 					t.Fatalf("%s: index of %d is %d", name, id, i)
 				}
 			}

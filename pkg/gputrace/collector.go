@@ -114,7 +114,7 @@ type memcpyStats struct {
 type Collector struct {
 	limits  Limits
 	kernels map[string]*kernelStats
-	ivals   []interval
+	ivals   chunked[interval]
 	calls   callStore
 	memcpy  map[string]*memcpyStats
 	rng     *rand.Rand
@@ -314,11 +314,11 @@ func (c *Collector) addKernel(a activity.Activity) string {
 }
 
 func (c *Collector) addInterval(a activity.Activity) {
-	if len(c.ivals) >= c.limits.MaxIntervals {
+	if c.ivals.len() >= c.limits.MaxIntervals {
 		c.dropped.intervals++
 		return
 	}
-	c.ivals = append(c.ivals, interval{
+	c.ivals.push(interval{
 		start: a.Start, end: a.End, correlation: joinID(a),
 		device: a.Device, stream: a.Stream, class: classOf(a.Kind, a.Name), call: -1,
 	})
@@ -328,8 +328,8 @@ func (c *Collector) addInterval(a activity.Activity) {
 // analyses then follow the index instead of looking the call up.
 func (c *Collector) resolveCalls() {
 	c.calls.merge()
-	for i := range c.ivals {
-		if iv := &c.ivals[i]; iv.correlation != 0 {
+	for i := range c.ivals.len() {
+		if iv := c.ivals.at(i); iv.correlation != 0 {
 			iv.call = c.calls.index(iv.correlation)
 		}
 	}
@@ -357,7 +357,7 @@ func (c *Collector) callOf(iv interval) (hostCall, bool) {
 	if iv.call < 0 {
 		return hostCall{}, false
 	}
-	return c.calls.sorted[iv.call].call, true
+	return c.calls.sorted.at(int(iv.call)).call, true
 }
 
 func (c *Collector) addMemcpy(a activity.Activity) {

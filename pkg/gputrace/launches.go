@@ -271,8 +271,8 @@ func (c *Collector) rangeProjections() (out []RangeProjection, leftOut, folded i
 		return nil, 0, 0
 	}
 	sort.SliceStable(c.annots, func(i, j int) bool { return c.annots[i].start < c.annots[j].start })
-	ops := make([]projOp, 0, len(c.ivals))
-	for i, iv := range c.ivals {
+	ops := make([]projOp, 0, c.ivals.len())
+	for i, iv := range c.ivals.all() {
 		ln, ok := c.callOf(iv)
 		if !ok {
 			continue
@@ -284,7 +284,7 @@ func (c *Collector) rangeProjections() (out []RangeProjection, leftOut, folded i
 		if ops[i].callStart != ops[j].callStart {
 			return ops[i].callStart < ops[j].callStart
 		}
-		return c.ivals[ops[i].iv].correlation < c.ivals[ops[j].iv].correlation
+		return c.ivals.at(int(ops[i].iv)).correlation < c.ivals.at(int(ops[j].iv)).correlation
 	})
 	proj := make([]rangeProj, len(c.annots))
 	var open []int32
@@ -297,7 +297,7 @@ func (c *Collector) rangeProjections() (out []RangeProjection, leftOut, folded i
 			}
 			open = append(open, int32(next))
 		}
-		iv := c.ivals[op.iv]
+		iv := *c.ivals.at(int(op.iv))
 		kept := open[:0]
 		for _, ai := range open {
 			a := &c.annots[ai]

@@ -160,8 +160,8 @@ func (c *Collector) idleMechanisms(inner, traced []int32, annots []AnnotationKer
 		}
 	}
 	blocking := newHostIntervals(calls)
-	launched := make([]launch, 0, len(c.ivals))
-	for _, iv := range c.ivals {
+	launched := make([]launch, 0, c.ivals.len())
+	for _, iv := range c.ivals.all() {
 		if ln, ok := c.callOf(iv); ok {
 			launched = append(launched, launch{ln.start, ln.end})
 		}
@@ -193,8 +193,8 @@ func (c *Collector) idleMechanisms(inner, traced []int32, annots []AnnotationKer
 		copyUntil int64 // copy-only time is counted up to here
 	}
 	devices := map[int32]*device{}
-	kernels := kernelUnions(c.ivals)
-	for k, iv := range c.ivals {
+	kernels := kernelUnions(&c.ivals)
+	for k, iv := range c.ivals.all() {
 		d := devices[iv.device]
 		if d == nil {
 			d = &device{last: k, end: iv.end}
@@ -238,7 +238,7 @@ func (c *Collector) dispatchIntervals() map[int64]union {
 	// Each thread's slice is sized at once (its calls, and at most all its ops), so that no
 	// append copies it.
 	room := map[int64]int{}
-	for _, iv := range c.ivals {
+	for _, iv := range c.ivals.all() {
 		if ln, ok := c.callOf(iv); ok {
 			room[c.threadOf(ln)]++
 		}
@@ -255,7 +255,7 @@ func (c *Collector) dispatchIntervals() map[int64]union {
 	for th, n := range room {
 		by[th] = make([]launch, 0, n)
 	}
-	for _, iv := range c.ivals {
+	for _, iv := range c.ivals.all() {
 		if ln, ok := c.callOf(iv); ok {
 			th := c.threadOf(ln)
 			by[th] = append(by[th], launch{ln.start, ln.end})
@@ -285,9 +285,9 @@ func (c *Collector) dispatchIntervals() map[int64]union {
 
 // kernelUnions are, per device, the time compute and communication kernels ran; ivals sorted
 // by start.
-func kernelUnions(ivals []interval) map[int32]union {
+func kernelUnions(ivals *chunked[interval]) map[int32]union {
 	out := map[int32]union{}
-	for _, iv := range ivals {
+	for _, iv := range ivals.all() {
 		if iv.class != ClassMemory {
 			out[iv.device] = out[iv.device].with(launch{iv.start, iv.end})
 		}
