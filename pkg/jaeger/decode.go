@@ -47,8 +47,19 @@ func decodeV3Failed(b []byte, path string) ([]models.Span, error) {
 	if len(failed) == 0 {
 		return nil, nil
 	}
+	keep := func(traceID string) bool { return failed[traceID] }
+	if scanned {
+		// Only the resourceSpans holding the failed traces' spans go to the decoder.
+		if cut, ok := otlptrace.ResourceSpansOf(b, "result", failed); ok {
+			spans, err := otlptrace.ReadJSONOf(jsoniter.ParseBytes(jsoniter.ConfigDefault, cut), keep)
+			if err != nil {
+				return nil, fmt.Errorf("reply to %s has %w", path, err)
+			}
+			return spans, nil
+		}
+	}
 	return decodeV3With(bytes.NewReader(b), path, func(iter *jsoniter.Iterator) ([]models.Span, error) {
-		return otlptrace.ReadJSONOf(iter, func(traceID string) bool { return failed[traceID] })
+		return otlptrace.ReadJSONOf(iter, keep)
 	})
 }
 

@@ -46,6 +46,7 @@ type scanner struct {
 	i      int
 	depth  int
 	failed map[string]bool
+	lower  []byte // spanTraceID's buffer
 }
 
 // maxScanDepth bounds nesting; deeper replies go to the decoder (whose own bound is 10,000).
@@ -408,4 +409,100 @@ func allZeros(raw []byte) bool {
 		}
 	}
 	return true
+}
+
+// ResourceSpansOf is the reply b (scanned by ScanFailedTraceIDs with the same envelope) cut to
+// the resourceSpans holding a span of the traces in keep, as one TracesData: what ReadJSONOf reads
+// of the whole reply when it keeps those traces, without the decoder skipping the rest (each
+// resourceSpans is copied as it is, so its resource, scopes and spans read as before). ok is
+// false where b does not scan; ReadJSONOf then reads the whole reply.
+func ResourceSpansOf(b []byte, envelope string, keep map[string]bool) (out []byte, ok bool) {
+	s := &scanner{b: b, failed: map[string]bool{}}
+	out = append(make([]byte, 0, 1024), `{"resourceSpans":[`...)
+	first := true
+	tracesData := func() bool {
+		return s.object(func(key []byte) bool {
+			switch string(key) {
+			case "resourceSpans", "resource_spans":
+				return s.array(func() bool {
+					s.space()
+					start := s.i
+					kept := false
+					if !s.object(func(key []byte) bool {
+						switch string(key) {
+						case "scopeSpans", "scope_spans", "deprecatedScopeSpans", "deprecated_scope_spans":
+							return s.array(func() bool {
+								return s.object(func(key []byte) bool {
+									if string(key) != "spans" {
+										return s.skip()
+									}
+									return s.array(func() bool {
+										// A span without a trace ID is read by ReadJSONOf
+										// whatever it keeps.
+										id, ok := s.spanTraceID()
+										kept = kept || id == nil || keep[string(id)]
+										return ok
+									})
+								})
+							})
+						}
+						return s.skip()
+					}) {
+						return false
+					}
+					if kept {
+						if !first {
+							out = append(out, ',')
+						}
+						out, first = append(out, s.b[start:s.i]...), false
+					}
+					return true
+				})
+			}
+			return s.skip()
+		})
+	}
+	if envelope != "" {
+		ok = s.object(func(key []byte) bool { return string(key) == envelope && tracesData() })
+	} else {
+		ok = tracesData()
+	}
+	if !ok {
+		return nil, false
+	}
+	return append(out, "]}"...), true
+}
+
+// spanTraceID consumes a span and returns its trace ID as FailedTraceIDs keys it (lower-case
+// hex, in a buffer reused by the next call; nil for none).
+func (s *scanner) spanTraceID() ([]byte, bool) {
+	var id []byte
+	ok := s.object(func(key []byte) bool {
+		switch string(key) {
+		case "traceId", "trace_id":
+			if s.peek() != '"' {
+				return false
+			}
+			raw, escaped, ok := s.str()
+			if !ok || escaped || !traceIDText(raw) {
+				return false
+			}
+			id = raw
+			if allZeros(raw) {
+				id = nil
+			}
+			return true
+		}
+		return s.skip()
+	})
+	if !ok || id == nil {
+		return nil, ok
+	}
+	s.lower = append(s.lower[:0], id...)
+	for i, c := range s.lower {
+		if c >= 'A' && c <= 'F' {
+			s.lower[i] = c + 'a' - 'A'
+		}
+	}
+	return s.lower, true
 }

@@ -244,6 +244,20 @@ func checkScanAgrees(t *testing.T, name string, b []byte) (scanned bool) {
 	}
 	if err != nil || !reflect.DeepEqual(ids, want) {
 		t.Errorf("%s: the scan finds failed traces %v; FailedTraceIDs %v, %v", name, ids, want, err)
+		return true
+	}
+	// The reply cut to the failed traces' resourceSpans reads as the whole does: the same spans
+	// where the whole reads (the cut may read where the whole fails on a trace it leaves out).
+	cut, ok := ResourceSpansOf(b, "", ids)
+	if !ok {
+		t.Errorf("%s: scanned, but not cut", name)
+		return true
+	}
+	keep := func(id string) bool { return ids[id] }
+	whole, wholeErr := ReadJSONOf(jsoniter.Parse(jsoniter.ConfigDefault, strings.NewReader(string(b)), 64), keep)
+	part, partErr := ReadJSONOf(jsoniter.ParseBytes(jsoniter.ConfigDefault, cut), keep)
+	if wholeErr == nil && (partErr != nil || !reflect.DeepEqual(part, whole)) {
+		t.Errorf("%s: the cut reads %d spans (%v), the whole %d", name, len(part), partErr, len(whole))
 	}
 	return true
 }
@@ -298,8 +312,30 @@ func TestScanFailedTraceIDsAnswersAsTheDecoder(t *testing.T) {
 	// Jaeger's envelope: the result alone; an error beside it, or no result, is the decoder's.
 	result := jaegerResult(t, "v3_search.json")
 	want, _ := ScanFailedTraceIDs(result, "")
-	if got, ok := ScanFailedTraceIDs([]byte(`{"result":`+string(result)+`}`), "result"); !ok || !reflect.DeepEqual(got, want) {
+	enveloped := []byte(`{"result":` + string(result) + `}`)
+	if got, ok := ScanFailedTraceIDs(enveloped, "result"); !ok || !reflect.DeepEqual(got, want) {
 		t.Errorf("in its envelope: %v, %v; want %v", got, ok, want)
+	}
+	// Cut to one of its traces (the recorded search has no failed one): that trace's spans, from
+	// fewer bytes, in or out of the envelope.
+	all, err := readJSONBytes(result)
+	if err != nil || len(all) == 0 {
+		t.Fatalf("the recorded search: %d spans, %v", len(all), err)
+	}
+	one := map[string]bool{all[0].TraceID: true}
+	inside, _ := ResourceSpansOf(result, "", one)
+	if cut, ok := ResourceSpansOf(enveloped, "result", one); !ok || string(cut) != string(inside) {
+		t.Errorf("cut in its envelope: %v, %s", ok, cut)
+	}
+	spans, err := ReadJSONOf(jsoniter.ParseBytes(jsoniter.ConfigDefault, inside), func(id string) bool { return one[id] })
+	var wantSpans []models.Span
+	for _, s := range all {
+		if one[s.TraceID] {
+			wantSpans = append(wantSpans, s)
+		}
+	}
+	if err != nil || !reflect.DeepEqual(spans, wantSpans) || len(inside) >= len(result) {
+		t.Errorf("cut to trace %s: %d spans of %d (%v), %d of the reply's %d bytes", all[0].TraceID, len(spans), len(wantSpans), err, len(inside), len(result))
 	}
 	for _, in := range []string{`{"result":{},"error":{"httpCode":500}}`, `{"error":{"httpCode":500}}`, `{"result":null}`, `{"result":{},"result":{}}`, `{}`} {
 		if _, ok := ScanFailedTraceIDs([]byte(in), "result"); ok {
