@@ -168,7 +168,11 @@ func (s *scanner) array(elem func() bool) bool {
 func (s *scanner) str() (raw []byte, escaped, ok bool) {
 	start := s.i + 1
 	for j := start; j < len(s.b); j++ {
-		switch c := s.b[j]; {
+		c := s.b[j]
+		if !strStops[c] { // most bytes: one table look-up
+			continue
+		}
+		switch {
 		case c == '"':
 			s.i = j + 1
 			return s.b[start:j], escaped, true
@@ -188,12 +192,21 @@ func (s *scanner) str() (raw []byte, escaped, ok bool) {
 			default:
 				return nil, false, false
 			}
-		case c < ' ':
+		default: // a control character, which JSON strings may not hold
 			return nil, false, false
 		}
 	}
 	return nil, false, false
 }
+
+// strStops are the bytes a string's scan stops at: its end, an escape, a control character.
+var strStops = func() (t [256]bool) {
+	for c := range ' ' {
+		t[c] = true
+	}
+	t['"'], t['\\'] = true, true
+	return t
+}()
 
 func isHex4(b []byte) bool {
 	for _, c := range b {
