@@ -124,6 +124,16 @@ func ProfileOfTrace(ctx context.Context, profiles Profiles, q RequestProfileQuer
 	if len(plan.Queries) == 0 {
 		return nil, &NoMatchingServiceError{TraceID: q.TraceID, LabelSelector: q.LabelSelector, Services: TraceServices(trace, nil)}
 	}
+	var window func() (*RequestProfile, error)
+	if isHeapProfile(q.ProfileTypeID) {
+		// Heap samples carry no span or trace ID (Pyroscope's span profiles cover CPU and wall
+		// profiles only), so the services' samples around the request are asked at once, beside
+		// the span profiles, rather than after them and a trace-ID round: one round of waiting,
+		// not three. The span profiles still win where a profiler labels its allocations.
+		var cancel context.CancelFunc
+		window, cancel = windowAsked(ctx, profiles, q, plan)
+		defer cancel()
+	}
 	results := AskSpanProfiles(ctx, profiles, q.ProfileTypeID, q.MaxNodes, q.Matchers, plan)
 	rp := newRequestProfile(plan.Start.Add(-SpanWindowPadding), plan.End.Add(SpanWindowPadding))
 	var failed []SpanProfileResult
@@ -152,6 +162,9 @@ func ProfileOfTrace(ctx context.Context, profiles Profiles, q RequestProfileQuer
 		rp.warn(fmt.Sprintf("%d of %d span-profile queries failed, so the graph lacks their samples: %v",
 			len(failed), len(results), failed[0].Err))
 	}
+	if rp.Tree.Empty() && len(failed) == 0 && window != nil {
+		return window()
+	}
 	if rp.Tree.Empty() && len(failed) == 0 {
 		byTrace, err := profileByTraceID(ctx, profiles, q, plan.Services, rp.Start, rp.End, nil)
 		if err != nil || !byTrace.Tree.Empty() {
@@ -166,6 +179,26 @@ func ProfileOfTrace(ctx context.Context, profiles Profiles, q RequestProfileQuer
 	}
 	rp.info(spanMatchNotice(q.TraceID, plan, spansWithSamples, rp.Services))
 	return rp, nil
+}
+
+// windowAsked starts profileOverWindow for the plan's services and returns its answer's getter,
+// and the cancel that drops it when the span profiles answer instead.
+func windowAsked(ctx context.Context, profiles Profiles, q RequestProfileQuery, plan TraceProfilePlan) (get func() (*RequestProfile, error), cancel context.CancelFunc) {
+	ctx, cancel = context.WithCancel(ctx)
+	type answer struct {
+		rp  *RequestProfile
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		a := answer{err: safe.ErrPanicked}
+		defer func() { done <- a }()
+		_ = safe.Do("window profile", func() error {
+			a.rp, a.err = profileOverWindow(ctx, profiles, q, plan.Services, plan.Start, plan.End)
+			return nil
+		})
+	}()
+	return func() (*RequestProfile, error) { a := <-done; return a.rp, a.err }, cancel
 }
 
 // SpanProfileResult is the answer to one query of a plan.
@@ -343,8 +376,9 @@ func tracedProfile(q RequestProfileQuery, rp *RequestProfile, way string, partia
 }
 
 // isHeapProfile reports whether samples of this type come from a heap profile (Pyroscope names
-// them memory:...): those are taken at allocation, outside any span's labels, so span and trace
-// IDs can never match them.
+// them memory:...): those are taken at allocation, outside any span's labels (Pyroscope's span
+// profiles cover CPU and wall profiles only, in every SDK), so span and trace IDs do not match
+// them.
 func isHeapProfile(profileTypeID string) bool {
 	return strings.HasPrefix(profileTypeID, "memory:")
 }
@@ -375,7 +409,7 @@ func profileOverWindow(ctx context.Context, profiles Profiles, q RequestProfileQ
 			q.TraceID, strings.Join(services, ", "), q.ProfileTypeID))
 		return rp, nil
 	}
-	rp.warn(fmt.Sprintf("No %s sample carries the span or trace IDs of trace %s (heap profiles cannot record them); showing what its services (%s) sampled from %s before the request to its end instead, which includes other requests of that period.",
+	rp.warn(fmt.Sprintf("No %s sample carries the span IDs of trace %s (heap profiles cannot record them: Pyroscope's span profiles cover CPU and wall profiles); showing what its services (%s) sampled from %s before the request to its end instead, which includes other requests of that period.",
 		q.ProfileTypeID, q.TraceID, strings.Join(slices.Sorted(maps.Keys(rp.Services)), ", "), UploadPeriod))
 	if err != nil {
 		rp.warn(fmt.Sprintf("Some services' queries failed, so the graph may lack samples: %v", err))

@@ -345,18 +345,31 @@ func TestRequestProfileOfAllocationsUsesTheRequestsUploadPeriod(t *testing.T) {
 	if got := treeRows(rp.Tree); !slices.Equal(got, []string{"0 total 5000", "1 ai-enrichment 5000", "2 main.handleEnrichment 5000", "3 main.extractFeatures 5000"}) {
 		t.Errorf("rows %v", got)
 	}
-	if n := noticeText(rp.Notices); n != "[warning] No memory:alloc_objects:count:space:bytes sample carries the span or trace IDs of trace 4bf92f3577b34da6a3ce929d0e0e4736 (heap profiles cannot record them); showing what its services (ai-enrichment) sampled from 15s before the request to its end instead, which includes other requests of that period.\n" {
+	if n := noticeText(rp.Notices); n != "[warning] No memory:alloc_objects:count:space:bytes sample carries the span IDs of trace 4bf92f3577b34da6a3ce929d0e0e4736 (heap profiles cannot record them: Pyroscope's span profiles cover CPU and wall profiles); showing what its services (ai-enrichment) sampled from 15s before the request to its end instead, which includes other requests of that period.\n" {
 		t.Errorf("notice = %s", n)
 	}
-	// Span IDs, then trace_id_selector and the label per service, then each service over the
-	// request's upload period.
+	// The span IDs and each service over the request's upload period, asked together; no trace
+	// ID is asked (no heap sample carries one).
 	labelled := p.labelCalls()
-	if len(p.spanCalls()) != 3 || len(p.traceCalls()) != 3 || len(labelled) != 6 {
+	if len(p.spanCalls()) != 3 || len(p.traceCalls()) != 0 || len(labelled) != 3 {
 		t.Fatalf("%d span, %d trace, %d label calls", len(p.spanCalls()), len(p.traceCalls()), len(labelled))
 	}
-	last := labelled[5]
+	last := labelled[2]
 	if !last.Start.Equal(t0.Add(-UploadPeriod)) || !last.End.Equal(t0.Add(400*time.Millisecond+time.Second)) || !rp.Start.Equal(last.Start) {
 		t.Errorf("period %s – %s", last.Start, last.End)
+	}
+
+	// A profiler that labels its allocations with span IDs: the spans' samples answer, not the
+	// period's.
+	labels := &fakeProfiles{bySpan: map[string][]string{}, byLabel: p.byLabel}
+	for _, s := range demoTrace.Spans {
+		if id, _ := s.ProfileID(); id != "" {
+			labels.bySpan[id] = []string{"main.alloc 7"}
+		}
+	}
+	rp, err = ProfileOfTrace(context.Background(), labels, q, demoTrace, nil)
+	if err != nil || rp.Tree.Total != 7*int64(len(labels.bySpan)) || !strings.Contains(noticeText(rp.Notices), "matched by span ID") {
+		t.Errorf("span-labelled allocations: %v, total %d, %s", err, rp.Tree.Total, noticeText(rp.Notices))
 	}
 
 	// Nothing around the request either.

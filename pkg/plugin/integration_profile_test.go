@@ -61,8 +61,8 @@ func profiledRequest(t *testing.T, ds *Datasource, slow, profileType string) (st
 				continue
 			}
 			f := r.Frames[0]
-			// CPU samples must match the request's spans; heap samples never can (see
-			// correlate.profileOverWindow), so their notice says they come from the request's period.
+			// CPU samples must match the request's spans; heap samples cannot (see
+			// correlate.isHeapProfile), so their notice says they come from the request's period.
 			wantMatch := "matched by span ID"
 			if strings.HasPrefix(profileType, "memory:") {
 				wantMatch = "heap profiles cannot record them"
@@ -174,7 +174,7 @@ func TestRealWholeRequestAllocationsRender(t *testing.T) {
 	if f.Fields[1].Config.Unit != "short" {
 		t.Errorf("unit %q", f.Fields[1].Config.Unit)
 	}
-	if n := frameNotices(f); !strings.Contains(n, "[warning] No memory:alloc_objects:count:space:bytes sample carries the span or trace IDs") {
+	if n := frameNotices(f); !strings.Contains(n, "[warning] No memory:alloc_objects:count:space:bytes sample carries the span IDs") {
 		t.Errorf("notices: %s", n)
 	}
 	if rows := subtree(f, "ai-enrichment"); functionTotal(rows, "main.extractFeatures") <= 0 {
