@@ -33,7 +33,7 @@ func decodeV3(body io.Reader, path string) ([]models.Span, error) {
 func decodeV3Failed(b []byte, path string) ([]models.Span, error) {
 	// The trace IDs by a scan of the bytes; the decoder where the scan is unsure (and says
 	// what is wrong with a malformed reply).
-	failed, scanned := otlptrace.ScanFailedTraceIDs(b, "result")
+	failed, cut, scanned := otlptrace.ScanFailedTraces(b, "result")
 	if !scanned {
 		_, err := decodeV3With(bytes.NewReader(b), path, func(iter *jsoniter.Iterator) ([]models.Span, error) {
 			var err error
@@ -50,13 +50,11 @@ func decodeV3Failed(b []byte, path string) ([]models.Span, error) {
 	keep := func(traceID string) bool { return failed[traceID] }
 	if scanned {
 		// Only the resourceSpans holding the failed traces' spans go to the decoder.
-		if cut, ok := otlptrace.ResourceSpansOf(b, "result", failed); ok {
-			spans, err := otlptrace.ReadJSONOf(jsoniter.ParseBytes(jsoniter.ConfigDefault, cut), keep)
-			if err != nil {
-				return nil, fmt.Errorf("reply to %s has %w", path, err)
-			}
-			return spans, nil
+		spans, err := otlptrace.ReadJSONOf(jsoniter.ParseBytes(jsoniter.ConfigDefault, cut), keep)
+		if err != nil {
+			return nil, fmt.Errorf("reply to %s has %w", path, err)
 		}
+		return spans, nil
 	}
 	return decodeV3With(bytes.NewReader(b), path, func(iter *jsoniter.Iterator) ([]models.Span, error) {
 		return otlptrace.ReadJSONOf(iter, keep)

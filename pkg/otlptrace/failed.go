@@ -19,6 +19,43 @@ import (
 // what is wrong. FuzzScanFailedTraceIDs holds the two together.
 func ScanFailedTraceIDs(b []byte, envelope string) (ids map[string]bool, ok bool) {
 	s := &scanner{b: b, failed: map[string]bool{}}
+	if !s.reply(envelope) {
+		return nil, false
+	}
+	return s.failed, true
+}
+
+// ScanFailedTraces is ScanFailedTraceIDs answering besides, from the same pass, the reply cut to
+// the resourceSpans that hold a span of a failed trace, as one TracesData: what ReadJSONOf reads
+// of the whole reply when it keeps the failed traces, without the decoder skipping the rest (each
+// resourceSpans is copied as it is, so its resource, scopes and spans read as before; a span
+// without a trace ID, which the decoder refuses, is left out with the traces that did not fail).
+// ok is as ScanFailedTraceIDs'.
+func ScanFailedTraces(b []byte, envelope string) (ids map[string]bool, cut []byte, ok bool) {
+	s := &scanner{b: b, failed: map[string]bool{}, cutting: true}
+	if !s.reply(envelope) {
+		return nil, nil, false
+	}
+	cut = append(make([]byte, 0, 1024), `{"resourceSpans":[`...)
+	first := true
+	for _, rs := range s.cuts {
+		keep := false
+		for _, id := range rs.ids {
+			keep = keep || s.failed[id]
+		}
+		if keep {
+			if !first {
+				cut = append(cut, ',')
+			}
+			cut, first = append(cut, b[rs.start:rs.end]...), false
+		}
+	}
+	return s.failed, append(cut, "]}"...), true
+}
+
+// reply walks the whole reply: the TracesData, in its envelope where one is named, and nothing
+// after it.
+func (s *scanner) reply(envelope string) bool {
 	if envelope != "" {
 		seen := false
 		if !s.object(func(key []byte) bool {
@@ -28,15 +65,13 @@ func ScanFailedTraceIDs(b []byte, envelope string) (ids map[string]bool, ok bool
 			seen = true
 			return s.tracesData()
 		}) || !seen {
-			return nil, false
+			return false
 		}
 	} else if !s.tracesData() {
-		return nil, false
+		return false
 	}
-	if s.space(); s.i != len(b) {
-		return nil, false // trailing data
-	}
-	return s.failed, true
+	s.space()
+	return s.i == len(s.b) // no trailing data
 }
 
 // scanner walks JSON in b from i. Its methods return false on anything FailedTraceIDs might read
@@ -46,7 +81,18 @@ type scanner struct {
 	i      int
 	depth  int
 	failed map[string]bool
-	lower  []byte // spanTraceID's buffer
+
+	// cutting: each resourceSpans' bytes and trace IDs are kept in cuts (ScanFailedTraces).
+	cutting bool
+	cuts    []resourceSpansCut
+	lower   []byte // a trace ID in lower case, reused
+}
+
+// resourceSpansCut is one resourceSpans of a reply: where its bytes are and the trace IDs of its
+// spans (lower-case hex, each once in a row).
+type resourceSpansCut struct {
+	start, end int
+	ids        []string
 }
 
 // maxScanDepth bounds nesting; deeper replies go to the decoder (whose own bound is 10,000).
@@ -315,13 +361,21 @@ func (s *scanner) tracesData() bool {
 }
 
 func (s *scanner) resourceSpans() bool {
-	return s.object(func(key []byte) bool {
+	if s.cutting {
+		s.space()
+		s.cuts = append(s.cuts, resourceSpansCut{start: s.i})
+	}
+	ok := s.object(func(key []byte) bool {
 		switch string(key) {
 		case "scopeSpans", "scope_spans", "deprecatedScopeSpans", "deprecated_scope_spans":
 			return s.array(s.scopeSpans)
 		}
 		return s.skip()
 	})
+	if s.cutting {
+		s.cuts[len(s.cuts)-1].end = s.i
+	}
+	return ok
 }
 
 func (s *scanner) scopeSpans() bool {
@@ -363,10 +417,29 @@ func (s *scanner) span() bool {
 		}
 		return s.skip()
 	})
-	if ok && failed && id != nil {
-		s.failed[string(bytes.ToLower(id))] = true
+	if !ok {
+		return false
 	}
-	return ok
+	if id == nil {
+		return true
+	}
+	s.lower = append(s.lower[:0], id...)
+	for i, c := range s.lower {
+		if c >= 'A' && c <= 'F' {
+			s.lower[i] = c + 'a' - 'A'
+		}
+	}
+	if failed {
+		s.failed[string(s.lower)] = true
+	}
+	if s.cutting {
+		// Spans of one resourceSpans are mostly one trace's: an ID is kept when it changes.
+		rs := &s.cuts[len(s.cuts)-1]
+		if n := len(rs.ids); n == 0 || rs.ids[n-1] != string(s.lower) {
+			rs.ids = append(rs.ids, string(s.lower))
+		}
+	}
+	return true
 }
 
 // statusCode reads a status code given as a small integer or as its OTLP name.
@@ -422,100 +495,4 @@ func allZeros(raw []byte) bool {
 		}
 	}
 	return true
-}
-
-// ResourceSpansOf is the reply b (scanned by ScanFailedTraceIDs with the same envelope) cut to
-// the resourceSpans holding a span of the traces in keep, as one TracesData: what ReadJSONOf reads
-// of the whole reply when it keeps those traces, without the decoder skipping the rest (each
-// resourceSpans is copied as it is, so its resource, scopes and spans read as before). ok is
-// false where b does not scan; ReadJSONOf then reads the whole reply.
-func ResourceSpansOf(b []byte, envelope string, keep map[string]bool) (out []byte, ok bool) {
-	s := &scanner{b: b, failed: map[string]bool{}}
-	out = append(make([]byte, 0, 1024), `{"resourceSpans":[`...)
-	first := true
-	tracesData := func() bool {
-		return s.object(func(key []byte) bool {
-			switch string(key) {
-			case "resourceSpans", "resource_spans":
-				return s.array(func() bool {
-					s.space()
-					start := s.i
-					kept := false
-					if !s.object(func(key []byte) bool {
-						switch string(key) {
-						case "scopeSpans", "scope_spans", "deprecatedScopeSpans", "deprecated_scope_spans":
-							return s.array(func() bool {
-								return s.object(func(key []byte) bool {
-									if string(key) != "spans" {
-										return s.skip()
-									}
-									return s.array(func() bool {
-										// A span without a trace ID is read by ReadJSONOf
-										// whatever it keeps.
-										id, ok := s.spanTraceID()
-										kept = kept || id == nil || keep[string(id)]
-										return ok
-									})
-								})
-							})
-						}
-						return s.skip()
-					}) {
-						return false
-					}
-					if kept {
-						if !first {
-							out = append(out, ',')
-						}
-						out, first = append(out, s.b[start:s.i]...), false
-					}
-					return true
-				})
-			}
-			return s.skip()
-		})
-	}
-	if envelope != "" {
-		ok = s.object(func(key []byte) bool { return string(key) == envelope && tracesData() })
-	} else {
-		ok = tracesData()
-	}
-	if !ok {
-		return nil, false
-	}
-	return append(out, "]}"...), true
-}
-
-// spanTraceID consumes a span and returns its trace ID as FailedTraceIDs keys it (lower-case
-// hex, in a buffer reused by the next call; nil for none).
-func (s *scanner) spanTraceID() ([]byte, bool) {
-	var id []byte
-	ok := s.object(func(key []byte) bool {
-		switch string(key) {
-		case "traceId", "trace_id":
-			if s.peek() != '"' {
-				return false
-			}
-			raw, escaped, ok := s.str()
-			if !ok || escaped || !traceIDText(raw) {
-				return false
-			}
-			id = raw
-			if allZeros(raw) {
-				id = nil
-			}
-			return true
-		}
-		return s.skip()
-	})
-	if !ok || id == nil {
-		return nil, ok
-	}
-	s.lower = append(s.lower[:0], id...)
-	for i, c := range s.lower {
-		if c >= 'A' && c <= 'F' {
-			s.lower[i] = c + 'a' - 'A'
-		}
-	}
-	return s.lower, true
 }

@@ -248,9 +248,9 @@ func checkScanAgrees(t *testing.T, name string, b []byte) (scanned bool) {
 	}
 	// The reply cut to the failed traces' resourceSpans reads as the whole does: the same spans
 	// where the whole reads (the cut may read where the whole fails on a trace it leaves out).
-	cut, ok := ResourceSpansOf(b, "", ids)
-	if !ok {
-		t.Errorf("%s: scanned, but not cut", name)
+	again, cut, ok := ScanFailedTraces(b, "")
+	if !ok || !reflect.DeepEqual(again, ids) {
+		t.Errorf("%s: scanned, but the cutting scan answers %v, %v", name, again, ok)
 		return true
 	}
 	keep := func(id string) bool { return ids[id] }
@@ -287,6 +287,7 @@ func TestScanFailedTraceIDsAnswersAsTheDecoder(t *testing.T) {
 		"ok and unset":      {`{"resourceSpans":[{"scopeSpans":[{"spans":[{` + id + `,"status":{"code":1}},{` + id + `,"status":{}}]}]}]}`, true, nil},
 		"status first":      {`{"resourceSpans":[{"scopeSpans":[{"spans":[{"status":{"message":"m","code":2},` + id + `}]}]}]}`, true, []string{"4bf92f3577b34da6a3ce929d0e0e4736"}},
 		"zero ID":           {`{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"00000000000000000000000000000000","status":{"code":2}}]}]}]}`, true, nil},
+		"zero ID beside":    {`{"resourceSpans":[{"scopeSpans":[{"spans":[{` + id + `,"spanId":"00f067aa0ba902b7","status":{"code":2}}]}]},{"scopeSpans":[{"spans":[{"traceId":"00000000000000000000000000000000","spanId":"00f067aa0ba902b8"}]}]},{"scopeSpans":[{"spans":[{"traceId":"00000000000000000000000000000001","spanId":"00f067aa0ba902b9"}]}]}]}`, true, []string{"4bf92f3577b34da6a3ce929d0e0e4736"}},
 		"nulls":             {`{"resourceSpans":[null,{"scopeSpans":null},{"scopeSpans":[{"spans":null},{"spans":[null]}]}]}`, true, nil},
 		"bad ID":            {`{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"xyz","status":{"code":2}}]}]}]}`, false, nil},
 		"unknown status":    {`{"resourceSpans":[{"scopeSpans":[{"spans":[{` + id + `,"status":{"code":"STATUS_CODE_BAD"}}]}]}]}`, false, nil},
@@ -316,25 +317,31 @@ func TestScanFailedTraceIDsAnswersAsTheDecoder(t *testing.T) {
 	if got, ok := ScanFailedTraceIDs(enveloped, "result"); !ok || !reflect.DeepEqual(got, want) {
 		t.Errorf("in its envelope: %v, %v; want %v", got, ok, want)
 	}
-	// Cut to one of its traces (the recorded search has no failed one): that trace's spans, from
-	// fewer bytes, in or out of the envelope.
+	// The recorded search has no failed trace: with its first marked failed, the cut reads that
+	// trace's spans, from fewer bytes, in or out of the envelope.
 	all, err := readJSONBytes(result)
 	if err != nil || len(all) == 0 {
 		t.Fatalf("the recorded search: %d spans, %v", len(all), err)
 	}
 	one := map[string]bool{all[0].TraceID: true}
-	inside, _ := ResourceSpansOf(result, "", one)
-	if cut, ok := ResourceSpansOf(enveloped, "result", one); !ok || string(cut) != string(inside) {
+	// Its first trace marked failed, as Jaeger writes a span's ERROR status.
+	marked := []byte(strings.Replace(string(result), `"traceId":"`+all[0].TraceID+`"`, `"traceId":"`+all[0].TraceID+`","status":{"code":2}`, 1))
+	failedIDs, inside, ok := ScanFailedTraces(marked, "")
+	if !ok || !reflect.DeepEqual(failedIDs, one) {
+		t.Fatalf("the marked search: %v, %v", failedIDs, ok)
+	}
+	if _, cut, ok := ScanFailedTraces([]byte(`{"result":`+string(marked)+`}`), "result"); !ok || string(cut) != string(inside) {
 		t.Errorf("cut in its envelope: %v, %s", ok, cut)
 	}
 	spans, err := ReadJSONOf(jsoniter.ParseBytes(jsoniter.ConfigDefault, inside), func(id string) bool { return one[id] })
 	var wantSpans []models.Span
-	for _, s := range all {
+	marks, _ := readJSONBytes(marked)
+	for _, s := range marks {
 		if one[s.TraceID] {
 			wantSpans = append(wantSpans, s)
 		}
 	}
-	if err != nil || !reflect.DeepEqual(spans, wantSpans) || len(inside) >= len(result) {
+	if err != nil || !reflect.DeepEqual(spans, wantSpans) || len(wantSpans) == 0 || len(inside) >= len(result) {
 		t.Errorf("cut to trace %s: %d spans of %d (%v), %d of the reply's %d bytes", all[0].TraceID, len(spans), len(wantSpans), err, len(inside), len(result))
 	}
 	for _, in := range []string{`{"result":{},"error":{"httpCode":500}}`, `{"error":{"httpCode":500}}`, `{"result":null}`, `{"result":{},"result":{}}`, `{}`} {
