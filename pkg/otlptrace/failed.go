@@ -99,6 +99,9 @@ type resourceSpansCut struct {
 const maxScanDepth = 500
 
 func (s *scanner) space() {
+	if s.i < len(s.b) && s.b[s.i] > ' ' { // compact JSON: no white space at all
+		return
+	}
 	for s.i < len(s.b) {
 		switch s.b[s.i] {
 		case ' ', '\t', '\n', '\r':
