@@ -133,57 +133,31 @@ func (s *scanner) null() bool {
 // object walks an object (or null, which has no fields), calling field for each key with the
 // scanner at its value; field must consume the value.
 func (s *scanner) object(field func(key []byte) bool) bool {
-	switch s.peek() {
-	case 'n':
-		return s.null()
-	case '{':
-	default:
-		return false
-	}
-	if s.depth++; s.depth > maxScanDepth {
-		return false
-	}
-	defer func() { s.depth-- }()
-	s.i++
-	if s.peek() == '}' {
-		s.i++
-		return true
-	}
-	for {
+	return s.members('{', '}', func() bool {
 		if s.peek() != '"' {
 			return false
 		}
 		key, escaped, ok := s.str()
 		// An escaped key is read decoded by the decoder, and an empty one ends its object
 		// there: leave both to it.
-		if !ok || escaped || len(key) == 0 {
-			return false
-		}
-		if s.peek() != ':' {
+		if !ok || escaped || len(key) == 0 || s.peek() != ':' {
 			return false
 		}
 		s.i++
-		if !field(key) {
-			return false
-		}
-		switch s.peek() {
-		case ',':
-			s.i++
-		case '}':
-			s.i++
-			return true
-		default:
-			return false
-		}
-	}
+		return field(key)
+	})
 }
 
 // array walks an array (or null), calling elem with the scanner at each element.
-func (s *scanner) array(elem func() bool) bool {
+func (s *scanner) array(elem func() bool) bool { return s.members('[', ']', elem) }
+
+// members walks the members of the container between open and end (or null, which has none),
+// calling member at each; member must consume it.
+func (s *scanner) members(open, end byte, member func() bool) bool {
 	switch s.peek() {
 	case 'n':
 		return s.null()
-	case '[':
+	case open:
 	default:
 		return false
 	}
@@ -192,18 +166,18 @@ func (s *scanner) array(elem func() bool) bool {
 	}
 	defer func() { s.depth-- }()
 	s.i++
-	if s.peek() == ']' {
+	if s.peek() == end {
 		s.i++
 		return true
 	}
 	for {
-		if !elem() {
+		if !member() {
 			return false
 		}
 		switch s.peek() {
 		case ',':
 			s.i++
-		case ']':
+		case end:
 			s.i++
 			return true
 		default:
