@@ -4,9 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
-	"slices"
 	"strconv"
-	"sync"
 	"time"
 
 	jsoniter "github.com/json-iterator/go"
@@ -49,30 +47,12 @@ func FailedTraceIDs(iter *jsoniter.Iterator) (map[string]bool, error) {
 	return r.failed, err
 }
 
-// spanBuffers hold the spans while a reply is read, whose count is known only at its end: the
-// spans grow in a pooled buffer and are copied once into a slice of their size (growing a new
-// slice each time allocated about three times the spans' size).
-var spanBuffers = sync.Pool{New: func() any { return new([]models.Span) }}
-
-// maxPooledSpans bounds a buffer kept for the next reply, so that one huge trace's is not kept.
-const maxPooledSpans = 1 << 16
-
 func (r *jsonReader) read() ([]models.Span, error) {
 	iter := r.iter
 	if iter.WhatIsNext() == jsoniter.NilValue {
 		iter.Skip()
 		return nil, nil
 	}
-	buf := spanBuffers.Get().(*[]models.Span)
-	r.out = (*buf)[:0]
-	defer func() {
-		clear(r.out) // the buffer must not keep this reply's strings and maps alive
-		if cap(r.out) <= maxPooledSpans {
-			*buf = r.out[:0]
-			spanBuffers.Put(buf)
-		}
-		r.out = nil
-	}()
 	for f := iter.ReadObject(); f != ""; f = iter.ReadObject() {
 		switch f {
 		case "resourceSpans", "resource_spans":
@@ -92,18 +72,19 @@ func (r *jsonReader) read() ([]models.Span, error) {
 	if iter.Error != nil {
 		return nil, iter.Error
 	}
-	if r.failed != nil || len(r.out) == 0 {
+	if r.failed != nil {
 		return nil, nil
 	}
-	return slices.Clone(r.out), nil
+	return r.out.spans(), nil
 }
 
 // jsonReader is ReadJSON's state: the spans so far and the first thing found wrong.
 type jsonReader struct {
 	iter    *jsoniter.Iterator
-	out     []models.Span
+	out     spanList
 	err     error
-	traceID string // the last trace ID read: a trace's spans share one string
+	traceID string      // the last trace ID read: a trace's spans share one string
+	pairs   [][2]string // attributes' scratch
 
 	keep   func(traceID string) bool // ReadJSONOf's: the traces whose spans are read
 	failed map[string]bool           // FailedTraceIDs': set when only failed trace IDs are read
@@ -121,7 +102,7 @@ func (r *jsonReader) fail(format string, args ...any) {
 // scopeSpans are absent (pdata's migration).
 func (r *jsonReader) resourceSpans() {
 	iter := r.iter
-	first := len(r.out)
+	first := r.out.len()
 	var resource map[string]string
 	scopes := 0
 	var deprecated []models.Span
@@ -142,30 +123,33 @@ func (r *jsonReader) resourceSpans() {
 		case "scopeSpans", "scope_spans":
 			for r.err == nil && iter.ReadArray() {
 				scopes++
-				r.out = r.scopeSpans(r.out)
+				r.scopeSpans(r.out.push)
 			}
 		case "deprecatedScopeSpans", "deprecated_scope_spans":
 			for r.err == nil && iter.ReadArray() {
-				deprecated = r.scopeSpans(deprecated)
+				r.scopeSpans(func(s models.Span) { deprecated = append(deprecated, s) })
 			}
 		default:
 			iter.Skip()
 		}
 	}
 	if scopes == 0 {
-		r.out = append(r.out, deprecated...)
+		for _, s := range deprecated {
+			r.out.push(s)
+		}
 	}
 	if resource == nil {
 		resource = map[string]string{}
 	}
 	service := resource[ServiceNameAttribute]
-	for i := first; i < len(r.out); i++ {
-		r.out[i].Service, r.out[i].Resource = service, resource
+	for i := first; i < r.out.len(); i++ {
+		s := r.out.at(i)
+		s.Service, s.Resource = service, resource
 	}
 }
 
-// scopeSpans reads one ScopeSpans' spans onto out.
-func (r *jsonReader) scopeSpans(out []models.Span) []models.Span {
+// scopeSpans reads one ScopeSpans' spans, each to add.
+func (r *jsonReader) scopeSpans(add func(models.Span)) {
 	iter := r.iter
 	for f := iter.ReadObject(); f != "" && r.err == nil; f = iter.ReadObject() {
 		if f != "spans" {
@@ -174,11 +158,10 @@ func (r *jsonReader) scopeSpans(out []models.Span) []models.Span {
 		}
 		for r.err == nil && iter.ReadArray() {
 			if s, ok := r.span(); ok {
-				out = append(out, s)
+				add(s)
 			}
 		}
 	}
-	return out
 }
 
 // span reads one span; false after an error (kept in r.err), or for a span not kept.
@@ -402,11 +385,11 @@ var (
 
 // attributes reads a KeyValue array into m (made when nil), values as pcommon.Value.AsString
 // writes them; a key given twice keeps its last value, as Attributes does.
+// The pairs are gathered first, so that a new map is made at its size (a map grown as its
+// entries come was most of a span's allocations).
 func (r *jsonReader) attributes(m map[string]string) map[string]string {
 	iter := r.iter
-	if m == nil {
-		m = map[string]string{}
-	}
+	pairs := r.pairs[:0]
 	for r.err == nil && iter.ReadArray() {
 		var key, value string
 		for f := iter.ReadObject(); f != "" && r.err == nil; f = iter.ReadObject() {
@@ -419,8 +402,16 @@ func (r *jsonReader) attributes(m map[string]string) map[string]string {
 				iter.Skip()
 			}
 		}
-		m[key] = value
+		pairs = append(pairs, [2]string{key, value})
 	}
+	if m == nil {
+		m = make(map[string]string, len(pairs))
+	}
+	for _, p := range pairs {
+		m[p[0]] = p[1]
+	}
+	clear(pairs) // the scratch must not keep this reply's strings alive
+	r.pairs = pairs[:0]
 	return m
 }
 

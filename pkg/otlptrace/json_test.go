@@ -118,6 +118,36 @@ func TestReadJSONAgreesWithPdata(t *testing.T) {
 	}
 	checkAgrees(t, "oneSpan", []byte(oneSpan), false)
 	checkAgrees(t, "every value type", everyValueType(t), false)
+	// More spans than one of the reader's blocks holds, a resource's spans across two blocks.
+	b := manySpans(t, []int{spanBlock - 3, 2*spanBlock + 7, 1, spanBlock})
+	checkAgrees(t, "spans over several blocks", b, false)
+	if spans, _ := readJSONBytes(b); len(spans) != 4*spanBlock+5 || spans[spanBlock].Service != "svc-1" {
+		t.Fatalf("spans over several blocks: %d spans", len(spans))
+	}
+}
+
+// manySpans is a trace in pdata's JSON with a resource (service svc-<i>) of n[i] spans for each i.
+func manySpans(t *testing.T, n []int) []byte {
+	td := ptrace.NewTraces()
+	for i, count := range n {
+		rs := td.ResourceSpans().AppendEmpty()
+		rs.Resource().Attributes().PutStr("service.name", fmt.Sprintf("svc-%d", i))
+		spans := rs.ScopeSpans().AppendEmpty().Spans()
+		for j := range count {
+			sp := spans.AppendEmpty()
+			sp.SetTraceID(pcommon.TraceID{0xAB, 1})
+			sp.SetSpanID(pcommon.SpanID{byte(i + 1), byte(j >> 8), byte(j)})
+			sp.SetName(fmt.Sprintf("op-%d", j%7))
+			sp.SetStartTimestamp(pcommon.Timestamp(1796450000123456789 + j*1000))
+			sp.SetEndTimestamp(pcommon.Timestamp(1796450000123456789 + j*1000 + 500))
+			sp.Attributes().PutInt("j", int64(j))
+		}
+	}
+	b, err := new(ptrace.JSONMarshaler).MarshalTraces(td)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 // everyValueType is a trace in pdata's own JSON with each attribute type, nested arrays and

@@ -63,6 +63,13 @@ func steadyGPU(host, index string, util, smActive, dramActive float64) fakeGPU {
 	}
 }
 
+// promResult is a query's data in the order Prometheus writes it, its type before its result
+// (a Go map would put the result first, which a reader must then hold until it knows the type).
+type promResult struct {
+	ResultType string `json:"resultType"`
+	Result     any    `json:"result"`
+}
+
 func (f *promFake) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	_ = r.ParseForm()
 	reply := func(data any) {
@@ -88,7 +95,7 @@ func (f *promFake) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	case path == "/api/v1/series":
 		reply(f.seriesResult(r.Form["match[]"]))
 	case path == "/api/v1/query_range":
-		reply(map[string]any{"resultType": "matrix", "result": f.rangeResult(r.Form.Get("query"), r.Form.Get("start"), r.Form.Get("end"), r.Form.Get("step"))})
+		reply(promResult{"matrix", f.rangeResult(r.Form.Get("query"), r.Form.Get("start"), r.Form.Get("end"), r.Form.Get("step"))})
 	case path == "/api/v1/query":
 		result := []map[string]any{}
 		q := r.Form.Get("query")
@@ -99,7 +106,7 @@ func (f *promFake) serveHTTP(w http.ResponseWriter, r *http.Request) {
 				}
 			}
 		}
-		reply(map[string]any{"resultType": "vector", "result": result})
+		reply(promResult{"vector", result})
 	default:
 		http.NotFound(w, r)
 	}

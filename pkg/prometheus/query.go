@@ -1,6 +1,7 @@
 package prometheus
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -252,8 +254,10 @@ func fieldOf(key string, fields []string) string {
 
 // readString reads a string as encoding/json does: each byte that is not UTF-8 becomes U+FFFD
 // (jsoniter keeps it, and Grafana's gRPC refuses a message that is not UTF-8).
-func readString(it *jsoniter.Iterator) string {
-	s := it.ReadString()
+func readString(it *jsoniter.Iterator) string { return validUTF8(it.ReadString()) }
+
+// validUTF8 is s with each byte that is not UTF-8 replaced by U+FFFD, as encoding/json reads it.
+func validUTF8(s string) string {
 	if utf8.ValidString(s) {
 		return s
 	}
@@ -302,13 +306,12 @@ func readData(it *jsoniter.Iterator) model.Value {
 	return v
 }
 
-// readResult decodes a result of the type with client_golang's decoders (the types it accepts).
+// readResult decodes a result of the type: a matrix by readMatrix, the others with
+// client_golang's decoders (the types it accepts).
 func readResult(it *jsoniter.Iterator, typ string) model.Value {
 	switch typ {
 	case model.ValMatrix.String():
-		var m model.Matrix
-		it.ReadVal(&m)
-		return m
+		return readMatrix(it)
 	case model.ValVector.String():
 		var v model.Vector
 		it.ReadVal(&v)
@@ -320,4 +323,136 @@ func readResult(it *jsoniter.Iterator, typ string) model.Value {
 	}
 	it.ReportError("data", fmt.Sprintf("unexpected value type %q", typ))
 	return nil
+}
+
+// readMatrix reads a matrix as client_golang's decoders do (unmarshalSampleStreamJSON and
+// unmarshalSamplePairJSON, client_golang v1.25), with fewer allocations: every GPU figure and
+// range query is a matrix, and client_golang's reader made one about every 16 bytes of it (the
+// labels read twice, through a string and a second decoder; a string for each sample's value;
+// the samples grown by doubling). Here the labels are read once, a value is parsed where it lies
+// in the reply, and a series' samples are gathered in one scratch slice and kept in a slice of
+// their exact size. TestQueryAPIAnswersAsClientGolang and FuzzQueryAPIAnswersAsClientGolang
+// hold it to client_golang's answers. Two departures: a series that is null, which
+// client_golang keeps as a nil series (its own String method, and any reader of the series,
+// fails on it), and a "metric" that is a string holding JSON, which client_golang decodes, are
+// refused.
+func readMatrix(it *jsoniter.Iterator) model.Matrix {
+	var m model.Matrix
+	var scratch []model.SamplePair
+	for i := 0; it.ReadArray(); i++ {
+		if it.WhatIsNext() == jsoniter.NilValue {
+			it.ReportError("unmarshal model.SampleStream", fmt.Sprintf("series %d is null", i))
+			return m
+		}
+		ss := &model.SampleStream{}
+		scratch = readSampleStream(it, ss, scratch[:0])
+		if it.Error != nil {
+			return m
+		}
+		m = append(m, ss)
+	}
+	return m
+}
+
+// readSampleStream reads one series of a matrix into ss; scratch is room for its samples,
+// returned for the next series.
+func readSampleStream(it *jsoniter.Iterator, ss *model.SampleStream, scratch []model.SamplePair) []model.SamplePair {
+	// As client_golang's loop: an empty key ends the object for it too.
+	for key := it.ReadObject(); key != ""; key = it.ReadObject() {
+		switch key {
+		case "metric":
+			if it.WhatIsNext() != jsoniter.ObjectValue {
+				it.ReportError("unmarshal model.SampleStream", "the series' metric is not an object")
+				return scratch
+			}
+			if ss.Metric == nil {
+				ss.Metric = model.Metric{}
+			}
+			it.ReadMapCB(func(it *jsoniter.Iterator, name string) bool {
+				// A label name is read by model.LabelName's UnmarshalJSON (encoding/json), its
+				// value by jsoniter.
+				if name = validUTF8(name); !model.LabelName(name).IsValid() {
+					it.ReportError("unmarshal model.SampleStream", fmt.Sprintf("%q is not a valid label name", name))
+					return false
+				}
+				if it.WhatIsNext() != jsoniter.StringValue {
+					it.ReportError("unmarshal model.SampleStream", fmt.Sprintf("the value of label %q is not a string", name))
+					return false
+				}
+				ss.Metric[model.LabelName(name)] = model.LabelValue(it.ReadString())
+				return true
+			})
+		case "values":
+			scratch = scratch[:0]
+			for it.ReadArray() {
+				var p model.SamplePair
+				readSamplePair(it, &p)
+				if it.Error != nil {
+					return scratch
+				}
+				scratch = append(scratch, p)
+			}
+			if len(scratch) > 0 {
+				// A second "values" adds to the first, as client_golang's append does.
+				ss.Values = append(slices.Clip(ss.Values), scratch...)
+			}
+		case "histograms":
+			for it.ReadArray() {
+				var h model.SampleHistogramPair
+				it.ReadVal(&h) // client_golang's decoder, registered with jsoniter
+				if it.Error != nil {
+					return scratch
+				}
+				ss.Histograms = append(ss.Histograms, h)
+			}
+		default:
+			it.ReportError("unmarshal model.SampleStream", fmt.Sprint("unexpected key:", key))
+			return scratch
+		}
+		if it.Error != nil {
+			return scratch
+		}
+	}
+	return scratch
+}
+
+// readSamplePair reads [timestamp, "value"] as client_golang's unmarshalSamplePairJSON does; the
+// value is parsed from the reply's bytes (a value with escapes is read as a string first).
+func readSamplePair(it *jsoniter.Iterator, p *model.SamplePair) {
+	if !it.ReadArray() {
+		it.ReportError("unmarshal model.SamplePair", "SamplePair must be [timestamp, value]")
+		return
+	}
+	if err := p.Timestamp.UnmarshalJSON([]byte(it.ReadNumber())); err != nil {
+		it.ReportError("unmarshal model.SamplePair", err.Error())
+		return
+	}
+	if !it.ReadArray() {
+		it.ReportError("unmarshal model.SamplePair", "SamplePair missing value")
+		return
+	}
+	var f float64
+	var err error
+	if it.WhatIsNext() != jsoniter.StringValue {
+		f, err = strconv.ParseFloat(it.ReadString(), 64) // null reads as "", and fails here
+	} else if raw := it.ReadStringAsSlice(); bytes.IndexByte(raw, '\\') < 0 {
+		f, err = strconv.ParseFloat(string(raw), 64)
+	} else {
+		var v string
+		err = jsoniter.ConfigDefault.Unmarshal(slices.Concat([]byte{'"'}, raw, []byte{'"'}), &v)
+		if err == nil {
+			f, err = strconv.ParseFloat(v, 64)
+		}
+	}
+	if it.Error != nil {
+		return
+	}
+	if err != nil {
+		it.ReportError("unmarshal model.SamplePair", err.Error())
+		return
+	}
+	p.Value = model.SampleValue(f)
+	if it.ReadArray() {
+		it.ReportError("unmarshal model.SamplePair", "SamplePair has too many values, must be [timestamp, value]")
+	}
 }
