@@ -262,7 +262,7 @@ func TestBrokenReplySaysWhatIsWrong(t *testing.T) {
 // decodes) are bad responses here, said as such.
 func TestMatrixRefusesWhatClientGolangKeepsBroken(t *testing.T) {
 	for body, want := range map[string]string{
-		`{"status":"success","data":{"resultType":"matrix","result":[{"metric":{},"values":[[1,"2"]]},null]}}`: "series 1 is null",
+		`{"status":"success","data":{"resultType":"matrix","result":[{"metric":{},"values":[[1,"2"]]},null]}}`:         "series 1 is null",
 		`{"status":"success","data":{"resultType":"matrix","result":[{"metric":"{\"a\":\"b\"}","values":[[1,"2"]]}]}}`: "the series' metric is not an object",
 	} {
 		g, o, _, _ := askBoth(200, 0, []byte(body))
