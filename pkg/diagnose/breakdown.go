@@ -74,14 +74,16 @@ func Request(ans *correlate.TraceAnswer) Diagnosis {
 // shape is what the breakdown and the verdict both read of the trace's tree, worked out once: a
 // request of thousands of spans must not pay for it twice.
 type shape struct {
-	root      int     // models.RequestRoot
-	children  [][]int // childrenOf
+	root      int            // models.RequestRoot
+	children  [][]int        // childrenOf
+	index     map[string]int // span ID to its index in the trace (of repeated IDs, the last)
 	attempts  []attempt
 	attemptOf []int // failedAttempts
 }
 
 func shapeOf(t *models.Trace) shape {
-	sh := shape{root: models.RequestRoot(t), children: childrenOf(t)}
+	sh := shape{root: models.RequestRoot(t)}
+	sh.children, sh.index = childrenOf(t)
 	sh.attempts, sh.attemptOf = failedAttempts(t, sh.root, sh.children)
 	return sh
 }
@@ -121,7 +123,7 @@ func breakdown(t *models.Trace, rows []correlate.SpanRow, sh shape) (parts []Bre
 	for _, seg := range CriticalPath(t, root) {
 		onPath[seg.Span] += seg.Duration()
 	}
-	bySpan := map[string]*correlate.SpanRow{}
+	bySpan := make(map[string]*correlate.SpanRow, len(rows))
 	for i := range rows {
 		bySpan[rows[i].Span.SpanID] = &rows[i]
 	}
@@ -131,10 +133,7 @@ func breakdown(t *models.Trace, rows []correlate.SpanRow, sh shape) (parts []Bre
 	// A failed attempt's time is one part, whatever it did: its spans' CPU is not spent again on
 	// the service's other spans (its retry's, say).
 	attempts, attemptOf := sh.attempts, sh.attemptOf
-	index := map[string]int{}
-	for i, sp := range t.Spans {
-		index[sp.SpanID] = i
-	}
+	index := sh.index
 	cpuLeft := map[string]time.Duration{}
 	profiled := map[string]bool{}
 	for _, r := range rows {
@@ -426,8 +425,8 @@ func peerOf(t *models.Trace, i int, children []int) string {
 	return "an untraced service"
 }
 
-// childrenOf lists each span's children (indexes into t.Spans).
-func childrenOf(t *models.Trace) [][]int {
+// childrenOf lists each span's children (indexes into t.Spans), and the index of each span ID.
+func childrenOf(t *models.Trace) ([][]int, map[string]int) {
 	index := make(map[string]int, len(t.Spans))
 	for i, s := range t.Spans {
 		index[s.SpanID] = i
@@ -438,7 +437,7 @@ func childrenOf(t *models.Trace) [][]int {
 			out[p] = append(out[p], i)
 		}
 	}
-	return out
+	return out, index
 }
 
 func partSource(kind string) string {

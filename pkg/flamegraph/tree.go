@@ -37,15 +37,17 @@ func FromLevels(names []string, levels [][]int64) *Node {
 		start, end int64
 	}
 	// All nodes in one allocation: a 16k-node reply would otherwise cost 16k small allocations.
-	count := 0
+	count, widest := 0, 0
 	for _, values := range levels {
 		count += len(values) / 4
+		widest = max(widest, len(values)/4)
 	}
 	arena := make([]Node, 0, count)
-	var prev []placed
+	// Two levels are placed at a time: the one read and the one above it.
+	prev, cur := make([]placed, 0, widest), make([]placed, 0, widest)
 	var roots []*Node
 	for li, values := range levels {
-		cur := make([]placed, 0, len(values)/4)
+		cur = cur[:0]
 		x := int64(0)
 		p := 0
 		for i := 0; i+3 < len(values); i += 4 {
@@ -65,7 +67,7 @@ func FromLevels(names []string, levels [][]int64) *Node {
 				prev[p].n.Children = append(prev[p].n.Children, n)
 			}
 		}
-		prev = cur
+		prev, cur = cur, prev
 	}
 	if len(roots) == 1 {
 		return roots[0]

@@ -3,6 +3,7 @@ package prometheus
 import (
 	"context"
 	"net/http"
+	"slices"
 
 	"github.com/prometheus/client_golang/api"
 
@@ -13,26 +14,39 @@ import (
 // reads a body into a bytes.Buffer that grows from 512 bytes by doubling, so a 70 KB range
 // query's reply cost about 140 KB of copies before it was decoded, on every GPU figure of every
 // query (Prometheus gzips its replies, so there is no Content-Length to size it from). Here the
-// body is read by upstream.ReadAll: pooled pieces, then one slice of its exact size. The rest
-// (building requests, the API's errors, decoding) stays client_golang's.
+// body is read by upstream.ReadAll, or for a query (queryAPI, whose reader copies what it keeps)
+// into a pooled buffer by DoPooled. The rest (building requests, the API's errors) stays
+// client_golang's.
 type bodyClient struct {
 	api.Client
 	hc *http.Client
 }
 
 func (c bodyClient) Do(ctx context.Context, req *http.Request) (*http.Response, []byte, error) {
+	resp, body, err := c.DoPooled(ctx, req)
+	defer body.Release()
+	return resp, slices.Clone(body.Bytes()), err
+}
+
+// DoPooled is Do with the body in a pooled buffer, to be released once read.
+func (c bodyClient) DoPooled(ctx context.Context, req *http.Request) (*http.Response, upstream.Body, error) {
 	if ctx != nil {
 		req = req.WithContext(ctx)
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return nil, nil, err
+		return nil, upstream.Body{}, err
 	}
 	defer resp.Body.Close()
-	body, err := upstream.ReadAll(resp.Body)
+	body, err := upstream.ReadPooled(resp.Body)
 	if err != nil && ctx != nil && ctx.Err() != nil {
 		// As client_golang answers a request cancelled while its body is read.
-		return resp, nil, ctx.Err()
+		return resp, body, ctx.Err()
 	}
 	return resp, body, err
+}
+
+// pooledClient is a client that can read a reply into a pooled buffer (bodyClient).
+type pooledClient interface {
+	DoPooled(ctx context.Context, req *http.Request) (*http.Response, upstream.Body, error)
 }

@@ -19,6 +19,8 @@ import (
 	"github.com/prometheus/client_golang/api"
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/upstream"
 )
 
 // queryAPI is client_golang's API with its two query calls, instant and range, read in one pass.
@@ -89,7 +91,18 @@ func (a queryAPI) ask(ctx context.Context, endpoint string, args url.Values) (mo
 
 // do is client_golang's Do for a query: its errors, from the status and the reply's envelope.
 func (a queryAPI) do(ctx context.Context, req *http.Request) (*http.Response, model.Value, promv1.Warnings, promv1.Infos, error) {
-	resp, body, err := a.client.Do(ctx, req)
+	var resp *http.Response
+	var body []byte
+	var err error
+	if pc, ok := a.client.(pooledClient); ok {
+		// readReply copies what it keeps: the body's buffer serves the next reply.
+		var b upstream.Body
+		resp, b, err = pc.DoPooled(ctx, req)
+		defer b.Release()
+		body = b.Bytes()
+	} else {
+		resp, body, err = a.client.Do(ctx, req)
+	}
 	if err != nil {
 		return resp, nil, nil, nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"reflect"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/api"
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
 )
@@ -273,5 +275,54 @@ func TestMatrixRefusesWhatClientGolangKeepsBroken(t *testing.T) {
 		if !errors.As(o[0].err, &pe) || pe.Type != promv1.ErrBadResponse || !strings.Contains(pe.Msg, want) || o[0].value != nil {
 			t.Errorf("%s: answered %v, %v; want bad_response saying %q", body, o[0].value, o[0].err, want)
 		}
+	}
+}
+
+// TestAnswersOutliveTheReplyBuffer: a query's reply is read into a pooled buffer that the next
+// reply is read into; what the first answer holds (labels, values, warnings, an error's text) is
+// its own and stays as it was.
+func TestAnswersOutliveTheReplyBuffer(t *testing.T) {
+	replies := []string{
+		`{"status":"success","warnings":["first warning"],"data":{"resultType":"matrix","result":[{"metric":{"gpu":"first-gpu","Hostname":"first-host"},"values":[[1700000000,"1.5"],[1700000015,"2.5"]]}]}}`,
+		`{"status":"error","errorType":"bad_data","error":"first error"}`,
+	}
+	overwrite := `{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"gpu":"XXXXXXXXX","Hostname":"XXXXXXXXXX"},"values":[[1800000000,"9.5"],[1800000015,"9.5"]]}]},"warnings":["XXXXXXXXXXXXX"]}` + strings.Repeat(" ", 200)
+	for _, first := range replies {
+		var reply string
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			code := http.StatusOK
+			if strings.Contains(reply, `"error"`) {
+				code = http.StatusBadRequest
+			}
+			w.WriteHeader(code)
+			_, _ = io.WriteString(w, reply)
+		}))
+		c, err := api.NewClient(api.Config{Address: srv.URL, Client: srv.Client()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		q := newQueryAPI(bodyClient{Client: c, hc: srv.Client()})
+		ask := func(body string) (model.Value, promv1.Warnings, error) {
+			reply = body
+			v, warnings, _, err := q.QueryRange(t.Context(), "up", promv1.Range{Start: time.Unix(1700000000, 0), End: time.Unix(1700000015, 0), Step: 15 * time.Second})
+			return v, warnings, err
+		}
+		// The answer is kept as it came, and printed before and after the next replies.
+		v, warnings, err := ask(first)
+		show := func() string {
+			s := fmt.Sprint(warnings, err)
+			if v != nil {
+				s += v.String()
+			}
+			return s
+		}
+		before := show()
+		for range 3 {
+			_, _, _ = ask(overwrite)
+		}
+		if after := show(); after != before || strings.Contains(after, "XXX") || !strings.Contains(after, "first") {
+			t.Errorf("the first answer was %s, is now %s", before, after)
+		}
+		srv.Close()
 	}
 }

@@ -49,3 +49,71 @@ func ReadAll(r io.Reader) ([]byte, error) {
 	}
 	return out, err
 }
+
+// Replies read by ReadPooled go into buffers from a free list that the garbage collector does
+// not empty (a sync.Pool is emptied by every other collection, and the collector runs about once
+// per large query). It holds at most freeBodies buffers of at most maxFreeBody bytes: a few
+// megabytes at worst, kept for the process's life.
+const (
+	freeBodies  = 32
+	maxFreeBody = 256 << 10
+	firstBody   = 16 << 10
+)
+
+var freeBodyList = make(chan *[]byte, freeBodies)
+
+// Body is a reply read whole into a buffer of the free list: Bytes holds it until Release, after
+// which the buffer is the next reply's. It is for a decoder that copies what it keeps
+// (jsoniter's strings are copies): a query's replies then cost no allocation once the list holds
+// buffers of their size.
+type Body struct{ buf *[]byte }
+
+// ReadPooled reads r whole. What was read before an error is returned with it; the Body is to be
+// released either way.
+func ReadPooled(r io.Reader) (Body, error) {
+	var buf *[]byte
+	select {
+	case buf = <-freeBodyList:
+	default:
+		b := make([]byte, 0, firstBody)
+		buf = &b
+	}
+	b := (*buf)[:0]
+	var err error
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)] // grows by doubling
+		}
+		var n int
+		n, err = r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err != nil {
+			break
+		}
+	}
+	if err == io.EOF {
+		err = nil
+	}
+	*buf = b
+	return Body{buf}, err
+}
+
+// Bytes is the body; valid until Release. The zero Body is empty.
+func (b Body) Bytes() []byte {
+	if b.buf == nil {
+		return nil
+	}
+	return *b.buf
+}
+
+// Release gives the buffer back for the next reply (one too large for the list is dropped).
+func (b Body) Release() {
+	if b.buf == nil || cap(*b.buf) > maxFreeBody {
+		return
+	}
+	*b.buf = (*b.buf)[:0]
+	select {
+	case freeBodyList <- b.buf:
+	default:
+	}
+}

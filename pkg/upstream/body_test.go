@@ -40,3 +40,20 @@ func TestReadAllReadsTheWholeReply(t *testing.T) {
 		t.Errorf("read %d bytes, %v; want %d and the error", len(got), err, bodyPiece+5)
 	}
 }
+
+// A pooled body holds the whole reply until it is released, and a buffer released is read into
+// again from its start: the next reply, shorter, is not followed by the last one's bytes.
+func TestReadPooledHoldsTheReplyUntilReleased(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, n := range []int{3 * firstBody, 0, firstBody + 1, 17, maxFreeBody + 1, 5, maxFreeBody} {
+		want := make([]byte, n)
+		for i := range want {
+			want[i] = byte(rng.IntN(256))
+		}
+		body, err := ReadPooled(iotest.HalfReader(bytes.NewReader(want)))
+		if err != nil || !bytes.Equal(body.Bytes(), want) {
+			t.Fatalf("%d bytes: read %d, %v", n, len(body.Bytes()), err)
+		}
+		body.Release()
+	}
+}
