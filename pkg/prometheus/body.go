@@ -2,8 +2,8 @@ package prometheus
 
 import (
 	"context"
+	"io"
 	"net/http"
-	"slices"
 
 	"github.com/prometheus/client_golang/api"
 
@@ -23,22 +23,26 @@ type bodyClient struct {
 }
 
 func (c bodyClient) Do(ctx context.Context, req *http.Request) (*http.Response, []byte, error) {
-	resp, body, err := c.DoPooled(ctx, req)
-	defer body.Release()
-	return resp, slices.Clone(body.Bytes()), err
+	return send(c, ctx, req, upstream.ReadAll)
 }
 
 // DoPooled is Do with the body in a pooled buffer, to be released once read.
 func (c bodyClient) DoPooled(ctx context.Context, req *http.Request) (*http.Response, upstream.Body, error) {
+	return send(c, ctx, req, upstream.ReadPooled)
+}
+
+// send sends req and reads its reply's body with read.
+func send[B any](c bodyClient, ctx context.Context, req *http.Request, read func(io.Reader) (B, error)) (*http.Response, B, error) {
 	if ctx != nil {
 		req = req.WithContext(ctx)
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return nil, upstream.Body{}, err
+		var none B
+		return nil, none, err
 	}
 	defer resp.Body.Close()
-	body, err := upstream.ReadPooled(resp.Body)
+	body, err := read(resp.Body)
 	if err != nil && ctx != nil && ctx.Err() != nil {
 		// As client_golang answers a request cancelled while its body is read.
 		return resp, body, ctx.Err()

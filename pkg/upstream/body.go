@@ -82,7 +82,9 @@ func ReadPooled(r io.Reader) (Body, error) {
 	var err error
 	for {
 		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)] // grows by doubling
+			grown := make([]byte, len(b), 2*cap(b)) // doubling: append grows a large slice by a quarter
+			copy(grown, b)
+			b = grown
 		}
 		var n int
 		n, err = r.Read(b[len(b):cap(b)])
