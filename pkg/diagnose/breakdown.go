@@ -472,7 +472,11 @@ func partSource(kind string) string {
 
 // attrSeconds reads a duration attribute given in seconds; 0 when absent or not a number.
 func attrSeconds(s models.Span, name string) time.Duration {
-	v, err := strconv.ParseFloat(s.Attributes[name], 64)
+	text, ok := s.Attributes[name]
+	if !ok {
+		return 0 // most spans: no error to build (a refused parse allocates one)
+	}
+	v, err := strconv.ParseFloat(text, 64)
 	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 {
 		return 0
 	}
