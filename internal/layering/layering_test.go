@@ -26,6 +26,7 @@ var rules = []struct {
 	{"pkg/correlate", clients, true},
 	{"pkg/diagnose", append(clients, "pkg/frames", "pkg/plugin"), true},
 	{"pkg/triage", append(clients, "pkg/correlate", "pkg/frames", "pkg/plugin"), true},
+	{"pkg/tail", append(clients, "pkg/frames", "pkg/plugin"), true},
 	{"pkg/frames", append(clients, "pkg/plugin"), false},
 	{"pkg/classify", append(clients, "pkg/models", "pkg/correlate", "pkg/frames"), true},
 	{"pkg/flamegraph", append(clients, "pkg/correlate", "pkg/frames"), true},

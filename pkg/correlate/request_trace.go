@@ -15,7 +15,8 @@ import (
 
 // TraceQuery asks for the join of one request.
 type TraceQuery struct {
-	TraceID                    string
+	TraceID string
+	// ProfileTypeID is the CPU profile; AllocTypeID the allocations' ("" asks none).
 	ProfileTypeID, AllocTypeID string
 	MaxNodes                   int64
 	// From and To are the panel's range, where the trace_id fallback looks when the trace
@@ -154,6 +155,8 @@ func askTraceStores(ctx context.Context, src TraceSources, q TraceQuery, rq Requ
 	lr, leverOK := leverRequest(trace, q.Join, a.engines)
 	fanOut(6, func(i int) {
 		switch {
+		case i == 1 && q.AllocTypeID == "":
+			a.allocErr = nil // not asked (the tail's verdicts read no allocations)
 		case i == 5:
 			if len(a.containers) == 0 {
 				return

@@ -45,6 +45,7 @@ type Cause struct {
 	Kind     string
 	Title    string // in words: "CPU in nemotron-backend (db_query)"
 	Service  string
+	Peer     string // the service called, for a downstream wait
 	SpanID   string // the span holding most of it
 	Explains time.Duration
 	Share    float64 // of the request
@@ -98,6 +99,7 @@ func verdict(ans *correlate.TraceAnswer, breakdown []BreakdownPart, request time
 	var out []Cause
 	byKey := map[[3]string]int{}
 	add := func(c Cause, peer string) {
+		c.Peer = peer
 		k := [3]string{c.Kind, c.Service, peer}
 		if c.Kind == CauseFailed {
 			k[2] = c.SpanID // one cause per attempt

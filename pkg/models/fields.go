@@ -18,6 +18,9 @@ var profileFields = []string{"labelSelector", "profileTypeId", "maxNodes", "grou
 // spanFields are the fields of the span queries (SpanQuery).
 var spanFields = []string{"service", "operation", "minDuration", "percentile", "limit", "profileTypeId", "maxNodes"}
 
+// The fields of the tail query: an endpoint, how its tail is chosen, how many requests.
+var tailFields = []string{"service", "operation", "percentile", "minDuration", "slo", "maxTraces", "limit", "profileTypeId", "parts"}
+
 // The fields of the GPU queries: the filter's and their own.
 var (
 	gpuMetricsFields = append(slices.Clone(gpuFilterFields), "metrics", "aggregation")

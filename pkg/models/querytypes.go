@@ -23,6 +23,9 @@ const (
 	// QueryTypeSpanProfile is the merged profile of every profiled span of an operation slower
 	// than a duration or a percentile: what one short span has too few samples to show.
 	QueryTypeSpanProfile = "spanProfile"
+	// QueryTypeTail is an operation's slow tail diagnosed together: the causes that add time to
+	// its slowest requests, against the same causes in its median requests.
+	QueryTypeTail = "tail"
 
 	// QueryTypeGPUMetrics answers DCGM series from Prometheus by catalogue name (gpu_query.go).
 	QueryTypeGPUMetrics = "gpuMetrics"
@@ -95,6 +98,8 @@ var (
 	slowLimitBound    = Bound{Name: "limit", Default: DefaultSlowTraces, Min: 1, Max: MaxSlowTraces}
 	spanLimitBound    = Bound{Name: "limit", Default: DefaultSpanTraces, Min: 1, Max: MaxSpanTraces}
 	percentileBound   = Bound{Name: "percentile", Min: 0, Max: 100, MinOpen: true, MaxOpen: true}
+	tailPercentile    = Bound{Name: "percentile", Default: DefaultTailPercentile, Min: 0, Max: 100, MinOpen: true, MaxOpen: true}
+	tailTracesBound   = Bound{Name: "maxTraces", Default: DefaultTailTraces, Min: 1, Max: MaxTailTraces}
 	// minStepBound: below a second, steps only repeat DCGM's samples.
 	minStepBound      = Bound{Name: "minStep", Default: int64(DCGMCollectInterval / time.Second), Min: 1, Unit: "s"}
 	filterValuesBound = Bound{Name: "filterValues", Max: MaxGPUFilterValues, Unit: "items"}
@@ -130,6 +135,9 @@ var QueryTypeSpecs = []QueryTypeSpec{
 	{Name: QueryTypeSpanProfile, Label: "Span profile", Family: FamilySpans,
 		Description: "One flame graph merged from every span of an operation slower than a duration",
 		Fields:      spanFields, Bounds: []Bound{spanLimitBound, percentileBound, maxNodesBound}},
+	{Name: QueryTypeTail, Label: "Slow tail (why is p99 up?)", Family: FamilySpans,
+		Description: "An endpoint's slowest requests diagnosed together: what adds their time, against its median",
+		Fields:      tailFields, Bounds: []Bound{tailPercentile, tailTracesBound, spanLimitBound}},
 	{Name: QueryTypeGPUMetrics, Label: "GPU metrics", Family: FamilyGPU,
 		Description: "DCGM series (utilisation, memory, power, clocks, PCIe, NVLink, errors) per GPU, per host or fleet-wide",
 		Fields:      gpuMetricsFields, Bounds: []Bound{filterValuesBound}},

@@ -14,6 +14,7 @@ import (
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/correlate"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/selfprofile"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/tail"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/upstream"
 )
 
@@ -46,6 +47,11 @@ type Datasource struct {
 	// traceJoins shares one request-level join among the trace queries asking the same request
 	// at once: a dashboard's verdict, breakdown and span panels each ask for their own part.
 	traceJoins singleflight.Group
+	// tailJoins shares one tail among the tail queries asking the same one at once (a
+	// dashboard's summary, bar chart and table of an endpoint's tail); tailVerdicts keeps each
+	// request's verdict for the next query of the refresh (tail.Verdicts).
+	tailJoins    singleflight.Group
+	tailVerdicts tail.Verdicts
 }
 
 // NewDatasource is the instance factory datasource.Manage calls for each settings version.

@@ -37,6 +37,7 @@ func (d *Datasource) queryHandlers() map[string]queryHandler {
 		models.QueryTypeSlowRequests: d.querySlowRequests,
 		models.QueryTypeSpanHeatmap:  d.querySpanHeatmap,
 		models.QueryTypeSpanProfile:  d.querySpanProfile,
+		models.QueryTypeTail:         d.queryTail,
 		models.QueryTypeGPUMetrics:   d.queryGPUMetrics,
 		models.QueryTypeGPUClass:     d.queryGPUClass,
 		models.QueryTypeGPULocal:     d.queryGPULocal,

@@ -11,6 +11,7 @@ export const QUERY_TYPE_NAMES = [
   "slowRequests",
   "spanHeatmap",
   "spanProfile",
+  "tail",
   "gpuMetrics",
   "gpuClass",
   "gpuLocal",
@@ -333,6 +334,41 @@ export const QUERY_TYPE_INFO = {
         "default": 16384,
         "min": 1,
         "max": 1048576
+      }
+    }
+  },
+  "tail": {
+    "label": "Slow tail (why is p99 up?)",
+    "description": "An endpoint's slowest requests diagnosed together: what adds their time, against its median",
+    "family": "spans",
+    "fields": [
+      "service",
+      "operation",
+      "percentile",
+      "minDuration",
+      "slo",
+      "maxTraces",
+      "limit",
+      "profileTypeId",
+      "parts"
+    ],
+    "bounds": {
+      "percentile": {
+        "default": 95,
+        "min": 0,
+        "max": 100,
+        "minOpen": true,
+        "maxOpen": true
+      },
+      "maxTraces": {
+        "default": 20,
+        "min": 1,
+        "max": 100
+      },
+      "limit": {
+        "default": 500,
+        "min": 1,
+        "max": 1500
       }
     }
   },
