@@ -20,6 +20,7 @@ import {
   TRIAGE_CLASSES,
   TRACE_PARTS,
   SLOW_REQUESTS_PARTS,
+  TAIL_PARTS,
   TRIAGE_VIEWS,
 } from './generated/vocabulary';
 
@@ -77,6 +78,7 @@ export interface KernelBaseline {
 export type TriageClass = (typeof TRIAGE_CLASSES)[number];
 export type TracePart = (typeof TRACE_PARTS)[number];
 export type SlowRequestsPart = (typeof SLOW_REQUESTS_PARTS)[number];
+export type TailPart = (typeof TAIL_PARTS)[number];
 
 /**
  * The views of the query types that have a view field: each type's parser refuses the others',
@@ -157,7 +159,7 @@ export interface HsiQuery extends DataQuery {
    * Trace, slow requests: the parts of the answer to return, one frame each; unset: all (a table
    * panel asks for its own, and shows no frame picker).
    */
-  parts?: Array<TracePart | SlowRequestsPart>;
+  parts?: Array<TracePart | SlowRequestsPart | TailPart>;
   /**
    * Slow requests: the trace store's service (all when unset), an endpoint (operation) and a Go duration,
    * e.g. 500ms. Span heatmap and profile: the service (required) and the spans at least this long,
@@ -170,9 +172,13 @@ export interface HsiQuery extends DataQuery {
   operation?: string;
   /**
    * Span profile: the spans at or above this percentile of the operation's durations (above 0,
-   * below 100); not with minDuration.
+   * below 100); not with minDuration. Slow tail: the tail's threshold (default 95).
    */
   percentile?: number;
+  /** Slow tail: the requests over the data source's latency SLO (latencyYellowMs) are the tail. */
+  slo?: boolean;
+  /** Slow tail: how many tail requests are diagnosed, the newest first (default 20). */
+  maxTraces?: number;
   /** GPU metrics: names from the gpu-metrics catalogue. */
   metrics?: string[];
   aggregation?: GpuAggregation;

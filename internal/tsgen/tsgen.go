@@ -72,6 +72,8 @@ func Generate() ([]byte, error) {
 		"TRACE_PARTS", strs(models.TraceParts), true)
 	w.decl("The halves of a slowRequests answer, one frame each, in the answer's order (its parts field); none chosen: both.",
 		"SLOW_REQUESTS_PARTS", strs(models.SlowRequestsParts), true)
+	w.decl("The frames of a tail query's answer, in the answer's order (its parts field); none chosen: all.",
+		"TAIL_PARTS", strs(models.TailParts), true)
 	w.decl("The triage query's failure classes (its classes field); none chosen: all.",
 		"TRIAGE_CLASSES", strs(models.TriageClasses), true)
 	w.decl("How a gpuMetrics query combines GPUs: one series per GPU (the default), per host, or one for the fleet.",

@@ -175,6 +175,7 @@ describe('QueryEditor', () => {
       expect.stringMatching(/^Slow requests/),
       expect.stringMatching(/^Span heatmap/),
       expect.stringMatching(/^Span profile/),
+      expect.stringMatching(/^Slow tail/),
       expect.stringMatching(/^GPU metrics/),
       expect.stringMatching(/^GPU class/),
       expect.stringMatching(/^Local GPUs \(NVML\)/),
@@ -822,6 +823,38 @@ describe('QueryEditor', () => {
         service: 'api',
         profileTypeId: 'memory:alloc_space:bytes:space:bytes',
       });
+    });
+
+    it('writes a slow tail: its threshold, the SLO switch and the requests diagnosed', async () => {
+      const { last, onRunQuery } = await renderEditor({ refId: 'A', queryType: 'tail', service: 'api' });
+      expect(screen.getByLabelText('Percentile')).toHaveAttribute('placeholder', '95');
+      fireEvent.change(screen.getByLabelText('Percentile'), { target: { value: '99' } });
+      const runs = onRunQuery.mock.calls.length;
+      fireEvent.blur(screen.getByLabelText('Percentile'));
+      expect(onRunQuery).toHaveBeenCalledTimes(runs + 1);
+      expect(screen.getByText('20 tail requests')).toBeInTheDocument();
+      openOptions();
+      expect(screen.queryByLabelText('Max nodes')).not.toBeInTheDocument();
+      fireEvent.change(screen.getByLabelText('Tail requests'), { target: { value: '40' } });
+      expect(last()).toEqual({ refId: 'A', queryType: 'tail', service: 'api', percentile: 99, maxTraces: 40 });
+      fireEvent.change(screen.getByLabelText('Percentile'), { target: { value: '' } });
+      fireEvent.click(screen.getByLabelText('Over the SLO'));
+      expect(last()).toEqual({ refId: 'A', queryType: 'tail', service: 'api', maxTraces: 40, slo: true });
+    });
+
+    it.each([
+      [{ percentile: 99, slo: true }, 'Percentile, Min duration and SLO exclude each other: keep one'],
+      [{ minDuration: '1s', slo: true }, 'Percentile, Min duration and SLO exclude each other: keep one'],
+      [{ percentile: 100 }, 'Above 0 and below 100, e.g. 95: the slowest 5% of spans'],
+    ])('says what is wrong with the tail %j', async (set, message) => {
+      await renderEditor({ refId: 'A', queryType: 'tail', service: 'api', ...set });
+      expect(screen.getByText(message)).toBeInTheDocument();
+    });
+
+    it('opens the options to say the tail requests are too many', async () => {
+      await renderEditor({ refId: 'A', queryType: 'tail', service: 'api', maxTraces: 500 });
+      expect(screen.getByRole('button', { name: /^Options/ })).toHaveAttribute('aria-expanded', 'true');
+      expect(screen.getByText('A whole number from 1 to 100')).toBeInTheDocument();
     });
 
     it('sums up the traces read and the max nodes, and the linked profile of a heatmap', async () => {

@@ -156,6 +156,24 @@ export function percentileError(p?: number, minDuration?: string): string | unde
   return positiveDuration(minDuration) ? 'Min duration and Percentile exclude each other: clear one' : undefined;
 }
 
+/** The slow tail's bound on the requests diagnosed. */
+export const TAIL_TRACES = QUERY_TYPE_INFO.tail.bounds.maxTraces;
+
+/** Requests a slow tail diagnoses: unset or 0 takes the default. */
+export function tailTracesError(n?: number): string | undefined {
+  return n === 0 ? undefined : rangeError(n, { ...TAIL_TRACES, whole: true });
+}
+
+/** The slow tail's threshold: one of percentile, min duration and the SLO. */
+export function tailThresholdError(p?: number, minDuration?: string, slo?: boolean): string | undefined {
+  const err = percentileError(p, minDuration);
+  if (err) {
+    return err;
+  }
+  const given = [p !== undefined && p !== 0, positiveDuration(minDuration), Boolean(slo)].filter(Boolean).length;
+  return given > 1 ? 'Percentile, Min duration and SLO exclude each other: keep one' : undefined;
+}
+
 /** The span queries' bound on the traces read from Jaeger. */
 export const SPAN_TRACES = QUERY_TYPE_INFO.spanHeatmap.bounds.limit;
 

@@ -524,6 +524,13 @@ export const SLOW_REQUESTS_PARTS = [
   "traces"
 ] as const;
 
+/** The frames of a tail query's answer, in the answer's order (its parts field); none chosen: all. */
+export const TAIL_PARTS = [
+  "summary",
+  "causes",
+  "requests"
+] as const;
+
 /** The triage query's failure classes (its classes field); none chosen: all. */
 export const TRIAGE_CLASSES = [
   "containerOOM",

@@ -4,8 +4,16 @@ import { InlineFieldRow } from '@grafana/ui';
 import { DEFAULT_PROFILE_TYPE } from '../../types';
 import { MaxNodesField, maxNodesSummary } from './RequestFields';
 import { FieldsProps, ProfileTypeField, useProfileTypes } from './SelectorFields';
-import { LABEL_WIDTH, NumberField, OptionsRow, Picker, TextField, stringOptions } from './fields';
-import { SPAN_TRACES, durationError, percentileError, spanLimitError } from '../validation';
+import { LABEL_WIDTH, NumberField, OptionsRow, Picker, SwitchField, TextField, stringOptions } from './fields';
+import {
+  SPAN_TRACES,
+  TAIL_TRACES,
+  durationError,
+  percentileError,
+  spanLimitError,
+  tailThresholdError,
+  tailTracesError,
+} from '../validation';
 
 /** "process_cpu · cpu", as the profile type picker names it, from its ID. */
 const profileTypeName = (id: string) => {
@@ -14,17 +22,24 @@ const profileTypeName = (id: string) => {
 };
 
 /**
- * Span heatmap and span profile: the spans of one service's operation in the trace store (Jaeger or Tempo) (or all its
+ * Span heatmap, span profile and slow tail: the spans of one service's operation in the trace store (Jaeger or Tempo) (or all its
  * operations) slower than a minimum duration or, for the profile, a percentile of their durations.
  * The service and operation are fields of the query, so they stay when the type is switched
  * between these two and slow requests, and when Grafana draws the editor again.
  */
 export function SpanFields({ query, update, runQuery, datasource, from, to }: FieldsProps) {
   const isProfile = query.queryType === 'spanProfile';
+  const isTail = query.queryType === 'tail';
   const service = query.service;
   const limitError = spanLimitError(query.limit);
+  const maxTracesError = isTail ? tailTracesError(query.maxTraces) : undefined;
   const profileType = { query, update, datasource, from, to };
-  const summary = [`${query.limit || SPAN_TRACES.default} traces`, maxNodesSummary(query.maxNodes)];
+  const summary = [`${query.limit || SPAN_TRACES.default} traces`];
+  if (isTail) {
+    summary.push(`${query.maxTraces || TAIL_TRACES.default} tail requests`);
+  } else {
+    summary.push(maxNodesSummary(query.maxNodes));
+  }
   if (!isProfile && query.profileTypeId && query.profileTypeId !== DEFAULT_PROFILE_TYPE) {
     summary.push(`Profile ${profileTypeName(query.profileTypeId)}`);
   }
@@ -47,7 +62,11 @@ export function SpanFields({ query, update, runQuery, datasource, from, to }: Fi
           label="Operation"
           value={query.operation}
           placeholder={service ? 'All operations' : 'Choose a service first'}
-          tooltip="The span name; none: every operation of the service"
+          tooltip={
+            isTail
+              ? 'The endpoint: the span name of its requests (required)'
+              : 'The span name; none: every operation of the service'
+          }
           width={32}
           clearable
           disabled={!service}
@@ -62,14 +81,37 @@ export function SpanFields({ query, update, runQuery, datasource, from, to }: Fi
           width={12}
           placeholder="any"
           tooltip={
-            isProfile
-              ? 'Merge the spans at least this long, e.g. 20ms, 1.5s (a plain number is milliseconds); or use Percentile'
-              : 'Only spans at least this long, e.g. 20ms, 1.5s; a plain number is milliseconds'
+            isTail
+              ? 'The tail is the requests at least this long, e.g. 800ms (a plain number is milliseconds); or use Percentile or SLO'
+              : isProfile
+                ? 'Merge the spans at least this long, e.g. 20ms, 1.5s (a plain number is milliseconds); or use Percentile'
+                : 'Only spans at least this long, e.g. 20ms, 1.5s; a plain number is milliseconds'
           }
           validate={durationError}
           onCommit={(minDuration) => update({ minDuration: minDuration.trim() || undefined })}
         />
       </InlineFieldRow>
+      {isTail && (
+        <InlineFieldRow>
+          <NumberField
+            label="Percentile"
+            labelWidth={LABEL_WIDTH}
+            value={query.percentile}
+            placeholder="95"
+            width={12}
+            tooltip="The tail is the requests at or above this percentile of the endpoint's durations over the range (default 95)"
+            error={tailThresholdError(query.percentile, query.minDuration, query.slo)}
+            onChange={(percentile) => update({ percentile }, false)}
+            onBlur={runQuery}
+          />
+          <SwitchField
+            label="Over the SLO"
+            value={query.slo}
+            tooltip="The tail is the requests over the data source's latency SLO (its yellow latency threshold)"
+            onChange={(slo) => update({ slo })}
+          />
+        </InlineFieldRow>
+      )}
       {isProfile && (
         <>
           {/* A row of its own: beside Min duration, the two fields' messages would overlap. */}
@@ -91,7 +133,7 @@ export function SpanFields({ query, update, runQuery, datasource, from, to }: Fi
           </InlineFieldRow>
         </>
       )}
-      <OptionsRow summary={summary} startOpen={Boolean(limitError)}>
+      <OptionsRow summary={summary} startOpen={Boolean(limitError || maxTracesError)}>
         <InlineFieldRow>
           <NumberField
             label="Limit"
@@ -103,11 +145,30 @@ export function SpanFields({ query, update, runQuery, datasource, from, to }: Fi
             onChange={(limit) => update({ limit }, false)}
             onBlur={runQuery}
           />
-          <MaxNodesField query={query} update={update} runQuery={runQuery} />
+          {isTail ? (
+            <NumberField
+              label="Tail requests"
+              value={query.maxTraces}
+              placeholder={String(TAIL_TRACES.default)}
+              tooltip={`Tail requests diagnosed, the newest first, at most ${TAIL_TRACES.max}: each is a request's join`}
+              error={maxTracesError}
+              onChange={(maxTraces) => update({ maxTraces }, false)}
+              onBlur={runQuery}
+            />
+          ) : (
+            <MaxNodesField query={query} update={update} runQuery={runQuery} />
+          )}
         </InlineFieldRow>
         {!isProfile && (
           <InlineFieldRow>
-            <SpanProfileType {...profileType} tooltip="The profile the slowest spans' links open as a flame graph" />
+            <SpanProfileType
+              {...profileType}
+              tooltip={
+                isTail
+                  ? "The CPU profile each request's verdict reads"
+                  : "The profile the slowest spans' links open as a flame graph"
+              }
+            />
           </InlineFieldRow>
         )}
       </OptionsRow>
