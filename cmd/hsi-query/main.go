@@ -6,6 +6,7 @@
 //	hsi-query [flags] query '{"queryType":"profile","labelSelector":"{service_name=\"nemotron-backend\"}"}'
 //	hsi-query [flags] resource profile-types
 //	hsi-query [flags] request TRACE_ID
+//	hsi-query [flags] tail SERVICE OPERATION [PERCENTILE]
 //
 // --since-data SELECTOR starts the range where the Prometheus series SELECTOR begin, when that is
 // later than now-since (a test bed started seconds ago), and says so in one line.
@@ -56,8 +57,9 @@ func main() {
 	wait := flag.Duration("wait", time.Minute, "request: how long to wait for the profiles of the request's services")
 	verbose := flag.Bool("v", false, "print the plugin's own log")
 	nvml := flag.Bool("nvml", false, "enable local GPUs through NVML (jsonData.nvmlEnabled) for gpuLocal queries")
+	maxTraces := flag.Int("max-traces", 0, "tail: how many tail requests to diagnose (default the plugin's, 20)")
 	flag.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: hsi-query [flags] health | query JSON | resource PATH | request TRACE_ID")
+		fmt.Fprintln(os.Stderr, "usage: hsi-query [flags] health | query JSON | resource PATH | request TRACE_ID | tail SERVICE OPERATION [PERCENTILE]")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
@@ -186,6 +188,20 @@ func main() {
 		}
 		o := requestOptions{traceID: flag.Arg(1), wait: *wait, every: 3 * time.Second, rows: *rows, width: *width}
 		if err := runRequest(ctx, os.Stdout, os.Stderr, ask, o); err != nil {
+			fail(err)
+		}
+	case "tail":
+		o, err := parseTailArgs(flag.Args()[1:])
+		if err != nil {
+			fail(err)
+		}
+		o.maxTraces, o.rows, o.width = *maxTraces, *rows, *width
+		err = runTail(ctx, os.Stdout, ask, o)
+		var ae *answerError
+		if errors.As(err, &ae) {
+			fmt.Println(wrap("", ae.Error(), *width, "  "))
+			failed = true
+		} else if err != nil {
 			fail(err)
 		}
 	default:

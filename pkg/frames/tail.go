@@ -27,7 +27,7 @@ type TailFigures struct {
 
 // Tail presents a tail's diagnosis: the answer in words, the causes ranked by the time they add
 // to the tail, and each request diagnosed; parts picks the frames (models.TailParts; empty:
-// all). The answer's notices go on the first frame.
+// all). The answer's notices, then what it rests on (d.HowSure), go on the first frame.
 func Tail(d diagnose.TailDiagnosis, fig TailFigures, l notices.List, links SlowTraceLinks, parts []string) data.Frames {
 	wants := func(p string) bool { return len(parts) == 0 || contains(parts, p) }
 	var out data.Frames
@@ -41,6 +41,10 @@ func Tail(d diagnose.TailDiagnosis, fig TailFigures, l notices.List, links SlowT
 		out = append(out, TailRequests(d, links))
 	}
 	if len(out) > 0 {
+		// What the answer rests on follows how the tail was chosen.
+		for _, line := range d.HowSure {
+			l.Info(line)
+		}
 		out[0].Meta.Notices = append(Notices(l), out[0].Meta.Notices...)
 	}
 	return out
@@ -108,7 +112,7 @@ func TailCauses(d diagnose.TailDiagnosis, links SlowTraceLinks) *data.Frame {
 	wrap := func(name string) *data.FieldConfig {
 		return &data.FieldConfig{DisplayNameFromDS: name, Custom: map[string]any{"cellOptions": map[string]any{"type": "auto", "wrapText": true}, "inspect": true}}
 	}
-	exampleCfg := &data.FieldConfig{DisplayNameFromDS: "Example", Links: slowTraceLinks(links),
+	exampleCfg := &data.FieldConfig{DisplayNameFromDS: "Example trace ID", Links: slowTraceLinks(links),
 		Description: "The tail request where the cause took the longest: its link opens the Request-Level Profiling dashboard for it."}
 	f := data.NewFrame(TailCausesFrameName,
 		data.NewField("rank", nil, rank).SetConfig(&data.FieldConfig{DisplayNameFromDS: "#"}),
@@ -125,7 +129,7 @@ func TailCauses(d diagnose.TailDiagnosis, links SlowTraceLinks) *data.Frame {
 		data.NewField("medianRequests", nil, medianRequests).SetConfig(&data.FieldConfig{DisplayNameFromDS: "Median requests with it"}),
 		data.NewField("standsOut", nil, standsOut).SetConfig(&data.FieldConfig{DisplayNameFromDS: "Stands out",
 			Description: "The cause makes the tail: a fifth or more of its excess, at least twice its time at the median."}),
-		data.NewField("example", nil, example).SetConfig(exampleCfg),
+		data.NewField("exampleTraceID", nil, example).SetConfig(exampleCfg),
 		data.NewField("examples", nil, examples).SetConfig(wrap("Examples")),
 		data.NewField("evidence", nil, evidence).SetConfig(wrap("Evidence (largest instance)")),
 		data.NewField("action", nil, action).SetConfig(wrap("Remedy")),

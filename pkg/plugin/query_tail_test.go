@@ -188,7 +188,7 @@ func tailRows(t *testing.T, f *data.Frame) []tailRow {
 			cause: get("cause", row).(string), kind: get("kind", row).(string),
 			share: get("share", row).(float64), atMedian: get("atMedian", row).(float64), inTail: get("inTail", row).(float64),
 			added: get("added", row).(float64), requests: get("requests", row).(int64), first: get("first", row).(int64),
-			standsOut: get("standsOut", row).(bool), example: get("example", row).(string), evidence: get("evidence", row).(string),
+			standsOut: get("standsOut", row).(bool), example: get("exampleTraceID", row).(string), evidence: get("evidence", row).(string),
 			action: get("action", row).(string), hotFn: get("hotFunction", row).(string),
 		})
 	}

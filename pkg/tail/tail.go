@@ -100,9 +100,6 @@ func Explain(ctx context.Context, src Sources, q Query, verdicts *Verdicts) (*An
 		}
 	}
 	ans.Diagnosis = diagnose.Tail(diagnosed[:len(sample.Tail)], diagnosed[len(sample.Tail):], sample.Median)
-	for _, line := range ans.Diagnosis.HowSure {
-		ans.Notices.Info(line)
-	}
 	if ans.Diagnosis.TailDiagnosed < len(sample.Tail) {
 		ans.Notices.Warnf("%d of the %d tail request(s) could not be diagnosed: the shares rest on the others.",
 			len(sample.Tail)-ans.Diagnosis.TailDiagnosed, len(sample.Tail))

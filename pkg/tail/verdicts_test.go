@@ -50,7 +50,9 @@ func TestVerdictsDiagnoseARequestOnceAcrossQueries(t *testing.T) {
 
 func TestVerdictsKeepNeitherFailuresNorMoreThanTheirBound(t *testing.T) {
 	v := NewVerdicts(time.Minute, 3)
-	failed := func(context.Context) diagnose.TailRequest { return diagnose.TailRequest{TraceID: "x", Why: "its trace could not be read"} }
+	failed := func(context.Context) diagnose.TailRequest {
+		return diagnose.TailRequest{TraceID: "x", Why: "its trace could not be read"}
+	}
 	v.get(context.Background(), hourQ, spanOf("x"), failed)
 	if v.Len() != 0 {
 		t.Error("a request without a verdict was kept: a trace not yet flushed would stay unread")
