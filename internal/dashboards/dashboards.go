@@ -100,7 +100,7 @@ var VarRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(?:[:.][^}]*)?\}|\$
 // traceID for the request.
 func SampleValues(traceID string) map[string]string {
 	return map[string]string{
-		"service": "nemotron-backend", "operation": "GET /api/detect", "trace_id": traceID, "host": "gpu-node-1", "gpu": "0",
+		"service": "nemotron-backend", "operation": "GET /api/detect", "endpoint": "GET /api/detect", "trace_id": traceID, "host": "gpu-node-1", "gpu": "0",
 		"namespace": "inference", "pod": "ai-detector-0",
 		"model": "NVIDIA A100-SXM4-80GB", "profile_type": "process_cpu:cpu:nanoseconds:cpu:nanoseconds",
 		"baseline_from": "now-2h", "baseline_to": "now-1h",
