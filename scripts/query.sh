@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs hsi-query (the plugin binary, launched as Grafana does) against the running test bed.
-#   scripts/query.sh [flags] health | query JSON | resource PATH | request TRACE_ID
+#   scripts/query.sh [flags] health | query JSON | resource PATH | request TRACE_ID | tail SERVICE OPERATION [PERCENTILE]
 #   flags: --rows N, --since 1h, --json-data '{"traceDirectories":["/tmp/traces"]}', --nvml, -v, ...
 #   (scripts/query.sh -h lists them). Exits non-zero when the answer is an error.
 # shellcheck source=scripts/lib.sh
