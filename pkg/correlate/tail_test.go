@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/classify"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/flamegraph"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/notices"
 )
@@ -137,38 +138,37 @@ func (c *countingGPUs) GPUFigures(_ context.Context, _ models.GPUFilter, start, 
 	return []classify.GPUSeries{s}, nil, nil
 }
 
-func TestSharedSourcesReadEachGPUBlockOnce(t *testing.T) {
+func TestSharedSourcesReadEachGPUWindowOnceAndAFailingStoreOnce(t *testing.T) {
 	gpus := &countingGPUs{}
 	src := TraceSources{GPUs: Ready[GPUFigures](gpus)}.Shared()
 	g, _ := src.GPUs.Get()
-	block := spanT0.Truncate(SharedGPUBlock)
 	filter := models.GPUFilter{Hosts: []string{"gpu-1"}}
 	var wg sync.WaitGroup
-	// Eight joins of requests in the same block, at once; one in the next block.
-	for i := range 8 {
+	// Four joins of the same window at once, then one of another window.
+	for range 4 {
 		wg.Go(func() {
-			start := block.Add(time.Duration(i) * time.Minute)
-			series, _, err := g.GPUFigures(context.Background(), filter, start, start.Add(2*time.Second), time.Second)
-			if err != nil || len(series) != 1 || series[0].Samples[0].Time.After(start) || series[0].Samples[len(series[0].Samples)-1].Time.Before(start.Add(2*time.Second)) {
-				t.Errorf("join %d: the shared read does not cover its window: %v", i, err)
+			series, _, err := g.GPUFigures(context.Background(), filter, spanT0, spanT0.Add(2*time.Second), time.Second)
+			if err != nil || len(series) != 1 || len(series[0].Samples) != 3 {
+				t.Errorf("a shared read answered %v, %v", series, err)
 			}
 		})
 	}
 	wg.Wait()
-	if _, _, err := g.GPUFigures(context.Background(), filter, block.Add(SharedGPUBlock+time.Minute), block.Add(SharedGPUBlock+time.Minute+time.Second), time.Second); err != nil {
+	if _, _, err := g.GPUFigures(context.Background(), filter, spanT0.Add(time.Minute), spanT0.Add(time.Minute+time.Second), time.Second); err != nil {
 		t.Fatal(err)
 	}
 	if n := gpus.reads.Load(); n != 2 {
-		t.Errorf("%d reads of the GPU store, want 2 (one per block)", n)
+		t.Errorf("%d reads of the GPU store, want 2 (one per window)", n)
 	}
-	if got := gpus.asked[0]; !got[0].Equal(block) || !got[1].Equal(block.Add(SharedGPUBlock)) {
-		t.Errorf("read %v, want the block %s to %s", got, block, block.Add(SharedGPUBlock))
+	if got := gpus.asked[1]; !got[0].Equal(spanT0.Add(time.Minute)) {
+		t.Errorf("read %v: not the window asked", got)
 	}
-	// Another filter is another read; a failing store fails each join sharing its read, once.
+	// A failing store fails each join, and is asked once.
 	down := &countingGPUs{err: errors.New("prometheus: 503")}
 	g2, _ := TraceSources{GPUs: Ready[GPUFigures](down)}.Shared().GPUs.Get()
-	for range 3 {
-		if _, _, err := g2.GPUFigures(context.Background(), filter, block, block.Add(time.Second), time.Second); err == nil {
+	for i := range 3 {
+		start := spanT0.Add(time.Duration(i) * time.Minute)
+		if _, _, err := g2.GPUFigures(context.Background(), filter, start, start.Add(time.Second), time.Second); err == nil {
 			t.Error("a failing read answered no error")
 		}
 	}
@@ -199,5 +199,37 @@ func TestSharedSourcesReadTheLeversRangeOnce(t *testing.T) {
 	}
 	if n := lat.reads.Load(); n != 2 {
 		t.Errorf("%d reads, want 2: one per service and range", n)
+	}
+}
+
+// slowProfiles is a profile store that fails each read after a while, counting them.
+type slowProfiles struct{ reads atomic.Int32 }
+
+func (s *slowProfiles) MergedFlameGraph(ctx context.Context, _ models.FlameGraphQuery) (*flamegraph.Node, error) {
+	s.reads.Add(1)
+	time.Sleep(20 * time.Millisecond)
+	return nil, errors.New("pyroscope: context deadline exceeded (Client.Timeout exceeded while awaiting headers)")
+}
+
+func TestSharedSourcesStopAskingAStoreThatFailed(t *testing.T) {
+	store := &slowProfiles{}
+	p, _ := TraceSources{Profiles: Ready[Profiles](store)}.Shared().Profiles.Get()
+	for range 5 { // the joins of later rounds
+		if _, err := p.MergedFlameGraph(context.Background(), models.FlameGraphQuery{}); err == nil || !strings.Contains(err.Error(), "Client.Timeout") {
+			t.Fatalf("err %v, want the store's failure", err)
+		}
+	}
+	if n := store.reads.Load(); n != 1 {
+		t.Errorf("the failed store was asked %d times, want once", n)
+	}
+	// A read its caller cancelled is not the store's failure.
+	fresh := &slowProfiles{}
+	p, _ = TraceSources{Profiles: Ready[Profiles](fresh)}.Shared().Profiles.Get()
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, _ = p.MergedFlameGraph(cancelled, models.FlameGraphQuery{})
+	_, _ = p.MergedFlameGraph(context.Background(), models.FlameGraphQuery{})
+	if n := fresh.reads.Load(); n != 2 {
+		t.Errorf("after a cancelled read the store was asked %d times in all, want 2", n)
 	}
 }

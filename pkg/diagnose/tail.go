@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -146,7 +147,13 @@ const (
 	standOutRatio   = 2.0
 	fewTailRequests = 5
 	MaxTailExamples = 5
+	// maxLackedShown is how many different warnings of the requests' joins the answer quotes.
+	maxLackedShown = 3
 )
+
+// hexIDs are trace, span and profile IDs in a join's warnings: blanked, the same warning of
+// different requests reads as one.
+var hexIDs = regexp.MustCompile(`\b[0-9a-f]{16,32}\b`)
 
 // Tail aggregates the diagnosed requests of a tail against those of the median sample;
 // baseline is the operation's median duration over the range.
@@ -289,20 +296,36 @@ func howSure(d TailDiagnosis) []string {
 	out := []string{fmt.Sprintf("Diagnosed %d of the %d tail request(s) asked and %d of the %d median request(s) they are compared with.",
 		d.TailDiagnosed, len(d.Tail), d.MedianDiagnosed, len(d.Median))}
 	why := map[string]int{}
-	warned, example := 0, ""
+	warned := 0
+	lacked := map[string]int{} // a warning, its request's IDs blanked, by the requests it came with
 	for _, r := range slices.Concat(d.Tail, d.Median) {
 		if !r.Diagnosed() {
 			why[r.Why]++
-		} else if len(r.Warnings) > 0 {
+			continue
+		}
+		if len(r.Warnings) > 0 {
 			warned++
-			example = cmp.Or(example, r.Warnings[0])
+		}
+		seen := map[string]bool{}
+		for _, w := range r.Warnings {
+			if w = hexIDs.ReplaceAllString(w, "…"); !seen[w] {
+				seen[w] = true
+				lacked[w]++
+			}
 		}
 	}
 	for _, w := range slices.Sorted(maps.Keys(why)) {
 		out = append(out, fmt.Sprintf("%d request(s) not diagnosed: %s.", why[w], strings.TrimSuffix(w, ".")))
 	}
 	if warned > 0 {
-		out = append(out, fmt.Sprintf("%d diagnosed request(s) lacked a signal, so their verdicts stand on less (e.g. %s).", warned, strings.TrimSuffix(example, ".")))
+		// The most common first: a store that is down says so in every request.
+		common := slices.SortedFunc(maps.Keys(lacked), func(a, b string) int { return cmp.Or(cmp.Compare(lacked[b], lacked[a]), cmp.Compare(a, b)) })
+		var lines []string
+		for _, w := range common[:min(len(common), maxLackedShown)] {
+			lines = append(lines, fmt.Sprintf("%d: %s", lacked[w], strings.TrimSuffix(w, ".")))
+		}
+		out = append(out, fmt.Sprintf("%d diagnosed request(s) lacked a signal, so their verdicts stand on less; what their joins said, by how many requests: %s.",
+			warned, strings.Join(lines, "; ")))
 	}
 	if d.TailDiagnosed > 0 && d.TailDiagnosed < fewTailRequests {
 		out = append(out, fmt.Sprintf("Only %d tail request(s): one request more or less moves a share by tens of points; widen the range or lower the threshold.", d.TailDiagnosed))

@@ -303,7 +303,7 @@ func TestTailRanksRandomMixesAsInjected(t *testing.T) {
 }
 
 // tailGroup is the trace IDs of the tail requests frame's group ("tail" or "median").
-func tailGroup(t *testing.T, f *data.Frame, group string) []string {
+func tailGroup(t testing.TB, f *data.Frame, group string) []string {
 	t.Helper()
 	if f.Name != "tail requests" {
 		t.Fatalf("frame %q, want tail requests", f.Name)

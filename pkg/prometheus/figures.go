@@ -143,21 +143,16 @@ func (c *Client) GPUFigures(ctx context.Context, filter models.GPUFilter, start,
 	if gpus == 0 { // a filter matching nothing: the index says so, no query need read samples
 		return nil, found, nil
 	}
-	queries := make([]string, len(jobs))
-	for i, j := range jobs {
-		e, err := q.plan.figureQuery(j, read, overLimit)
-		if err != nil {
-			return nil, nil, err
-		}
-		queries[i] = e.String()
-	}
-
 	g := figureGrid{start: w.start, step: w.step, steps: int(w.end.Sub(w.start)/w.step) + 1}
+	tasks, err := c.figureTasks(q.plan, jobs, read, overLimit, g.steps)
+	if err != nil {
+		return nil, nil, err
+	}
 	byGPU := map[classify.GPU]*classify.GPUSeries{}
 	var mu sync.Mutex
 	// The figures are needed together: the first failure cancels the queries still to come.
-	err = safe.FailFast(ctx, "GPU figure query", len(jobs), figureConcurrency, func(ctx context.Context, i int) error {
-		m, ws, err := c.gpuQueryRange(ctx, queries[i], w)
+	err = safe.FailFast(ctx, "GPU figure query", len(tasks), figureConcurrency, func(ctx context.Context, i int) error {
+		m, ws, err := c.gpuQueryRange(ctx, tasks[i].query, w)
 		if err != nil {
 			return err
 		}
@@ -165,7 +160,9 @@ func (c *Client) GPUFigures(ctx context.Context, filter models.GPUFilter, start,
 		mu.Lock()
 		defer mu.Unlock()
 		found.Merge(ws)
-		g.fold(byGPU, jobs[i], m, q.roles, !overLimit && jobs[i].asStored())
+		for _, j := range tasks[i].jobs {
+			g.fold(byGPU, jobs[j], m, q.roles, tasks[i].stored, len(tasks[i].jobs) > 1)
+		}
 		return nil
 	})
 	if err != nil {
@@ -181,6 +178,53 @@ func (c *Client) GPUFigures(ctx context.Context, filter models.GPUFilter, start,
 		found.Warnf("more than %d GPUs match; the first %d are used. Narrow the filter or raise jsonData.gpuMaxSeries", limit, limit)
 	}
 	return out, found, nil
+}
+
+// maxBatchedSteps is the longest window (in steps) whose stored figures are read in one query:
+// a request's spans (the trace join asks a few seconds at one-second steps) pay one round trip
+// instead of one per figure. Longer windows keep one query per figure, each folded and dropped
+// before the next arrives, so that a day of a fleet's GPUs never holds every figure's samples at
+// once.
+const maxBatchedSteps = 120
+
+// figureTask is one query of GPUFigures and the jobs its answer is folded into.
+type figureTask struct {
+	query  string
+	jobs   []int
+	stored bool // the jobs read their series as stored (figureJob.asStored)
+}
+
+// figureTasks plans the queries: one per job, or, for a short window under the limit, one for
+// every job read as stored (their sources' names in one selector, each series folded into the
+// job whose source it is) and one per other job.
+func (c *Client) figureTasks(p gpuPlan, jobs []figureJob, read []string, overLimit bool, steps int) ([]figureTask, error) {
+	var tasks []figureTask
+	var batch []int
+	var names []string
+	for i, j := range jobs {
+		if !overLimit && j.asStored() && steps <= maxBatchedSteps {
+			batch = append(batch, i)
+			for _, n := range j.sourceNames() {
+				if !slices.Contains(names, n) {
+					names = append(names, n)
+				}
+			}
+			continue
+		}
+		e, err := p.figureQuery(j, read, overLimit)
+		if err != nil {
+			return nil, err
+		}
+		tasks = append(tasks, figureTask{query: e.String(), jobs: []int{i}, stored: !overLimit && j.asStored()})
+	}
+	if len(batch) > 0 {
+		e, err := p.storedSeries(names)
+		if err != nil {
+			return nil, err
+		}
+		tasks = append(tasks, figureTask{query: e.String(), jobs: batch, stored: true})
+	}
+	return tasks, nil
 }
 
 // figureJob is one figure to fetch: its catalogue entry, the entry's per-GPU expression over
@@ -363,7 +407,7 @@ type figureSeries struct {
 // at each step, a source's series hides a less preferred source's series of the same labels,
 // and what is left is scaled and aggregated as the catalogue entry says. An aggregated answer
 // already has one series per GPU (or per label alias in use, combined the same way).
-func (g figureGrid) fold(byGPU map[classify.GPU]*classify.GPUSeries, job figureJob, m model.Matrix, roles map[string][]string, stored bool) {
+func (g figureGrid) fold(byGPU map[classify.GPU]*classify.GPUSeries, job figureJob, m model.Matrix, roles map[string][]string, stored, batched bool) {
 	rank := map[model.LabelValue]int{}
 	for i, s := range job.sources {
 		rank[model.LabelValue(s.Metric)] = i
@@ -374,7 +418,7 @@ func (g figureGrid) fold(byGPU map[classify.GPU]*classify.GPUSeries, job figureJ
 		fs := figureSeries{stream: s, scale: 1}
 		if stored {
 			r, ok := rank[s.Metric[model.MetricNameLabel]]
-			if !ok && len(job.sources) == 1 {
+			if !ok && len(job.sources) == 1 && !batched {
 				ok = true // a server that drops the name of a lone selector's series
 			}
 			if !ok {

@@ -141,11 +141,26 @@ func TestGPUFiguresJoinsEveryFigurePerGPU(t *testing.T) {
 	if idx[0].Limit != strconv.Itoa(3*4*seriesPerGPUAndMetric) {
 		t.Errorf("series request bounded by %q", idx[0].Limit)
 	}
-	// Within the limit, one plain selector per exported figure: nothing for Prometheus to
-	// aggregate or rank.
+	// Within the limit, plain selectors: nothing for Prometheus to aggregate or rank. A short
+	// window (a request's) reads every exported figure in one query.
 	ranges := f.requestsTo("/api/v1/query_range")
-	if len(ranges) != 4 {
-		t.Fatalf("%d range queries, want 4", len(ranges))
+	if len(ranges) != 1 {
+		t.Fatalf("%d range queries, want 1 for the 4 figures of a 3-step window", len(ranges))
+	}
+	for _, m := range []string{"DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_PROF_SM_ACTIVE", "DCGM_FI_DEV_PCIE_TX_THROUGHPUT", "DCGM_FI_DEV_SM_CLOCK"} {
+		if !strings.Contains(ranges[0].Query, m) {
+			t.Errorf("the query %s does not read %s", ranges[0].Query, m)
+		}
+	}
+	// A long window keeps one query per figure, each folded before the next arrives.
+	before := len(ranges)
+	long, _, err := c.GPUFigures(context.Background(), models.GPUFilter{}, t0, t0.Add(2*time.Hour), 30*time.Second)
+	if err != nil || len(long) != 2 || long[0].Samples[0].Figures.GPUUtil != 95 || long[1].Samples[1].Figures.PCIeTx != 2048 {
+		t.Fatalf("long window: %v, %v", long, err)
+	}
+	ranges = f.requestsTo("/api/v1/query_range")
+	if n := len(ranges) - before; n != 4 {
+		t.Fatalf("%d range queries for 241 steps, want 4: one per exported figure", n)
 	}
 	for _, r := range ranges {
 		if !onlySelectors(t, r.Query) || r.Step != "30" {
@@ -186,8 +201,8 @@ func TestGPUFiguresFetchesOnlyTheFiguresAsked(t *testing.T) {
 			t.Errorf("a figure not asked was fetched: %s", r.Query)
 		}
 	}
-	if n := len(f.requestsTo("/api/v1/query_range")); n != 2 {
-		t.Errorf("%d range queries, want the 2 compute figures exported", n)
+	if r := f.requestsTo("/api/v1/query_range"); len(r) != 1 || !strings.Contains(r[0].Query, "DCGM_FI_DEV_GPU_UTIL") || !strings.Contains(r[0].Query, "DCGM_FI_PROF_SM_ACTIVE") {
+		t.Errorf("range queries %+v, want one of the 2 compute figures exported", r)
 	}
 	// The only notice is the compute figure this GPU does not export.
 	if texts := noticeList.Texts(); len(texts) != 1 || !strings.Contains(texts[0], "gr_engine_active") {
@@ -259,7 +274,9 @@ func TestGPUFiguresPrefersEachGPUsNewerSourceStepByStepAndCombinesItsSeries(t *t
 			pcieQuery = r.Query
 		}
 	}
-	if pcieQuery != `{__name__=~"DCGM_FI_PROF_PCIE_TX_BYTES|DCGM_FI_DEV_PCIE_TX_THROUGHPUT"}` {
+	// One selector of both sources, in order of preference (with the other figures' sources: a
+	// short window reads them in one query).
+	if b, k := strings.Index(pcieQuery, "DCGM_FI_PROF_PCIE_TX_BYTES|DCGM_FI_DEV_PCIE_TX_THROUGHPUT"), strings.Count(pcieQuery, "PCIE"); b < 0 || k != 2 || !onlySelectors(t, pcieQuery) {
 		t.Errorf("PCIe query %s: one selector of both sources, in order of preference", pcieQuery)
 	}
 }
@@ -536,7 +553,7 @@ func TestFigureFoldIsPromQLsOrThenAggregation(t *testing.T) {
 			sources: []Source{{Metric: "A"}, {Metric: "B", Scale: 1024}},
 		}
 		byGPU := map[classify.GPU]*classify.GPUSeries{}
-		g.fold(byGPU, job, m, roles, true)
+		g.fold(byGPU, job, m, roles, true, false)
 		if len(byGPU) != 1 {
 			t.Fatalf("%d GPUs", len(byGPU))
 		}

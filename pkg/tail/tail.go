@@ -19,10 +19,12 @@ import (
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/safe"
 )
 
-// ParallelJoins is how many requests are joined at once: each join itself asks its stores in
-// parallel (a span profile per profiled span), so a few joins keep every store busy without
-// queueing a dashboard's other panels behind one tail.
-const ParallelJoins = 4
+// ParallelJoins is how many requests are joined at once: the default tail's 30 joins (20 tail
+// requests, 10 median ones) go in three rounds. A join of a typical request holds one or two of
+// the 16 connections a data source keeps per upstream (upstream.MaxConcurrentRequests) at a time,
+// so ten leave room for a dashboard's other panels; a join of a large request asks more, and
+// waits for connections within its timeout like any other query.
+const ParallelJoins = 10
 
 // Query is one tail question over the panel's range.
 type Query struct {

@@ -295,6 +295,33 @@ func TestEveryQueryTypeAndRouteUnderEveryUpstreamFault(t *testing.T) {
 	checkSpans(t, r, began)
 }
 
+// tailCase is the slow tail of the demo's endpoint: each request a join, so every store is read;
+// only the trace search is the whole answer. A store at fault degrades each verdict with a
+// notice, and is asked once per query (the joins after its failure get it at once), so the tail
+// answers within one timeout too.
+func tailCase() queryCase {
+	return queryCase{name: "tail", window: time.Hour, uses: []string{"Jaeger", "Pyroscope", "Prometheus"},
+		json: map[string]any{"queryType": "tail", "service": "nemotron-backend", "operation": "GET /api/detect", "maxTraces": 5, "profileTypeId": cpu},
+		keep: map[string][]part{
+			"Pyroscope":  {{"tail summary", "answer"}, {"tail requests", "traceID"}},
+			"Prometheus": {{"tail summary", "answer"}, {"tail causes", "cause"}, {"tail requests", "traceID"}},
+		}}
+}
+
+// TestTailUnderEveryUpstreamFault runs the tail in a plugin process of its own: its joins read
+// the requests the other cases read, and would fill the caches those cases' checks expect empty
+// (the Prometheus inventory a trace query reads its containers' series names from, kept a
+// minute), so that a store at fault would not be asked where the checks expect it to fail.
+func TestTailUnderEveryUpstreamFault(t *testing.T) {
+	traceID, _ := slowRequest(t)
+	traceDir := t.TempDir()
+	if _, err := testbed.WriteKernelTrace(traceDir, traceID); err != nil {
+		t.Fatal(err)
+	}
+	r := newRig(t, newSecrets(), traceDir, "jaeger")
+	runMatrix(t, r, []queryCase{tailCase()}, nil, upstreams)
+}
+
 // runMatrix answers every query case and route with every upstream healthy, then with each
 // faulted upstream at each fault in turn, and checks each answer (checkQuery, checkRoute), the
 // health check and that the process stays up.
