@@ -96,6 +96,8 @@ RealTraceProfile|wall-ms/op|same, against its calls one after another|ms|calls-s
 TraceQueryLargeRequest|wall-ms/op|`trace` query of a 2,005-span request over 30 services (fake Jaeger 10 ms, Pyroscope 40 ms, Prometheus 8 ms a call, as the bed's): wall time|ms|critical-path-ms/op|critical path: Jaeger read, then the slower of Pyroscope's 29 calls 16 at once and Prometheus' calls
 TraceQueryLargeRequest|peak-heap-MB|same: peak heap during the query|MB|replies-MB/op|the upstreams' replies to it
 TraceQueryLargeRequest|alloc-MB/op|same: bytes allocated by the query|MB|replies-MB/op|the upstreams' replies to it
+TailQuery|tail-wall-ms/op|`tail` query with its defaults (20 tail requests against 10 median ones: 30 joins) of an endpoint of 400 requests, same fakes: wall time|ms|trace-wall-ms/op|one `trace` query of one of its requests
+TailQuery|tail-peak-heap-MB|same: peak heap during the tail|MB|trace-peak-heap-MB|during the one `trace` query
 ClassifySeries|evidence-ns/sample|GPU classification, 24 h of one GPU: with evidence|ns/sample|classes-ns/sample|classes only
 GPUClassQueryOwnTime|own-ms/op|`gpuClass`, 64 GPUs × 24 h at 15 s, figures in memory: the plugin's own time|ms|RealGPUClass64GPUs24h:raw-prom-ms|Prometheus answering plain selectors (row below)
 RealGPUClass64GPUs24h|own-ms/op|`gpuClass`, 64 GPUs × 24 h at 15 s (4.7 M samples in a real Prometheus): the plugin's own time|ms|raw-prom-ms|Prometheus answering plain selectors for the same series (range and clock history, same steps)
