@@ -16,9 +16,12 @@ import (
 // Verdicts keeps the requests' verdicts of recent tail queries for a short while, so that the
 // panels of one dashboard refresh (a bar chart and a table of the same tail, another
 // percentile of the same endpoint) diagnose each request once: a verdict is a request's join
-// and diagnosis, seconds of upstream work. Only the verdict is kept (its causes and figures, a
-// few kilobytes), never the join's spans and profiles. A request asked by two queries at once
-// is diagnosed once. The zero value keeps DefaultVerdictMax verdicts for DefaultVerdictTTL; a
+// and diagnosis, seconds of upstream work. A request's causes do not depend on the panel's range
+// (the range only moves the lever, which the tail does not read), so a verdict serves any range
+// that holds the request: the panels of a refresh whose ranges differ by the moment each was
+// sent, and the next refresh. Only what the tail reads of a verdict is kept (its causes' figures
+// and first line of evidence, about a kilobyte a cause), never the join's spans and profiles. A
+// request asked by two queries at once is diagnosed once. The zero value keeps DefaultVerdictMax verdicts for DefaultVerdictTTL; a
 // nil *Verdicts keeps nothing.
 type Verdicts struct {
 	ttl time.Duration
@@ -36,10 +39,12 @@ type keptVerdict struct {
 }
 
 // Defaults of the verdicts an instance keeps: a refresh's panels ask within seconds of each
-// other; a minute covers a slow one without showing a stale verdict for long.
+// other; half a minute covers a slow one, and a request's profiles uploaded after its verdict
+// (profilers upload every 10 to 15 s) are read by the next one. 500 verdicts hold a dozen
+// dashboards' tails, in a megabyte or two.
 const (
-	DefaultVerdictTTL = time.Minute
-	DefaultVerdictMax = 2000
+	DefaultVerdictTTL = 30 * time.Second
+	DefaultVerdictMax = 500
 )
 
 // NewVerdicts keeps up to max verdicts, each for ttl.
@@ -71,7 +76,7 @@ func (v *Verdicts) get(ctx context.Context, q Query, span models.Span, diagnoseI
 	if v == nil {
 		return diagnoseIt(ctx)
 	}
-	key := fmt.Sprintf("%s|%s|%s|%d|%d", span.TraceID, span.SpanID, q.ProfileTypeID, q.From.UnixNano(), q.To.UnixNano())
+	key := span.TraceID + "|" + span.SpanID + "|" + q.ProfileTypeID
 	if r, ok := v.lookup(key); ok {
 		return r
 	}
@@ -81,7 +86,7 @@ func (v *Verdicts) get(ctx context.Context, q Query, span models.Span, diagnoseI
 			return r, ctx.Err() // a cancelled join is not a verdict: never kept, retried alone
 		}
 		if r.Diagnosed() {
-			v.keep(key, r)
+			v.keep(key, compact(r))
 		}
 		return r, nil
 	})
@@ -126,4 +131,19 @@ func (v *Verdicts) keep(key string, r diagnose.TailRequest) {
 		v.order = append(v.order, key)
 	}
 	v.kept[key] = keptVerdict{r, now}
+}
+
+// compact is what the tail reads of a verdict (diagnose.Tail): each cause's kind, service, peer,
+// title, time, span, hot function, remedy and first line of evidence.
+func compact(r diagnose.TailRequest) diagnose.TailRequest {
+	causes := make([]diagnose.Cause, len(r.Causes))
+	for i, c := range r.Causes {
+		causes[i] = diagnose.Cause{Kind: c.Kind, Title: c.Title, Service: c.Service, Peer: c.Peer, SpanID: c.SpanID,
+			Explains: c.Explains, Share: c.Share, Action: c.Action, HotFunction: c.HotFunction}
+		if len(c.Evidence) > 0 {
+			causes[i].Evidence = []string{c.Evidence[0]}
+		}
+	}
+	r.Causes = causes
+	return r
 }

@@ -14,6 +14,10 @@ export const ANSWERS = [
   'traceSpans',
   'spanHeatmap',
   'spanProfile',
+  // The overview dashboard's "Why is it slow now?" row: the demo endpoint's tail, a frame a panel.
+  'tailSummary',
+  'tailCauses',
+  'tailRequests',
   // The GPU incident dashboard's: fixture-node-d's failures, and gpu-node-1's with a CUDA OOM request.
   'triage',
   'triageDemo',

@@ -375,3 +375,98 @@ describe("The Request-Level dashboard's own panels on the trace query's answer",
     );
   });
 });
+
+/** The overview dashboard as shipped: its "Why is it slow now?" row on the tail query's answer. */
+const overviewDashboard: { panels: DashboardPanel[] } = JSON.parse(
+  readFileSync(join(__dirname, '..', '..', 'dashboards', 'hsi-profiling-overview.json'), 'utf8')
+);
+
+function overviewPanel(title: string): DashboardPanel {
+  const p = overviewDashboard.panels.find((q) => q.title === title);
+  if (!p) {
+    throw new Error(`hsi-profiling-overview.json has no panel "${title}"`);
+  }
+  return p;
+}
+
+/** What the page shows of the tail row's panels. */
+function measureTail(statId: number, causesId: number, requestsId: number) {
+  const panel = (id: number) => document.querySelector<HTMLElement>(`[data-panel-id="${id}"]`)!;
+  const causes = panel(causesId);
+  const headers = [...causes.querySelectorAll<HTMLElement>('[role="columnheader"]')];
+  const grid = causes.querySelector<HTMLElement>('[role="grid"], [role="treegrid"]')!;
+  const cells = (p: HTMLElement) =>
+    [...p.querySelectorAll<HTMLElement>('[role="gridcell"]')].map((c) => c.innerText.trim());
+  return {
+    statText: panel(statId).innerText,
+    headers: headers.map((h) => h.innerText.trim()),
+    causeCells: cells(causes),
+    requestCells: cells(panel(requestsId)),
+    overflow: Math.max(0, grid.scrollWidth - grid.offsetWidth),
+    pickers: [causes, panel(requestsId)].reduce((n, p) => n + p.querySelectorAll('[role="combobox"]').length, 0),
+  };
+}
+
+describe('The overview\'s "Why is it slow now?" row on the tail query\'s answer', () => {
+  const titles = [
+    'Why $endpoint is slow now',
+    'Tail causes against the median',
+    "The tail's requests, and the median ones they are compared with",
+  ];
+
+  it.each([1400, 960])('at %i px: the answer, the causes against the median, the requests', async (width) => {
+    const [stat, causes, requests] = titles.map(overviewPanel);
+    const summary = frameNamed(fixtures.tailSummary, 'tail summary');
+    const answer = (column(summary, 'answer') as unknown as string[])[0];
+    const ranked = frameNamed(fixtures.tailCauses, 'tail causes');
+    const firstCause = (column(ranked, 'cause') as unknown as string[])[0];
+    const example = (column(ranked, 'exampleTraceID') as unknown as string[])[0];
+    const diagnosed = frameNamed(fixtures.tailRequests, 'tail requests');
+    const traceIds = column(diagnosed, 'traceID') as unknown as string[];
+    await look(
+      `dashboard-overview-tail-${width}`,
+      {
+        kind: 'dashboard',
+        panels: [stat, causes, requests],
+        fixture: fixtures.tailSummary,
+        answers: { [causes.id]: fixtures.tailCauses, [requests.id]: fixtures.tailRequests },
+      },
+      `[data-panel-id="${causes.id}"] [role="gridcell"]`,
+      async (page) => {
+        const shown = await page.evaluate(measureTail, stat.id, causes.id, requests.id);
+        // The answer in words, whole: the cause that makes the tail (or that none does).
+        expect(answer).toMatch(/makes the tail|Nothing stands out/);
+        expect(shown.statText.replace(/\s+/g, ' ')).toContain(answer.slice(0, 60));
+        // Each table its own frame, no frame picker; the dashboard's columns, not the hidden ones.
+        expect(shown.pickers).toBe(0);
+        expect(shown.headers).toEqual([
+          '#',
+          'Cause',
+          "Share of the tail's excess",
+          'Time added',
+          'At the median',
+          'In the tail',
+          'Tail requests with it',
+          'First in',
+          'Stands out',
+          'Example trace ID',
+          'Evidence (largest instance)',
+          'Remedy',
+        ]);
+        // The first cause and its example request whole; shares as percentages, times in ms.
+        expect(shown.causeCells).toContain(firstCause);
+        expect(shown.causeCells).toContain(example);
+        expect(shown.causeCells.some((c) => /^\d+(\.\d+)?%$/.test(c))).toBe(true);
+        expect(shown.causeCells.some((c) => /^\d+ ms$/.test(c))).toBe(true);
+        if (width >= 1400) {
+          expect(shown.overflow).toBe(0);
+        }
+        // The requests the answer rests on: the tail's and the median sample's, by trace ID.
+        expect(shown.requestCells).toContain('tail');
+        expect(shown.requestCells).toContain('median');
+        expect(shown.requestCells).toContain(traceIds[0]);
+      },
+      width
+    );
+  });
+});

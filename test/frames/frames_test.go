@@ -204,6 +204,33 @@ func TestWriteTheFlameGraphsGrafanaReads(t *testing.T) {
 		t.Fatalf("the merged profile of the slow requests has %d rows", rows)
 	}
 	write("spanProfile", fixture{Query: slow, From: now.Add(-5 * time.Minute).UnixMilli(), To: now.UnixMilli(), TraceID: traceID}, res)
+
+	// The overview dashboard's "Why is it slow now?" row: the demo endpoint's slow tail over the
+	// last minutes (the slow request among it), each panel asking for its own frame.
+	tailPanels := []struct{ name, part, frame string }{
+		{"tailSummary", "summary", "tail summary"}, {"tailCauses", "causes", "tail causes"}, {"tailRequests", "requests", "tail requests"},
+	}
+	var tailQueries []pluginhost.Query
+	for _, p := range tailPanels {
+		model := map[string]any{"queryType": "tail", "service": demoBackend, "operation": root.Operation, "profileTypeId": cpuType, "parts": []string{p.part}}
+		tailQueries = append(tailQueries, pluginhost.Query{RefID: p.name, JSON: model, From: now.Add(-10 * time.Minute), To: now})
+	}
+	proto, err = h.QueryData(ctx, tailQueries...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tails, err := backend.FromProto().QueryDataResponse(proto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range tailPanels {
+		r := tails.Responses[p.name]
+		if r.Error != nil || len(r.Frames) != 1 || r.Frames[0].Name != p.frame || r.Frames[0].Rows() == 0 {
+			t.Fatalf("%s: error %v, %d frames, want the %s frame alone, with rows", p.name, r.Error, len(r.Frames), p.frame)
+		}
+		one := &backend.QueryDataResponse{Responses: backend.Responses{"A": r}}
+		write(p.name, fixture{Query: tailQueries[i].JSON, From: now.Add(-10 * time.Minute).UnixMilli(), To: now.UnixMilli(), TraceID: traceID}, one)
+	}
 	t.Logf("frames for the frontend tests written to %s", dir)
 }
 
