@@ -18,6 +18,7 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 
 	shipped "github.com/hsi-profiling/hsi-profiling-datasource/internal/dashboards"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/diagnose"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/frames"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/plugin"
@@ -451,5 +452,83 @@ func TestTriageTablesKeepTheFramesFieldConfig(t *testing.T) {
 	}
 	if checked == 0 {
 		t.Error("no triage table panel shows a field its frame hides: this test checks nothing")
+	}
+}
+
+// TestTailPanelsNameTheFieldsOfTheirFrame: each panel of the tail row names, in its
+// transformations, overrides and options (the bar chart's xField), fields its own part's frame
+// has: a renamed field would leave a column unhidden or the bar chart without bars.
+func TestTailPanelsNameTheFieldsOfTheirFrame(t *testing.T) {
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	d := diagnose.Tail([]diagnose.TailRequest{{TraceID: "t", Duration: ms(900),
+		Causes: []diagnose.Cause{{Kind: "queue", Service: "vllm", Title: "queued in vllm", Explains: ms(600)}}}}, nil, ms(300))
+	fields := map[string]map[string]bool{}
+	for _, part := range models.TailParts {
+		f := frames.Tail(d, frames.TailFigures{}, nil, frames.SlowTraceLinks{}, []string{part})[0]
+		fields[part] = map[string]bool{}
+		for _, fl := range f.Fields {
+			fields[part][fl.Name] = true
+			if fl.Config != nil && fl.Config.DisplayNameFromDS != "" {
+				fields[part][fl.Config.DisplayNameFromDS] = true
+			}
+		}
+	}
+	raw, _ := os.ReadFile("../../dashboards/hsi-profiling-overview.json")
+	var model struct {
+		Panels []struct {
+			Title   string
+			Targets []struct {
+				QueryType string
+				Parts     []string
+			}
+			Options         map[string]any
+			Transformations []struct {
+				ID      string
+				Options struct{ Include struct{ Names []string } }
+			}
+			FieldConfig struct {
+				Overrides []struct{ Matcher struct{ ID, Options string } }
+			}
+		}
+	}
+	if err := json.Unmarshal(raw, &model); err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for _, p := range model.Panels {
+		if len(p.Targets) != 1 || p.Targets[0].QueryType != models.QueryTypeTail {
+			continue
+		}
+		seen++
+		if len(p.Targets[0].Parts) != 1 {
+			t.Errorf("%s: asks for parts %v, want its own frame alone", p.Title, p.Targets[0].Parts)
+			continue
+		}
+		have := fields[p.Targets[0].Parts[0]]
+		var named []string
+		for _, tr := range p.Transformations {
+			named = append(named, tr.Options.Include.Names...)
+		}
+		for _, o := range p.FieldConfig.Overrides {
+			if o.Matcher.ID == "byName" {
+				named = append(named, o.Matcher.Options)
+			}
+		}
+		if x, ok := p.Options["xField"].(string); ok {
+			named = append(named, x)
+		}
+		if ro, ok := p.Options["reduceOptions"].(map[string]any); ok {
+			if f, ok := ro["fields"].(string); ok {
+				named = append(named, strings.Trim(f, "/^$"))
+			}
+		}
+		for _, n := range named {
+			if !have[n] {
+				t.Errorf("%s: names %q, which its %s frame lacks", p.Title, n, p.Targets[0].Parts[0])
+			}
+		}
+	}
+	if seen != 4 {
+		t.Errorf("%d tail panels, want the row's 4 (answer, bar chart, causes, requests)", seen)
 	}
 }
