@@ -107,7 +107,7 @@ func TailCauses(d diagnose.TailDiagnosis, links SlowTraceLinks) *data.Frame {
 		examples[i], evidence[i], action[i] = strings.Join(c.Examples, ", "), c.Evidence, c.Action
 	}
 	msCfg := func(name, desc string) *data.FieldConfig {
-		return &data.FieldConfig{DisplayNameFromDS: name, Unit: "ms", Decimals: ptr(uint16(0)), Description: desc}
+		return &data.FieldConfig{DisplayNameFromDS: name, Unit: "ms", Description: desc}
 	}
 	wrap := func(name string) *data.FieldConfig {
 		return &data.FieldConfig{DisplayNameFromDS: name, Custom: map[string]any{"cellOptions": map[string]any{"type": "auto", "wrapText": true}, "inspect": true}}
