@@ -14,15 +14,13 @@ import (
 )
 
 // Verdicts keeps the requests' verdicts of recent tail queries for a short while, so that the
-// panels of one dashboard refresh (a bar chart and a table of the same tail, another
-// percentile of the same endpoint) diagnose each request once: a verdict is a request's join
-// and diagnosis, seconds of upstream work. A request's causes do not depend on the panel's range
-// (the range only moves the lever, which the tail does not read), so a verdict serves any range
-// that holds the request: the panels of a refresh whose ranges differ by the moment each was
-// sent, and the next refresh. Only what the tail reads of a verdict is kept (its causes' figures
-// and first line of evidence, about a kilobyte a cause), never the join's spans and profiles. A
-// request asked by two queries at once is diagnosed once. The zero value keeps DefaultVerdictMax verdicts for DefaultVerdictTTL; a
-// nil *Verdicts keeps nothing.
+// panels of one dashboard refresh (the answer, the bar chart and the tables of the same tail,
+// another percentile of the same endpoint: Grafana sends them one range) diagnose each request
+// once: a verdict is a request's join and diagnosis, seconds of upstream work. A verdict is kept
+// for the range it was made over, as the trace query's joins are shared: the next refresh asks
+// anew. Only what the tail reads of a verdict is kept (its causes' figures and first line of
+// evidence, about a kilobyte a cause), never the join's spans and profiles. A request asked by
+// two queries at once is diagnosed once.
 type Verdicts struct {
 	ttl time.Duration
 	max int
@@ -39,9 +37,8 @@ type keptVerdict struct {
 }
 
 // Defaults of the verdicts an instance keeps: a refresh's panels ask within seconds of each
-// other; half a minute covers a slow one, and a request's profiles uploaded after its verdict
-// (profilers upload every 10 to 15 s) are read by the next one. 500 verdicts hold a dozen
-// dashboards' tails, in a megabyte or two.
+// other (those below the fold when scrolled to); half a minute covers a slow one. 500 verdicts
+// hold a dozen dashboards' tails, in a megabyte or two.
 const (
 	DefaultVerdictTTL = 30 * time.Second
 	DefaultVerdictMax = 500
@@ -76,7 +73,7 @@ func (v *Verdicts) get(ctx context.Context, q Query, span models.Span, diagnoseI
 	if v == nil {
 		return diagnoseIt(ctx)
 	}
-	key := span.TraceID + "|" + span.SpanID + "|" + q.ProfileTypeID
+	key := fmt.Sprintf("%s|%s|%s|%d|%d", span.TraceID, span.SpanID, q.ProfileTypeID, q.From.UnixNano(), q.To.UnixNano())
 	if r, ok := v.lookup(key); ok {
 		return r
 	}

@@ -36,9 +36,11 @@ type target struct {
 	span  time.Duration // the panel's time range: the last span until now
 }
 
-// pluginQueries are the call's queries with their time range ending now.
+// pluginQueries are the call's queries with their time range ending now, to the second: Grafana
+// sends the panels of one refresh one range, so the calls of the same second are read as panels
+// of one refresh (the plugin shares their joins and the tail's verdicts, keyed by the range).
 func (c *call) pluginQueries() []pluginhost.Query {
-	now := time.Now()
+	now := time.Now().Truncate(time.Second)
 	out := make([]pluginhost.Query, len(c.queries))
 	for i, q := range c.queries {
 		out[i] = pluginhost.Query{RefID: q.refID, JSON: q.json, From: now.Add(-q.span), To: now}

@@ -61,7 +61,7 @@ export function SpanFields({ query, update, runQuery, datasource, from, to }: Fi
         <Picker
           label="Operation"
           value={query.operation}
-          placeholder={service ? 'All operations' : 'Choose a service first'}
+          placeholder={service ? (isTail ? 'Choose an endpoint' : 'All operations') : 'Choose a service first'}
           tooltip={
             isTail
               ? 'The endpoint: the span name of its requests (required)'
