@@ -410,6 +410,12 @@ var valueFields = []valueField{
 		// a value with a space is one operation, so the value is searched exactly.
 		return b.query(t, map[string]any{"queryType": "slowRequests", "service": "svc", "endpoint": "GET " + v})
 	}, sentAs: func(v string) string { return "GET " + v }},
+	{name: "tail service (Jaeger search)", field: `"service"`, want: singleLineUpTo(512), probe: func(t *testing.T, b *injectionBed, v string) string {
+		return b.query(t, map[string]any{"queryType": "tail", "service": v, "operation": "POST /v1/chat"})
+	}},
+	{name: "tail operation (Jaeger search)", field: `"operation"`, want: singleLineUpTo(512), probe: func(t *testing.T, b *injectionBed, v string) string {
+		return b.query(t, map[string]any{"queryType": "tail", "service": "svc", "operation": "POST " + v})
+	}, sentAs: func(v string) string { return "POST " + v }},
 	{name: "profile profileTypeId (its own protobuf field)", field: `"profileTypeId"`, want: always(quoted), probe: func(t *testing.T, b *injectionBed, v string) string {
 		return b.query(t, map[string]any{"queryType": "profile", "profileTypeId": "process_cpu:cpu:nanoseconds:cpu:" + v})
 	}, sentAs: func(v string) string { return "process_cpu:cpu:nanoseconds:cpu:" + v }},
