@@ -1,6 +1,7 @@
 package frames
 
 import (
+	"slices"
 	"strings"
 	"time"
 
@@ -29,7 +30,7 @@ type TailFigures struct {
 // to the tail, and each request diagnosed; parts picks the frames (models.TailParts; empty:
 // all). The answer's notices, then what it rests on (d.HowSure), go on the first frame.
 func Tail(d diagnose.TailDiagnosis, fig TailFigures, l notices.List, links SlowTraceLinks, parts []string) data.Frames {
-	wants := func(p string) bool { return len(parts) == 0 || contains(parts, p) }
+	wants := func(p string) bool { return len(parts) == 0 || slices.Contains(parts, p) }
 	var out data.Frames
 	if wants(models.TailPartSummary) {
 		out = append(out, TailSummary(d, fig))
@@ -48,15 +49,6 @@ func Tail(d diagnose.TailDiagnosis, fig TailFigures, l notices.List, links SlowT
 		out[0].Meta.Notices = append(Notices(l), out[0].Meta.Notices...)
 	}
 	return out
-}
-
-func contains(list []string, v string) bool {
-	for _, s := range list {
-		if s == v {
-			return true
-		}
-	}
-	return false
 }
 
 // TailSummary is one row: the answer in words, and the figures it rests on.
