@@ -80,7 +80,7 @@ func runTail(ctx context.Context, w io.Writer, ask asker, o tailOptions) error {
 	if causes != nil && causes.Rows() > 0 {
 		fmt.Fprintln(w)
 		fmt.Fprintln(w, "Causes, by the time each adds to the tail:")
-		frameTable(causes, o.rows, []string{"rank", "cause", "share", "added", "atMedian", "inTail", "requests", "first", "exampleTraceID"}, nil).write(w, o.width)
+		frameTable(causes, o.rows, []string{"rank", "cause", "share", "atMedian", "inTail", "requests", "exampleTraceID"}, nil).write(w, o.width)
 	}
 	if requests != nil {
 		fmt.Fprintln(w)
