@@ -158,7 +158,6 @@ const (
 // so a data source that gains a Tempo URL keeps its answers until the user chooses). It fails,
 // saying what to set, when none can be used.
 func (s *Settings) TraceUpstream() (*Upstream, error) {
-	const neither = "the trace store is not configured: set Jaeger's URL (jsonData.jaegerUrl) or Tempo's (jsonData.tempoUrl) in the data source settings"
 	switch s.TraceStore {
 	case TraceStoreJaeger, TraceStoreTempo:
 		u := &s.Jaeger
@@ -179,8 +178,12 @@ func (s *Settings) TraceUpstream() (*Upstream, error) {
 	case s.Tempo.Configured():
 		return &s.Tempo, nil
 	}
-	return nil, errors.New(neither)
+	return nil, ErrNoTraceStore
 }
+
+// ErrNoTraceStore is TraceUpstream's error when neither trace store is configured: a query that
+// only adds to what a trace store answers says so as advice, not as an error.
+var ErrNoTraceStore = errors.New("the trace store is not configured: set Jaeger's URL (jsonData.jaegerUrl) or Tempo's (jsonData.tempoUrl) in the data source settings")
 
 // LoadSettings reads jsonData and secureJsonData. It fails only when jsonData is not a JSON
 // object; what is invalid is returned apart (Invalid), each part where it matters, so that the

@@ -23,7 +23,9 @@ const (
 // causes in the operation's median requests.
 type TailQuery struct {
 	// Service and Operation are the endpoint: the operation's spans are the requests (an
-	// operation is required: a service's operations differ too much to share a tail).
+	// operation is needed: a service's operations differ too much to share a tail). Without
+	// them the answer is empty, saying what to choose (NoEndpoint), as a dashboard's panel gets
+	// it while its variables list nothing yet.
 	Service   string `json:"service"`
 	Operation string `json:"operation"`
 	// Percentile is the tail's threshold as a percentile of the operation's durations over the
@@ -52,6 +54,14 @@ const (
 // TailParts are the frames in the order the answer holds them.
 var TailParts = []string{TailPartSummary, TailPartCauses, TailPartRequests}
 
+// NoEndpoint is what an answer says when the query names no endpoint, or "" when it names one.
+func (q *TailQuery) NoEndpoint() string {
+	if q.Service != "" && q.Operation != "" {
+		return ""
+	}
+	return `No endpoint to diagnose: set "service" and "operation" to the endpoint whose slow tail to explain (e.g. service "api-gateway", operation "POST /v1/chat"); on the overview dashboard, pick them in Service and Endpoint, which list the trace store's services and operations`
+}
+
 // Wants says whether the answer holds part.
 func (q *TailQuery) Wants(part string) bool {
 	return len(q.Parts) == 0 || slices.Contains(q.Parts, part)
@@ -68,9 +78,6 @@ func ParseTailQuery(raw json.RawMessage) (*TailQuery, error) {
 		if err := CheckName(v); err != nil {
 			return nil, fmt.Errorf("field %q %w", field, err)
 		}
-	}
-	if q.Service == "" || q.Operation == "" {
-		return nil, errors.New(`fields "service" and "operation" are required: the endpoint whose slow tail to diagnose (e.g. service "api-gateway", operation "POST /v1/chat")`)
 	}
 	given := 0
 	if q.Percentile != 0 {

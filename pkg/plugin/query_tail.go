@@ -11,8 +11,10 @@ import (
 	"github.com/grafana/grafana-plugin-sdk-go/data"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/correlate"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/diagnose"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/frames"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/notices"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/safe"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/tail"
 )
@@ -20,13 +22,26 @@ import (
 // queryTail answers why an operation's slow tail is slow (tail.Explain): the answer in words,
 // the causes ranked by the time they add to the tail against the median requests, and each
 // request diagnosed. Only the trace search failing fails it; a request that cannot be joined,
-// or a store that is down, leaves a notice and the rest of the answer.
+// or a store that is down, leaves a notice and the rest of the answer; no trace store or no
+// endpoint chosen is an empty answer saying what to set.
 func (d *Datasource) queryTail(ctx context.Context, q backend.DataQuery) (data.Frames, error) {
 	tq, err := models.ParseTailQuery(q.JSON)
 	if err != nil {
 		return nil, models.InvalidQuery(err)
 	}
 	j := d.settings.Join
+	links := frames.SlowTraceLinks{RequestDashboardUID: j.RequestDashboardUID, TraceDatasourceUID: j.TraceDatasourceUID, TraceDatasourceType: j.TraceDatasourceType}
+	// Nothing to ask yet (no trace store set up, no endpoint chosen): the panels say what to set,
+	// as empty answers, not red errors; the overview dashboard shows them to every user.
+	advice := ""
+	if _, err := d.src.Traces.Get(); errors.Is(err, models.ErrNoTraceStore) {
+		advice = "The slow tail reads its requests from a trace store: " + models.ErrNoTraceStore.Error() + "."
+	} else if tq.NoEndpoint() != "" {
+		advice = tq.NoEndpoint() + "."
+	}
+	if advice != "" {
+		return frames.Tail(diagnose.TailDiagnosis{Summary: advice}, frames.TailFigures{}, notices.List{{Severity: notices.Info, Text: advice}}, links, tq.Parts), nil
+	}
 	search := correlate.TailSearch{Service: tq.Service, Operation: tq.Operation, Percentile: tq.Percentile,
 		MinDuration: time.Duration(tq.MinDuration), MaxTraces: int(tq.MaxTraces), Limit: tq.Limit}
 	if tq.SLO {
@@ -48,7 +63,5 @@ func (d *Datasource) queryTail(ctx context.Context, q backend.DataQuery) (data.F
 	if err != nil {
 		return nil, err
 	}
-	return frames.Tail(ans.Diagnosis, frames.TailFigures{Threshold: ans.Sample.Threshold, Over: ans.Sample.Over}, ans.Notices,
-		frames.SlowTraceLinks{RequestDashboardUID: j.RequestDashboardUID, TraceDatasourceUID: j.TraceDatasourceUID, TraceDatasourceType: j.TraceDatasourceType},
-		tq.Parts), nil
+	return frames.Tail(ans.Diagnosis, frames.TailFigures{Threshold: ans.Sample.Threshold, Over: ans.Sample.Over}, ans.Notices, links, tq.Parts), nil
 }

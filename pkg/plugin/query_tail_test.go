@@ -422,9 +422,36 @@ func TestTailAnswersInPartWhenRequestsOrStoresFail(t *testing.T) {
 	if r.Error == nil || !strings.Contains(r.Error.Error(), errJaegerDown.Error()) {
 		t.Errorf("trace search down: %v", r.Error)
 	}
+}
+
+// TestTailWithNothingToAskSaysWhatToSet: with no trace store configured, or no endpoint chosen
+// (a dashboard's variables listing nothing yet), each panel gets its own empty frame whose answer
+// and notice say what to set, not a red error.
+func TestTailWithNothingToAskSaysWhatToSet(t *testing.T) {
+	noStore := newTestDatasource(t, map[string]any{"pyroscopeUrl": "http://127.0.0.1:1"}, nil)
+	withStore := withSources(t, map[string]any{}, correlate.Sources{Traces: correlate.Ready[correlate.TraceStore](&memTraces{})})
+	for _, c := range []struct {
+		ds    *Datasource
+		model string
+		want  string
+	}{
+		{noStore, `{"queryType":"tail","service":"api","operation":"POST /v1/chat","parts":["summary"]}`, "jsonData.jaegerUrl"},
+		{withStore, `{"queryType":"tail","service":"api","operation":"","parts":["summary"]}`, `set "service" and "operation"`},
+		{withStore, `{"queryType":"tail","parts":["summary"]}`, "pick them in Service and Endpoint"},
+	} {
+		r := runTail(t, c.ds, c.model)
+		if r.Error != nil || len(r.Frames) != 1 || r.Frames[0].Name != "tail summary" {
+			t.Fatalf("%s: %v, %d frames, want the summary alone", c.model, r.Error, len(r.Frames))
+		}
+		answer := r.Frames[0].Fields[0].At(0).(string)
+		if !strings.Contains(answer, c.want) || !strings.Contains(frameNotices(r.Frames[0]), c.want) {
+			t.Errorf("%s: answer %q, notices %q: want what to set (%s)", c.model, answer, frameNotices(r.Frames[0]), c.want)
+		}
+	}
+	// A trace store that is set up but not available to this instance stays an error.
 	none := withSources(t, map[string]any{}, correlate.Sources{})
-	if r = runTail(t, none, sc.model("")); r.Error == nil || !strings.Contains(r.Error.Error(), "not") {
-		t.Errorf("no trace store: %v", r.Error)
+	if r := runTail(t, none, `{"queryType":"tail","service":"api","operation":"x"}`); r.Error == nil {
+		t.Error("a trace store that was not set up answered no error")
 	}
 }
 
@@ -432,7 +459,6 @@ func TestTailAnswersInPartWhenRequestsOrStoresFail(t *testing.T) {
 func TestTailQueryRefusesBadFields(t *testing.T) {
 	ds := withSources(t, map[string]any{}, correlate.Sources{Traces: correlate.Ready[correlate.TraceStore](&memTraces{})})
 	for model, want := range map[string]string{
-		`{"queryType":"tail","service":"api"}`:                                            `"operation"`,
 		`{"queryType":"tail","service":"api","operation":"x","percentile":100}`:           `"percentile"`,
 		`{"queryType":"tail","service":"api","operation":"x","maxTraces":101}`:            `"maxTraces"`,
 		`{"queryType":"tail","service":"api","operation":"x","percentile":90,"slo":true}`: "exclude each other",
