@@ -36,11 +36,11 @@ func slowRequestWith(t *testing.T, detectorUploaded bool, backendUploaded int64)
 	}
 	cpu := func(ns int64) *int64 { return &ns }
 	rows := []correlate.SpanRow{
-		{Span: span("b1", "nemotron-backend", "GET /api/detect", 0, 437*time.Millisecond), Depth: 0, ProfileID: "b1", CPU: cpu(300e6),
+		{Span: new(span("b1", "nemotron-backend", "GET /api/detect", 0, 437*time.Millisecond)), Depth: 0, ProfileID: "b1", CPU: cpu(300e6),
 			HotFunction: "main.dbQuery", HotSelf: 250e6, Self: 2 * time.Millisecond},
-		{Span: span("b2", "nemotron-backend", "db_query", 0, 300*time.Millisecond), Depth: 1, Self: 300 * time.Millisecond},
-		{Span: span("d1", "ai-detector", "GET /detect", 300*time.Millisecond, 60*time.Millisecond), Depth: 1, ProfileID: "d1"},
-		{Span: span("l1", "nemotron-llm", "llm_request", 360*time.Millisecond, 70*time.Millisecond), Depth: 1, Self: 70 * time.Millisecond},
+		{Span: new(span("b2", "nemotron-backend", "db_query", 0, 300*time.Millisecond)), Depth: 1, Self: 300 * time.Millisecond},
+		{Span: new(span("d1", "ai-detector", "GET /detect", 300*time.Millisecond, 60*time.Millisecond)), Depth: 1, ProfileID: "d1"},
+		{Span: new(span("l1", "nemotron-llm", "llm_request", 360*time.Millisecond, 70*time.Millisecond)), Depth: 1, Self: 70 * time.Millisecond},
 	}
 	request := &flamegraph.Node{Name: flamegraph.RootName, Total: backendUploaded, Children: []*flamegraph.Node{
 		{Name: "nemotron-backend", Total: backendUploaded, Self: backendUploaded}}}

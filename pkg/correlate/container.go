@@ -110,7 +110,7 @@ func askContainers(ctx context.Context, src Containers, spans []ContainerSpan, q
 // series), so the breakdown can split the span's off-CPU time.
 func attachContainers(rows []SpanRow, spans []ContainerSpan, j models.SpanMatch) {
 	for i := range rows {
-		c := spanContainer(rows[i].Span, j)
+		c := spanContainer(*rows[i].Span, j)
 		for k := range spans {
 			if spans[k].Err == nil && spans[k].Container == c && hasFigures(spans[k].Figures) {
 				rows[i].Container = &spans[k].Figures

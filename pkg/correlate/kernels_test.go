@@ -13,9 +13,9 @@ func TestAttributeKernels(t *testing.T) {
 	const trace = "4bf92f3577b34da6a3ce929d0e0e4736"
 	rows := func() []SpanRow {
 		return []SpanRow{
-			{Span: models.Span{SpanID: "00f067aa0ba902b7"}, Depth: 0},
-			{Span: models.Span{SpanID: "b7ad6b7169203331"}, Depth: 1},
-			{Span: models.Span{SpanID: "c7ad6b7169203332"}, Depth: 1},
+			{Span: &models.Span{SpanID: "00f067aa0ba902b7"}, Depth: 0},
+			{Span: &models.Span{SpanID: "b7ad6b7169203331"}, Depth: 1},
+			{Span: &models.Span{SpanID: "c7ad6b7169203332"}, Depth: 1},
 		}
 	}
 	res := &gputrace.Result{

@@ -41,7 +41,7 @@ func TestLocalTenantsNameTheOtherProcessesOnTheSpansGPU(t *testing.T) {
 		if pid != "" {
 			res[ProcessPIDAttribute] = pid
 		}
-		return SpanRow{Span: models.Span{Service: "svc", Resource: res}, Host: host, GPUs: gpus, GPUIdle: &gputrace.IdleMechanisms{Queued: queued}}
+		return SpanRow{Span: &models.Span{Service: "svc", Resource: res}, Host: host, GPUs: gpus, GPUIdle: &gputrace.IdleMechanisms{Queued: queued}}
 	}
 	cases := []struct {
 		name string

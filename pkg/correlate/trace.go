@@ -32,7 +32,7 @@ func (p SpanProfiles) HasSamples() bool {
 // SpanRow is one span of the trace table: what the span did, what its own profile says, and what
 // the GPUs of its host were doing meanwhile.
 type SpanRow struct {
-	Span  models.Span
+	Span  *models.Span // in the trace's spans, not a copy: a row per span of a 2,000-span request
 	Depth int // 0 for a root; rows come depth first, children by start
 	// Self is the span's duration minus the union of its children's time inside it.
 	Self time.Duration
@@ -180,14 +180,14 @@ func JoinTrace(in TraceJoin) []SpanRow {
 			return
 		}
 		visited[i] = true
-		s := spans[i]
+		s := &spans[i]
 		row := SpanRow{Span: s, Depth: depth}
 		row.ProfileID, _ = s.ProfileID()
 		kids = kids[:0]
 		for _, c := range children.of(s.SpanID) {
 			kids = append(kids, spans[c])
 		}
-		row.Self = SelfTime(s, kids)
+		row.Self = SelfTime(*s, kids)
 		if row.ProfileID != "" {
 			if t, ok := in.CPU[row.ProfileID]; ok && cpuUsable {
 				row.CPU = total(t)
@@ -198,10 +198,10 @@ func JoinTrace(in TraceJoin) []SpanRow {
 				row.Alloc = total(t)
 			}
 		}
-		row.Host = SpanHost(s, in.Join)
+		row.Host = SpanHost(*s, in.Join)
 		row.GPUs = gpus[ServiceHost{s.Service, row.Host}]
 		if in.GPUsKnown && row.Host != "" {
-			row.GPU = spanGPUWindow(s, row.Host, row.GPUs, in.GPUSeries, in.GPUStep, in.Classify)
+			row.GPU = spanGPUWindow(*s, row.Host, row.GPUs, in.GPUSeries, in.GPUStep, in.Classify)
 		}
 		rows = append(rows, row)
 		for _, c := range children.of(s.SpanID) {
@@ -298,41 +298,39 @@ func total(t *flamegraph.Node) *int64 {
 // the span: overlapping children (parallel calls) count once, and a child outliving its parent
 // (an async call) counts only inside it.
 func SelfTime(s models.Span, children []models.Span) time.Duration {
-	start, end := s.Start, s.Start.Add(s.Duration)
-	type iv struct{ a, b time.Time }
-	var ivs []iv
+	start := s.Start.UnixNano()
+	end := start + int64(s.Duration)
+	// Children's intervals clipped to the span, in nanoseconds; most spans have a few children,
+	// which fit the array on the stack (one slice per span was a large request's many small
+	// allocations).
+	type iv struct{ a, b int64 }
+	var buf [16]iv
+	ivs := buf[:0]
 	for _, c := range children {
-		a, b := c.Start, c.Start.Add(c.Duration)
-		if a.Before(start) {
-			a = start
-		}
-		if b.After(end) {
-			b = end
-		}
-		if b.After(a) {
+		a := max(c.Start.UnixNano(), start)
+		b := min(c.Start.UnixNano()+int64(c.Duration), end)
+		if b > a {
 			ivs = append(ivs, iv{a, b})
 		}
 	}
-	slices.SortFunc(ivs, func(x, y iv) int { return x.a.Compare(y.a) })
-	var covered time.Duration
+	slices.SortFunc(ivs, func(x, y iv) int { return cmp.Compare(x.a, y.a) })
+	var covered int64
 	var cur iv
 	for i, v := range ivs {
 		switch {
 		case i == 0:
 			cur = v
-		case !v.a.After(cur.b):
-			if v.b.After(cur.b) {
-				cur.b = v.b
-			}
+		case v.a <= cur.b:
+			cur.b = max(cur.b, v.b)
 		default:
-			covered += cur.b.Sub(cur.a)
+			covered += cur.b - cur.a
 			cur = v
 		}
 	}
 	if len(ivs) > 0 {
-		covered += cur.b.Sub(cur.a)
+		covered += cur.b - cur.a
 	}
-	return max(s.Duration-covered, 0)
+	return max(s.Duration-time.Duration(covered), 0)
 }
 
 // HotFunction is the function with the largest self value in t (summed over every call path),

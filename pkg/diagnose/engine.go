@@ -75,7 +75,7 @@ func preemptedCause(c Cause, p BreakdownPart, row *correlate.SpanRow, op string)
 	c.Title = "preempted for KV-cache space in " + p.Service + op
 	c.Evidence = []string{fmt.Sprintf("%s of inference beyond the model's own time (%s)", p.Duration.Round(time.Millisecond), p.Source)}
 	if row != nil {
-		s := row.Span
+		s := *row.Span
 		prefill, decode := attrSeconds(s, correlate.AttrTimeInPrefill), attrSeconds(s, correlate.AttrTimeInDecode)
 		if pr, ok := preemptedTime(s, row, prefill, decode); ok {
 			c.Evidence = append(c.Evidence, fmt.Sprintf("inference %s (prefill and decode), the model's own %s (%s)",

@@ -39,48 +39,50 @@ const emptyRootName = "total"
 
 func nestedSet(name string, root *flamegraph.Node, profileTypeID string, diff bool) *data.Frame {
 	unit := ProfileUnit(profileTypeID)
-	var levels, values, selfs, valuesRight, selfsRight []int64
-	var labels []data.EnumItemIndex
 	enum := newEnum()
-	if root == nil || root.Empty() {
-		// The empty answer is one root row of 0 samples, as Pyroscope answers an empty range and
-		// Grafana's Pyroscope data source passes it on. @grafana/flamegraph cannot read a frame
-		// without rows (building its levels throws, the panel shows "An unexpected error
-		// happened"), and without the frame the panel says "Data is missing fields" and the
-		// notices saying why are lost. This way it draws an empty graph, "0 samples", with them.
-		levels, values, selfs, labels = []int64{0}, []int64{0}, []int64{0}, []data.EnumItemIndex{enum.index(emptyRootName)}
-		if diff {
-			valuesRight, selfsRight = []int64{0}, []int64{0}
-		}
+	// The empty answer is one root row of 0 samples, as Pyroscope answers an empty range and
+	// Grafana's Pyroscope data source passes it on. @grafana/flamegraph cannot read a frame
+	// without rows (building its levels throws, the panel shows "An unexpected error
+	// happened"), and without the frame the panel says "Data is missing fields" and the
+	// notices saying why are lost. This way it draws an empty graph, "0 samples", with them.
+	empty := root == nil || root.Empty()
+	n := 1
+	if !empty {
+		n = root.Count()
+	}
+	levels, values, selfs := newColumn[int64]("level", n), newColumn[int64]("value", n), newColumn[int64]("self", n)
+	labels := newColumn[data.EnumItemIndex]("label", n)
+	var valuesRight, selfsRight column[int64]
+	if diff {
+		valuesRight, selfsRight = newColumn[int64]("valueRight", n), newColumn[int64]("selfRight", n)
+	}
+	if empty {
+		labels.set(0, enum.index(emptyRootName))
 	} else {
-		n := root.Count()
-		levels, values, selfs, labels = make([]int64, 0, n), make([]int64, 0, n), make([]int64, 0, n), make([]data.EnumItemIndex, 0, n)
-		if diff {
-			valuesRight, selfsRight = make([]int64, 0, n), make([]int64, 0, n)
-		}
+		i := 0
 		root.Walk(func(depth int, n *flamegraph.Node) {
-			levels = append(levels, int64(depth))
-			values = append(values, n.Total)
-			selfs = append(selfs, n.Self)
-			labels = append(labels, enum.index(n.Name))
+			levels.set(i, int64(depth))
+			values.set(i, n.Total)
+			selfs.set(i, n.Self)
+			labels.set(i, enum.index(n.Name))
 			if diff {
-				valuesRight = append(valuesRight, n.TotalRight)
-				selfsRight = append(selfsRight, n.SelfRight)
+				valuesRight.set(i, n.TotalRight)
+				selfsRight.set(i, n.SelfRight)
 			}
+			i++
 		})
 	}
-	labelField := data.NewField("label", nil, nonNil(labels))
-	labelField.Config = &data.FieldConfig{TypeConfig: &data.FieldTypeConfig{Enum: &data.EnumFieldConfig{Text: enum.text}}}
+	labels.Config = &data.FieldConfig{TypeConfig: &data.FieldTypeConfig{Enum: &data.EnumFieldConfig{Text: enum.text}}}
 	frame := data.NewFrame(name,
-		data.NewField("level", nil, nonNil(levels)),
-		data.NewField("value", nil, nonNil(values)).SetConfig(&data.FieldConfig{Unit: unit}),
-		data.NewField("self", nil, nonNil(selfs)).SetConfig(&data.FieldConfig{Unit: unit}),
-		labelField,
+		levels.Field,
+		values.SetConfig(&data.FieldConfig{Unit: unit}),
+		selfs.SetConfig(&data.FieldConfig{Unit: unit}),
+		labels.Field,
 	)
 	if diff {
 		frame.Fields = append(frame.Fields,
-			data.NewField("valueRight", nil, nonNil(valuesRight)).SetConfig(&data.FieldConfig{Unit: unit}),
-			data.NewField("selfRight", nil, nonNil(selfsRight)).SetConfig(&data.FieldConfig{Unit: unit}),
+			valuesRight.SetConfig(&data.FieldConfig{Unit: unit}),
+			selfsRight.SetConfig(&data.FieldConfig{Unit: unit}),
 		)
 	}
 	frame.Meta = &data.FrameMeta{PreferredVisualization: data.VisTypeFlameGraph}

@@ -48,85 +48,99 @@ const (
 func TraceSpans(traceID string, rows []correlate.SpanRow, profileTypeID, allocTypeID string, links TraceLinks) *data.Frame {
 	n := len(rows)
 	var (
-		traceIDs, spanIDs, services, operations = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-		depths                                  = make([]int64, n)
-		starts                                  = make([]time.Time, n)
-		durations, selfs                        = make([]float64, n), make([]float64, n)
-		cpus, allocs, hotSelf                   = make([]*int64, n), make([]*int64, n), make([]*int64, n)
-		hot, own                                = make([]*string, n), make([]*string, n)
-		profileIDs, hosts, gpus, gpuVars        = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-		migVars                                 = make([]string, n)
-		classes, evidence                       = make([]*string, n), make([]*string, n)
-		shares, utils, mems, pcies              = make([]*float64, n), make([]*float64, n), make([]*float64, n), make([]*float64, n)
-		kernelTimes                             = make([]*int64, n)
+		traceIDs, spanIDs      = newColumn[string](fieldTraceID, n), newColumn[string](fieldSpanID, n)
+		services, operations   = newColumn[string](fieldService, n), newColumn[string]("operation", n)
+		depths                 = newColumn[int64]("depth", n)
+		starts                 = newColumn[time.Time]("start", n)
+		durations, selfs       = newColumn[float64]("duration", n), newColumn[float64]("self", n)
+		cpus, allocs           = newColumn[*int64](models.SampleType(profileTypeID), n), newColumn[*int64](models.SampleType(allocTypeID), n)
+		hot, hotSelf, own      = newColumn[*string]("hotFunction", n), newColumn[*int64]("hotFunctionSelf", n), newColumn[*string]("ownFunction", n)
+		profileIDs, hosts      = newColumn[string](fieldProfileID, n), newColumn[string](fieldHost, n)
+		gpus, gpuVars, migVars = newColumn[string]("gpus", n), newColumn[string](fieldGPUVar, n), newColumn[string](fieldMIGVar, n)
+		classes, evidence      = newColumn[*string]("gpuClass", n), newColumn[*string]("gpuEvidence", n)
+		shares, utils          = newColumn[*float64]("gpuClassShare", n), newColumn[*float64]("gpuUtil", n)
+		mems, pcies            = newColumn[*float64]("gpuMemActivity", n), newColumn[*float64]("gpuPcie", n)
+		kernelTimes            = newColumn[*int64]("gpuKernelTime", n)
 	)
 	// By pointer: a copy of a row whose fields the cells point at would escape, one per row.
 	for i := range rows {
 		r := &rows[i]
-		traceIDs[i], spanIDs[i], services[i], operations[i] = traceID, r.Span.SpanID, r.Span.Service, r.Span.Operation
-		depths[i] = int64(r.Depth)
-		starts[i] = r.Span.Start.UTC()
-		durations[i], selfs[i] = millis(r.Span.Duration), millis(r.Self)
-		cpus[i], allocs[i] = r.CPU, r.Alloc
+		traceIDs.set(i, traceID)
+		spanIDs.set(i, r.Span.SpanID)
+		services.set(i, r.Span.Service)
+		operations.set(i, r.Span.Operation)
+		depths.set(i, int64(r.Depth))
+		starts.set(i, r.Span.Start.UTC())
+		durations.set(i, millis(r.Span.Duration))
+		selfs.set(i, millis(r.Self))
+		cpus.set(i, r.CPU)
+		allocs.set(i, r.Alloc)
 		if r.HotFunction != "" {
-			hot[i], hotSelf[i] = &r.HotFunction, &r.HotSelf
+			hot.set(i, &r.HotFunction)
+			hotSelf.set(i, &r.HotSelf)
 		}
 		if r.OwnFunction != "" {
-			own[i] = &r.OwnFunction
+			own.set(i, &r.OwnFunction)
 		}
-		profileIDs[i], hosts[i] = r.ProfileID, r.Host
-		gpus[i], gpuVars[i], migVars[i] = gpuCell(*r)
-		kernelTimes[i] = r.GPUKernelTime
+		profileIDs.set(i, r.ProfileID)
+		hosts.set(i, r.Host)
+		shown, gpuVar, migVar := gpuCell(r)
+		gpus.set(i, shown)
+		gpuVars.set(i, gpuVar)
+		migVars.set(i, migVar)
+		kernelTimes.set(i, r.GPUKernelTime)
 		if w := r.GPU; w != nil {
 			class := string(w.Class)
-			classes[i] = &class
+			classes.set(i, &class)
 			if len(w.Evidence) > 0 {
 				e := strings.Join(w.Evidence, "; ")
-				evidence[i] = &e
+				evidence.set(i, &e)
 			}
-			shares[i] = num(w.ClassShare * 100)
-			utils[i], mems[i], pcies[i] = num(w.Util), num(w.MemActivity), num(w.PCIe)
+			shares.set(i, num(w.ClassShare*100))
+			utils.set(i, num(w.Util))
+			mems.set(i, num(w.MemActivity))
+			pcies.set(i, num(w.PCIe))
 		}
 	}
 	hidden := map[string]any{"hidden": true}
 	f := data.NewFrame(TraceSpansFrameName,
-		data.NewField(fieldTraceID, nil, traceIDs).SetConfig(&data.FieldConfig{DisplayNameFromDS: "Trace ID", Custom: hidden}),
-		data.NewField(fieldSpanID, nil, spanIDs).SetConfig(&data.FieldConfig{DisplayNameFromDS: "Span ID", Links: spanLinks(links)}),
-		data.NewField(fieldService, nil, services).SetConfig(&data.FieldConfig{DisplayNameFromDS: "Service"}),
-		data.NewField("operation", nil, operations).SetConfig(&data.FieldConfig{DisplayNameFromDS: "Operation"}),
-		data.NewField("depth", nil, depths).SetConfig(&data.FieldConfig{DisplayNameFromDS: "Depth", Description: "0 for a root span, 1 for its children, ..."}),
-		data.NewField("start", nil, starts).SetConfig(&data.FieldConfig{DisplayNameFromDS: "Start"}),
-		data.NewField("duration", nil, durations).SetConfig(&data.FieldConfig{DisplayNameFromDS: "Duration", Unit: "ms"}),
-		data.NewField("self", nil, selfs).SetConfig(&data.FieldConfig{DisplayNameFromDS: "Self time", Unit: "ms",
+		traceIDs.SetConfig(&data.FieldConfig{DisplayNameFromDS: "Trace ID", Custom: hidden}),
+		spanIDs.SetConfig(&data.FieldConfig{DisplayNameFromDS: "Span ID", Links: spanLinks(links)}),
+		services.SetConfig(&data.FieldConfig{DisplayNameFromDS: "Service"}),
+		operations.SetConfig(&data.FieldConfig{DisplayNameFromDS: "Operation"}),
+		depths.SetConfig(&data.FieldConfig{DisplayNameFromDS: "Depth", Description: "0 for a root span, 1 for its children, ..."}),
+		starts.SetConfig(&data.FieldConfig{DisplayNameFromDS: "Start"}),
+		durations.SetConfig(&data.FieldConfig{DisplayNameFromDS: "Duration", Unit: "ms"}),
+		selfs.SetConfig(&data.FieldConfig{DisplayNameFromDS: "Self time", Unit: "ms",
 			Description: "The span's duration minus the time covered by its child spans (overlapping children counted once)."}),
-		data.NewField(models.SampleType(profileTypeID), nil, cpus).SetConfig(&data.FieldConfig{Unit: ProfileUnit(profileTypeID),
+		cpus.SetConfig(&data.FieldConfig{Unit: ProfileUnit(profileTypeID),
 			Description: "Total of the span's own profile (" + profileTypeID + "); empty when the span has none: otel-profiling-go profiles each service's local root span, whose profile includes its children in that service."}),
-		data.NewField(models.SampleType(allocTypeID), nil, allocs).SetConfig(&data.FieldConfig{Unit: ProfileUnit(allocTypeID),
+		allocs.SetConfig(&data.FieldConfig{Unit: ProfileUnit(allocTypeID),
 			Description: "Total of the span's own allocation profile (" + allocTypeID + "); empty when the span has none or the profiler cannot label allocations with spans (Go's heap profiles cannot)."}),
-		data.NewField("hotFunction", nil, hot).SetConfig(&data.FieldConfig{DisplayNameFromDS: "Hot function", Links: functionLinks(links, profileTypeID),
+		hot.SetConfig(&data.FieldConfig{DisplayNameFromDS: "Hot function", Links: functionLinks(links, profileTypeID),
 			Description: "The function with the largest self value in the span's own profile (" + profileTypeID + ")."}),
-		data.NewField("hotFunctionSelf", nil, hotSelf).SetConfig(&data.FieldConfig{DisplayNameFromDS: "Hot function self", Unit: ProfileUnit(profileTypeID)}),
-		data.NewField("ownFunction", nil, own).SetConfig(&data.FieldConfig{DisplayNameFromDS: "In own code",
+		hotSelf.SetConfig(&data.FieldConfig{DisplayNameFromDS: "Hot function self", Unit: ProfileUnit(profileTypeID)}),
+		own.SetConfig(&data.FieldConfig{DisplayNameFromDS: "In own code",
 			Description: "The deepest frame of the service's own code on the hot function's heaviest path (not runtime, standard library or third-party code): where to change the code when the hot function is a library's."}),
-		data.NewField(fieldProfileID, nil, profileIDs).SetConfig(&data.FieldConfig{DisplayNameFromDS: "Profile ID", Custom: hidden}),
-		data.NewField(fieldHost, nil, hosts).SetConfig(&data.FieldConfig{DisplayNameFromDS: "Host"}),
-		data.NewField("gpus", nil, gpus).SetConfig(&data.FieldConfig{DisplayNameFromDS: "GPUs", Links: gpuLinks(links),
+		profileIDs.SetConfig(&data.FieldConfig{DisplayNameFromDS: "Profile ID", Custom: hidden}),
+		hosts.SetConfig(&data.FieldConfig{DisplayNameFromDS: "Host"}),
+		gpus.SetConfig(&data.FieldConfig{DisplayNameFromDS: "GPUs", Links: gpuLinks(links),
 			Description: "The GPUs whose figures the row shows, each MIG instance on its own (\"0 MIG 1g.10gb #3\"); without figures, the GPUs the span's service names in its GPU attribute, else all GPUs of its host."}),
-		data.NewField(fieldGPUVar, nil, gpuVars).SetConfig(&data.FieldConfig{Custom: hidden}),
-		data.NewField(fieldMIGVar, nil, migVars).SetConfig(&data.FieldConfig{Custom: hidden}),
-		data.NewField("gpuClass", nil, classes).SetConfig(&data.FieldConfig{DisplayNameFromDS: "GPU class",
+		gpuVars.SetConfig(&data.FieldConfig{Custom: hidden}),
+		migVars.SetConfig(&data.FieldConfig{Custom: hidden}),
+		classes.SetConfig(&data.FieldConfig{DisplayNameFromDS: "GPU class",
 			Description: "The dominant workload class of the span's GPUs over its window."}),
-		data.NewField("gpuEvidence", nil, evidence).SetConfig(&data.FieldConfig{DisplayNameFromDS: "GPU evidence",
+		evidence.SetConfig(&data.FieldConfig{DisplayNameFromDS: "GPU evidence",
 			Description: "The figures and thresholds behind the GPU class, at one of the window's readings."}),
-		data.NewField("gpuClassShare", nil, shares).SetConfig(&data.FieldConfig{DisplayNameFromDS: "GPU class share", Unit: "percent", Decimals: ptr(uint16(0)),
+		shares.SetConfig(&data.FieldConfig{DisplayNameFromDS: "GPU class share", Unit: "percent", Decimals: ptr(uint16(0)),
 			Description: "Share of the window's GPU readings in the dominant class."}),
-		data.NewField("gpuUtil", nil, utils).SetConfig(&data.FieldConfig{DisplayNameFromDS: "GPU util", Unit: "percent", Decimals: ptr(uint16(1)),
+		utils.SetConfig(&data.FieldConfig{DisplayNameFromDS: "GPU util", Unit: "percent", Decimals: ptr(uint16(1)),
 			Description: "Mean GPU utilisation (DCGM_FI_DEV_GPU_UTIL, else the graphics engine's activity) over the span's window."}),
-		data.NewField("gpuMemActivity", nil, mems).SetConfig(&data.FieldConfig{DisplayNameFromDS: "GPU memory activity", Unit: "percent", Decimals: ptr(uint16(1)),
+		mems.SetConfig(&data.FieldConfig{DisplayNameFromDS: "GPU memory activity", Unit: "percent", Decimals: ptr(uint16(1)),
 			Description: "Mean share of time device memory was busy (DCGM_FI_PROF_DRAM_ACTIVE, else DCGM_FI_DEV_MEM_COPY_UTIL) over the span's window."}),
-		data.NewField("gpuPcie", nil, pcies).SetConfig(&data.FieldConfig{DisplayNameFromDS: "PCIe", Unit: "Bps",
+		pcies.SetConfig(&data.FieldConfig{DisplayNameFromDS: "PCIe", Unit: "Bps",
 			Description: "Mean PCIe traffic, transmitted plus received, over the span's window."}),
-		data.NewField("gpuKernelTime", nil, kernelTimes).SetConfig(&data.FieldConfig{DisplayNameFromDS: "GPU kernel time", Unit: "ns",
+		kernelTimes.SetConfig(&data.FieldConfig{DisplayNameFromDS: "GPU kernel time", Unit: "ns",
 			Description: "GPU kernel time the request's kernel traces (jsonData.traceDirectories) attribute to the span through their annotations; empty when no trace was captured."}),
 	)
 	f.Meta = &data.FrameMeta{PreferredVisualization: data.VisTypeTable}
@@ -136,7 +150,7 @@ func TraceSpans(traceID string, rows []correlate.SpanRow, profileTypeID, allocTy
 // gpuCell is what the GPUs column shows and the values the GPU dashboard's gpu and mig
 // variables get: the GPUs whose figures the row shows, each MIG instance on its own, else those
 // the service names, else all; one GPU (or one MIG instance) links to it, several to all ($__all).
-func gpuCell(r correlate.SpanRow) (shown, gpuVar, migVar string) {
+func gpuCell(r *correlate.SpanRow) (shown, gpuVar, migVar string) {
 	switch {
 	case r.Host == "":
 		return "", "", ""

@@ -24,16 +24,16 @@ func spanRows() []correlate.SpanRow {
 			Start: traceStart.Add(time.Duration(startMs) * time.Millisecond), Duration: time.Duration(durMs) * time.Millisecond}
 	}
 	return []correlate.SpanRow{
-		{Span: sp("b000000000000001", "nemotron-backend", "GET /api/detect", 0, 500), Self: 25 * time.Millisecond,
+		{Span: new(sp("b000000000000001", "nemotron-backend", "GET /api/detect", 0, 500)), Self: 25 * time.Millisecond,
 			ProfileID: "b000000000000001", CPU: i64(310e6), HotFunction: "crypto/sha256.block", HotSelf: 250e6, Host: "gpu-node-1",
 			GPU: &correlate.GPUWindow{GPUs: []classify.GPU{{Host: "gpu-node-1", Index: "0"}, {Host: "gpu-node-1", Index: "1"}}, Class: classify.Idle, ClassShare: 0.75, Util: 35, MemActivity: 12.5, PCIe: 2.5e9, Samples: 4}},
-		{Span: sp("b000000000000002", "nemotron-backend", "db_query", 5, 300), Depth: 1, Self: 300 * time.Millisecond, Host: "gpu-node-1",
+		{Span: new(sp("b000000000000002", "nemotron-backend", "db_query", 5, 300)), Depth: 1, Self: 300 * time.Millisecond, Host: "gpu-node-1",
 			GPU: &correlate.GPUWindow{GPUs: []classify.GPU{{Host: "gpu-node-1", Index: "0"}, {Host: "gpu-node-1", Index: "1"}}, Class: classify.Idle, ClassShare: 1, Util: 30, MemActivity: math.NaN(), PCIe: math.NaN(), Samples: 2}},
-		{Span: sp("d000000000000001", "ai-detector", "GET /detect", 310, 80), Depth: 1, Self: 10 * time.Millisecond,
+		{Span: new(sp("d000000000000001", "ai-detector", "GET /detect", 310, 80)), Depth: 1, Self: 10 * time.Millisecond,
 			ProfileID: "d000000000000001", CPU: i64(0), Host: "gpu-node-1", GPUs: []string{"0"},
 			GPU: &correlate.GPUWindow{GPUs: []classify.GPU{{Host: "gpu-node-1", Index: "0"}}, Class: classify.ComputeBound, ClassShare: 1, Evidence: []string{"compute 92% > computeBoundPct 80", "memory 40% < 60"}, Util: 92, MemActivity: 40, PCIe: 1e9, Samples: 1}},
 		// No host: no GPU cells and no GPU link value.
-		{Span: sp("e000000000000001", "ai-enrichment", "GET /enrich", 395, 70), Depth: 1, Self: 70 * time.Millisecond, GPUs: []string{"0", "1"}},
+		{Span: new(sp("e000000000000001", "ai-enrichment", "GET /enrich", 395, 70)), Depth: 1, Self: 70 * time.Millisecond, GPUs: []string{"0", "1"}},
 	}
 }
 
@@ -148,7 +148,7 @@ func TestTraceSpansNameEachMIGInstance(t *testing.T) {
 	one.MIG, one.MIGProfile = "1", "3g.20gb"
 	two.MIG, two.MIGProfile = "2", "1g.5gb"
 	row := func(gpus ...classify.GPU) correlate.SpanRow {
-		return correlate.SpanRow{Span: models.Span{SpanID: "e000000000000002", Service: "ai-enrichment", Operation: "enrich", Start: traceStart, Duration: time.Second},
+		return correlate.SpanRow{Span: &models.Span{SpanID: "e000000000000002", Service: "ai-enrichment", Operation: "enrich", Start: traceStart, Duration: time.Second},
 			Host: "gpu-node-1", GPUs: []string{"0"}, GPU: &correlate.GPUWindow{GPUs: gpus, Class: classify.Idle, ClassShare: 1, Util: 1, Samples: 1}}
 	}
 	f := TraceSpans("4bf92f3577b34da6a3ce929d0e0e4736", []correlate.SpanRow{row(two), row(one, two)}, "process_cpu:cpu:nanoseconds:cpu:nanoseconds", "memory:alloc_space:bytes:space:bytes", fullLinks)
