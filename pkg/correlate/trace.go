@@ -33,7 +33,7 @@ func (p SpanProfiles) HasSamples() bool {
 // the GPUs of its host were doing meanwhile.
 type SpanRow struct {
 	Span  *models.Span // in the trace's spans, not a copy: a row per span of a 2,000-span request
-	Depth int // 0 for a root; rows come depth first, children by start
+	Depth int          // 0 for a root; rows come depth first, children by start
 	// Self is the span's duration minus the union of its children's time inside it.
 	Self time.Duration
 	// ProfileID is the span's pyroscope.profile.id ("" when the span has no profile of its own).
