@@ -2,6 +2,7 @@ package jaeger
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/otlptrace"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/upstream"
 	jsoniter "github.com/json-iterator/go"
 )
 
@@ -20,11 +22,26 @@ import (
 const ServiceNameAttribute = otlptrace.ServiceNameAttribute
 
 // decodeV3 reads the envelope of Jaeger's v3 HTTP API, {"result": <OTLP JSON TracesData>} or
-// {"error": {...}}, from body as it arrives, the result straight into spans (otlptrace.ReadJSON).
-// An error field wins over a result, as a reply with both is not an answer.
+// {"error": {...}}: the body whole (in a pooled buffer), its spans by a scan of the bytes
+// (otlptrace.ScanJSON), and where the scan is unsure (or the reply is an error, or is cut short)
+// through the decoder, which reads what the scan does not and says what is wrong. An error field
+// wins over a result, as a reply with both is not an answer.
 func decodeV3(body io.Reader, path string) ([]models.Span, error) {
-	return decodeV3With(body, path, otlptrace.ReadJSON)
+	b, err := upstream.ReadPooled(body)
+	defer b.Release()
+	if err == nil {
+		if spans, ok := otlptrace.ScanJSON(b.Bytes(), "result", nil); ok {
+			return spans, nil
+		}
+	}
+	// What was read, then the read's error, as the decoder would have met them.
+	return decodeV3With(io.MultiReader(bytes.NewReader(b.Bytes()), failedRead{err}), path, otlptrace.ReadJSON)
 }
+
+// failedRead is a reader that fails with err (io.EOF when nil).
+type failedRead struct{ err error }
+
+func (f failedRead) Read([]byte) (int, error) { return 0, cmp.Or(f.err, io.EOF) }
 
 // decodeV3Failed reads a v3 search's reply (the whole body, b) for its failed traces only: first
 // the trace IDs of its failed spans, skipping the rest, then those traces' spans. A triage's
@@ -50,6 +67,9 @@ func decodeV3Failed(b []byte, path string) ([]models.Span, error) {
 	keep := func(traceID string) bool { return failed[traceID] }
 	if scanned {
 		// Only the resourceSpans holding the failed traces' spans go to the decoder.
+		if spans, ok := otlptrace.ScanJSON(cut, "", keep); ok {
+			return spans, nil
+		}
 		spans, err := otlptrace.ReadJSONOf(jsoniter.ParseBytes(jsoniter.ConfigDefault, cut), keep)
 		if err != nil {
 			return nil, fmt.Errorf("reply to %s has %w", path, err)

@@ -50,17 +50,24 @@ func ReadAll(r io.Reader) ([]byte, error) {
 	return out, err
 }
 
-// Replies read by ReadPooled go into buffers from a free list that the garbage collector does
+// Replies read by ReadPooled go into buffers from free lists that the garbage collector does
 // not empty (a sync.Pool is emptied by every other collection, and the collector runs about once
-// per large query). It holds at most freeBodies buffers of at most maxFreeBody bytes: a few
-// megabytes at worst, kept for the process's life.
+// per large query). One holds at most freeBodies buffers of at most maxFreeBody bytes, the
+// other at most freeLargeBodies of at most maxLargeBody (a 2,000-span trace's reply is about a
+// megabyte, and reading it into a new buffer each time was a tenth of the `trace` query's
+// allocations): about 24 MB at worst, kept for the process's life.
 const (
-	freeBodies  = 32
-	maxFreeBody = 256 << 10
-	firstBody   = 16 << 10
+	freeBodies      = 32
+	maxFreeBody     = 256 << 10
+	firstBody       = 16 << 10
+	freeLargeBodies = 4
+	maxLargeBody    = 4 << 20
 )
 
-var freeBodyList = make(chan *[]byte, freeBodies)
+var (
+	freeBodyList  = make(chan *[]byte, freeBodies)
+	freeLargeList = make(chan *[]byte, freeLargeBodies)
+)
 
 // Body is a reply read whole into a buffer of the free list: Bytes holds it until Release, after
 // which the buffer is the next reply's. It is for a decoder that copies what it keeps
@@ -82,9 +89,7 @@ func ReadPooled(r io.Reader) (Body, error) {
 	var err error
 	for {
 		if len(b) == cap(b) {
-			grown := make([]byte, len(b), 2*cap(b)) // doubling: append grows a large slice by a quarter
-			copy(grown, b)
-			b = grown
+			b = grow(buf, b)
 		}
 		var n int
 		n, err = r.Read(b[len(b):cap(b)])
@@ -100,6 +105,29 @@ func ReadPooled(r io.Reader) (Body, error) {
 	return Body{buf}, err
 }
 
+// grow is b (held in buf) in a larger buffer: a large one of the free list when b has outgrown
+// the small ones and the list has one (the small buffer goes back to its list), else twice its
+// size (append grows a large slice by a quarter).
+func grow(buf *[]byte, b []byte) []byte {
+	if cap(b) >= maxFreeBody {
+		select {
+		case large := <-freeLargeList:
+			if cap(*large) > cap(b) {
+				grown := append((*large)[:0], b...)
+				if cap(b) == maxFreeBody {
+					small := b[:0]
+					Body{&small}.Release()
+				}
+				return grown
+			}
+			Body{large}.Release()
+		default:
+		}
+	}
+	grown := make([]byte, len(b), 2*cap(b))
+	copy(grown, b)
+	return grown
+}
 // Bytes is the body; valid until Release. The zero Body is empty.
 func (b Body) Bytes() []byte {
 	if b.buf == nil {
@@ -108,14 +136,21 @@ func (b Body) Bytes() []byte {
 	return *b.buf
 }
 
-// Release gives the buffer back for the next reply (one too large for the list is dropped).
+// Release gives the buffer back for the next reply (one too large for the lists is dropped).
 func (b Body) Release() {
-	if b.buf == nil || cap(*b.buf) > maxFreeBody {
+	if b.buf == nil {
 		return
+	}
+	list := freeBodyList
+	switch c := cap(*b.buf); {
+	case c > maxLargeBody:
+		return
+	case c > maxFreeBody:
+		list = freeLargeList
 	}
 	*b.buf = (*b.buf)[:0]
 	select {
-	case freeBodyList <- b.buf:
+	case list <- b.buf:
 	default:
 	}
 }
