@@ -128,6 +128,7 @@ func grow(buf *[]byte, b []byte) []byte {
 	copy(grown, b)
 	return grown
 }
+
 // Bytes is the body; valid until Release. The zero Body is empty.
 func (b Body) Bytes() []byte {
 	if b.buf == nil {
