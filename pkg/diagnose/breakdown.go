@@ -65,7 +65,7 @@ func Request(ans *correlate.TraceAnswer) Diagnosis {
 		return Diagnosis{}
 	}
 	var d Diagnosis
-	sh := shapeOf(ans.Trace)
+	sh := shapeOf(ans.Trace, ans.Rows)
 	d.Breakdown, d.Request = breakdown(ans.Trace, ans.Rows, sh)
 	d.Verdict = verdict(ans, d.Breakdown, d.Request, sh)
 	return d
@@ -79,13 +79,41 @@ type shape struct {
 	index     map[string]int // span ID to its index in the trace (of repeated IDs, the last)
 	attempts  []attempt
 	attemptOf []int // failedAttempts
+	rows      []correlate.SpanRow
+	rowAt     []int32 // by the index of a span ID (index): its row in rows (of repeated IDs, the last); -1 for none
 }
 
-func shapeOf(t *models.Trace) shape {
-	sh := shape{root: models.RequestRoot(t)}
+func shapeOf(t *models.Trace, rows []correlate.SpanRow) shape {
+	sh := shape{rows: rows}
 	sh.children, sh.index = childrenOf(t)
+	sh.root = models.RequestRootIn(t, func(id string) bool { _, ok := sh.index[id]; return ok })
 	sh.attempts, sh.attemptOf = failedAttempts(t, sh.root, sh.children)
+	sh.rowAt = make([]int32, len(t.Spans))
+	for i := range sh.rowAt {
+		sh.rowAt[i] = -1
+	}
+	for i := range rows {
+		if at, ok := sh.index[rows[i].Span.SpanID]; ok {
+			sh.rowAt[at] = int32(i)
+		}
+	}
 	return sh
+}
+
+// span is the span of an ID (of repeated IDs, the last); nil when the trace has none.
+func (sh shape) span(t *models.Trace, id string) *models.Span {
+	if i, ok := sh.index[id]; ok {
+		return &t.Spans[i]
+	}
+	return nil
+}
+
+// row is the row of a span ID (of repeated IDs, the last); nil when none.
+func (sh shape) row(id string) *correlate.SpanRow {
+	if i, ok := sh.index[id]; ok && sh.rowAt[i] >= 0 {
+		return &sh.rows[sh.rowAt[i]]
+	}
+	return nil
 }
 
 // BreakdownPart is one part of the request's duration.
@@ -111,7 +139,7 @@ type BreakdownPart struct {
 // a service nothing explains is unexplained. The parts sum to the request's duration exactly;
 // parts of no time are left out. Rows are correlate.JoinTrace's (their CPU and kernel time are used).
 func Breakdown(t *models.Trace, rows []correlate.SpanRow) (parts []BreakdownPart, total time.Duration) {
-	return breakdown(t, rows, shapeOf(t))
+	return breakdown(t, rows, shapeOf(t, rows))
 }
 
 func breakdown(t *models.Trace, rows []correlate.SpanRow, sh shape) (parts []BreakdownPart, total time.Duration) {
@@ -120,12 +148,8 @@ func breakdown(t *models.Trace, rows []correlate.SpanRow, sh shape) (parts []Bre
 		return nil, 0
 	}
 	onPath := make([]time.Duration, len(t.Spans))
-	for _, seg := range CriticalPath(t, root) {
+	for _, seg := range criticalPath(t, root, sh.children, sh.index) {
 		onPath[seg.Span] += seg.Duration()
-	}
-	bySpan := make(map[string]*correlate.SpanRow, len(rows))
-	for i := range rows {
-		bySpan[rows[i].Span.SpanID] = &rows[i]
 	}
 	// CPU per service: its profiled spans' totals (a span profile covers the service's local
 	// subtree), spent against the service's time on the path.
@@ -183,11 +207,11 @@ func breakdown(t *models.Trace, rows []correlate.SpanRow, sh shape) (parts []Bre
 			add(PartFailed, f.Service, "", take(left), partSource(PartFailed))
 			continue
 		}
-		for _, f := range engineFigures(t, i, children[i], bySpan[s.SpanID]) {
+		for _, f := range engineFigures(t, i, children[i], sh.row(s.SpanID)) {
 			add(f.kind, s.Service, "", take(f.d), f.source)
 		}
 		withKernels := false
-		if r := bySpan[s.SpanID]; r != nil && r.GPUKernelTime != nil {
+		if r := sh.row(s.SpanID); r != nil && r.GPUKernelTime != nil {
 			withKernels = true
 			add(PartGPUKernels, s.Service, "", take(time.Duration(*r.GPUKernelTime)), partSource(PartGPUKernels))
 		}
@@ -199,7 +223,7 @@ func breakdown(t *models.Trace, rows []correlate.SpanRow, sh shape) (parts []Bre
 		// What the kernel traces say the GPU waited for comes before the profiles: launch calls
 		// and host work between kernels are CPU the profile also saw (spent here, not again on
 		// the service's other spans), and a spinning synchronisation burns CPU too.
-		if r := bySpan[s.SpanID]; withKernels && r.GPUIdle != nil {
+		if r := sh.row(s.SpanID); withKernels && r.GPUIdle != nil {
 			for _, m := range idleParts(*r.GPUIdle, left) {
 				got := take(m.d)
 				add(m.kind, s.Service, "", got, partSource(m.kind))
@@ -215,7 +239,7 @@ func breakdown(t *models.Trace, rows []correlate.SpanRow, sh shape) (parts []Bre
 			// A container at its CPU limit keeps its runnable threads off the CPU for the
 			// throttled seconds it accrues per CPU-second used: the span's CPU here came with
 			// that much throttling, out of its off-CPU time.
-			if r := bySpan[s.SpanID]; r != nil && r.Container != nil {
+			if r := sh.row(s.SpanID); r != nil && r.Container != nil {
 				if per := r.Container.ThrottledPerCPUSecond(); per > 0 && !math.IsInf(per, 0) {
 					add(PartThrottled, s.Service, "", take(time.Duration(float64(cpu)*per)), partSource(PartThrottled))
 				}

@@ -29,19 +29,20 @@ func CriticalPath(t *models.Trace, root int) []PathSegment {
 	if t == nil || root < 0 || root >= len(t.Spans) {
 		return nil
 	}
-	children := map[string][]int{}
-	for i, s := range t.Spans {
-		if s.ParentSpanID != "" && s.ParentSpanID != s.SpanID {
-			children[s.ParentSpanID] = append(children[s.ParentSpanID], i)
-		}
-	}
+	children, index := childrenOf(t)
+	return criticalPath(t, root, children, index)
+}
+
+// criticalPath is CriticalPath with the trace's tree already worked out (childrenOf).
+func criticalPath(t *models.Trace, root int, children [][]int, index map[string]int) []PathSegment {
 	var out []PathSegment
 	visiting := make([]bool, len(t.Spans)) // a cycle of parent IDs ends the walk
 	var walk func(i int, from, to time.Time)
 	walk = func(i int, from, to time.Time) {
 		visiting[i] = true
 		defer func() { visiting[i] = false }()
-		kids := children[t.Spans[i].SpanID]
+		// The children of the span's ID: of spans repeating an ID, every one has them all.
+		kids := children[index[t.Spans[i].SpanID]]
 		cursor := to
 		for cursor.After(from) {
 			// The child that finished last at or before the cursor, clipped to this span's window.

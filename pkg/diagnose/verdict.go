@@ -10,7 +10,6 @@ import (
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/classify"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/correlate"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace"
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 )
 
 // Kinds of cause a verdict names.
@@ -77,20 +76,12 @@ func Verdict(ans *correlate.TraceAnswer, breakdown []BreakdownPart, request time
 	if ans == nil || ans.Trace == nil || request <= 0 {
 		return nil
 	}
-	return verdict(ans, breakdown, request, shapeOf(ans.Trace))
+	return verdict(ans, breakdown, request, shapeOf(ans.Trace, ans.Rows))
 }
 
 func verdict(ans *correlate.TraceAnswer, breakdown []BreakdownPart, request time.Duration, sh shape) []Cause {
 	if ans == nil || ans.Trace == nil || request <= 0 {
 		return nil
-	}
-	spanOf := make(map[string]*models.Span, len(ans.Trace.Spans))
-	for i := range ans.Trace.Spans {
-		spanOf[ans.Trace.Spans[i].SpanID] = &ans.Trace.Spans[i]
-	}
-	rowOf := make(map[string]*correlate.SpanRow, len(ans.Rows))
-	for i := range ans.Rows {
-		rowOf[ans.Rows[i].Span.SpanID] = &ans.Rows[i]
 	}
 	attemptAt := map[string]attempt{}
 	for _, a := range sh.attempts {
@@ -116,13 +107,13 @@ func verdict(ans *correlate.TraceAnswer, breakdown []BreakdownPart, request time
 		if p.Duration < minCause {
 			continue // crumbs of the path's arithmetic, not a cause
 		}
-		row := rowOf[p.SpanID]
+		row := sh.row(p.SpanID)
 		op := ""
-		if sp, ok := spanOf[p.SpanID]; ok {
+		if sp := sh.span(ans.Trace, p.SpanID); sp != nil {
 			op = " (" + sp.Operation + ")"
 		}
 		c := Cause{Service: p.Service, SpanID: p.SpanID, Explains: p.Duration}
-		if sp, ok := spanOf[p.SpanID]; ok {
+		if sp := sh.span(ans.Trace, p.SpanID); sp != nil {
 			c.Start, c.End = sp.Start, sp.Start.Add(sp.Duration)
 		}
 		switch p.Kind {

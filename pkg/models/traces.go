@@ -153,9 +153,18 @@ func RequestRoot(t *Trace) int {
 	for _, s := range t.Spans {
 		ids[s.SpanID] = true
 	}
+	return RequestRootIn(t, func(id string) bool { return ids[id] })
+}
+
+// RequestRootIn is RequestRoot for a caller that already holds the trace's span IDs (has says
+// whether one is in the trace): a 2,000-span request's set need not be built twice.
+func RequestRootIn(t *Trace, has func(spanID string) bool) int {
+	if t == nil {
+		return -1
+	}
 	best := -1
 	for i, s := range t.Spans {
-		if s.ParentSpanID != "" && ids[s.ParentSpanID] && s.ParentSpanID != s.SpanID {
+		if s.ParentSpanID != "" && has(s.ParentSpanID) && s.ParentSpanID != s.SpanID {
 			continue
 		}
 		if best < 0 || s.Duration > t.Spans[best].Duration || s.Duration == t.Spans[best].Duration && s.Start.Before(t.Spans[best].Start) {
