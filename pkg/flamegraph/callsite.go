@@ -46,7 +46,8 @@ func CallSite(root *Node, callSite []string) *Node {
 		if i >= 0 {
 			name = callSite[i]
 		}
-		n = &Node{Name: name, Total: site.Total, TotalRight: site.TotalRight, Children: []*Node{n}}
+		n = &Node{Name: name, Total: site.Total, Children: []*Node{n}}
+		n.SetRight(site.TotalRight(), 0)
 	}
 	return n
 }

@@ -81,11 +81,12 @@ func TestNoCallSiteKeepsTheTreeAndACutSharesNoNode(t *testing.T) {
 
 func TestCallSiteKeepsBothSidesOfADiffAndMergesRepeatedSiblings(t *testing.T) {
 	// A tree built from levels may hold two siblings of one name; both are under the call site.
-	in := &Node{Name: RootName, Total: 30, TotalRight: 12, Children: []*Node{
-		{Name: "work", Total: 10, Self: 10, TotalRight: 4, SelfRight: 4},
+	right := func(n *Node, total, self int64) *Node { n.SetRight(total, self); return n }
+	in := right(&Node{Name: RootName, Total: 30, Children: []*Node{
+		right(&Node{Name: "work", Total: 10, Self: 10}, 4, 4),
 		{Name: "idle", Total: 5, Self: 5},
-		{Name: "work", Total: 15, TotalRight: 8, Children: []*Node{{Name: "io", Total: 15, Self: 15, TotalRight: 8, SelfRight: 8}}},
-	}}
+		right(&Node{Name: "work", Total: 15, Children: []*Node{right(&Node{Name: "io", Total: 15, Self: 15}, 8, 8)}}, 8, 0),
+	}}, 12, 0)
 	want := `total 25/0 right 12/0
   work 25/10 right 12/4
     io 15/15 right 8/8

@@ -41,8 +41,8 @@ func dump(n *Node) string {
 	var b strings.Builder
 	n.Walk(func(depth int, c *Node) {
 		fmt.Fprintf(&b, "%s%s %d/%d", strings.Repeat("  ", depth), c.Name, c.Total, c.Self)
-		if c.TotalRight != 0 || c.SelfRight != 0 {
-			fmt.Fprintf(&b, " right %d/%d", c.TotalRight, c.SelfRight)
+		if c.TotalRight() != 0 || c.SelfRight() != 0 {
+			fmt.Fprintf(&b, " right %d/%d", c.TotalRight(), c.SelfRight())
 		}
 		b.WriteString("\n")
 	})
@@ -162,7 +162,7 @@ func TestDiffKeepsBothSidesAndScaling(t *testing.T) {
 		t.Errorf("diff:\n%s\nwant:\n%s", got, want)
 	}
 	d.ScaleRight(10)
-	if d.TotalRight != 100 || d.Children[0].TotalRight != 80 || d.Children[2].SelfRight != 20 {
+	if d.TotalRight() != 100 || d.Children[0].TotalRight() != 80 || d.Children[2].SelfRight() != 20 {
 		t.Errorf("scaled right:\n%s", dump(d))
 	}
 	d.ScaleLeft(0.5)
@@ -173,10 +173,10 @@ func TestDiffKeepsBothSidesAndScaling(t *testing.T) {
 	d.Walk(func(_ int, n *Node) {
 		var sum, sumR int64
 		for _, c := range n.Children {
-			sum, sumR = sum+c.Total, sumR+c.TotalRight
+			sum, sumR = sum+c.Total, sumR+c.TotalRight()
 		}
-		if n.Total < sum+n.Self || n.TotalRight < sumR+n.SelfRight {
-			t.Errorf("node %s: total %d/%d below children %d/%d", n.Name, n.Total, n.TotalRight, sum, sumR)
+		if n.Total < sum+n.Self || n.TotalRight() < sumR+n.SelfRight() {
+			t.Errorf("node %s: total %d/%d below children %d/%d", n.Name, n.Total, n.TotalRight(), sum, sumR)
 		}
 	})
 }

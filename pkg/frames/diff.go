@@ -25,10 +25,10 @@ func DiffSummary(tree *flamegraph.Node, rows int) *data.Frame {
 		left, right, selfMove float64 // percent of each side's total; self: percentage points
 	}
 	var moves []move
-	if tree != nil && tree.Total+tree.TotalRight > 0 {
+	if tree != nil && tree.Total+tree.TotalRight() > 0 {
 		for name, v := range tree.ByFunction() {
-			m := move{name: name, left: share(v.Total, tree.Total), right: share(v.TotalRight, tree.TotalRight),
-				selfMove: share(v.SelfRight, tree.TotalRight) - share(v.Self, tree.Total)}
+			m := move{name: name, left: share(v.Total, tree.Total), right: share(v.TotalRight, tree.TotalRight()),
+				selfMove: share(v.SelfRight, tree.TotalRight()) - share(v.Self, tree.Total)}
 			if m.left != 0 || m.right != 0 {
 				moves = append(moves, m)
 			}
@@ -119,7 +119,7 @@ func DiffFewSamples(tree *flamegraph.Node, profileTypeID string) string {
 		return ""
 	}
 	samples := func(ns int64) int64 { return ns / int64(cpuSampleInterval) }
-	left, right := samples(tree.Total), samples(tree.TotalRight)
+	left, right := samples(tree.Total), samples(tree.TotalRight())
 	var few []string
 	for _, side := range []struct {
 		name string
@@ -140,7 +140,7 @@ func DiffFewSamples(tree *flamegraph.Node, profileTypeID string) string {
 // compare each function's share of its side, and says so (the sides described in words).
 func NormaliseDiff(tree *flamegraph.Node, profileTypeID, baseline, comparison string) string {
 	unit := ProfileUnit(profileTypeID)
-	left, right := tree.Total, tree.TotalRight
+	left, right := tree.Total, tree.TotalRight()
 	text := fmt.Sprintf("Baseline: %s, total %s. Comparison: %s, total %s.",
 		baseline, FormatValue(left, unit), comparison, FormatValue(right, unit))
 	switch {

@@ -117,13 +117,13 @@ func TestFormatValue(t *testing.T) {
 
 func TestNormaliseDiffScalesTheSmallerSideAndSaysSo(t *testing.T) {
 	tree := flamegraph.Diff(sample.tree(), slowSerialize.tree())
-	left, right := tree.Total, tree.TotalRight
+	left, right := tree.Total, tree.TotalRight()
 	text := NormaliseDiff(tree, cpuType, "the service", "trace abc")
 	if left == right {
 		t.Fatal("the fixture's sides have the same total")
 	}
-	if tree.Total != tree.TotalRight {
-		t.Errorf("after scaling: baseline %d, comparison %d", tree.Total, tree.TotalRight)
+	if tree.Total != tree.TotalRight() {
+		t.Errorf("after scaling: baseline %d, comparison %d", tree.Total, tree.TotalRight())
 	}
 	for _, part := range []string{"Baseline: the service, total ", "Comparison: trace abc, total ", "scaled ×", "to the "} {
 		if !strings.Contains(text, part) {

@@ -66,8 +66,8 @@ func nestedSet(name string, root *flamegraph.Node, profileTypeID string, diff bo
 			selfs.set(i, n.Self)
 			labels.set(i, enum.index(n.Name))
 			if diff {
-				valuesRight.set(i, n.TotalRight)
-				selfsRight.set(i, n.SelfRight)
+				valuesRight.set(i, n.TotalRight())
+				selfsRight.set(i, n.SelfRight())
 			}
 			i++
 		})

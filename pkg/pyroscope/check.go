@@ -18,12 +18,17 @@ func (fg *FlameGraph) Check() error {
 		return fmt.Errorf("the flame graph in Pyroscope's reply is inconsistent: "+format, args...)
 	}
 	type span struct{ start, end int64 }
-	var prev []span
+	// Two levels are held at a time, in two buffers of the widest level's size.
+	widest := 0
+	for _, values := range fg.Levels {
+		widest = max(widest, len(values)/4)
+	}
+	prev, cur := make([]span, 0, widest), make([]span, 0, widest)
 	for li, values := range fg.Levels {
 		if len(values)%4 != 0 {
 			return bad("level %d has %d numbers, not 4 per node", li, len(values))
 		}
-		cur := make([]span, 0, len(values)/4)
+		cur = cur[:0]
 		x, p := int64(0), 0
 		for i := 0; i < len(values); i += 4 {
 			offset, total, self, name := values[i], values[i+1], values[i+2], values[i+3]
@@ -53,7 +58,7 @@ func (fg *FlameGraph) Check() error {
 				return bad("level %d node %d (%d to %d) lies in no node of level %d", li, node, start, x, li-1)
 			}
 		}
-		prev = cur
+		prev, cur = cur, prev
 	}
 	return nil
 }
