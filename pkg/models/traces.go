@@ -32,6 +32,9 @@ type Span struct {
 	// Attributes are the span's own attributes (v1: tags), e.g. pyroscope.profile.id.
 	Attributes map[string]string
 	// Resource holds the resource attributes (v1: process tags), e.g. host.name.
+	//
+	// Both maps are read-only: the readers give spans with the same attributes (or resource) one
+	// map.
 	Resource map[string]string
 	// Kind is OpenTelemetry's span kind in lower case ("server", "client", "internal",
 	// "producer", "consumer"; v1: the span.kind tag), "" when unset.

@@ -3,6 +3,7 @@ package otlptrace
 import (
 	"bytes"
 	"io"
+	"maps"
 	"strconv"
 	"time"
 
@@ -75,6 +76,8 @@ type spanScanner struct {
 	traceID string            // the last trace ID read: a trace's spans share one string
 	strs    map[string]string // interned strings
 	pairs   [][2]string       // attributes' scratch
+	recent  [16]map[string]string
+	next    int // the next of recent to replace
 }
 
 // maxInterned bounds the interned strings, and maxInternedLen the length of one: past them a
@@ -387,15 +390,49 @@ func (r *spanScanner) attributes(m map[string]string) (map[string]string, bool) 
 	})
 	if ok {
 		if m == nil {
-			m = make(map[string]string, len(pairs))
-		}
-		for _, p := range pairs {
-			m[p[0]] = p[1]
+			m = r.shared(pairs)
+		} else {
+			// A second attributes field: added to a copy, as the map read from the first may be
+			// another span's too.
+			m = maps.Clone(m)
+			for _, p := range pairs {
+				m[p[0]] = p[1]
+			}
 		}
 	}
 	clear(pairs) // the scratch must not keep this reply's strings alive
 	r.pairs = pairs[:0]
 	return m, ok
+}
+
+// shared is a map of pairs: one made for the same pairs before when one of the last few is (the
+// spans of one instrumentation often carry the same attributes, internal spans often none, and
+// a resource repeats in every ResourceSpans of its service), else a new one, kept for the next.
+// The spans' maps are read-only (models.Span), so they can be one.
+func (r *spanScanner) shared(pairs [][2]string) map[string]string {
+	for _, m := range r.recent {
+		if m != nil && len(m) == len(pairs) && holds(m, pairs) {
+			return m
+		}
+	}
+	m := make(map[string]string, len(pairs))
+	for _, p := range pairs {
+		m[p[0]] = p[1]
+	}
+	if len(m) == len(pairs) { // a key given twice: not kept, as it matches no pairs
+		r.recent[r.next] = m
+		r.next = (r.next + 1) % len(r.recent)
+	}
+	return m
+}
+
+func holds(m map[string]string, pairs [][2]string) bool {
+	for _, p := range pairs {
+		if v, ok := m[p[0]]; !ok || v != p[1] {
+			return false
+		}
+	}
+	return true
 }
 
 // value reads an AnyValue holding a string, an integer, a bool or a double as

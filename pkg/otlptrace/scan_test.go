@@ -67,14 +67,19 @@ func TestScanJSONReadsAsTheDecoder(t *testing.T) {
 		json    string
 		scanned bool
 	}{
-		"upper-case IDs":        {span(``), true},
-		"snake case":            {`{"resource_spans":[{"scope_spans":[{"spans":[{"trace_id":"4bf92f3577b34da6a3ce929d0e0e4736","span_id":"00f067aa0ba902b7","start_time_unix_nano":5,"end_time_unix_nano":"9"}]}]}]}`, true},
-		"kinds and statuses":    {span(`,"kind":"SPAN_KIND_SERVER","status":{"code":"STATUS_CODE_ERROR","message":"m"}`), true},
-		"numeric kind":          {span(`,"kind":3,"status":{"code":1}`), true},
-		"unknown kind number":   {span(`,"kind":9`), true},
-		"scalar values":         {span(`,"attributes":[{"key":"i","value":{"intValue":"-007"}},{"key":"n","value":{"intValue":42}},{"key":"b","value":{"boolValue":true}},{"key":"d","value":{"doubleValue":0.1}},{"key":"ds","value":{"doubleValue":"1e3"}},{"key":"e","value":{}}]`), true},
-		"escaped value":         {span(`,"name":"a\"b\u00e9","attributes":[{"key":"k\n","value":{"stringValue":"\ud83d\ude00"}}]`), true},
-		"repeated key":          {span(`,"attributes":[{"key":"k","value":{"stringValue":"1"}},{"key":"k","value":{"stringValue":"2"}}],"attributes":[{"key":"j","value":{"stringValue":"3"}}]`), true},
+		"upper-case IDs":      {span(``), true},
+		"snake case":          {`{"resource_spans":[{"scope_spans":[{"spans":[{"trace_id":"4bf92f3577b34da6a3ce929d0e0e4736","span_id":"00f067aa0ba902b7","start_time_unix_nano":5,"end_time_unix_nano":"9"}]}]}]}`, true},
+		"kinds and statuses":  {span(`,"kind":"SPAN_KIND_SERVER","status":{"code":"STATUS_CODE_ERROR","message":"m"}`), true},
+		"numeric kind":        {span(`,"kind":3,"status":{"code":1}`), true},
+		"unknown kind number": {span(`,"kind":9`), true},
+		"scalar values":       {span(`,"attributes":[{"key":"i","value":{"intValue":"-007"}},{"key":"n","value":{"intValue":42}},{"key":"b","value":{"boolValue":true}},{"key":"d","value":{"doubleValue":0.1}},{"key":"ds","value":{"doubleValue":"1e3"}},{"key":"e","value":{}}]`), true},
+		"escaped value":       {span(`,"name":"a\"b\u00e9","attributes":[{"key":"k\n","value":{"stringValue":"\ud83d\ude00"}}]`), true},
+		"repeated key":        {span(`,"attributes":[{"key":"k","value":{"stringValue":"1"}},{"key":"k","value":{"stringValue":"2"}}],"attributes":[{"key":"j","value":{"stringValue":"3"}}]`), true},
+		// The second span's first attributes are the first span's: its second attributes field
+		// must not change the first span's map.
+		"shared, then added to": {`{"resourceSpans":[{"scopeSpans":[{"spans":[{` + ids + `,"attributes":[{"key":"k","value":{"stringValue":"1"}}]},` +
+			`{"traceId":"4bf92f3577b34da6a3ce929d0e0e4736","spanId":"00f067aa0ba902b8","attributes":[{"key":"k","value":{"stringValue":"1"}}],"attributes":[{"key":"j","value":{"stringValue":"2"}}]},` +
+			`{"traceId":"4bf92f3577b34da6a3ce929d0e0e4736","spanId":"00f067aa0ba902b9"},{"traceId":"4bf92f3577b34da6a3ce929d0e0e4736","spanId":"00f067aa0ba902ba"}]}]}]}`, true},
 		"events":                {span(`,"events":[{"timeUnixNano":"9","name":"b"},{"timeUnixNano":"5","name":"a","attributes":[{"key":"exception.type","value":{"stringValue":"E"}}]}]`), true},
 		"nulls":                 {`{"resourceSpans":[null,{"resource":null,"scopeSpans":null},{"scopeSpans":[null,{"spans":null}]}]}`, true},
 		"no spans":              {`{"resourceSpans":[]}`, true},
