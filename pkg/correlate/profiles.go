@@ -6,6 +6,7 @@
 package correlate
 
 import (
+	"slices"
 	"sort"
 	"time"
 
@@ -147,15 +148,27 @@ func serviceMatches(service string, matchers []*labels.Matcher) bool {
 	return true
 }
 
-// dedupe drops repeated span IDs (a span reported twice, or two spans naming one profile ID).
+// dedupe drops repeated span IDs (a span reported twice, or two spans naming one profile ID),
+// in place. A service's spans are usually few: they are compared with those kept so far, and a
+// set is made only for many.
 func dedupe(spans []askedSpan) []askedSpan {
-	seen := make(map[string]bool, len(spans))
-	out := spans[:0:0]
+	const scanUpTo = 64
+	var seen map[string]bool
+	if len(spans) > scanUpTo {
+		seen = make(map[string]bool, len(spans))
+	}
+	out := spans[:0]
 	for _, s := range spans {
-		if !seen[s.id] {
+		switch {
+		case seen != nil:
+			if seen[s.id] {
+				continue
+			}
 			seen[s.id] = true
-			out = append(out, s)
+		case slices.ContainsFunc(out, func(k askedSpan) bool { return k.id == s.id }):
+			continue
 		}
+		out = append(out, s)
 	}
 	return out
 }

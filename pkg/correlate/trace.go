@@ -170,10 +170,6 @@ func JoinTrace(in TraceJoin) []SpanRow {
 
 	rows := make([]SpanRow, 0, len(spans))
 	visited := make([]bool, len(spans))
-	// kids is one span's children while its self time is computed, reused by every span (the
-	// recursion below starts after it is read): a copy per span was most of what a large
-	// request's join allocated.
-	var kids []models.Span
 	var visit func(i, depth int)
 	visit = func(i, depth int) {
 		if visited[i] { // a cycle of parent IDs: each span once
@@ -183,11 +179,7 @@ func JoinTrace(in TraceJoin) []SpanRow {
 		s := &spans[i]
 		row := SpanRow{Span: s, Depth: depth}
 		row.ProfileID, _ = s.ProfileID()
-		kids = kids[:0]
-		for _, c := range children.of(s.SpanID) {
-			kids = append(kids, spans[c])
-		}
-		row.Self = SelfTime(*s, kids)
+		row.Self = selfTime(s, spans, children.of(s.SpanID))
 		if row.ProfileID != "" {
 			if t, ok := in.CPU[row.ProfileID]; ok && cpuUsable {
 				row.CPU = total(t)
@@ -294,10 +286,10 @@ func total(t *flamegraph.Node) *int64 {
 	return &v
 }
 
-// SelfTime is the span's duration minus the union of its children's intervals, each clipped to
-// the span: overlapping children (parallel calls) count once, and a child outliving its parent
-// (an async call) counts only inside it.
-func SelfTime(s models.Span, children []models.Span) time.Duration {
+// selfTime is the span's duration minus the union of its children's intervals (children:
+// indexes into spans), each clipped to the span: overlapping children (parallel calls) count
+// once, and a child outliving its parent (an async call) counts only inside it.
+func selfTime(s *models.Span, spans []models.Span, children []int) time.Duration {
 	start := s.Start.UnixNano()
 	end := start + int64(s.Duration)
 	// Children's intervals clipped to the span, in nanoseconds; most spans have a few children,
@@ -306,7 +298,8 @@ func SelfTime(s models.Span, children []models.Span) time.Duration {
 	type iv struct{ a, b int64 }
 	var buf [16]iv
 	ivs := buf[:0]
-	for _, c := range children {
+	for _, ci := range children {
+		c := &spans[ci]
 		a := max(c.Start.UnixNano(), start)
 		b := min(c.Start.UnixNano()+int64(c.Duration), end)
 		if b > a {

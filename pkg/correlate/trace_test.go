@@ -44,7 +44,11 @@ func TestSelfTimeCountsOverlappingChildrenOnce(t *testing.T) {
 		{"zero-length child", []models.Span{jspan("a", "p", "svc", "a", 50, 0)}, ms(100)},
 	}
 	for _, c := range cases {
-		if got := SelfTime(parent, c.children); got != c.want {
+		kids := make([]int, len(c.children))
+		for i := range kids {
+			kids[i] = i
+		}
+		if got := selfTime(&parent, c.children, kids); got != c.want {
 			t.Errorf("%s: self %v, want %v", c.name, got, c.want)
 		}
 	}

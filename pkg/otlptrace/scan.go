@@ -29,7 +29,7 @@ import (
 // spans. The caller then reads the reply with ReadJSON (or ReadJSONOf), which reads those or says
 // what is wrong. TestScanJSONAgreesOnEditedReplies holds the two together.
 func ScanJSON(b []byte, envelope string, keep func(traceID string) bool) (spans []models.Span, ok bool) {
-	r := &spanScanner{scanner: scanner{b: b}, keep: keep, strs: map[string]string{}}
+	r := &spanScanner{scanner: scanner{b: b}, keep: keep, strs: make(map[string]string, 256)}
 	if keep == nil {
 		// Every span has a span ID: counting the key gives the slice's size (an attribute value
 		// that spells it, or a link's, only adds room).
