@@ -66,8 +66,8 @@ type LeverRequest struct {
 }
 
 // leverRequest reads the lever's request from the trace.
-func leverRequest(t *models.Trace, join models.SpanMatch, engines []EngineSpan) (LeverRequest, bool) {
-	root := models.RequestRoot(t)
+func leverRequest(t *models.Trace, tree *models.SpanTree, join models.SpanMatch, engines []EngineSpan) (LeverRequest, bool) {
+	root := tree.Root(t)
 	if root < 0 {
 		return LeverRequest{}, false
 	}

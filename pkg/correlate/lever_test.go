@@ -61,7 +61,7 @@ func leverRequestOf(t *testing.T) LeverRequest {
 		tr.Spans[i].Resource = map[string]string{"host.name": "gpu-node-1"}
 	}
 	engines, _ := engineSpans(tr)
-	r, ok := leverRequest(tr, models.DefaultJoinSettings().SpanMatch, engines)
+	r, ok := leverRequest(tr, models.NewSpanTree(tr.Spans), models.DefaultJoinSettings().SpanMatch, engines)
 	if !ok {
 		t.Fatal("no lever request")
 	}

@@ -36,7 +36,9 @@ type TraceQuery struct {
 type TraceAnswer struct {
 	// Trace is nil when it could not be read; Rows is then empty and a notice says why.
 	Trace *models.Trace
-	Rows  []SpanRow
+	// Tree is the trace's tree, for the readers of the answer (the diagnosis).
+	Tree *models.SpanTree
+	Rows []SpanRow
 	// Profile is the whole request's profile; nil when Pyroscope could not say (a notice says why).
 	Profile *RequestProfile
 	// Notices go with the span table: what each store contributed and what is missing.
@@ -85,16 +87,17 @@ func JoinRequest(ctx context.Context, src TraceSources, q TraceQuery) (*TraceAns
 		return &TraceAnswer{Profile: rp, Notices: notices.List{{Severity: notices.Warning, Text: fmt.Sprintf("No span table: could not read trace %s (%v).", q.TraceID, traceErr)}}}, nil
 	}
 
-	a := askTraceStores(ctx, src, q, rq, trace)
+	tree := models.NewSpanTree(trace.Spans)
+	a := askTraceStores(ctx, src, q, rq, trace, tree)
 	rows := JoinTrace(TraceJoin{
-		Trace: trace, CPU: a.cpuSpans(), Alloc: a.alloc,
+		Trace: trace, Tree: tree, CPU: a.cpuSpans(), Alloc: a.alloc,
 		GPUSeries: a.gpu, GPUStep: a.gpuStep, GPUsKnown: a.gpuErr == nil,
 		Classify: classify.NewWindows(a.gpu, q.Thresholds).Dominant,
 		Join:     q.Join,
 	})
 	attachContainers(rows, a.containers, q.Join)
 	attachEngines(rows, trace, a.engines)
-	out := &TraceAnswer{Trace: trace, Rows: rows, Profile: a.cpu, Engines: a.engines, Containers: a.containers}
+	out := &TraceAnswer{Trace: trace, Tree: tree, Rows: rows, Profile: a.cpu, Engines: a.engines, Containers: a.containers}
 	kernelNotices, kernelResults, baselines := kernelTimes(ctx, src.Kernels, trace.TraceID, rows)
 	out.Notices = traceNotices(q, rows, a)
 	if trace.Partial != "" {
@@ -146,13 +149,13 @@ func (a *traceStores) cpuSpans() SpanProfiles {
 
 // askTraceStores asks the stores in parallel (profiles, allocations, GPUs, engines, the lever's);
 // it takes about as long as the slowest of them.
-func askTraceStores(ctx context.Context, src TraceSources, q TraceQuery, rq RequestProfileQuery, trace *models.Trace) *traceStores {
+func askTraceStores(ctx context.Context, src TraceSources, q TraceQuery, rq RequestProfileQuery, trace *models.Trace, tree *models.SpanTree) *traceStores {
 	// A call that panics (logged) leaves these errors in place.
 	a := &traceStores{cpuErr: safe.ErrPanicked, allocErr: safe.ErrPanicked, gpuErr: safe.ErrPanicked}
 	a.engines, a.moreEngines = engineSpans(trace)
 	var containerQueries []models.ContainerQuery
 	a.containers, containerQueries, a.moreContainers = containerSpans(trace, q.Join)
-	lr, leverOK := leverRequest(trace, q.Join, a.engines)
+	lr, leverOK := leverRequest(trace, tree, q.Join, a.engines)
 	fanOut(6, func(i int) {
 		switch {
 		case i == 1 && q.AllocTypeID == "":

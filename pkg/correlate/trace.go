@@ -133,6 +133,8 @@ type ClassifyFunc func(series []classify.GPUSeries) (class classify.Class, share
 // TraceJoin is what the trace query knows once its upstream calls are back.
 type TraceJoin struct {
 	Trace *models.Trace
+	// Tree is the trace's tree (models.NewSpanTree), worked out here when nil.
+	Tree *models.SpanTree
 	// CPU and Alloc are the span profiles of the CPU and allocation types; nil when Pyroscope
 	// could not say (its notices tell why).
 	CPU, Alloc SpanProfiles
@@ -151,10 +153,13 @@ func JoinTrace(in TraceJoin) []SpanRow {
 		return nil
 	}
 	spans := in.Trace.Spans
-	children := childLists(spans)
+	tree := in.Tree
+	if tree == nil {
+		tree = models.NewSpanTree(spans)
+	}
 	var roots []int
 	for i := range spans {
-		if !children.hasParent(spans, i) {
+		if !tree.HasParent(&spans[i]) {
 			// A span whose parent is missing (still arriving, or in another trace) is shown as a
 			// root rather than dropped.
 			roots = append(roots, i)
@@ -164,7 +169,7 @@ func JoinTrace(in TraceJoin) []SpanRow {
 		return cmp.Or(spans[a].Start.Compare(spans[b].Start), cmp.Compare(spans[a].SpanID, spans[b].SpanID))
 	}
 	slices.SortStableFunc(roots, byStart)
-	children.sort(byStart)
+	children := tree.Sorted(byStart)
 	gpus := ServiceGPUs(in.Trace, in.Join)
 	cpuUsable, allocUsable := in.CPU.HasSamples(), in.Alloc.HasSamples()
 
@@ -179,7 +184,7 @@ func JoinTrace(in TraceJoin) []SpanRow {
 		s := &spans[i]
 		row := SpanRow{Span: s, Depth: depth}
 		row.ProfileID, _ = s.ProfileID()
-		row.Self = selfTime(s, spans, children.of(s.SpanID))
+		row.Self = selfTime(s, spans, children.Children(s.SpanID))
 		if row.ProfileID != "" {
 			if t, ok := in.CPU[row.ProfileID]; ok && cpuUsable {
 				row.CPU = total(t)
@@ -196,7 +201,7 @@ func JoinTrace(in TraceJoin) []SpanRow {
 			row.GPU = spanGPUWindow(*s, row.Host, row.GPUs, in.GPUSeries, in.GPUStep, in.Classify)
 		}
 		rows = append(rows, row)
-		for _, c := range children.of(s.SpanID) {
+		for _, c := range children.Children(s.SpanID) {
 			visit(c, depth+1)
 		}
 	}
@@ -209,73 +214,6 @@ func JoinTrace(in TraceJoin) []SpanRow {
 		}
 	}
 	return rows
-}
-
-// spanChildren are the children of each span ID of a trace, as indexes into its spans, in one
-// array (a slice per parent was a large request's many small allocations): the children of the
-// span ID first held by spans[i] are at[start[i]:start[i+1]].
-type spanChildren struct {
-	first map[string]int // a span ID's first span
-	start []int32
-	at    []int
-}
-
-// childLists gathers the children of every span ID: a span's parent is any span holding its
-// parent span ID (not itself).
-func childLists(spans []models.Span) spanChildren {
-	c := spanChildren{first: make(map[string]int, len(spans)), start: make([]int32, len(spans)+1)}
-	for i, s := range spans {
-		if _, ok := c.first[s.SpanID]; !ok {
-			c.first[s.SpanID] = i
-		}
-	}
-	parent := func(i int) int {
-		s := spans[i]
-		if p, ok := c.first[s.ParentSpanID]; ok && s.ParentSpanID != "" && s.ParentSpanID != s.SpanID {
-			return p
-		}
-		return -1
-	}
-	for i := range spans {
-		if p := parent(i); p >= 0 {
-			c.start[p+1]++
-		}
-	}
-	for i := 1; i < len(c.start); i++ {
-		c.start[i] += c.start[i-1]
-	}
-	c.at = make([]int, c.start[len(spans)])
-	next := slices.Clone(c.start[:len(spans)])
-	for i := range spans {
-		if p := parent(i); p >= 0 {
-			c.at[next[p]] = i
-			next[p]++
-		}
-	}
-	return c
-}
-
-// hasParent says whether spans[i]'s parent is in the trace.
-func (c spanChildren) hasParent(spans []models.Span, i int) bool {
-	s := spans[i]
-	_, ok := c.first[s.ParentSpanID]
-	return ok && s.ParentSpanID != "" && s.ParentSpanID != s.SpanID
-}
-
-// of lists the children of the span ID, in the order sort left them.
-func (c spanChildren) of(spanID string) []int {
-	p, ok := c.first[spanID]
-	if !ok {
-		return nil
-	}
-	return c.at[c.start[p]:c.start[p+1]]
-}
-
-// sort orders each span's children; ties (a span reported twice) keep the trace's order.
-func (c spanChildren) sort(cmp func(a, b int) int) {
-	for p := 0; p+1 < len(c.start); p++ {
-		slices.SortStableFunc(c.at[c.start[p]:c.start[p+1]], cmp)
-	}
 }
 
 func total(t *flamegraph.Node) *int64 {

@@ -65,7 +65,7 @@ func Request(ans *correlate.TraceAnswer) Diagnosis {
 		return Diagnosis{}
 	}
 	var d Diagnosis
-	sh := shapeOf(ans.Trace, ans.Rows)
+	sh := shapeOf(ans.Trace, ans.Tree, ans.Rows)
 	d.Breakdown, d.Request = breakdown(ans.Trace, ans.Rows, sh)
 	d.Verdict = verdict(ans, d.Breakdown, d.Request, sh)
 	return d
@@ -75,25 +75,28 @@ func Request(ans *correlate.TraceAnswer) Diagnosis {
 // request of thousands of spans must not pay for it twice.
 type shape struct {
 	root      int            // models.RequestRoot
-	children  [][]int        // childrenOf
-	index     map[string]int // span ID to its index in the trace (of repeated IDs, the last)
+	tree      *models.SpanTree
+	children  [][]int // childrenOf
 	attempts  []attempt
 	attemptOf []int // failedAttempts
 	rows      []correlate.SpanRow
-	rowAt     []int32 // by the index of a span ID (index): its row in rows (of repeated IDs, the last); -1 for none
+	rowAt     []int32 // by the position of a span ID (tree.Index): its row in rows (of repeated IDs, the last); -1 for none
 }
 
-func shapeOf(t *models.Trace, rows []correlate.SpanRow) shape {
-	sh := shape{rows: rows}
-	sh.children, sh.index = childrenOf(t)
-	sh.root = models.RequestRootIn(t, func(id string) bool { _, ok := sh.index[id]; return ok })
+func shapeOf(t *models.Trace, tree *models.SpanTree, rows []correlate.SpanRow) shape {
+	if tree == nil {
+		tree = models.NewSpanTree(t.Spans)
+	}
+	sh := shape{rows: rows, tree: tree}
+	sh.children = childrenOf(t, tree)
+	sh.root = tree.Root(t)
 	sh.attempts, sh.attemptOf = failedAttempts(t, sh.root, sh.children)
 	sh.rowAt = make([]int32, len(t.Spans))
 	for i := range sh.rowAt {
 		sh.rowAt[i] = -1
 	}
 	for i := range rows {
-		if at, ok := sh.index[rows[i].Span.SpanID]; ok {
+		if at, ok := tree.Index(rows[i].Span.SpanID); ok {
 			sh.rowAt[at] = int32(i)
 		}
 	}
@@ -102,7 +105,7 @@ func shapeOf(t *models.Trace, rows []correlate.SpanRow) shape {
 
 // span is the span of an ID (of repeated IDs, the last); nil when the trace has none.
 func (sh shape) span(t *models.Trace, id string) *models.Span {
-	if i, ok := sh.index[id]; ok {
+	if i, ok := sh.tree.Index(id); ok {
 		return &t.Spans[i]
 	}
 	return nil
@@ -110,7 +113,7 @@ func (sh shape) span(t *models.Trace, id string) *models.Span {
 
 // row is the row of a span ID (of repeated IDs, the last); nil when none.
 func (sh shape) row(id string) *correlate.SpanRow {
-	if i, ok := sh.index[id]; ok && sh.rowAt[i] >= 0 {
+	if i, ok := sh.tree.Index(id); ok && sh.rowAt[i] >= 0 {
 		return &sh.rows[sh.rowAt[i]]
 	}
 	return nil
@@ -139,7 +142,7 @@ type BreakdownPart struct {
 // a service nothing explains is unexplained. The parts sum to the request's duration exactly;
 // parts of no time are left out. Rows are correlate.JoinTrace's (their CPU and kernel time are used).
 func Breakdown(t *models.Trace, rows []correlate.SpanRow) (parts []BreakdownPart, total time.Duration) {
-	return breakdown(t, rows, shapeOf(t, rows))
+	return breakdown(t, rows, shapeOf(t, nil, rows))
 }
 
 func breakdown(t *models.Trace, rows []correlate.SpanRow, sh shape) (parts []BreakdownPart, total time.Duration) {
@@ -148,7 +151,7 @@ func breakdown(t *models.Trace, rows []correlate.SpanRow, sh shape) (parts []Bre
 		return nil, 0
 	}
 	onPath := make([]time.Duration, len(t.Spans))
-	for _, seg := range criticalPath(t, root, sh.children, sh.index) {
+	for _, seg := range criticalPath(t, root, sh.tree) {
 		onPath[seg.Span] += seg.Duration()
 	}
 	// CPU per service: its profiled spans' totals (a span profile covers the service's local
@@ -157,11 +160,10 @@ func breakdown(t *models.Trace, rows []correlate.SpanRow, sh shape) (parts []Bre
 	// A failed attempt's time is one part, whatever it did: its spans' CPU is not spent again on
 	// the service's other spans (its retry's, say).
 	attempts, attemptOf := sh.attempts, sh.attemptOf
-	index := sh.index
 	cpuLeft := map[string]time.Duration{}
 	profiled := map[string]bool{}
 	for _, r := range rows {
-		if i, ok := index[r.Span.SpanID]; ok && attemptOf[i] >= 0 {
+		if i, ok := sh.tree.Index(r.Span.SpanID); ok && attemptOf[i] >= 0 {
 			continue
 		}
 		if r.CPU != nil {
@@ -449,19 +451,16 @@ func peerOf(t *models.Trace, i int, children []int) string {
 	return "an untraced service"
 }
 
-// childrenOf lists each span's children (indexes into t.Spans), and the index of each span ID.
-func childrenOf(t *models.Trace) ([][]int, map[string]int) {
-	index := make(map[string]int, len(t.Spans))
-	for i, s := range t.Spans {
-		index[s.SpanID] = i
-	}
+// childrenOf lists each span's children (indexes into t.Spans): of spans repeating an ID, the
+// last holds the ID's children, the others none.
+func childrenOf(t *models.Trace, tree *models.SpanTree) [][]int {
 	out := make([][]int, len(t.Spans))
-	for i, s := range t.Spans {
-		if p, ok := index[s.ParentSpanID]; ok && s.ParentSpanID != "" && s.ParentSpanID != s.SpanID {
-			out[p] = append(out[p], i)
+	for i := range t.Spans {
+		if last, _ := tree.Index(t.Spans[i].SpanID); last == i {
+			out[i] = tree.Children(t.Spans[i].SpanID)
 		}
 	}
-	return out, index
+	return out
 }
 
 func partSource(kind string) string {

@@ -29,12 +29,11 @@ func CriticalPath(t *models.Trace, root int) []PathSegment {
 	if t == nil || root < 0 || root >= len(t.Spans) {
 		return nil
 	}
-	children, index := childrenOf(t)
-	return criticalPath(t, root, children, index)
+	return criticalPath(t, root, models.NewSpanTree(t.Spans))
 }
 
-// criticalPath is CriticalPath with the trace's tree already worked out (childrenOf).
-func criticalPath(t *models.Trace, root int, children [][]int, index map[string]int) []PathSegment {
+// criticalPath is CriticalPath with the trace's tree already worked out.
+func criticalPath(t *models.Trace, root int, tree *models.SpanTree) []PathSegment {
 	var out []PathSegment
 	visiting := make([]bool, len(t.Spans)) // a cycle of parent IDs ends the walk
 	var walk func(i int, from, to time.Time)
@@ -42,7 +41,7 @@ func criticalPath(t *models.Trace, root int, children [][]int, index map[string]
 		visiting[i] = true
 		defer func() { visiting[i] = false }()
 		// The children of the span's ID: of spans repeating an ID, every one has them all.
-		kids := children[index[t.Spans[i].SpanID]]
+		kids := tree.Children(t.Spans[i].SpanID)
 		cursor := to
 		for cursor.After(from) {
 			// The child that finished last at or before the cursor, clipped to this span's window.

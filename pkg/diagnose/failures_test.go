@@ -124,7 +124,7 @@ func TestFailureClasses(t *testing.T) {
 			s = withException(s, c.typ, c.msg, 59)
 		}
 		tr := &models.Trace{Spans: []models.Span{root, s}}
-		children, _ := childrenOf(tr)
+		children := childrenOf(tr, models.NewSpanTree(tr.Spans))
 		attempts, _ := failedAttempts(tr, 0, children)
 		if len(attempts) != 1 || attempts[0].class != c.want {
 			t.Errorf("%s %q %q %q: %+v, want %s", c.op, c.typ, c.msg, c.status, attempts, c.want)

@@ -76,7 +76,7 @@ func Verdict(ans *correlate.TraceAnswer, breakdown []BreakdownPart, request time
 	if ans == nil || ans.Trace == nil || request <= 0 {
 		return nil
 	}
-	return verdict(ans, breakdown, request, shapeOf(ans.Trace, ans.Rows))
+	return verdict(ans, breakdown, request, shapeOf(ans.Trace, ans.Tree, ans.Rows))
 }
 
 func verdict(ans *correlate.TraceAnswer, breakdown []BreakdownPart, request time.Duration, sh shape) []Cause {
