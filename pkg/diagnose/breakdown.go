@@ -74,7 +74,7 @@ func Request(ans *correlate.TraceAnswer) Diagnosis {
 // shape is what the breakdown and the verdict both read of the trace's tree, worked out once: a
 // request of thousands of spans must not pay for it twice.
 type shape struct {
-	root      int            // models.RequestRoot
+	root      int // models.RequestRoot
 	tree      *models.SpanTree
 	children  [][]int // childrenOf
 	attempts  []attempt
