@@ -3,7 +3,7 @@ package otlptrace
 import (
 	"bytes"
 
-	jsoniter "github.com/json-iterator/go"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/jsonscan"
 )
 
 // ScanFailedTraceIDs is FailedTraceIDs for a reply held whole, in b: the trace IDs of its spans
@@ -18,7 +18,7 @@ import (
 // another field beside envelope. The caller then reads the reply with FailedTraceIDs, which says
 // what is wrong. FuzzScanFailedTraceIDs holds the two together.
 func ScanFailedTraceIDs(b []byte, envelope string) (ids map[string]bool, ok bool) {
-	s := &scanner{b: b, failed: map[string]bool{}}
+	s := &scanner{Scanner: jsonscan.Scanner{B: b}, failed: map[string]bool{}}
 	if !s.reply(envelope) {
 		return nil, false
 	}
@@ -32,7 +32,7 @@ func ScanFailedTraceIDs(b []byte, envelope string) (ids map[string]bool, ok bool
 // without a trace ID, which the decoder refuses, is left out with the traces that did not fail).
 // ok is as ScanFailedTraceIDs'.
 func ScanFailedTraces(b []byte, envelope string) (ids map[string]bool, cut []byte, ok bool) {
-	s := &scanner{b: b, failed: map[string]bool{}, cutting: true}
+	s := &scanner{Scanner: jsonscan.Scanner{B: b}, failed: map[string]bool{}, cutting: true}
 	if !s.reply(envelope) {
 		return nil, nil, false
 	}
@@ -58,8 +58,8 @@ func ScanFailedTraces(b []byte, envelope string) (ids map[string]bool, cut []byt
 func (s *scanner) reply(envelope string) bool {
 	if envelope != "" {
 		seen := false
-		if !s.object(func(key []byte) bool {
-			if string(key) != envelope || seen || s.peek() != '{' {
+		if !s.Object(func(key []byte) bool {
+			if string(key) != envelope || seen || s.Peek() != '{' {
 				return false // another field (an error), the key twice, a null result
 			}
 			seen = true
@@ -70,16 +70,15 @@ func (s *scanner) reply(envelope string) bool {
 	} else if !s.tracesData() {
 		return false
 	}
-	s.space()
-	return s.i == len(s.b) // no trailing data
+	s.Space()
+	return s.I == len(s.B) // no trailing data
 }
 
-// scanner walks JSON in b from i. Its methods return false on anything FailedTraceIDs might read
-// differently; they validate as they go, so that a true answer is about valid JSON.
+// scanner walks a reply's JSON (jsonscan.Scanner). Its methods return false on anything
+// FailedTraceIDs might read differently; they validate as they go, so that a true answer is
+// about valid JSON.
 type scanner struct {
-	b      []byte
-	i      int
-	depth  int
+	jsonscan.Scanner
 	failed map[string]bool
 
 	// cutting: each resourceSpans' bytes and trace IDs are kept in cuts (ScanFailedTraces).
@@ -95,272 +94,42 @@ type resourceSpansCut struct {
 	ids        []string
 }
 
-// maxScanDepth bounds nesting; deeper replies go to the decoder (whose own bound is 10,000).
-const maxScanDepth = 500
-
-func (s *scanner) space() {
-	if s.i < len(s.b) && s.b[s.i] > ' ' { // compact JSON: no white space at all
-		return
-	}
-	for s.i < len(s.b) {
-		switch s.b[s.i] {
-		case ' ', '\t', '\n', '\r':
-			s.i++
-		default:
-			return
-		}
-	}
-}
-
-// peek is the next byte after white space, 0 at the end.
-func (s *scanner) peek() byte {
-	s.space()
-	if s.i < len(s.b) {
-		return s.b[s.i]
-	}
-	return 0
-}
-
-// null consumes a null.
-func (s *scanner) null() bool {
-	if bytes.HasPrefix(s.b[s.i:], []byte("null")) {
-		s.i += 4
-		return true
-	}
-	return false
-}
-
-// object walks an object (or null, which has no fields), calling field for each key with the
-// scanner at its value; field must consume the value.
-func (s *scanner) object(field func(key []byte) bool) bool {
-	return s.members('{', '}', func() bool {
-		if s.peek() != '"' {
-			return false
-		}
-		key, escaped, ok := s.str()
-		// An escaped key is read decoded by the decoder, and an empty one ends its object
-		// there: leave both to it.
-		if !ok || escaped || len(key) == 0 || s.peek() != ':' {
-			return false
-		}
-		s.i++
-		return field(key)
-	})
-}
-
-// array walks an array (or null), calling elem with the scanner at each element.
-func (s *scanner) array(elem func() bool) bool { return s.members('[', ']', elem) }
-
-// members walks the members of the container between open and end (or null, which has none),
-// calling member at each; member must consume it.
-func (s *scanner) members(open, end byte, member func() bool) bool {
-	switch s.peek() {
-	case 'n':
-		return s.null()
-	case open:
-	default:
-		return false
-	}
-	if s.depth++; s.depth > maxScanDepth {
-		return false
-	}
-	defer func() { s.depth-- }()
-	s.i++
-	if s.peek() == end {
-		s.i++
-		return true
-	}
-	for {
-		if !member() {
-			return false
-		}
-		switch s.peek() {
-		case ',':
-			s.i++
-		case end:
-			s.i++
-			return true
-		default:
-			return false
-		}
-	}
-}
-
-// str consumes a string at s.i (its opening quote) and returns its raw content; escaped says it
-// holds escapes (then the raw content is not its text).
-func (s *scanner) str() (raw []byte, escaped, ok bool) {
-	start := s.i + 1
-	for j := start; j < len(s.b); j++ {
-		c := s.b[j]
-		if !strStops[c] { // most bytes: one table look-up
-			continue
-		}
-		switch {
-		case c == '"':
-			s.i = j + 1
-			return s.b[start:j], escaped, true
-		case c == '\\':
-			escaped = true
-			if j+1 >= len(s.b) {
-				return nil, false, false
-			}
-			switch s.b[j+1] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				j++
-			case 'u':
-				if j+5 >= len(s.b) || !isHex4(s.b[j+2:j+6]) {
-					return nil, false, false
-				}
-				j += 5
-			default:
-				return nil, false, false
-			}
-		default: // a control character, which JSON strings may not hold
-			return nil, false, false
-		}
-	}
-	return nil, false, false
-}
-
-// strStops are the bytes a string's scan stops at: its end, an escape, a control character.
-var strStops = func() (t [256]bool) {
-	for c := range ' ' {
-		t[c] = true
-	}
-	t['"'], t['\\'] = true, true
-	return t
-}()
-
-func isHex4(b []byte) bool {
-	for _, c := range b {
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
-			return false
-		}
-	}
-	return true
-}
-
-// number consumes a JSON number and returns its text.
-func (s *scanner) number() ([]byte, bool) {
-	start := s.i
-	j := s.i
-	if j < len(s.b) && s.b[j] == '-' {
-		j++
-	}
-	digits := func() int {
-		n := 0
-		for j < len(s.b) && s.b[j] >= '0' && s.b[j] <= '9' {
-			j++
-			n++
-		}
-		return n
-	}
-	if j < len(s.b) && s.b[j] == '0' {
-		j++
-	} else if digits() == 0 {
-		return nil, false
-	}
-	if j < len(s.b) && s.b[j] == '.' {
-		j++
-		if digits() == 0 {
-			return nil, false
-		}
-	}
-	if j < len(s.b) && (s.b[j] == 'e' || s.b[j] == 'E') {
-		j++
-		if j < len(s.b) && (s.b[j] == '+' || s.b[j] == '-') {
-			j++
-		}
-		if digits() == 0 {
-			return nil, false
-		}
-	}
-	s.i = j
-	text := s.b[start:j]
-	if j-start > 15 || bytes.ContainsAny(text, "eE") {
-		// Valid JSON the decoder may still refuse (an exponent out of its range): judged as
-		// it judges a number it skips.
-		return text, decoderTakes(text)
-	}
-	return text, true
-}
-
-// decoderTakes says whether jsoniter skips the number, in an array as in a reply, without an
-// error.
-func decoderTakes(number []byte) bool {
-	in := append(append(append(make([]byte, 0, len(number)+2), '['), number...), ']')
-	it := jsoniter.ParseBytes(jsoniter.ConfigDefault, in)
-	it.Skip()
-	return it.Error == nil
-}
-
-// skip consumes any one value, checking that it is valid JSON.
-func (s *scanner) skip() bool {
-	switch c := s.peek(); {
-	case c == '{':
-		return s.object(func([]byte) bool { return s.skip() })
-	case c == '[':
-		return s.array(s.skip)
-	case c == '"':
-		_, _, ok := s.str()
-		return ok
-	case c == '-' || c >= '0' && c <= '9':
-		_, ok := s.number()
-		return ok
-	case c == 't':
-		return s.literal("true")
-	case c == 'f':
-		return s.literal("false")
-	case c == 'n':
-		return s.null()
-	}
-	return false
-}
-
-func (s *scanner) literal(word string) bool {
-	if bytes.HasPrefix(s.b[s.i:], []byte(word)) {
-		s.i += len(word)
-		return true
-	}
-	return false
-}
-
 // tracesData walks a TracesData object as FailedTraceIDs reads it: resourceSpans, their
 // scopeSpans (and deprecatedScopeSpans), their spans.
 func (s *scanner) tracesData() bool {
-	return s.object(func(key []byte) bool {
+	return s.Object(func(key []byte) bool {
 		switch string(key) {
 		case "resourceSpans", "resource_spans":
-			return s.array(s.resourceSpans)
+			return s.Array(s.resourceSpans)
 		}
-		return s.skip()
+		return s.Skip()
 	})
 }
 
 func (s *scanner) resourceSpans() bool {
 	if s.cutting {
-		s.space()
-		s.cuts = append(s.cuts, resourceSpansCut{start: s.i})
+		s.Space()
+		s.cuts = append(s.cuts, resourceSpansCut{start: s.I})
 	}
-	ok := s.object(func(key []byte) bool {
+	ok := s.Object(func(key []byte) bool {
 		switch string(key) {
 		case "scopeSpans", "scope_spans", "deprecatedScopeSpans", "deprecated_scope_spans":
-			return s.array(s.scopeSpans)
+			return s.Array(s.scopeSpans)
 		}
-		return s.skip()
+		return s.Skip()
 	})
 	if s.cutting {
-		s.cuts[len(s.cuts)-1].end = s.i
+		s.cuts[len(s.cuts)-1].end = s.I
 	}
 	return ok
 }
 
 func (s *scanner) scopeSpans() bool {
-	return s.object(func(key []byte) bool {
+	return s.Object(func(key []byte) bool {
 		if string(key) == "spans" {
-			return s.array(s.span)
+			return s.Array(s.span)
 		}
-		return s.skip()
+		return s.Skip()
 	})
 }
 
@@ -368,13 +137,13 @@ func (s *scanner) scopeSpans() bool {
 func (s *scanner) span() bool {
 	var id []byte
 	failed := false
-	ok := s.object(func(key []byte) bool {
+	ok := s.Object(func(key []byte) bool {
 		switch string(key) {
 		case "traceId", "trace_id":
-			if s.peek() != '"' {
+			if s.Peek() != '"' {
 				return false
 			}
-			raw, escaped, ok := s.str()
+			raw, escaped, ok := s.Str()
 			if !ok || escaped || !traceIDText(raw) {
 				return false
 			}
@@ -383,16 +152,16 @@ func (s *scanner) span() bool {
 			}
 			return true
 		case "status":
-			return s.object(func(key []byte) bool {
+			return s.Object(func(key []byte) bool {
 				if string(key) != "code" {
-					return s.skip()
+					return s.Skip()
 				}
 				code, ok := s.statusCode()
 				failed = code == 2
 				return ok
 			})
 		}
-		return s.skip()
+		return s.Skip()
 	})
 	if !ok {
 		return false
@@ -421,16 +190,16 @@ func (s *scanner) span() bool {
 
 // statusCode reads a status code given as a small integer or as its OTLP name.
 func (s *scanner) statusCode() (int32, bool) {
-	switch c := s.peek(); {
+	switch c := s.Peek(); {
 	case c == '"':
-		raw, escaped, ok := s.str()
+		raw, escaped, ok := s.Str()
 		if !ok || escaped {
 			return 0, false
 		}
 		v, known := statusCodes[string(raw)]
 		return v, known
 	case c == '-' || c >= '0' && c <= '9':
-		text, ok := s.number()
+		text, ok := s.Number()
 		if !ok || len(text) > 9 {
 			return 0, false
 		}

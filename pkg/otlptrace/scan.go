@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/jsonscan"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 )
 
@@ -29,7 +30,7 @@ import (
 // spans. The caller then reads the reply with ReadJSON (or ReadJSONOf), which reads those or says
 // what is wrong. TestScanJSONAgreesOnEditedReplies holds the two together.
 func ScanJSON(b []byte, envelope string, keep func(traceID string) bool) (spans []models.Span, ok bool) {
-	r := &spanScanner{scanner: scanner{b: b}, keep: keep, strs: make(map[string]string, 256)}
+	r := &spanScanner{scanner: scanner{Scanner: jsonscan.Scanner{B: b}}, keep: keep, strs: make(map[string]string, 256)}
 	if keep == nil {
 		// Every span has a span ID: counting the key gives the slice's size (an attribute value
 		// that spells it, or a link's, only adds room).
@@ -37,17 +38,17 @@ func ScanJSON(b []byte, envelope string, keep func(traceID string) bool) (spans 
 		r.out = make([]models.Span, 0, n)
 	}
 	read := func() bool {
-		return r.object(func(key []byte) bool {
+		return r.Object(func(key []byte) bool {
 			if k := string(key); k == "resourceSpans" || k == "resource_spans" {
-				return r.array(r.resourceSpans)
+				return r.Array(r.resourceSpans)
 			}
-			return r.skip()
+			return r.Skip()
 		})
 	}
 	if envelope != "" {
 		seen := false
-		if !r.object(func(key []byte) bool {
-			if string(key) != envelope || seen || r.peek() != '{' {
+		if !r.Object(func(key []byte) bool {
+			if string(key) != envelope || seen || r.Peek() != '{' {
 				return false // another field (an error), the key twice, a null result
 			}
 			seen = true
@@ -55,11 +56,11 @@ func ScanJSON(b []byte, envelope string, keep func(traceID string) bool) (spans 
 		}) || !seen {
 			return nil, false
 		}
-	} else if r.peek() != '{' || !read() {
+	} else if r.Peek() != '{' || !read() {
 		return nil, false // a null reply is the decoder's
 	}
-	r.space()
-	if r.i != len(r.b) {
+	r.Space()
+	if r.I != len(r.B) {
 		return nil, false
 	}
 	if len(r.out) == 0 {
@@ -101,11 +102,11 @@ func (r *spanScanner) intern(raw []byte) string {
 
 // text reads a string as the decoder's ReadString does; false for null, or anything else.
 func (r *spanScanner) text() (string, bool) {
-	if r.peek() != '"' {
+	if r.Peek() != '"' {
 		return "", false
 	}
-	start := r.i
-	raw, escaped, ok := r.str()
+	start := r.I
+	raw, escaped, ok := r.Str()
 	if !ok {
 		return "", false
 	}
@@ -113,7 +114,7 @@ func (r *spanScanner) text() (string, bool) {
 		return r.intern(raw), true
 	}
 	// Escapes (rare in span fields): decoded by the decoder itself, so that they read the same.
-	iter := jsoniter.ConfigDefault.BorrowIterator(r.b[start:r.i])
+	iter := jsoniter.ConfigDefault.BorrowIterator(r.B[start:r.I])
 	defer jsoniter.ConfigDefault.ReturnIterator(iter)
 	s := iter.ReadString()
 	return s, iter.Error == nil
@@ -122,30 +123,30 @@ func (r *spanScanner) text() (string, bool) {
 func (r *spanScanner) resourceSpans() bool {
 	first := len(r.out)
 	var resource map[string]string
-	ok := r.object(func(key []byte) bool {
+	ok := r.Object(func(key []byte) bool {
 		switch string(key) {
 		case "resource":
-			return r.object(func(key []byte) bool {
+			return r.Object(func(key []byte) bool {
 				if string(key) == "attributes" {
 					var ok bool
 					resource, ok = r.attributes(resource)
 					return ok
 				}
-				return r.skip()
+				return r.Skip()
 			})
 		case "scopeSpans", "scope_spans":
-			return r.array(func() bool {
-				return r.object(func(key []byte) bool {
+			return r.Array(func() bool {
+				return r.Object(func(key []byte) bool {
 					if string(key) == "spans" {
-						return r.array(r.span)
+						return r.Array(r.span)
 					}
-					return r.skip()
+					return r.Skip()
 				})
 			})
 		case "deprecatedScopeSpans", "deprecated_scope_spans":
 			return false // pdata's migration: the decoder's
 		}
-		return r.skip()
+		return r.Skip()
 	})
 	if !ok {
 		return false
@@ -162,12 +163,12 @@ func (r *spanScanner) resourceSpans() bool {
 
 // span reads one span, as the decoder's span does.
 func (r *spanScanner) span() bool {
-	if r.peek() != '{' {
+	if r.Peek() != '{' {
 		return false // a null span, which the decoder refuses for its missing IDs
 	}
 	var s models.Span
 	var start, end uint64
-	ok := r.object(func(key []byte) bool {
+	ok := r.Object(func(key []byte) bool {
 		var ok bool
 		switch string(key) {
 		case "traceId", "trace_id":
@@ -192,13 +193,13 @@ func (r *spanScanner) span() bool {
 		case "attributes":
 			s.Attributes, ok = r.attributes(s.Attributes)
 		case "events":
-			ok = r.array(func() bool {
+			ok = r.Array(func() bool {
 				e, ok := r.event()
 				s.Events = append(s.Events, e)
 				return ok
 			})
 		case "status":
-			ok = r.object(func(key []byte) bool {
+			ok = r.Object(func(key []byte) bool {
 				switch string(key) {
 				case "code":
 					code, ok := r.enum(statusCodes)
@@ -216,10 +217,10 @@ func (r *spanScanner) span() bool {
 					s.StatusMessage, ok = r.text()
 					return ok
 				}
-				return r.skip()
+				return r.Skip()
 			})
 		default:
-			ok = r.skip()
+			ok = r.Skip()
 		}
 		return ok
 	})
@@ -246,7 +247,7 @@ func (r *spanScanner) span() bool {
 func (r *spanScanner) event() (models.SpanEvent, bool) {
 	var e models.SpanEvent
 	var t uint64
-	ok := r.object(func(key []byte) bool {
+	ok := r.Object(func(key []byte) bool {
 		var ok bool
 		switch string(key) {
 		case "timeUnixNano", "time_unix_nano":
@@ -256,11 +257,11 @@ func (r *spanScanner) event() (models.SpanEvent, bool) {
 		case "attributes":
 			e.Attributes, ok = r.attributes(e.Attributes)
 		default:
-			ok = r.skip()
+			ok = r.Skip()
 		}
 		return ok
 	})
-	if r.b[r.i-1] != '}' {
+	if r.B[r.I-1] != '}' {
 		return e, false // a null event: the decoder's
 	}
 	e.Time = time.Unix(0, int64(t)).UTC()
@@ -273,10 +274,10 @@ func (r *spanScanner) event() (models.SpanEvent, bool) {
 // id reads a hex ID of n bytes as the decoder's id does: lower case, "" for all zeros, same when
 // it spells same.
 func (r *spanScanner) id(n int, same string) (string, bool) {
-	if r.peek() != '"' {
+	if r.Peek() != '"' {
 		return "", false
 	}
-	raw, escaped, ok := r.str()
+	raw, escaped, ok := r.Str()
 	if !ok || escaped {
 		return "", false
 	}
@@ -331,15 +332,15 @@ func digits(b []byte) (uint64, bool) {
 
 // uint64 reads a 64-bit integer written as a number or a string of digits.
 func (r *spanScanner) uint64() (uint64, bool) {
-	switch c := r.peek(); {
+	switch c := r.Peek(); {
 	case c == '"':
-		raw, escaped, ok := r.str()
+		raw, escaped, ok := r.Str()
 		if !ok || escaped {
 			return 0, false
 		}
 		return digits(raw)
 	case c >= '0' && c <= '9':
-		text, ok := r.number()
+		text, ok := r.Number()
 		if !ok {
 			return 0, false
 		}
@@ -350,16 +351,16 @@ func (r *spanScanner) uint64() (uint64, bool) {
 
 // enum reads an enum as its number or its OTLP name.
 func (r *spanScanner) enum(names map[string]int32) (int32, bool) {
-	switch c := r.peek(); {
+	switch c := r.Peek(); {
 	case c == '"':
-		raw, escaped, ok := r.str()
+		raw, escaped, ok := r.Str()
 		if !ok || escaped {
 			return 0, false
 		}
 		v, known := names[string(raw)]
 		return v, known
 	case c >= '0' && c <= '9':
-		text, ok := r.number()
+		text, ok := r.Number()
 		if !ok {
 			return 0, false
 		}
@@ -373,9 +374,9 @@ func (r *spanScanner) enum(names map[string]int32) (int32, bool) {
 // attributes does.
 func (r *spanScanner) attributes(m map[string]string) (map[string]string, bool) {
 	pairs := r.pairs[:0]
-	ok := r.array(func() bool {
+	ok := r.Array(func() bool {
 		var key, value string
-		return r.object(func(k []byte) bool {
+		return r.Object(func(k []byte) bool {
 			var ok bool
 			switch string(k) {
 			case "key":
@@ -383,10 +384,10 @@ func (r *spanScanner) attributes(m map[string]string) (map[string]string, bool) 
 			case "value":
 				value, ok = r.value()
 			default:
-				return r.skip()
+				return r.Skip()
 			}
 			return ok
-		}) && r.b[r.i-1] == '}' && func() bool { pairs = append(pairs, [2]string{key, value}); return true }()
+		}) && r.B[r.I-1] == '}' && func() bool { pairs = append(pairs, [2]string{key, value}); return true }()
 	})
 	if ok {
 		if m == nil {
@@ -439,7 +440,7 @@ func holds(m map[string]string, pairs [][2]string) bool {
 // pcommon.Value.AsString prints it; anything else is the decoder's.
 func (r *spanScanner) value() (string, bool) {
 	out := ""
-	ok := r.object(func(k []byte) bool {
+	ok := r.Object(func(k []byte) bool {
 		var ok bool
 		switch string(k) {
 		case "stringValue", "string_value":
@@ -448,9 +449,9 @@ func (r *spanScanner) value() (string, bool) {
 			out, ok = r.intValue()
 		case "boolValue", "bool_value":
 			switch {
-			case r.literal("true"):
+			case r.Literal("true"):
 				out, ok = "true", true
-			case r.literal("false"):
+			case r.Literal("false"):
 				out, ok = "false", true
 			}
 		case "doubleValue", "double_value":
@@ -458,21 +459,21 @@ func (r *spanScanner) value() (string, bool) {
 		}
 		return ok
 	})
-	return out, ok && r.b[r.i-1] == '}'
+	return out, ok && r.B[r.I-1] == '}'
 }
 
 // intValue reads an integer written as a string or a number, printed back in decimal.
 func (r *spanScanner) intValue() (string, bool) {
 	var text []byte
-	switch c := r.peek(); {
+	switch c := r.Peek(); {
 	case c == '"':
-		raw, escaped, ok := r.str()
+		raw, escaped, ok := r.Str()
 		if !ok || escaped {
 			return "", false
 		}
 		text = raw
 	case c == '-' || c >= '0' && c <= '9':
-		raw, ok := r.number()
+		raw, ok := r.Number()
 		if !ok {
 			return "", false
 		}
@@ -500,9 +501,9 @@ func (r *spanScanner) intValue() (string, bool) {
 // string) and prints it as pcommon does.
 func (r *spanScanner) doubleValue() (string, bool) {
 	var d float64
-	switch c := r.peek(); {
+	switch c := r.Peek(); {
 	case c == '"':
-		raw, escaped, ok := r.str()
+		raw, escaped, ok := r.Str()
 		if !ok || escaped {
 			return "", false
 		}
@@ -512,7 +513,7 @@ func (r *spanScanner) doubleValue() (string, bool) {
 		}
 		d = v
 	case c == '-' || c >= '0' && c <= '9':
-		text, ok := r.number()
+		text, ok := r.Number()
 		if !ok {
 			return "", false
 		}
