@@ -306,19 +306,26 @@ func (c *Client) countGPUs(ctx context.Context, inv *inventory, q *gpuQuery, met
 		matches = append(matches, vs.String())
 	}
 	bound := (q.plan.limit + 1) * len(metrics) * seriesPerGPUAndMetric
+	podRoles := map[string][]string{}
+	for _, role := range []string{models.RolePod, models.RoleNamespace} {
+		_, fixed := c.dcgm.LabelNames[role]
+		podRoles[role] = inv.aliases(c.catalogue(), role, fixed)
+	}
+	// Of each series, the labels naming its GPU and its pod.
+	var keep []string
+	for _, roles := range []map[string][]string{q.roles, podRoles} {
+		for _, names := range roles {
+			keep = append(keep, names...)
+		}
+	}
 	// Prometheus' warnings are left out: one says the answer was cut at the bound, which is
 	// handled here; the others come again with the figures' queries.
-	sets, _, _, err := c.api.Series(ctx, matches, w.start.Add(-promLookback), w.end, promv1.WithLimit(uint64(bound)))
+	sets, err := c.seriesLabels(ctx, matches, w.start.Add(-promLookback), w.end, uint64(bound), keep)
 	if err != nil {
 		return 0, nil, c.wrap(err)
 	}
 	if len(sets) >= bound {
 		return q.plan.limit + 1, nil, nil
-	}
-	podRoles := map[string][]string{}
-	for _, role := range []string{models.RolePod, models.RoleNamespace} {
-		_, fixed := c.dcgm.LabelNames[role]
-		podRoles[role] = inv.aliases(c.catalogue(), role, fixed)
 	}
 	pods := map[classify.GPU][]classify.Pod{}
 	for _, ls := range sets {
@@ -338,6 +345,19 @@ func (c *Client) countGPUs(ctx context.Context, inv *inventory, q *gpuQuery, met
 		})
 	}
 	return len(pods), pods, nil
+}
+
+// seriesLabels asks for the series matching matches, each with the labels named in keep only
+// (queryAPI.SeriesLabels; through client_golang's Series for another API).
+func (c *Client) seriesLabels(ctx context.Context, matches []string, start, end time.Time, limit uint64, keep []string) ([]model.LabelSet, error) {
+	if api, ok := c.api.(interface {
+		SeriesLabels(ctx context.Context, matches []string, start, end time.Time, limit uint64, keep []string) ([]model.LabelSet, promv1.Warnings, promv1.Infos, error)
+	}); ok {
+		sets, _, _, err := api.SeriesLabels(ctx, matches, start, end, limit, keep)
+		return sets, err
+	}
+	sets, _, _, err := c.api.Series(ctx, matches, start, end, promv1.WithLimit(limit))
+	return cutLabels(sets, keep), err
 }
 
 // seriesAPIMissing says whether the series call failed because the server does not serve the

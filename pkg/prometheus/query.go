@@ -91,42 +91,14 @@ func (a queryAPI) ask(ctx context.Context, endpoint string, args url.Values) (mo
 
 // do is client_golang's Do for a query: its errors, from the status and the reply's envelope.
 func (a queryAPI) do(ctx context.Context, req *http.Request) (*http.Response, model.Value, promv1.Warnings, promv1.Infos, error) {
-	var resp *http.Response
-	var body []byte
-	var err error
-	if pc, ok := a.client.(pooledClient); ok {
-		// readReply copies what it keeps: the body's buffer serves the next reply.
-		var b upstream.Body
-		resp, b, err = pc.DoPooled(ctx, req)
-		defer b.Release()
-		body = b.Bytes()
-	} else {
-		resp, body, err = a.client.Do(ctx, req)
-	}
+	resp, body, release, err := a.fetch(ctx, req)
+	defer release()
 	if err != nil {
 		return resp, nil, nil, nil, err
 	}
-	code := resp.StatusCode
-	if code/100 != 2 {
-		// Prometheus answers a bad query with 400 or 422 and says why in the envelope; any
-		// other status is the HTTP error itself.
-		if code != http.StatusBadRequest && code != http.StatusUnprocessableEntity {
-			return resp, nil, nil, nil, statusError(code, body)
-		}
-		r, err := readReply(body, false)
-		switch {
-		case err != nil:
-			return resp, nil, nil, nil, statusError(code, body)
-		case r.status == "success":
-			return resp, nil, r.warnings, r.infos, &promv1.Error{Type: promv1.ErrBadResponse, Msg: "inconsistent body for response code"}
-		}
-		if r.errorType == "" {
-			r.errorType = promv1.ErrClient
-		}
-		if r.error == "" {
-			r.error = fmt.Sprintf("client error: %d", code)
-		}
-		return resp, nil, r.warnings, r.infos, &promv1.Error{Type: r.errorType, Msg: r.error}
+	if code := resp.StatusCode; code/100 != 2 {
+		w, i, err := failedReply(code, body)
+		return resp, nil, w, i, err
 	}
 	r, err := readReply(body, true)
 	switch {
@@ -140,6 +112,40 @@ func (a queryAPI) do(ctx context.Context, req *http.Request) (*http.Response, mo
 		return resp, nil, r.warnings, r.infos, &promv1.Error{Type: promv1.ErrBadResponse, Msg: "the reply has no data"}
 	}
 	return resp, r.value, r.warnings, r.infos, nil
+}
+
+// fetch sends req and reads the reply whole: into a pooled buffer where the client pools (what
+// is read from it is copied), to be released after.
+func (a queryAPI) fetch(ctx context.Context, req *http.Request) (resp *http.Response, body []byte, release func(), err error) {
+	if pc, ok := a.client.(pooledClient); ok {
+		var b upstream.Body
+		resp, b, err = pc.DoPooled(ctx, req)
+		return resp, b.Bytes(), b.Release, err
+	}
+	resp, body, err = a.client.Do(ctx, req)
+	return resp, body, func() {}, err
+}
+
+// failedReply is client_golang's answer to a status that is not 2xx: Prometheus answers a bad
+// query with 400 or 422 and says why in the envelope; any other status is the HTTP error itself.
+func failedReply(code int, body []byte) (promv1.Warnings, promv1.Infos, error) {
+	if code != http.StatusBadRequest && code != http.StatusUnprocessableEntity {
+		return nil, nil, statusError(code, body)
+	}
+	r, err := readReply(body, false)
+	switch {
+	case err != nil:
+		return nil, nil, statusError(code, body)
+	case r.status == "success":
+		return r.warnings, r.infos, &promv1.Error{Type: promv1.ErrBadResponse, Msg: "inconsistent body for response code"}
+	}
+	if r.errorType == "" {
+		r.errorType = promv1.ErrClient
+	}
+	if r.error == "" {
+		r.error = fmt.Sprintf("client error: %d", code)
+	}
+	return r.warnings, r.infos, &promv1.Error{Type: r.errorType, Msg: r.error}
 }
 
 // statusError is client_golang's error for an HTTP status that is not an API answer.

@@ -52,22 +52,36 @@ func ReadAll(r io.Reader) ([]byte, error) {
 
 // Replies read by ReadPooled go into buffers from free lists that the garbage collector does
 // not empty (a sync.Pool is emptied by every other collection, and the collector runs about once
-// per large query). One holds at most freeBodies buffers of at most maxFreeBody bytes, the
-// other at most freeLargeBodies of at most maxLargeBody (a 2,000-span trace's reply is about a
-// megabyte, and reading it into a new buffer each time was a tenth of the `trace` query's
-// allocations): about 24 MB at worst, kept for the process's life.
+// per large query). There is a list per size, from firstBody doubling to maxBody: a reply that
+// outgrows its buffer moves into one of the next size from its list, so that once the lists hold
+// buffers of a query's reply sizes its replies cost no allocation (a 2,000-span trace's reply is
+// about a megabyte, and reading it into a new buffer each time was a tenth of the `trace` query's
+// allocations). Each list holds at most about listBytes (and at least one buffer): about 20 MB
+// at worst, kept for the process's life.
 const (
-	freeBodies      = 32
-	maxFreeBody     = 256 << 10
-	firstBody       = 16 << 10
-	freeLargeBodies = 4
-	maxLargeBody    = 4 << 20
+	firstBody = 16 << 10
+	maxBody   = 4 << 20
+	listBytes = 2 << 20
+	maxListed = 32
 )
 
-var (
-	freeBodyList  = make(chan *[]byte, freeBodies)
-	freeLargeList = make(chan *[]byte, freeLargeBodies)
-)
+// freeLists[k] holds buffers of firstBody<<k bytes.
+var freeLists = func() (lists []chan *[]byte) {
+	for size := firstBody; size <= maxBody; size *= 2 {
+		lists = append(lists, make(chan *[]byte, min(maxListed, max(1, listBytes/size))))
+	}
+	return lists
+}()
+
+// listOf is the list of buffers of size c; -1 when c is no list's size.
+func listOf(c int) int {
+	for k, size := 0, firstBody; size <= maxBody; k, size = k+1, size*2 {
+		if c == size {
+			return k
+		}
+	}
+	return -1
+}
 
 // Body is a reply read whole into a buffer of the free list: Bytes holds it until Release, after
 // which the buffer is the next reply's. It is for a decoder that copies what it keeps
@@ -80,7 +94,7 @@ type Body struct{ buf *[]byte }
 func ReadPooled(r io.Reader) (Body, error) {
 	var buf *[]byte
 	select {
-	case buf = <-freeBodyList:
+	case buf = <-freeLists[0]:
 	default:
 		b := make([]byte, 0, firstBody)
 		buf = &b
@@ -89,7 +103,7 @@ func ReadPooled(r io.Reader) (Body, error) {
 	var err error
 	for {
 		if len(b) == cap(b) {
-			b = grow(buf, b)
+			b = grow(b)
 		}
 		var n int
 		n, err = r.Read(b[len(b):cap(b)])
@@ -105,26 +119,20 @@ func ReadPooled(r io.Reader) (Body, error) {
 	return Body{buf}, err
 }
 
-// grow is b (held in buf) in a larger buffer: a large one of the free list when b has outgrown
-// the small ones and the list has one (the small buffer goes back to its list), else twice its
-// size (append grows a large slice by a quarter).
-func grow(buf *[]byte, b []byte) []byte {
-	if cap(b) >= maxFreeBody {
+// grow is b's bytes in a buffer of twice its size, from that size's list when it has one (b's
+// buffer then goes back to its own list).
+func grow(b []byte) []byte {
+	if k := listOf(2 * cap(b)); k >= 0 {
 		select {
-		case large := <-freeLargeList:
-			if cap(*large) > cap(b) {
-				grown := append((*large)[:0], b...)
-				if cap(b) == maxFreeBody {
-					small := b[:0]
-					Body{&small}.Release()
-				}
-				return grown
-			}
-			Body{large}.Release()
+		case next := <-freeLists[k]:
+			grown := append((*next)[:0], b...)
+			*next = b[:0] // the list's holder carries b's buffer back
+			Body{next}.Release()
+			return grown
 		default:
 		}
 	}
-	grown := make([]byte, len(b), 2*cap(b))
+	grown := make([]byte, len(b), 2*cap(b)) // doubling: append grows a large slice by a quarter
 	copy(grown, b)
 	return grown
 }
@@ -137,21 +145,19 @@ func (b Body) Bytes() []byte {
 	return *b.buf
 }
 
-// Release gives the buffer back for the next reply (one too large for the lists is dropped).
+// Release gives the buffer back for the next reply (one of no list's size, or whose list is
+// full, is dropped).
 func (b Body) Release() {
 	if b.buf == nil {
 		return
 	}
-	list := freeBodyList
-	switch c := cap(*b.buf); {
-	case c > maxLargeBody:
+	k := listOf(cap(*b.buf))
+	if k < 0 {
 		return
-	case c > maxFreeBody:
-		list = freeLargeList
 	}
 	*b.buf = (*b.buf)[:0]
 	select {
-	case list <- b.buf:
+	case freeLists[k] <- b.buf:
 	default:
 	}
 }

@@ -43,10 +43,11 @@ func TestReadAllReadsTheWholeReply(t *testing.T) {
 
 // A pooled body holds the whole reply until it is released, and a buffer released is read into
 // again from its start: the next reply, shorter, is not followed by the last one's bytes.
-// Large replies go through the large buffers' list the same way.
+// Replies of every size go through the lists the same way.
 func TestReadPooledHoldsTheReplyUntilReleased(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
-	for _, n := range []int{3 * firstBody, 0, firstBody + 1, 17, maxFreeBody + 1, 5, maxFreeBody, 3*maxFreeBody + 3, maxFreeBody + 7, 9, maxLargeBody + 1, 2*maxFreeBody - 1} {
+	const k256 = 256 << 10
+	for _, n := range []int{3 * firstBody, 0, firstBody + 1, 17, k256 + 1, 5, k256, 3*k256 + 3, k256 + 7, 9, maxBody + 1, 2*k256 - 1, 3 * firstBody} {
 		want := make([]byte, n)
 		for i := range want {
 			want[i] = byte(rng.IntN(256))
