@@ -366,12 +366,8 @@ func spanGPUWindow(s models.Span, host string, gpus []string, series []classify.
 		if sr.GPU.Host != host || gpus != nil && !slices.ContainsFunc(gpus, sr.GPU.Matches) || w.ByPod && !runsIn(sr.Pods, pod) {
 			continue
 		}
-		part := classify.GPUSeries{GPU: sr.GPU}
-		for _, smp := range sr.Samples {
-			if smp.Time.Before(from) || !smp.Time.Before(to) {
-				continue
-			}
-			part.Samples = append(part.Samples, smp)
+		part := classify.GPUSeries{GPU: sr.GPU, Samples: window(sr.Samples, from, to)}
+		for _, smp := range part.Samples {
 			f := smp.Figures
 			util.add(first(f.GPUUtil, f.GrEngine*100, f.SMActive*100))
 			mem.add(first(f.DRAMActive*100, f.MemCopyUtil))
@@ -414,6 +410,31 @@ func spanGPUWindow(s models.Span, host string, gpus []string, series []classify.
 	}
 	out := new(GPUWindow)
 	*out = w
+	return out
+}
+
+// window is the samples in [from, to): a part of samples where they are in time order, as a
+// GPU series' are (no copy: a large request's spans each took one of their GPUs' samples), else
+// a copy of those in it.
+func window(samples []classify.Sample, from, to time.Time) []classify.Sample {
+	in := func(smp classify.Sample) bool { return !smp.Time.Before(from) && smp.Time.Before(to) }
+	first := slices.IndexFunc(samples, in)
+	if first < 0 {
+		return nil
+	}
+	end := first
+	for end < len(samples) && in(samples[end]) {
+		end++
+	}
+	if !slices.ContainsFunc(samples[end:], in) {
+		return samples[first:end:end]
+	}
+	var out []classify.Sample
+	for _, smp := range samples[first:] {
+		if in(smp) {
+			out = append(out, smp)
+		}
+	}
 	return out
 }
 

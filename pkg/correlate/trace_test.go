@@ -445,3 +445,34 @@ func TestJoinTraceMeetsTheGPUsOfTheSpansOwnPod(t *testing.T) {
 		t.Errorf("unmapped pod: %+v", r.GPU)
 	}
 }
+
+// A span's window of a GPU series is the samples in [from, to): a part of the series where it is
+// in time order, the matching samples wherever they are otherwise.
+func TestSpanWindowOfSamples(t *testing.T) {
+	t0 := time.Unix(1796450000, 0)
+	at := func(secs ...int) []classify.Sample {
+		out := make([]classify.Sample, len(secs))
+		for i, s := range secs {
+			out[i] = classify.Sample{Time: t0.Add(time.Duration(s) * time.Second), Figures: classify.Figures{GPUUtil: float64(s)}}
+		}
+		return out
+	}
+	secsOf := func(ss []classify.Sample) (out []int) {
+		for _, s := range ss {
+			out = append(out, int(s.Figures.GPUUtil))
+		}
+		return out
+	}
+	from, to := t0.Add(2*time.Second), t0.Add(5*time.Second)
+	sorted := at(0, 1, 2, 3, 4, 5, 6)
+	got := window(sorted, from, to)
+	if !slices.Equal(secsOf(got), []int{2, 3, 4}) || &got[0] != &sorted[2] {
+		t.Errorf("in time order: %v, a copy: %v", secsOf(got), &got[0] != &sorted[2])
+	}
+	if got := window(at(3, 0, 9, 4, 2, 7), from, to); !slices.Equal(secsOf(got), []int{3, 4, 2}) {
+		t.Errorf("out of order: %v", secsOf(got))
+	}
+	if got := window(at(0, 1, 6), from, to); got != nil {
+		t.Errorf("none inside: %v", secsOf(got))
+	}
+}

@@ -39,7 +39,6 @@ const emptyRootName = "total"
 
 func nestedSet(name string, root *flamegraph.Node, profileTypeID string, diff bool) *data.Frame {
 	unit := ProfileUnit(profileTypeID)
-	enum := newEnum()
 	// The empty answer is one root row of 0 samples, as Pyroscope answers an empty range and
 	// Grafana's Pyroscope data source passes it on. @grafana/flamegraph cannot read a frame
 	// without rows (building its levels throws, the panel shows "An unexpected error
@@ -50,6 +49,8 @@ func nestedSet(name string, root *flamegraph.Node, profileTypeID string, diff bo
 	if !empty {
 		n = root.Count()
 	}
+	// A function is on several paths: a flame graph has about a fifth as many names as nodes.
+	enum := newEnum(n/4 + 1)
 	levels, values, selfs := newColumn[int64]("level", n), newColumn[int64]("value", n), newColumn[int64]("self", n)
 	labels := newColumn[data.EnumItemIndex]("label", n)
 	var valuesRight, selfsRight column[int64]
@@ -135,7 +136,11 @@ type enum struct {
 	seen map[string]data.EnumItemIndex
 }
 
-func newEnum() *enum { return &enum{text: []string{}, seen: map[string]data.EnumItemIndex{}} }
+// newEnum is an enum for about n names: sized up front, as a map grown name by name allocates
+// about twice its final size.
+func newEnum(n int) *enum {
+	return &enum{text: make([]string, 0, n), seen: make(map[string]data.EnumItemIndex, n)}
+}
 
 func (e *enum) index(s string) data.EnumItemIndex {
 	if i, ok := e.seen[s]; ok {
