@@ -24,11 +24,12 @@ import (
 // object holding the TracesData under that key alone (Jaeger's v3 {"result": ...}); keep, when
 // not nil, is ReadJSONOf's: the spans of the traces it says no to are left out.
 //
-// ok is false whenever the scan is not sure to answer as the decoder does: malformed JSON, a
-// field of an unexpected type or null, an escaped key, an ID that is not hex, an unknown enum
-// name, a span the decoder refuses, an array, map or bytes attribute value, deprecated scope
-// spans. The caller then reads the reply with ReadJSON (or ReadJSONOf), which reads those or says
-// what is wrong. TestScanJSONAgreesOnEditedReplies holds the two together.
+// Array, map and bytes attribute values (Jaeger marks spans with an array, @jaeger@warnings)
+// are read by the decoder's own code from their bytes. ok is false whenever the scan is not sure
+// to answer as the decoder does: malformed JSON, a field of an unexpected type or null, an
+// escaped key, an ID that is not hex, an unknown enum name, a span the decoder refuses,
+// deprecated scope spans. The caller then reads the reply with ReadJSON (or ReadJSONOf), which
+// reads those or says what is wrong. TestScanJSONAgreesOnEditedReplies holds the two together.
 func ScanJSON(b []byte, envelope string, keep func(traceID string) bool) (spans []models.Span, ok bool) {
 	r := &spanScanner{scanner: scanner{Scanner: jsonscan.Scanner{B: b}}, keep: keep, strs: make(map[string]string, 256)}
 	if keep == nil {
@@ -456,10 +457,35 @@ func (r *spanScanner) value() (string, bool) {
 			}
 		case "doubleValue", "double_value":
 			out, ok = r.doubleValue()
+		case "arrayValue", "array_value", "kvlistValue", "kvlist_value", "bytesValue", "bytes_value":
+			// Rarer (Jaeger's own @jaeger@warnings are an array): read by the decoder from the
+			// value's bytes, so that they print as it prints them.
+			start := r.I
+			if !r.Skip() {
+				return false
+			}
+			out, ok = decodedValue(string(k), r.B[start:r.I])
+		case "stringValueStrindex", "string_value_strindex":
+			out, ok = "", r.Skip() // an index into a dictionary trace replies do not carry
+		default:
+			ok = r.Skip() // as the decoder: an unknown field leaves the value as it was
 		}
 		return ok
 	})
 	return out, ok && r.B[r.I-1] == '}'
+}
+
+// decodedValue is the AnyValue field f, whose JSON is raw, as the decoder reads and prints it.
+func decodedValue(f string, raw []byte) (string, bool) {
+	iter := jsoniter.ConfigDefault.BorrowIterator(raw)
+	defer jsoniter.ConfigDefault.ReturnIterator(iter)
+	jr := jsonReader{iter: iter}
+	v := pcommon.NewValueEmpty()
+	jr.value(f, v)
+	if jr.err != nil || iter.Error != nil && iter.Error != io.EOF {
+		return "", false
+	}
+	return v.AsString(), true
 }
 
 // intValue reads an integer written as a string or a number, printed back in decimal.

@@ -58,7 +58,9 @@ func TestScanJSONReadsAsTheDecoder(t *testing.T) {
 	if !checkScanJSONAgrees(t, "oneSpan", []byte(oneSpan)) {
 		t.Error("oneSpan left to the decoder")
 	}
-	checkScanJSONAgrees(t, "every value type", everyValueType(t))
+	if !checkScanJSONAgrees(t, "every value type", everyValueType(t)) {
+		t.Error("pdata's JSON of every attribute type left to the decoder")
+	}
 	const ids = `"traceId":"4BF92F3577B34DA6A3CE929D0E0E4736","spanId":"00F067AA0BA902B7"`
 	span := func(fields string) string {
 		return `{"resourceSpans":[{"scopeSpans":[{"spans":[{` + ids + fields + `}]}]}]}`
@@ -80,25 +82,29 @@ func TestScanJSONReadsAsTheDecoder(t *testing.T) {
 		"shared, then added to": {`{"resourceSpans":[{"scopeSpans":[{"spans":[{` + ids + `,"attributes":[{"key":"k","value":{"stringValue":"1"}}]},` +
 			`{"traceId":"4bf92f3577b34da6a3ce929d0e0e4736","spanId":"00f067aa0ba902b8","attributes":[{"key":"k","value":{"stringValue":"1"}}],"attributes":[{"key":"j","value":{"stringValue":"2"}}]},` +
 			`{"traceId":"4bf92f3577b34da6a3ce929d0e0e4736","spanId":"00f067aa0ba902b9"},{"traceId":"4bf92f3577b34da6a3ce929d0e0e4736","spanId":"00f067aa0ba902ba"}]}]}]}`, true},
-		"events":                {span(`,"events":[{"timeUnixNano":"9","name":"b"},{"timeUnixNano":"5","name":"a","attributes":[{"key":"exception.type","value":{"stringValue":"E"}}]}]`), true},
-		"nulls":                 {`{"resourceSpans":[null,{"resource":null,"scopeSpans":null},{"scopeSpans":[null,{"spans":null}]}]}`, true},
-		"no spans":              {`{"resourceSpans":[]}`, true},
-		"null span":             {`{"resourceSpans":[{"scopeSpans":[{"spans":[null]}]}]}`, false},
-		"null event":            {span(`,"events":[null]`), false},
-		"null attribute":        {span(`,"attributes":[null]`), false},
-		"null name":             {span(`,"name":null`), false},
-		"array value":           {span(`,"attributes":[{"key":"a","value":{"arrayValue":{"values":[]}}}]`), false},
-		"bytes value":           {span(`,"attributes":[{"key":"a","value":{"bytesValue":"AQ=="}}]`), false},
-		"deprecated scopes":     {`{"resourceSpans":[{"deprecatedScopeSpans":[{"spans":[{` + ids + `}]}]}]}`, false},
-		"no span ID":            {`{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"4bf92f3577b34da6a3ce929d0e0e4736"}]}]}]}`, false},
-		"ends before it starts": {span(`,"startTimeUnixNano":"9","endTimeUnixNano":"5"`), false},
-		"negative time":         {span(`,"startTimeUnixNano":-1`), false},
-		"fractional time":       {span(`,"startTimeUnixNano":1.5`), false},
-		"unknown kind name":     {span(`,"kind":"SPAN_KIND_BAD"`), false},
-		"bad ID":                {`{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"xyz","spanId":"00f067aa0ba902b7"}]}]}]}`, false},
-		"escaped key":           {span(`,"n\u0061me":"x"`), false},
-		"null reply":            {`null`, false},
-		"trailing data":         {`{} {}`, false},
+		"events":         {span(`,"events":[{"timeUnixNano":"9","name":"b"},{"timeUnixNano":"5","name":"a","attributes":[{"key":"exception.type","value":{"stringValue":"E"}}]}]`), true},
+		"nulls":          {`{"resourceSpans":[null,{"resource":null,"scopeSpans":null},{"scopeSpans":[null,{"spans":null}]}]}`, true},
+		"no spans":       {`{"resourceSpans":[]}`, true},
+		"null span":      {`{"resourceSpans":[{"scopeSpans":[{"spans":[null]}]}]}`, false},
+		"null event":     {span(`,"events":[null]`), false},
+		"null attribute": {span(`,"attributes":[null]`), false},
+		"null name":      {span(`,"name":null`), false},
+		// Jaeger's own warnings on a span are an array of strings.
+		"array value":                {span(`,"attributes":[{"key":"@jaeger@warnings","value":{"arrayValue":{"values":[{"stringValue":"parent span ID=6d2efdf2c22e667a is not in the trace"},{"intValue":"3"}]}}},{"key":"e","value":{"arrayValue":{"values":[]}}}]`), true},
+		"map value":                  {span(`,"attributes":[{"key":"m","value":{"kvlistValue":{"values":[{"key":"k","value":{"boolValue":false}}]}}}]`), true},
+		"bytes value":                {span(`,"attributes":[{"key":"a","value":{"bytesValue":"AQ=="}}]`), true},
+		"bad bytes":                  {span(`,"attributes":[{"key":"a","value":{"bytesValue":"%%"}}]`), false},
+		"unknown and indexed values": {span(`,"attributes":[{"key":"a","value":{"stringValue":"x","futureValue":1}},{"key":"b","value":{"stringValueStrindex":3}}]`), true},
+		"deprecated scopes":          {`{"resourceSpans":[{"deprecatedScopeSpans":[{"spans":[{` + ids + `}]}]}]}`, false},
+		"no span ID":                 {`{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"4bf92f3577b34da6a3ce929d0e0e4736"}]}]}]}`, false},
+		"ends before it starts":      {span(`,"startTimeUnixNano":"9","endTimeUnixNano":"5"`), false},
+		"negative time":              {span(`,"startTimeUnixNano":-1`), false},
+		"fractional time":            {span(`,"startTimeUnixNano":1.5`), false},
+		"unknown kind name":          {span(`,"kind":"SPAN_KIND_BAD"`), false},
+		"bad ID":                     {`{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"xyz","spanId":"00f067aa0ba902b7"}]}]}]}`, false},
+		"escaped key":                {span(`,"n\u0061me":"x"`), false},
+		"null reply":                 {`null`, false},
+		"trailing data":              {`{} {}`, false},
 	} {
 		_, ok := ScanJSON([]byte(in.json), "", nil)
 		if ok != in.scanned {
