@@ -124,14 +124,18 @@ func (c *Client) findV3Failed(ctx context.Context, q models.TraceSearchQuery) ([
 	params := v3SearchParams(q)
 	return c.shared(ctx, "failed "+path+"?"+params.Encode(), func(ctx context.Context) (spans []models.Span, err error) {
 		err = c.get(ctx, path, params, func(body io.Reader) error {
-			b, err := upstream.ReadAll(body)
+			// A pooled buffer: a triage's searches read a few hundred kilobytes per service, and
+			// the reading copies what it keeps (a new buffer each time was the most the plugin
+			// allocated under load).
+			b, err := upstream.ReadPooled(body)
+			defer b.Release()
 			if err != nil {
 				if errors.Is(err, io.ErrUnexpectedEOF) {
 					return truncatedError(path, err)
 				}
 				return fmt.Errorf("reading the reply to %s: %w", path, err)
 			}
-			spans, err = decodeV3Failed(b, path)
+			spans, err = decodeV3Failed(b.Bytes(), path)
 			return err
 		})
 		if st, ok := errors.AsType[*upstream.HTTPStatusError](err); ok && st.Status == http.StatusNotFound {

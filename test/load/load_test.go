@@ -228,6 +228,17 @@ func TestLoadDashboardsThroughOneProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// HSI_LOAD_ALLOC_PROFILE: the plugin's allocations since it started (the SDK's pprof), most of
+	// them the load's, to see which requests allocate.
+	if path := os.Getenv("HSI_LOAD_ALLOC_PROFILE"); path != "" {
+		prof, err := p.get(ctx, "allocs")
+		if err == nil {
+			err = os.WriteFile(path, []byte(prof), 0o644)
+		}
+		if err != nil {
+			t.Errorf("HSI_LOAD_ALLOC_PROFILE: %v", err)
+		}
+	}
 
 	if p.Exited() {
 		t.Fatal("the plugin process exited under load")
