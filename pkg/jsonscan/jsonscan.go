@@ -248,9 +248,9 @@ func decoderTakes(number []byte) bool {
 func (s *Scanner) Skip() bool {
 	switch c := s.Peek(); {
 	case c == '{':
-		return s.Object(func([]byte) bool { return s.Skip() })
+		return s.skipContainer('}')
 	case c == '[':
-		return s.Array(s.Skip)
+		return s.skipContainer(']')
 	case c == '"':
 		_, _, ok := s.Str()
 		return ok
@@ -265,6 +265,50 @@ func (s *Scanner) Skip() bool {
 		return s.Null()
 	}
 	return false
+}
+
+// skipContainer is Skip for the object or array at s.I (end its closing byte): Object and Array
+// walking it with Skip, without their calls through closures (most of a reply a reader skips).
+func (s *Scanner) skipContainer(end byte) bool {
+	if s.depth++; s.depth > maxScanDepth {
+		s.depth--
+		return false
+	}
+	ok := s.skipMembers(end)
+	s.depth--
+	return ok
+}
+
+func (s *Scanner) skipMembers(end byte) bool {
+	s.I++
+	if s.Peek() == end {
+		s.I++
+		return true
+	}
+	for {
+		if end == '}' { // a key, as Object takes it
+			if s.Peek() != '"' {
+				return false
+			}
+			key, escaped, ok := s.Str()
+			if !ok || escaped || len(key) == 0 || s.Peek() != ':' {
+				return false
+			}
+			s.I++
+		}
+		if !s.Skip() {
+			return false
+		}
+		switch s.Peek() {
+		case ',':
+			s.I++
+		case end:
+			s.I++
+			return true
+		default:
+			return false
+		}
+	}
 }
 
 // Literal consumes word (true, false) where it comes next.
