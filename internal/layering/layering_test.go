@@ -30,6 +30,7 @@ var rules = []struct {
 	{"pkg/frames", append(clients, "pkg/plugin"), false},
 	{"pkg/classify", append(clients, "pkg/models", "pkg/correlate", "pkg/frames"), true},
 	{"pkg/flamegraph", append(clients, "pkg/correlate", "pkg/frames"), true},
+	{"pkg/jsonscan", append(clients, "pkg/models", "pkg/otlptrace", "pkg/correlate", "pkg/frames"), true},
 	{"pkg/models", append(clients, "pkg/correlate", "pkg/frames", "pkg/diagnose", "pkg/plugin"), true},
 }
 

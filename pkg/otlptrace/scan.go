@@ -31,7 +31,7 @@ import (
 // deprecated scope spans. The caller then reads the reply with ReadJSON (or ReadJSONOf), which
 // reads those or says what is wrong. TestScanJSONAgreesOnEditedReplies holds the two together.
 func ScanJSON(b []byte, envelope string, keep func(traceID string) bool) (spans []models.Span, ok bool) {
-	r := &spanScanner{scanner: scanner{Scanner: jsonscan.Scanner{B: b}}, keep: keep, strs: make(map[string]string, 256)}
+	r := &spanScanner{Scanner: jsonscan.Scanner{B: b}, keep: keep, strs: make(map[string]string, 256)}
 	if keep == nil {
 		// Every span has a span ID: counting the key gives the slice's size (an attribute value
 		// that spells it, or a link's, only adds room).
@@ -60,8 +60,7 @@ func ScanJSON(b []byte, envelope string, keep func(traceID string) bool) (spans 
 	} else if r.Peek() != '{' || !read() {
 		return nil, false // a null reply is the decoder's
 	}
-	r.Space()
-	if r.I != len(r.B) {
+	if !r.End() {
 		return nil, false
 	}
 	if len(r.out) == 0 {
@@ -72,7 +71,7 @@ func ScanJSON(b []byte, envelope string, keep func(traceID string) bool) (spans 
 
 // spanScanner is ScanJSON's state.
 type spanScanner struct {
-	scanner
+	jsonscan.Scanner
 	keep    func(traceID string) bool
 	out     []models.Span
 	traceID string            // the last trace ID read: a trace's spans share one string
