@@ -1,8 +1,8 @@
 package otlptrace
 
 import (
+	"bytes"
 	"encoding/base64"
-	"encoding/hex"
 	"fmt"
 	"strconv"
 	"time"
@@ -301,16 +301,24 @@ func (r *jsonReader) event() models.SpanEvent {
 	return e
 }
 
-// id reads a hex trace or span ID of n bytes as its lower-case hex; "" when empty or all zeros
-// (pdata's empty ID). same is returned instead of a new string when it spells the same ID.
+// id reads a hex trace or span ID of n bytes (idOf).
 func (r *jsonReader) id(n int, same string) string {
-	b := r.iter.ReadStringAsSlice()
+	id, bad := idOf(r.iter.ReadStringAsSlice(), n, same)
+	if bad != "" {
+		r.fail("%s", bad)
+	}
+	return id
+}
+
+// idOf is the trace or span ID of n bytes that b spells in hex, as the readers keep it: lower-case
+// hex, "" when empty or all zeros (pdata's empty ID), same instead of a new string when it spells
+// the same ID; bad says what is wrong with b ("" when nothing is).
+func idOf(b []byte, n int, same string) (id, bad string) {
 	if len(b) == 0 {
-		return ""
+		return "", ""
 	}
 	if len(b) != 2*n {
-		r.fail("an ID %q that is not %d hex digits", b, 2*n)
-		return ""
+		return "", fmt.Sprintf("an ID %q that is not %d hex digits", b, 2*n)
 	}
 	zero, lower := true, true
 	for _, c := range b {
@@ -321,21 +329,18 @@ func (r *jsonReader) id(n int, same string) string {
 		case c >= 'A' && c <= 'F':
 			zero, lower = false, false
 		default:
-			r.fail("an ID %q that is not hex", b)
-			return ""
+			return "", fmt.Sprintf("an ID %q that is not hex", b)
 		}
 	}
-	if zero {
-		return ""
+	switch {
+	case zero:
+		return "", ""
+	case !lower:
+		return string(bytes.ToLower(b)), ""
+	case string(b) == same: // compared without a copy
+		return same, ""
 	}
-	if lower && string(b) == same { // compared without a copy
-		return same
-	}
-	if lower {
-		return string(b)
-	}
-	raw, _ := hex.DecodeString(string(b)) // checked above
-	return hex.EncodeToString(raw)
+	return string(b), ""
 }
 
 // uint64 reads a number written as a number or a string (OTLP JSON writes 64-bit integers as

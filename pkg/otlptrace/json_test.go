@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/hsi-profiling/hsi-profiling-datasource/internal/jsonedit"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 )
 
@@ -392,19 +393,7 @@ func TestScanFailedTraceIDsAgreesOnEditedReplies(t *testing.T) {
 	scanned := 0
 	const edits = 20000
 	for n := range edits {
-		b := slices.Clone(seeds[n%len(seeds)])
-		for range 1 + rng.IntN(3) {
-			at := rng.IntN(len(b) + 1)
-			tok := []byte(tokens[rng.IntN(len(tokens))])
-			switch end := min(len(b), at+1+rng.IntN(8)); rng.IntN(3) {
-			case 0: // insert
-				b = slices.Insert(b, at, tok...)
-			case 1: // delete
-				b = slices.Delete(b, at, end)
-			default: // replace
-				b = slices.Replace(b, at, end, tok...)
-			}
-		}
+		b := jsonedit.Edit(rng, seeds[n%len(seeds)], tokens, 8)
 		if checkScanAgrees(t, fmt.Sprintf("edit %d", n), b) {
 			scanned++
 		}

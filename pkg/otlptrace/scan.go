@@ -281,33 +281,8 @@ func (r *spanScanner) id(n int, same string) (string, bool) {
 	if !ok || escaped {
 		return "", false
 	}
-	if len(raw) == 0 {
-		return "", true
-	}
-	if len(raw) != 2*n {
-		return "", false
-	}
-	zero, lower := true, true
-	for _, c := range raw {
-		switch {
-		case c == '0':
-		case c >= '1' && c <= '9', c >= 'a' && c <= 'f':
-			zero = false
-		case c >= 'A' && c <= 'F':
-			zero, lower = false, false
-		default:
-			return "", false
-		}
-	}
-	switch {
-	case zero:
-		return "", true
-	case !lower:
-		return string(bytes.ToLower(raw)), true
-	case string(raw) == same:
-		return same, true
-	}
-	return string(raw), true
+	id, bad := idOf(raw, n, same)
+	return id, bad == ""
 }
 
 // digits is a run of ASCII digits as a uint64; false when it is empty, holds anything else or

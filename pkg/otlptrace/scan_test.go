@@ -4,11 +4,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
-	"slices"
 	"strings"
 	"testing"
 
 	jsoniter "github.com/json-iterator/go"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/internal/jsonedit"
 )
 
 // checkScanJSONAgrees fails when ScanJSON answers b and the decoder reads it otherwise, with and
@@ -138,19 +139,7 @@ func TestScanJSONAgreesOnEditedReplies(t *testing.T) {
 	scanned := 0
 	const edits = 10000
 	for n := range edits {
-		b := slices.Clone(seeds[n%len(seeds)])
-		for range 1 + rng.IntN(3) {
-			at := rng.IntN(len(b) + 1)
-			tok := []byte(tokens[rng.IntN(len(tokens))])
-			switch end := min(len(b), at+1+rng.IntN(8)); rng.IntN(3) {
-			case 0:
-				b = slices.Insert(b, at, tok...)
-			case 1:
-				b = slices.Delete(b, at, end)
-			default:
-				b = slices.Replace(b, at, end, tok...)
-			}
-		}
+		b := jsonedit.Edit(rng, seeds[n%len(seeds)], tokens, 8)
 		if checkScanJSONAgrees(t, fmt.Sprintf("edit %d", n), b) {
 			scanned++
 		}

@@ -69,24 +69,35 @@ func formatTime(t time.Time) string {
 
 // ask is client_golang's DoGetFallback: the query as a form POST, again as a GET when the server
 // refuses the POST (403, 405, 501).
-func (a queryAPI) ask(ctx context.Context, endpoint string, args url.Values) (model.Value, promv1.Warnings, promv1.Infos, error) {
+func (a queryAPI) ask(ctx context.Context, endpoint string, args url.Values) (v model.Value, warnings promv1.Warnings, infos promv1.Infos, err error) {
+	err = a.fallback(endpoint, args, func(req *http.Request) (resp *http.Response, err error) {
+		resp, v, warnings, infos, err = a.do(ctx, req)
+		return resp, err
+	})
+	return v, warnings, infos, err
+}
+
+// fallback sends args to endpoint as client_golang's DoGetFallback does, through send (which
+// keeps what it read): as a form POST, again as a GET when the server refuses the POST (403, 405,
+// 501). It returns the last send's error.
+func (a queryAPI) fallback(endpoint string, args url.Values, send func(*http.Request) (*http.Response, error)) error {
 	u := a.client.URL(endpoint, nil)
 	form := args.Encode()
 	req, err := http.NewRequest(http.MethodPost, u.String(), strings.NewReader(form))
 	if err != nil {
-		return nil, nil, nil, err
+		return err
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header["Idempotency-Key"] = nil // retried on a network error, as a GET would be
-	resp, v, warnings, infos, err := a.do(ctx, req)
+	resp, err := send(req)
 	if resp != nil && (resp.StatusCode == http.StatusForbidden || resp.StatusCode == http.StatusMethodNotAllowed || resp.StatusCode == http.StatusNotImplemented) {
 		u.RawQuery = form
 		if req, err = http.NewRequest(http.MethodGet, u.String(), nil); err != nil {
-			return nil, warnings, infos, err
+			return err
 		}
-		_, v, warnings, infos, err = a.do(ctx, req)
+		_, err = send(req)
 	}
-	return v, warnings, infos, err
+	return err
 }
 
 // do is client_golang's Do for a query: its errors, from the status and the reply's envelope.

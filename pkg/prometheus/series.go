@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -39,23 +38,13 @@ func (a queryAPI) SeriesLabels(ctx context.Context, matches []string, start, end
 	if !end.IsZero() {
 		args.Set("end", formatTime(end))
 	}
-	// client_golang's DoGetFallback: a form POST, again as a GET when the server refuses it.
-	u := a.client.URL("/api/v1/series", nil)
-	form := args.Encode()
-	req, err := http.NewRequest(http.MethodPost, u.String(), strings.NewReader(form))
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header["Idempotency-Key"] = nil
-	resp, sets, warnings, infos, err := a.series(ctx, req, keep)
-	if resp != nil && (resp.StatusCode == http.StatusForbidden || resp.StatusCode == http.StatusMethodNotAllowed || resp.StatusCode == http.StatusNotImplemented) {
-		u.RawQuery = form
-		if req, err = http.NewRequest(http.MethodGet, u.String(), nil); err != nil {
-			return nil, warnings, infos, err
-		}
-		_, sets, warnings, infos, err = a.series(ctx, req, keep)
-	}
+	var sets []model.LabelSet
+	var warnings promv1.Warnings
+	var infos promv1.Infos
+	err := a.fallback("/api/v1/series", args, func(req *http.Request) (resp *http.Response, err error) {
+		resp, sets, warnings, infos, err = a.series(ctx, req, keep)
+		return resp, err
+	})
 	return sets, warnings, infos, err
 }
 

@@ -6,12 +6,13 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
-	"slices"
 	"testing"
 	"time"
 
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/internal/jsonedit"
 )
 
 type seriesAnswer struct {
@@ -125,19 +126,7 @@ func TestSeriesLabelsAgreesOnEditedReplies(t *testing.T) {
 	tokens := []string{"{", "}", "[", "]", ",", ":", `"`, `\`, `\u0041`, "null", "0", " ", `"gpu"`, `"data"`, `"status"`, `"error"`, `"success"`, "\xff", "."}
 	rng := rand.New(rand.NewPCG(21, 22))
 	for n := range 5000 {
-		b := []byte(seriesReply)
-		for range 1 + rng.IntN(3) {
-			at := rng.IntN(len(b) + 1)
-			tok := []byte(tokens[rng.IntN(len(tokens))])
-			switch end := min(len(b), at+1+rng.IntN(6)); rng.IntN(3) {
-			case 0:
-				b = slices.Insert(b, at, tok...)
-			case 1:
-				b = slices.Delete(b, at, end)
-			default:
-				b = slices.Replace(b, at, end, tok...)
-			}
-		}
+		b := jsonedit.Edit(rng, []byte(seriesReply), tokens, 6)
 		status := []int{200, 200, 200, 400, 422, 503}[n%6]
 		g, o, _, _ := askSeriesBoth(status, 0, b)
 		if d := sameSeries(g, o, false); d != "" {
