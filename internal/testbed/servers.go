@@ -89,6 +89,9 @@ func (b *Bed) startPyroscope(bin string, httpPort, grpcPort, memberPort int) (*p
 	return b.start("pyroscope", nil, bin, args...)
 }
 
+// jaegerConfig is the bed's Jaeger v2, configured as docker-compose.yaml's: memory storage, the
+// spans forwarded to Tempo, and the query server's HTTP keep-alive on (Jaeger's default is off,
+// which makes every request a new connection; the troubleshooting guide tells users to set it).
 const jaegerConfig = `service:
   extensions: [jaeger_storage, jaeger_query, healthcheckv2]
   pipelines:
@@ -111,6 +114,7 @@ extensions:
       traces: memstore
     http:
       endpoint: %[3]s
+      keep_alives_enabled: true
     grpc:
       endpoint: %[4]s
   jaeger_storage:

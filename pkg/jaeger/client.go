@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/safe"
@@ -37,6 +38,9 @@ type Client struct {
 	// reads shares one trace read or search among the callers asking the very same at once
 	// (see shared).
 	reads singleflight.Group
+
+	// closes: the last reply asked to close its connection (ClosesConnections).
+	closes atomic.Bool
 }
 
 // New returns a client for the upstream's URL using hc (built by upstream.NewHTTPClient).
@@ -63,6 +67,12 @@ func (c *Client) Services(ctx context.Context) (services []string, api string, e
 	}
 	return services, api, nil
 }
+
+// ClosesConnections says whether the server's last reply closed its connection ("Connection:
+// close"). Jaeger v2's query server does so after every reply unless its HTTP keep-alive is on
+// (extensions.jaeger_query.http.keep_alives_enabled, false by default up to at least 2.13):
+// then each request opens a new TCP connection, which costs both sides under a dashboard's load.
+func (c *Client) ClosesConnections() bool { return c.closes.Load() }
 
 // UseAPI forces the API version (APIv3 or APIv1) instead of detecting it, so that tests can ask
 // one server through both APIs; "" goes back to detecting on the next call.
@@ -178,6 +188,7 @@ func (c *Client) get(ctx context.Context, path string, query url.Values, decode 
 		return err
 	}
 	defer res.Body.Close()
+	c.closes.Store(res.Close)
 	if res.StatusCode/100 != 2 {
 		body, _ := io.ReadAll(io.LimitReader(res.Body, 512))
 		return &upstream.HTTPStatusError{Status: res.StatusCode, Body: strings.TrimSpace(string(body))}

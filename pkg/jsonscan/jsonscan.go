@@ -9,6 +9,7 @@ package jsonscan
 import (
 	"bytes"
 	"encoding/binary"
+	"math/bits"
 
 	jsoniter "github.com/json-iterator/go"
 )
@@ -124,16 +125,21 @@ func (s *Scanner) members(open, end byte, member func() bool) bool {
 func (s *Scanner) Str() (raw []byte, escaped, ok bool) {
 	start := s.I + 1
 	for j := start; j < len(s.B); j++ {
-		// Eight bytes at a time while none of them stops the scan: most of a reply's bytes are
-		// in strings, and this walk was most of the time a triage's trace search took to read.
-		for j+8 <= len(s.B) && !mayStop(binary.LittleEndian.Uint64(s.B[j:])) {
+		// Eight bytes at a time: most of a reply's bytes are in strings, and this walk was most
+		// of the time a triage's trace search took to read. A word holding a byte that stops the
+		// scan goes straight to the first such byte (a string's end is mostly a few bytes on).
+		for j+8 <= len(s.B) {
+			if m := stops(binary.LittleEndian.Uint64(s.B[j:])); m != 0 {
+				j += bits.TrailingZeros64(m) / 8
+				break
+			}
 			j += 8
 		}
 		if j == len(s.B) {
 			break
 		}
 		c := s.B[j]
-		if !strStops[c] { // most bytes: one table look-up
+		if !strStops[c] { // the last few bytes of the reply, one at a time
 			continue
 		}
 		switch {
@@ -163,13 +169,13 @@ func (s *Scanner) Str() (raw []byte, escaped, ok bool) {
 	return nil, false, false
 }
 
-// mayStop says whether one of the eight bytes of x may stop a string's scan (a quote, a
-// backslash, a control character); never false when one does (the bit tricks of "Bit Twiddling
-// Hacks", haszero and hasless).
-func mayStop(x uint64) bool {
+// stops marks (with its high bit) each of the eight bytes of x that stops a string's scan: a
+// quote, a backslash, a control character (the bit tricks of "Bit Twiddling Hacks", haszero and
+// hasless). A borrow only runs upwards, so the lowest mark is exact: the first such byte.
+func stops(x uint64) uint64 {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	q, b := x^(ones*'"'), x^(ones*'\\') // zero where a byte is a quote, a backslash
-	return ((q-ones)&^q|(b-ones)&^b|(x-ones*' ')&^x)&highs != 0
+	return ((q-ones)&^q | (b-ones)&^b | (x-ones*' ')&^x) & highs
 }
 
 // strStops are the bytes a string's scan stops at: its end, an escape, a control character.

@@ -72,3 +72,70 @@ func TestStrAndObject(t *testing.T) {
 		}
 	}
 }
+
+// Str reads eight bytes at a time and jumps to the first byte that stops it; it answers as a
+// byte-by-byte reading does, on strings of every length whose bytes mix text, UTF-8, quotes,
+// escapes and control characters anywhere in a word.
+func TestStrAnswersAsAByteByByteRead(t *testing.T) {
+	pieces := []string{"a", "Z", "0", " ", "é", "\xff", "\x80", "\x7f", `"`, `\"`, `\\`, `\n`, `\u00e9`, `\u12`, `\q`, `\`, "\x00", "\x1f", "\t"}
+	rng := rand.New(rand.NewPCG(7, 11))
+	ended := 0
+	for n := range 50000 {
+		b := []byte{'"'}
+		for range rng.IntN(40) {
+			if rng.IntN(6) == 0 {
+				b = append(b, pieces[rng.IntN(len(pieces))]...)
+			} else {
+				b = append(b, pieces[rng.IntN(5)]...) // mostly plain text, as replies are
+			}
+		}
+		if n%2 == 0 {
+			b = append(b, `"`...)
+		}
+		b = append(b, pieces[rng.IntN(len(pieces))]...) // what follows the string
+		s := &Scanner{B: b}
+		raw, escaped, ok := s.Str()
+		wantRaw, wantEscaped, wantOK, wantEnd := strByteByByte(b)
+		if ok != wantOK || ok && (string(raw) != string(wantRaw) || escaped != wantEscaped || s.I != wantEnd) {
+			t.Fatalf("%q: got %q %v %v at %d, want %q %v %v at %d", b, raw, escaped, ok, s.I, wantRaw, wantEscaped, wantOK, wantEnd)
+		}
+		if ok {
+			ended++
+			if !json.Valid(b[:s.I]) {
+				t.Fatalf("%q taken, not a valid JSON string", b[:s.I])
+			}
+		}
+	}
+	if ended < 10000 {
+		t.Errorf("only %d strings ended", ended)
+	}
+}
+
+// strByteByByte is Str's answer read one byte at a time, as JSON's grammar says.
+func strByteByByte(b []byte) (raw []byte, escaped, ok bool, end int) {
+	for j := 1; j < len(b); j++ {
+		switch c := b[j]; {
+		case c == '"':
+			return b[1:j], escaped, true, j + 1
+		case c < ' ':
+			return nil, false, false, 0
+		case c == '\\':
+			escaped = true
+			if j+1 >= len(b) {
+				return nil, false, false, 0
+			}
+			switch b[j+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				j++
+			case 'u':
+				if j+5 >= len(b) || !isHex4(b[j+2:j+6]) {
+					return nil, false, false, 0
+				}
+				j += 5
+			default:
+				return nil, false, false, 0
+			}
+		}
+	}
+	return nil, false, false, 0
+}

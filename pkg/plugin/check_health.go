@@ -200,7 +200,12 @@ func healthChecks(s *models.Settings, pyro *pyroscope.Client, prom *prometheus.C
 			if err != nil {
 				return "", err
 			}
-			return fmt.Sprintf(" (%d services, API %s%s)", len(services), api, traceRole(models.Jaeger)), nil
+			closes := ""
+			if jae.ClosesConnections() {
+				closes = "; it closes the connection after every reply, so each request opens a new one: " +
+					"set extensions.jaeger_query.http.keep_alives_enabled: true in Jaeger's configuration"
+			}
+			return fmt.Sprintf(" (%d services, API %s%s%s)", len(services), api, traceRole(models.Jaeger), closes), nil
 		}
 	}
 	if tem != nil {

@@ -42,6 +42,32 @@ func TestCheckHealthNamesEachUpstreamWithItsResult(t *testing.T) {
 	}
 }
 
+// Jaeger v2's query server, as configured by default, answers every request with "Connection:
+// close": the check says so, and what to set, while Jaeger stays OK; a server that keeps its
+// connections gets no such advice.
+func TestCheckHealthSaysWhenJaegerClosesEveryConnection(t *testing.T) {
+	closing := newFakeJaeger(t, []string{"api"}, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Connection", "close")
+			h.ServeHTTP(w, r)
+		})
+	})
+	keeping := newFakeJaeger(t, []string{"api"}, nil)
+	const advice = "set extensions.jaeger_query.http.keep_alives_enabled: true"
+	for _, c := range []struct {
+		url    string
+		advice bool
+	}{{closing.URL, true}, {keeping.URL, false}} {
+		res := checkHealth(t, newTestDatasource(t, map[string]any{"jaegerUrl": c.url}, nil))
+		if res.Status != backend.HealthStatusOk || !strings.Contains(res.Message, "Jaeger: OK (1 services, API v1") {
+			t.Errorf("health = %v %q, want Jaeger OK", res.Status, res.Message)
+		}
+		if strings.Contains(res.Message, advice) != c.advice {
+			t.Errorf("closing connections %v, yet the message is %q", c.advice, res.Message)
+		}
+	}
+}
+
 func TestCheckHealthNamesTheDownUpstreamAndFails(t *testing.T) {
 	pyro := newFakePyroscope(t, &fakePyroscope{}, nil)
 	down := closedURL(t)
