@@ -3,6 +3,7 @@ package plugin
 import (
 	"bytes"
 	"fmt"
+	"github.com/prometheus/prometheus/promql/parser"
 	"io"
 	"maps"
 	"math/rand/v2"
@@ -629,41 +630,88 @@ func countNonEmpty(f *data.Field) int {
 	return n
 }
 
-// engineMetrics answers the serving engine's instant queries (vLLM's gauges as range selectors,
-// its queue time as a ratio of counter increases) as a Prometheus scraping the engine every 15 s
-// would; other requests go to next.
+// engineMetrics answers the serving engine's instant queries as a Prometheus scraping a vLLM V1
+// engine every 15 s would: its gauges (one range selector of their names) with their current
+// names only, and each counter or ratio labelled by label_replace (one union of them) where it
+// reads vLLM's current names; TensorRT-LLM's, SGLang's and vLLM's older names have no series.
+// Other requests go to next.
 func engineMetrics(next http.Handler) http.Handler {
+	current := func(name string) bool {
+		return strings.HasPrefix(name, "vllm:") && name != "vllm:gpu_cache_usage_perc" && !strings.HasPrefix(name, "vllm:inter_token_latency")
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_ = r.ParseForm()
 		q := r.Form.Get("query")
-		if r.URL.Path == "/api/v1/query" && strings.Contains(q, "trtllm_") {
-			// The engine is vLLM: TensorRT-LLM's only series (paused requests) is absent.
-			w.Header().Set("Content-Type", "application/json")
-			_, _ = io.WriteString(w, `{"status":"success","data":{"resultType":"matrix","result":[]}}`)
-			return
-		}
 		if r.URL.Path != "/api/v1/query" || !strings.Contains(q, "vllm:") {
 			next.ServeHTTP(w, r)
 			return
 		}
-		at := promTime(r.Form.Get("time"))
-		name, _, _ := strings.Cut(q, "{")
-		labels := `{"__name__":"` + name + `","model_name":"agent-70b","engine":"0"}`
-		var result string
-		if strings.Contains(q, "increase(") {
-			result = fmt.Sprintf(`{"resultType":"vector","result":[{"metric":{"model_name":"agent-70b","engine":"0"},"value":[%d,"0.021"]}]}`, at.Unix())
-		} else {
-			var points []string
-			for i := range 5 {
-				v := float64(i % 3) // requests waiting or running
-				if strings.Contains(q, "cache") {
-					v = 0.3 + 0.1*v // KV cache usage, a fraction
-				}
-				points = append(points, fmt.Sprintf(`[%d,"%g"]`, at.Add(-time.Duration(4-i)*15*time.Second).Unix(), v))
-			}
-			result = `{"resultType":"matrix","result":[{"metric":` + labels + `,"values":[` + strings.Join(points, ",") + `]}]}`
+		e, err := parser.NewParser(parser.Options{}).ParseExpr(q)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
 		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, `{"status":"success","data":`+result+`}`)
+		at := promTime(r.Form.Get("time"))
+		var series []string
+		if ms, ok := e.(*parser.MatrixSelector); ok { // the gauges' raw samples
+			for _, m := range ms.VectorSelector.(*parser.VectorSelector).LabelMatchers {
+				if m.Name != "__name__" {
+					continue
+				}
+				for name := range strings.SplitSeq(m.Value, "|") {
+					if !current(name) {
+						continue
+					}
+					var points []string
+					for i := range 5 {
+						v := float64(i % 3) // requests waiting or running
+						if strings.Contains(name, "cache") {
+							v = 0.3 + 0.1*v // KV cache usage, a fraction
+						}
+						points = append(points, fmt.Sprintf(`[%d,"%g"]`, at.Add(-time.Duration(4-i)*15*time.Second).Unix(), v))
+					}
+					series = append(series, `{"metric":{"__name__":"`+name+`","model_name":"agent-70b","engine":"0"},"values":[`+strings.Join(points, ",")+`]}`)
+				}
+			}
+			writeProm(w, "matrix", series)
+			return
+		}
+		var walk func(parser.Expr)
+		walk = func(e parser.Expr) {
+			switch e := e.(type) {
+			case *parser.ParenExpr:
+				walk(e.Expr)
+			case *parser.BinaryExpr:
+				walk(e.LHS)
+				walk(e.RHS)
+			case *parser.Call: // label_replace(rate, figure label, candidate, "", "")
+				for _, vs := range selectorsIn(e.Args[0]) {
+					if !current(vs.Name) {
+						return
+					}
+				}
+				label, value := e.Args[1].(*parser.StringLiteral).Val, e.Args[2].(*parser.StringLiteral).Val
+				series = append(series, fmt.Sprintf(`{"metric":{"model_name":"agent-70b","engine":"0",%q:%q},"value":[%d,"0.021"]}`, label, value, at.Unix()))
+			}
+		}
+		walk(e)
+		writeProm(w, "vector", series)
 	})
+}
+
+func writeProm(w http.ResponseWriter, resultType string, series []string) {
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = io.WriteString(w, `{"status":"success","data":{"resultType":"`+resultType+`","result":[`+strings.Join(series, ",")+`]}}`)
+}
+
+// selectorsIn lists the vector selectors of an expression.
+func selectorsIn(e parser.Expr) []*parser.VectorSelector {
+	var out []*parser.VectorSelector
+	parser.Inspect(e, func(n parser.Node, _ []parser.Node) error {
+		if vs, ok := n.(*parser.VectorSelector); ok {
+			out = append(out, vs)
+		}
+		return nil
+	})
+	return out
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -17,9 +18,9 @@ import (
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/upstream"
 )
 
-// engineParallelQueries bounds the queries of one EngineFigures or ContainerCPU call in flight
-// at once: all of them (vLLM's 7 figures, cAdvisor's 5), so that a slow Prometheus costs one
-// timeout, not one per batch (the data source's connection limit per upstream still applies).
+// engineParallelQueries bounds the queries of one EngineFigures (two) or ContainerCPU (cAdvisor's
+// five) call in flight at once: all of them, so that a slow Prometheus costs one timeout, not
+// one per batch (the data source's connection limit per upstream still applies).
 const engineParallelQueries = 8
 
 // engineFigureSpec is one figure a serving engine exports: a gauge read as stored, or the mean
@@ -123,23 +124,16 @@ func (c *Client) EngineFigures(ctx context.Context, q models.EngineQuery) (res m
 			gauges = append(gauges, i)
 		}
 	}
-	jobs := len(others)
+	// Two queries at most, at once: the gauges' raw samples, and every counter's and ratio's
+	// candidates in one (engineRates).
+	var jobs []func() error
 	if len(gauges) > 0 {
-		jobs++
+		jobs = append(jobs, func() error { return c.engineGauges(ctx, spec.figures, gauges, matchers, q, answers) })
 	}
-	errs := safe.ForEach("engine figure", jobs, engineParallelQueries, func(j int) (err error) {
-		if j == len(others) {
-			return c.engineGauges(ctx, spec.figures, gauges, matchers, q, answers)
-		}
-		i := others[j]
-		if f := spec.figures[i]; f.counter {
-			answers[i], err = c.engineIncrease(ctx, f, matchers, q)
-		} else {
-			answers[i], err = c.engineRatio(ctx, f, matchers, q)
-		}
-		return err
-	})
-	for _, err := range errs {
+	if len(others) > 0 {
+		jobs = append(jobs, func() error { return c.engineRates(ctx, spec.figures, others, matchers, q, answers) })
+	}
+	for _, err := range safe.ForEach("engine figures", len(jobs), engineParallelQueries, func(j int) error { return jobs[j]() }) {
 		if err != nil {
 			return models.EngineFigures{}, c.wrap(err)
 		}
@@ -234,92 +228,133 @@ func engineGauge(f engineFigureSpec, matchers []*labels.Matcher, start, end time
 	return a, nil
 }
 
-// engineIncrease reads a counter's increase over the window, summed over its series (the
-// engine's replicas), trying its older names while the names before have no series.
-func (c *Client) engineIncrease(ctx context.Context, f engineFigureSpec, matchers []*labels.Matcher, q models.EngineQuery) (engineAnswer, error) {
-	start, end := q.Window(models.EngineRateWindow)
-	var a engineAnswer
-	reported := 1 + len(f.olderNames)
-	for n, metric := range append(append([]string{f.metric}, f.olderNames...), f.alsoNames...) {
-		inc := promCall("increase", rangeSelector(metricSelector(metric, matchers), end.Sub(start)))
-		expr, err := checked(inc)
-		if err != nil {
-			return a, err
-		}
-		vec, _, err := c.instantVector(ctx, expr, end)
-		if err != nil {
-			return a, err
-		}
-		if len(vec) == 0 {
-			if n < reported {
-				a.missing = append(a.missing, metric)
-			}
-			continue
-		}
-		fig := models.EngineFigure{Name: f.name, Metric: metric, Query: expr, Unit: f.unit, Start: start, End: end}
-		for _, s := range vec {
-			if v := float64(s.Value); !math.IsNaN(v) && !math.IsInf(v, 0) {
-				fig.Max += v
-				fig.Series++
-			}
-		}
-		if fig.Series == 0 {
-			return engineAnswer{}, nil
-		}
-		fig.Mean, fig.Samples = fig.Max, fig.Series
-		return engineAnswer{figure: &fig}, nil
-	}
-	return a, nil
+// figureLabel marks which candidate of which figure a series of engineRates' query answers; no
+// exporter writes it.
+const figureLabel = "hsi_engine_figure"
+
+// engineCandidate is one way to read a counter or ratio figure: one of its names (a counter's),
+// or one of its pairs (a ratio's), in the order they are tried.
+type engineCandidate struct {
+	figure int    // index in figures
+	metric string // the name the figure is reported under
+	// expr is the figure's own query, which answers the same numbers; it is printed for the
+	// figure that uses it only (the union it is part of is checked whole).
+	expr parser.Expr
 }
 
-// engineRatio reads increase(num) / increase(den) / divisor per series over the window: each
-// replica's mean per request, trying the older pairs of names while the pairs before have no
-// series. Series without requests (0/0) give no figure.
-func (c *Client) engineRatio(ctx context.Context, f engineFigureSpec, matchers []*labels.Matcher, q models.EngineQuery) (engineAnswer, error) {
+// engineRates reads the counters and ratios figures[at...] in one instant query at the window's
+// end: each candidate of each figure (its names, or its pairs of names, newest first) labelled
+// by label_replace with figureLabel and joined by "or", so that a join asks Prometheus twice in
+// all, not once per figure and per older name. Each figure is then its first candidate with
+// series, as if they were asked in turn: a counter's increase over the window summed over its
+// series (the engine's replicas), a ratio's increase(num) / increase(den) / divisor per series.
+func (c *Client) engineRates(ctx context.Context, figures []engineFigureSpec, at []int, matchers []*labels.Matcher, q models.EngineQuery, answers []engineAnswer) error {
 	start, end := q.Window(models.EngineRateWindow)
 	rng := end.Sub(start)
 	increase := func(metric string) parser.Expr {
 		return promCall("increase", rangeSelector(metricSelector(metric, matchers), rng))
 	}
-	var vec model.Vector
-	var expr, metric string
-	for _, pair := range append([][2]string{{f.num, f.den}}, f.olderPairs...) {
-		metric = strings.TrimSuffix(pair[0], "_sum") // a histogram's name, or the counter's
-		var e parser.Expr = binaryExpr(parser.DIV, increase(pair[0]), increase(pair[1]))
-		if f.divisor != 1 {
-			e = binaryExpr(parser.DIV, e, numberLit(f.divisor))
-		}
-		var err error
-		if expr, err = checked(e); err != nil {
-			return engineAnswer{}, err
-		}
-		if vec, _, err = c.instantVector(ctx, expr, end); err != nil {
-			return engineAnswer{}, err
-		}
-		if len(vec) > 0 {
-			break
-		}
-	}
-	if len(vec) == 0 {
-		return engineAnswer{missing: []string{f.metric}}, nil
-	}
-	fig := models.EngineFigure{Name: f.name, Metric: metric, Query: expr, Unit: f.unit, Max: math.Inf(-1), Start: start, End: end}
-	sum := 0.0
-	for _, s := range vec {
-		v := float64(s.Value)
-		if math.IsNaN(v) || math.IsInf(v, 0) {
+	var cands []engineCandidate
+	for _, i := range at {
+		f := figures[i]
+		if f.counter {
+			for _, metric := range append(append([]string{f.metric}, f.olderNames...), f.alsoNames...) {
+				cands = append(cands, engineCandidate{figure: i, metric: metric, expr: increase(metric)})
+			}
 			continue
 		}
-		fig.Max = max(fig.Max, v)
-		sum += v
-		fig.Series++
+		for _, pair := range append([][2]string{{f.num, f.den}}, f.olderPairs...) {
+			var e parser.Expr = binaryExpr(parser.DIV, increase(pair[0]), increase(pair[1]))
+			if f.divisor != 1 {
+				e = binaryExpr(parser.DIV, e, numberLit(f.divisor))
+			}
+			// A histogram's name, or the counter's.
+			cands = append(cands, engineCandidate{figure: i, metric: strings.TrimSuffix(pair[0], "_sum"), expr: e})
+		}
 	}
-	if fig.Series == 0 {
-		return engineAnswer{}, nil
+	labelled := make([]parser.Expr, len(cands))
+	for n := range cands {
+		labelled[n] = promCall("label_replace", cands[n].expr, &parser.StringLiteral{Val: figureLabel},
+			&parser.StringLiteral{Val: strconv.Itoa(n)}, &parser.StringLiteral{Val: ""}, &parser.StringLiteral{Val: ""})
 	}
-	fig.Samples = fig.Series
-	fig.Mean = sum / float64(fig.Series)
-	return engineAnswer{figure: &fig}, nil
+	expr, err := checked(unionExprs(labelled))
+	if err != nil {
+		return err
+	}
+	vec, _, err := c.instantVector(ctx, expr, end)
+	if err != nil {
+		return err
+	}
+	byCandidate := make([]model.Vector, len(cands))
+	for _, s := range vec {
+		n, err := strconv.Atoi(string(s.Metric[figureLabel]))
+		if err != nil || n < 0 || n >= len(cands) {
+			return fmt.Errorf("query %s answered a series without the %s label it sets: %s", expr, figureLabel, s.Metric)
+		}
+		byCandidate[n] = append(byCandidate[n], s)
+	}
+	for _, i := range at {
+		answers[i] = engineRate(figures[i], cands, byCandidate, i, start, end)
+	}
+	return nil
+}
+
+// engineRate is figure i's answer from the series of its candidates: the first with series.
+// A counter's names before it that have none are missing (another engine's names never are); a
+// ratio without any pair is missing by its figure's metric. A first candidate whose series all
+// say nothing (NaN, or no requests: 0/0) gives no figure.
+func engineRate(f engineFigureSpec, cands []engineCandidate, byCandidate []model.Vector, i int, start, end time.Time) engineAnswer {
+	var a engineAnswer
+	reported := 1 + len(f.olderNames)
+	tried := 0
+	for n, cand := range cands {
+		if cand.figure != i {
+			continue
+		}
+		tried++
+		vec := byCandidate[n]
+		if len(vec) == 0 {
+			if f.counter && tried <= reported {
+				a.missing = append(a.missing, cand.metric)
+			}
+			continue
+		}
+		fig := models.EngineFigure{Name: f.name, Metric: cand.metric, Query: cand.expr.String(), Unit: f.unit, Start: start, End: end}
+		if f.counter {
+			for _, s := range vec {
+				if v := float64(s.Value); !math.IsNaN(v) && !math.IsInf(v, 0) {
+					fig.Max += v
+					fig.Series++
+				}
+			}
+			if fig.Series == 0 {
+				return engineAnswer{}
+			}
+			fig.Mean, fig.Samples = fig.Max, fig.Series
+			return engineAnswer{figure: &fig}
+		}
+		fig.Max = math.Inf(-1)
+		sum := 0.0
+		for _, s := range vec {
+			v := float64(s.Value)
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				continue
+			}
+			fig.Max = max(fig.Max, v)
+			sum += v
+			fig.Series++
+		}
+		if fig.Series == 0 {
+			return engineAnswer{}
+		}
+		fig.Samples = fig.Series
+		fig.Mean = sum / float64(fig.Series)
+		return engineAnswer{figure: &fig}
+	}
+	if !f.counter {
+		return engineAnswer{missing: []string{f.metric}}
+	}
+	return a
 }
 
 // instantMatrix asks an instant query of a range selector: the raw samples in the range.

@@ -78,15 +78,30 @@ func TestRealEngineReadingsOfTheBedsOwnSeries(t *testing.T) {
 	if nothing.figure != nil || !slices.Equal(nothing.missing, []string{"no_such_gauge_either"}) {
 		t.Errorf("a gauge without series: %+v", nothing)
 	}
-	// The demo's request histogram: series are there whether or not traffic runs, so it is
-	// never missing; with traffic each service's mean latency is a positive figure.
-	ratio, err := c.engineRatio(context.Background(), engineFigureSpec{name: "latency per request", unit: "s",
-		metric: "http_request_duration_seconds", num: "http_request_duration_seconds_sum", den: "http_request_duration_seconds_count", divisor: 1}, nil, q)
-	if err != nil {
+	// The counters and ratios in one query (engineRates): the demo's request histogram, whose
+	// series are there whether or not traffic runs, so it is never missing (with traffic each
+	// service's mean latency is a positive figure); its request counter found under an older
+	// name (the newer is then not missing); a counter missing under every name.
+	rates := []engineFigureSpec{
+		{name: "latency per request", unit: "s", metric: "http_request_duration_seconds",
+			num: "http_request_duration_seconds_sum", den: "http_request_duration_seconds_count", divisor: 1},
+		{name: "requests", unit: "short", metric: "no_such_counter_total", olderNames: []string{"http_request_duration_seconds_count"}, counter: true},
+		{name: "nothing", unit: "short", metric: "no_such_counter_either_total", counter: true},
+	}
+	rated := make([]engineAnswer, 3)
+	if err := c.engineRates(context.Background(), rates, []int{0, 1, 2}, nil, q, rated); err != nil {
 		t.Fatal(err)
 	}
+	ratio, requests, none := rated[0], rated[1], rated[2]
 	if len(ratio.missing) != 0 || (ratio.figure != nil && (ratio.figure.Max <= 0 || ratio.figure.Mean > ratio.figure.Max)) {
 		t.Errorf("demo latency per request: %+v, missing %v", ratio.figure, ratio.missing)
+	}
+	if requests.figure == nil || requests.figure.Metric != "http_request_duration_seconds_count" || requests.figure.Series < 1 ||
+		requests.figure.Max < 0 || len(requests.missing) != 0 || requests.figure.Query != "increase(http_request_duration_seconds_count[1m])" {
+		t.Errorf("demo requests: %+v, missing %v", requests.figure, requests.missing)
+	}
+	if none.figure != nil || !slices.Equal(none.missing, []string{"no_such_counter_either_total"}) {
+		t.Errorf("a counter without series: %+v", none)
 	}
 	t.Logf("up: %+v; latency per request: %+v", *up.figure, ratio.figure)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -81,7 +82,7 @@ func (f *fakeEngineProm) serve(t *testing.T) *Client {
 			reply("matrix", result)
 			return
 		}
-		for _, s := range f.ratios[selectorsOf(e)[0].Name] {
+		for _, s := range f.vector(e) {
 			result = append(result, map[string]any{"metric": s.labels, "value": []any{at, s.value}})
 		}
 		reply("vector", result)
@@ -92,6 +93,38 @@ func (f *fakeEngineProm) serve(t *testing.T) *Client {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// vector evaluates an instant query as Prometheus does for the shapes EngineFigures sends: a
+// union ("or") of label_replace calls, each setting one label on what its expression answers;
+// any other expression (a counter's increase, a ratio) answers ratios[the first metric it reads].
+func (f *fakeEngineProm) vector(e parser.Expr) []sample {
+	switch e := e.(type) {
+	case *parser.ParenExpr:
+		return f.vector(e.Expr)
+	case *parser.BinaryExpr:
+		if e.Op == parser.LOR {
+			out := f.vector(e.LHS)
+			for _, r := range f.vector(e.RHS) {
+				if !slices.ContainsFunc(out, func(l sample) bool { return maps.Equal(l.labels, r.labels) }) {
+					out = append(out, r)
+				}
+			}
+			return out
+		}
+	case *parser.Call:
+		if e.Func.Name == "label_replace" {
+			name, value := e.Args[1].(*parser.StringLiteral).Val, e.Args[2].(*parser.StringLiteral).Val
+			var out []sample
+			for _, s := range f.vector(e.Args[0]) {
+				lbls := maps.Clone(s.labels)
+				lbls[name] = value
+				out = append(out, sample{labels: lbls, value: s.value})
+			}
+			return out
+		}
+	}
+	return f.ratios[selectorsOf(e)[0].Name]
 }
 
 func (f *fakeEngineProm) queriesOf(metric string) []string {
@@ -176,11 +209,12 @@ func TestEngineFiguresReadVLLMReplicasAroundTheRequest(t *testing.T) {
 	if want := []string{"requests waiting", "requests running", "KV cache usage", "queue time per request", "preemptions", "time per output token"}; !slices.Equal(names, want) {
 		t.Errorf("figures %v, want %v", names, want)
 	}
-	// The gauges in one query of their raw samples, each counter and ratio in its own: 4 queries
-	// for 7 figures.
-	if n, gauges := len(f.queries), f.queriesOf("num_requests_waiting"); n != 4 || len(gauges) != 1 ||
-		!strings.Contains(gauges[0], "kv_cache_usage_perc") || !strings.Contains(gauges[0], "trtllm_num_paused_requests") {
-		t.Errorf("%d queries %q: want the gauges in one and 3 more", n, f.queries)
+	// The gauges in one query of their raw samples, the counters and ratios (each of their
+	// names) in another: 2 queries for 7 figures.
+	if n, gauges, rates := len(f.queries), f.queriesOf("num_requests_waiting"), f.queriesOf("num_preemptions_total"); n != 2 || len(gauges) != 1 ||
+		!strings.Contains(gauges[0], "kv_cache_usage_perc") || !strings.Contains(gauges[0], "trtllm_num_paused_requests") ||
+		len(rates) != 1 || !strings.Contains(rates[0], "request_queue_time_seconds_sum") || !strings.Contains(rates[0], "trtllm_time_per_output_token_seconds_sum") {
+		t.Errorf("%d queries %q: want the gauges in one and the counters and ratios in another", n, f.queries)
 	}
 	gaugeStart, gaugeEnd := reqEnd.Add(-17500*time.Millisecond), reqEnd.Add(12500*time.Millisecond)
 	for _, c := range []struct {
@@ -435,15 +469,39 @@ func TestEngineFiguresReadTensorRTLLM(t *testing.T) {
 	}
 }
 
-// Every figure of an engine is asked at once: a Prometheus that times out costs one timeout.
-func TestEngineFiguresAreAskedAllAtOnce(t *testing.T) {
-	for engine, spec := range engineSpecs {
-		if len(spec.figures) > engineParallelQueries {
-			t.Errorf("%s has %d figures, %d asked at once: a slow Prometheus costs %d timeouts", engine, len(spec.figures), engineParallelQueries,
-				(len(spec.figures)+engineParallelQueries-1)/engineParallelQueries)
-		}
-	}
+// Every query of a container's figures is asked at once: a Prometheus that times out costs one
+// timeout (an engine's figures are two queries, asked together).
+func TestContainerFiguresAreAskedAllAtOnce(t *testing.T) {
 	if n := len(containerCounters) + 1; n > engineParallelQueries {
 		t.Errorf("cAdvisor's %d figures, %d asked at once", n, engineParallelQueries)
+	}
+}
+
+// checked parses a query text once: a text that parsed is remembered (up to its bound, then the
+// set starts over), one that does not parse is refused every time and never remembered.
+func TestCheckedParsesEachTextOnceAndAlwaysRefusesABadOne(t *testing.T) {
+	good := metricSelector("vllm:num_requests_waiting", []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "model_name", "m-"+t.Name())})
+	text, err := checked(good)
+	if err != nil || !parsedQueries.has(text) {
+		t.Fatalf("checked(%s) = %q, %v; remembered %v", good, text, err, parsedQueries.has(text))
+	}
+	// An expression no parser reads: a call without its argument.
+	bad := &parser.Call{Func: parser.Functions["increase"]}
+	for range 2 {
+		if _, err := checked(bad); err == nil || !strings.Contains(err.Error(), "internal error: the plugin built the PromQL") {
+			t.Errorf("checked(%s): %v", bad, err)
+		}
+	}
+	if parsedQueries.has(bad.String()) {
+		t.Error("a text that does not parse was remembered")
+	}
+	for i := range maxParsedQueries + 1 {
+		parsedQueries.add(strconv.Itoa(i))
+	}
+	parsedQueries.mu.Lock()
+	n := len(parsedQueries.set)
+	parsedQueries.mu.Unlock()
+	if n > maxParsedQueries {
+		t.Errorf("%d texts remembered, bound %d", n, maxParsedQueries)
 	}
 }

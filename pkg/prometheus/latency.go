@@ -9,6 +9,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/common/model"
@@ -306,11 +307,45 @@ func call(name string, args ...parser.Expr) *parser.Call {
 var promqlParser = parser.NewParser(parser.Options{})
 
 // checked prints e and parses the text back: an expression the parser would not read never
-// reaches Prometheus (it would be the plugin's bug, said as such).
+// reaches Prometheus (it would be the plugin's bug, said as such). A text that parsed once is
+// not parsed again (parsedQueries): the joins of a tail or a dashboard's panels build the same
+// queries over and over, with only their time differing, and parsing them was most of what
+// building them allocated.
 func checked(e parser.Expr) (string, error) {
 	s := e.String()
+	if parsedQueries.has(s) {
+		return s, nil
+	}
 	if _, err := promqlParser.ParseExpr(s); err != nil {
 		return "", fmt.Errorf("internal error: the plugin built the PromQL %s, which does not parse: %v", s, err)
 	}
+	parsedQueries.add(s)
 	return s, nil
+}
+
+// parsedQueries are query texts that parsed (checked), at most maxParsedQueries of them
+// (about 2 KB each at most): when full, it starts over.
+var parsedQueries = &textSet{set: map[string]struct{}{}}
+
+const maxParsedQueries = 1024
+
+type textSet struct {
+	mu  sync.Mutex
+	set map[string]struct{}
+}
+
+func (t *textSet) has(s string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	_, ok := t.set[s]
+	return ok
+}
+
+func (t *textSet) add(s string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.set) >= maxParsedQueries {
+		clear(t.set)
+	}
+	t.set[s] = struct{}{}
 }
