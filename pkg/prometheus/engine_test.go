@@ -505,3 +505,23 @@ func TestCheckedParsesEachTextOnceAndAlwaysRefusesABadOne(t *testing.T) {
 		t.Errorf("%d texts remembered, bound %d", n, maxParsedQueries)
 	}
 }
+
+// The inventory's selector of a list of names is the one metricNamesSelector prints, whether it
+// is built or kept from an earlier call, and each list has its own.
+func TestNamesMatchIsTheSelectorOfItsNames(t *testing.T) {
+	for _, names := range [][]string{
+		{"DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_PROF_SM_ACTIVE"},
+		{"DCGM_FI_DEV_GPU_UTIL"},
+		{"container_cpu_usage_seconds_total", "vllm:num_requests_waiting", "a.b"},
+	} {
+		sel, err := metricNamesSelector(names, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			if got, err := namesMatch(names); err != nil || got != sel.String() {
+				t.Errorf("namesMatch(%q) = %q, %v; want %q", names, got, err, sel.String())
+			}
+		}
+	}
+}

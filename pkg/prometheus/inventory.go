@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -112,11 +113,10 @@ func (c *Client) seriesInventory(ctx context.Context, what string, names []strin
 	if t := end.Truncate(time.Minute); !t.Equal(end) {
 		end = t.Add(time.Minute)
 	}
-	sel, err := metricNamesSelector(names, nil)
+	match, err := namesMatch(names)
 	if err != nil {
 		return nil, err
 	}
-	match := sel.String()
 	key := match + "|" + start.UTC().Format(time.RFC3339) + "|" + end.UTC().Format(time.RFC3339)
 	if inv := c.cache.get(key); inv != nil {
 		return inv, nil
@@ -147,6 +147,39 @@ func (c *Client) seriesInventory(ctx context.Context, what string, names []strin
 	c.cache.put(key, inv)
 	return inv, nil
 }
+
+// namesMatch is the series selector {__name__=~"A|B|…"} of the metric names, printed. Every GPU
+// and container query asks for its inventory, and building the selector (a regular expression
+// of the catalogue's names, compiled, then printed) on each was most of what a cached inventory
+// cost: the text is kept per list of names (matchTexts).
+func namesMatch(names []string) (string, error) {
+	key := strings.Join(names, "\x00")
+	matchTexts.mu.Lock()
+	match, ok := matchTexts.texts[key]
+	matchTexts.mu.Unlock()
+	if ok {
+		return match, nil
+	}
+	sel, err := metricNamesSelector(names, nil)
+	if err != nil {
+		return "", err
+	}
+	match = sel.String()
+	matchTexts.mu.Lock()
+	defer matchTexts.mu.Unlock()
+	if len(matchTexts.texts) >= maxMatchTexts { // lists of names are few: the settings' catalogues
+		clear(matchTexts.texts)
+	}
+	matchTexts.texts[key] = match
+	return match, nil
+}
+
+var matchTexts = struct {
+	mu    sync.Mutex
+	texts map[string]string
+}{texts: map[string]string{}}
+
+const maxMatchTexts = 64
 
 // presentMetrics lists the metric names of names that Prometheus holds.
 func (inv *inventory) presentMetrics(names []string) []string {

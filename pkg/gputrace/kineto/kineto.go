@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/gputrace/activity"
@@ -332,19 +333,39 @@ func (id *chromeID) UnmarshalJSON(b []byte) error {
 // streaming: one event is held at a time. On malformed input it returns a *ParseError and c
 // keeps everything read before it. Unknown categories and odd timestamps become notices.
 func Read(r io.Reader, c activity.Sink) error {
-	br := bufio.NewReaderSize(r, 256<<10)
+	br := readBuffer(r)
+	defer releaseBuffer(br)
 	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
 		zr, err := gzip.NewReader(br)
 		if err != nil {
 			return &ParseError{Event: -1, Msg: "bad gzip header", Err: err}
 		}
 		defer zr.Close()
-		br = bufio.NewReaderSize(zr, 256<<10)
+		br = readBuffer(zr)
+		defer releaseBuffer(br)
 	}
 	p := chromeReader{dec: json.NewDecoder(br), c: c, unknown: map[string]int64{}}
 	err := p.read()
 	p.finish()
 	return err
+}
+
+// readBuffers are Read's 256 KB read buffers, kept between reads: a dashboard's kernel panels
+// read the same few traces at every refresh, and new buffers were most of what a small trace's
+// read allocated.
+var readBuffers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 256<<10) }}
+
+// readBuffer is a pooled buffer reading r.
+func readBuffer(r io.Reader) *bufio.Reader {
+	br := readBuffers.Get().(*bufio.Reader)
+	br.Reset(r)
+	return br
+}
+
+// releaseBuffer puts br back, holding nothing it read.
+func releaseBuffer(br *bufio.Reader) {
+	br.Reset(nil)
+	readBuffers.Put(br)
 }
 
 type chromeReader struct {
