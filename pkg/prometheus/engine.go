@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"strconv"
 	"strings"
 	"time"
 
@@ -228,10 +227,6 @@ func engineGauge(f engineFigureSpec, matchers []*labels.Matcher, start, end time
 	return a, nil
 }
 
-// figureLabel marks which candidate of which figure a series of engineRates' query answers; no
-// exporter writes it.
-const figureLabel = "hsi_engine_figure"
-
 // engineCandidate is one way to read a counter or ratio figure: one of its names (a counter's),
 // or one of its pairs (a ratio's), in the order they are tried.
 type engineCandidate struct {
@@ -243,9 +238,9 @@ type engineCandidate struct {
 }
 
 // engineRates reads the counters and ratios figures[at...] in one instant query at the window's
-// end: each candidate of each figure (its names, or its pairs of names, newest first) labelled
-// by label_replace with figureLabel and joined by "or", so that a join asks Prometheus twice in
-// all, not once per figure and per older name. Each figure is then its first candidate with
+// end: each candidate of each figure (its names, or its pairs of names, newest first) a part of
+// one labelled union, so that a join asks Prometheus twice in all, not once per figure and per
+// older name. Each figure is then its first candidate with
 // series, as if they were asked in turn: a counter's increase over the window summed over its
 // series (the engine's replicas), a ratio's increase(num) / increase(den) / divisor per series.
 func (c *Client) engineRates(ctx context.Context, figures []engineFigureSpec, at []int, matchers []*labels.Matcher, q models.EngineQuery, answers []engineAnswer) error {
@@ -272,12 +267,11 @@ func (c *Client) engineRates(ctx context.Context, figures []engineFigureSpec, at
 			cands = append(cands, engineCandidate{figure: i, metric: strings.TrimSuffix(pair[0], "_sum"), expr: e})
 		}
 	}
-	labelled := make([]parser.Expr, len(cands))
+	parts := make([]parser.Expr, len(cands))
 	for n := range cands {
-		labelled[n] = promCall("label_replace", cands[n].expr, &parser.StringLiteral{Val: figureLabel},
-			&parser.StringLiteral{Val: strconv.Itoa(n)}, &parser.StringLiteral{Val: ""}, &parser.StringLiteral{Val: ""})
+		parts[n] = cands[n].expr
 	}
-	expr, err := checked(unionExprs(labelled))
+	expr, err := checked(labelledUnion(parts))
 	if err != nil {
 		return err
 	}
@@ -285,13 +279,9 @@ func (c *Client) engineRates(ctx context.Context, figures []engineFigureSpec, at
 	if err != nil {
 		return err
 	}
-	byCandidate := make([]model.Vector, len(cands))
-	for _, s := range vec {
-		n, err := strconv.Atoi(string(s.Metric[figureLabel]))
-		if err != nil || n < 0 || n >= len(cands) {
-			return fmt.Errorf("query %s answered a series without the %s label it sets: %s", expr, figureLabel, s.Metric)
-		}
-		byCandidate[n] = append(byCandidate[n], s)
+	byCandidate, err := byPart(vec, len(cands), expr)
+	if err != nil {
+		return err
 	}
 	for _, i := range at {
 		answers[i] = engineRate(figures[i], cands, byCandidate, i, start, end)

@@ -28,9 +28,15 @@ const MinLatencyRange = time.Minute
 
 // latencyCall is one PromQL instant query of the latency table.
 type latencyCall struct {
-	hist     models.LatencyHistogram
+	hist  models.LatencyHistogram
+	parts []latencyPart
+	expr  string // the parts' labelled union, checked
+}
+
+// latencyPart is one figure of a histogram's query.
+type latencyPart struct {
 	quantile int // index into models.LatencyQuantiles; callCount or callBuckets
-	expr     string
+	expr     parser.Expr
 }
 
 // The latency calls that are not a quantile.
@@ -39,8 +45,10 @@ const (
 	callBuckets = -2 // the buckets, for goodput
 )
 
-// EndpointLatencies asks every histogram's percentiles and request counts, all in parallel. It
-// fails only when every call fails; otherwise failed calls become warnings.
+// EndpointLatencies asks each histogram's percentiles and request counts (and buckets, with a
+// threshold) in one query per histogram (labelledUnion), the histograms in parallel. It fails
+// only when every query fails; otherwise failed ones become warnings. Queries lists each
+// figure's own query, which answers the same numbers.
 func (c *Client) EndpointLatencies(ctx context.Context, q models.LatencyQuery) (res models.LatencyResult, err error) {
 	if len(q.Histograms) == 0 {
 		return res, errors.New("no request-duration histogram is configured (jsonData.latencyHistograms)")
@@ -48,38 +56,41 @@ func (c *Client) EndpointLatencies(ctx context.Context, q models.LatencyQuery) (
 	rng := max(q.Range.Round(time.Second), MinLatencyRange)
 	var calls []latencyCall
 	for _, h := range q.Histograms {
+		var parts []latencyPart
 		for i, quantile := range models.LatencyQuantiles {
-			expr, err := QuantileExpr(h, quantile, q.Service, q.Endpoint, rng)
-			if err != nil {
-				return res, err
-			}
-			calls = append(calls, latencyCall{hist: h, quantile: i, expr: expr})
+			parts = append(parts, latencyPart{quantile: i, expr: quantileExpr(h, quantile, q.Service, q.Endpoint, rng)})
 		}
-		expr, err := RequestCountExpr(h, q.Service, q.Endpoint, rng)
+		parts = append(parts, latencyPart{quantile: callCount, expr: requestCountExpr(h, q.Service, q.Endpoint, rng)})
+		if q.Threshold > 0 {
+			parts = append(parts, latencyPart{quantile: callBuckets, expr: bucketsExpr(h, q.Service, q.Endpoint, rng)})
+		}
+		exprs := make([]parser.Expr, len(parts))
+		for i, p := range parts {
+			exprs[i] = p.expr
+			res.Queries = append(res.Queries, p.expr.String())
+		}
+		union, err := checked(labelledUnion(exprs))
 		if err != nil {
 			return res, err
 		}
-		calls = append(calls, latencyCall{hist: h, quantile: callCount, expr: expr})
-		if q.Threshold > 0 {
-			expr, err := BucketsExpr(h, q.Service, q.Endpoint, rng)
-			if err != nil {
-				return res, err
-			}
-			calls = append(calls, latencyCall{hist: h, quantile: callBuckets, expr: expr})
-		}
+		calls = append(calls, latencyCall{hist: h, parts: parts, expr: union})
 	}
 	res.Range = rng
 	ctx, span := upstream.StartSpan(ctx, models.Prometheus, "EndpointLatencies", attribute.Int("hsi.queries", len(calls)))
 	defer func() { err = upstream.EndSpan(span, err) }()
 
 	type answer struct {
-		vec      model.Vector
+		parts    []model.Vector
 		warnings []string
 		err      error
 	}
 	answers := make([]answer, len(calls))
-	for i, err := range safe.ForEach("latency query", len(calls), 0, func(i int) (err error) {
-		answers[i].vec, answers[i].warnings, err = c.instantVector(ctx, calls[i].expr, q.End)
+	for i, err := range safe.ForEach("latency query", len(calls), 0, func(i int) error {
+		vec, warnings, err := c.instantVector(ctx, calls[i].expr, q.End)
+		if err == nil {
+			answers[i].parts, err = byPart(vec, len(calls[i].parts), calls[i].expr)
+		}
+		answers[i].warnings = warnings
 		return err
 	}) {
 		answers[i].err = err
@@ -93,7 +104,6 @@ func (c *Client) EndpointLatencies(ctx context.Context, q models.LatencyQuery) (
 	failed := 0
 	for i, a := range answers {
 		call := calls[i]
-		res.Queries = append(res.Queries, call.expr)
 		for _, w := range a.warnings {
 			res.Notices.Warn("Prometheus warns: " + w)
 		}
@@ -102,30 +112,32 @@ func (c *Client) EndpointLatencies(ctx context.Context, q models.LatencyQuery) (
 			firstErr = cmp.Or(firstErr, a.err)
 			continue
 		}
-		for _, s := range a.vec {
-			k := key{call.hist.Metric, serviceOf(s.Metric, call.hist.ServiceLabels), string(s.Metric[model.LabelName(call.hist.EndpointLabel)])}
-			row := rows[k]
-			if row == nil {
-				row = &models.EndpointLatency{Metric: k.metric, Service: k.service, Endpoint: k.endpoint, Requests: math.NaN(), Good: math.NaN()}
-				for range models.LatencyQuantiles {
-					row.Quantiles = append(row.Quantiles, math.NaN())
+		for p, part := range call.parts {
+			for _, s := range a.parts[p] {
+				k := key{call.hist.Metric, serviceOf(s.Metric, call.hist.ServiceLabels), string(s.Metric[model.LabelName(call.hist.EndpointLabel)])}
+				row := rows[k]
+				if row == nil {
+					row = &models.EndpointLatency{Metric: k.metric, Service: k.service, Endpoint: k.endpoint, Requests: math.NaN(), Good: math.NaN()}
+					for range models.LatencyQuantiles {
+						row.Quantiles = append(row.Quantiles, math.NaN())
+					}
+					rows[k] = row
 				}
-				rows[k] = row
-			}
-			switch call.quantile {
-			case callCount:
-				row.Requests = float64(s.Value)
-			case callBuckets:
-				le, err := strconv.ParseFloat(string(s.Metric["le"]), 64)
-				if err != nil {
-					continue
+				switch part.quantile {
+				case callCount:
+					row.Requests = float64(s.Value)
+				case callBuckets:
+					le, err := strconv.ParseFloat(string(s.Metric["le"]), 64)
+					if err != nil {
+						continue
+					}
+					if buckets[k] == nil {
+						buckets[k] = map[float64]float64{}
+					}
+					buckets[k][le] += float64(s.Value)
+				default:
+					row.Quantiles[part.quantile] = float64(s.Value)
 				}
-				if buckets[k] == nil {
-					buckets[k] = map[float64]float64{}
-				}
-				buckets[k][le] += float64(s.Value)
-			default:
-				row.Quantiles[call.quantile] = float64(s.Value)
 			}
 		}
 	}
@@ -196,6 +208,10 @@ func serviceOf(m model.Metric, names []string) string {
 // are quoted by the printer, never pasted into the text. With several service labels and a service
 // filter, each label gets its own selector, joined with "or".
 func QuantileExpr(h models.LatencyHistogram, q float64, service, endpoint string, rng time.Duration) (string, error) {
+	return checked(quantileExpr(h, q, service, endpoint, rng))
+}
+
+func quantileExpr(h models.LatencyHistogram, q float64, service, endpoint string, rng time.Duration) parser.Expr {
 	perSelector := func(vs *parser.VectorSelector) parser.Expr {
 		return &parser.AggregateExpr{
 			Op:       parser.SUM,
@@ -203,20 +219,23 @@ func QuantileExpr(h models.LatencyHistogram, q float64, service, endpoint string
 			Expr:     call("rate", &parser.MatrixSelector{VectorSelector: vs, Range: rng}),
 		}
 	}
-	inner := orAll(h, "_bucket", service, endpoint, perSelector)
-	return checked(call("histogram_quantile", &parser.NumberLiteral{Val: q}, inner))
+	return call("histogram_quantile", &parser.NumberLiteral{Val: q}, orAll(h, "_bucket", service, endpoint, perSelector))
 }
 
 // BucketsExpr is sum by (le, <service labels>, <endpoint>) (increase(<metric>_bucket{...}[rng])):
 // the range's requests by upper bound, from which goodput is read.
 func BucketsExpr(h models.LatencyHistogram, service, endpoint string, rng time.Duration) (string, error) {
-	return checked(orAll(h, "_bucket", service, endpoint, func(vs *parser.VectorSelector) parser.Expr {
+	return checked(bucketsExpr(h, service, endpoint, rng))
+}
+
+func bucketsExpr(h models.LatencyHistogram, service, endpoint string, rng time.Duration) parser.Expr {
+	return orAll(h, "_bucket", service, endpoint, func(vs *parser.VectorSelector) parser.Expr {
 		return &parser.AggregateExpr{
 			Op:       parser.SUM,
 			Grouping: append([]string{"le"}, groupLabels(h)...),
 			Expr:     call("increase", &parser.MatrixSelector{VectorSelector: vs, Range: rng}),
 		}
-	}))
+	})
 }
 
 // requestsWithin counts the requests at or under threshold seconds from cumulative buckets (upper
@@ -254,13 +273,17 @@ func requestsWithin(buckets map[float64]float64, threshold float64) (float64, bo
 // RequestCountExpr is sum by (<service labels>, <endpoint>) (increase(<metric>_count{...}[rng])):
 // the requests of the range.
 func RequestCountExpr(h models.LatencyHistogram, service, endpoint string, rng time.Duration) (string, error) {
-	return checked(orAll(h, "_count", service, endpoint, func(vs *parser.VectorSelector) parser.Expr {
+	return checked(requestCountExpr(h, service, endpoint, rng))
+}
+
+func requestCountExpr(h models.LatencyHistogram, service, endpoint string, rng time.Duration) parser.Expr {
+	return orAll(h, "_count", service, endpoint, func(vs *parser.VectorSelector) parser.Expr {
 		return &parser.AggregateExpr{
 			Op:       parser.SUM,
 			Grouping: groupLabels(h),
 			Expr:     call("increase", &parser.MatrixSelector{VectorSelector: vs, Range: rng}),
 		}
-	}))
+	})
 }
 
 func groupLabels(h models.LatencyHistogram) []string {

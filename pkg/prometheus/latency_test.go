@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"net"
 	"net/http"
@@ -103,6 +104,38 @@ type sample struct {
 	value  string
 }
 
+// vector answers an expression as Prometheus would: a union ("or") of label_replace parts part
+// by part, each labelled as its call says; any other expression by the answers whose fragment
+// it holds.
+func (f *fakeProm) vector(e parser.Expr) []sample {
+	switch e := e.(type) {
+	case *parser.ParenExpr:
+		return f.vector(e.Expr)
+	case *parser.BinaryExpr:
+		if e.Op == parser.LOR {
+			return append(f.vector(e.LHS), f.vector(e.RHS)...)
+		}
+	case *parser.Call:
+		if e.Func.Name == "label_replace" {
+			name, value := e.Args[1].(*parser.StringLiteral).Val, e.Args[2].(*parser.StringLiteral).Val
+			var out []sample
+			for _, s := range f.vector(e.Args[0]) {
+				lbls := maps.Clone(s.labels)
+				lbls[name] = value
+				out = append(out, sample{labels: lbls, value: s.value})
+			}
+			return out
+		}
+	}
+	var out []sample
+	for frag, samples := range f.answers {
+		if strings.Contains(e.String(), frag) {
+			out = append(out, samples...)
+		}
+	}
+	return out
+}
+
 func (f *fakeProm) serve(t *testing.T) *Client {
 	t.Helper()
 	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -120,14 +153,15 @@ func (f *fakeProm) serve(t *testing.T) *Client {
 			_ = json.NewEncoder(w).Encode(map[string]any{"status": "error", "errorType": "unavailable", "error": "storage is down"})
 			return
 		}
+		e, err := parser.NewParser(parser.Options{}).ParseExpr(q)
+		if err != nil {
+			w.WriteHeader(http.StatusBadRequest)
+			_ = json.NewEncoder(w).Encode(map[string]any{"status": "error", "errorType": "bad_data", "error": err.Error()})
+			return
+		}
 		result := []map[string]any{}
-		for frag, samples := range f.answers {
-			if !strings.Contains(q, frag) {
-				continue
-			}
-			for _, s := range samples {
-				result = append(result, map[string]any{"metric": s.labels, "value": []any{1700000000, s.value}})
-			}
+		for _, s := range f.vector(e) {
+			result = append(result, map[string]any{"metric": s.labels, "value": []any{1700000000, s.value}})
 		}
 		_ = json.NewEncoder(w).Encode(map[string]any{"status": "success", "data": map[string]any{"resultType": "vector", "result": result}})
 	}))
@@ -179,8 +213,9 @@ func TestEndpointLatenciesJoinsQuantilesAndCountsSlowestFirst(t *testing.T) {
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("rows:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	// 4 calls per histogram, all with a range of at least a minute (10 s is too short for rate()).
-	if len(f.queries) != 8 || len(res.Queries) != 8 {
+	// One query per histogram, of its 4 figures (each listed with its own query), all with a
+	// range of at least a minute (10 s is too short for rate()).
+	if len(f.queries) != 2 || len(res.Queries) != 8 {
 		t.Fatalf("queries %d / %d", len(f.queries), len(res.Queries))
 	}
 	for _, q := range f.queries {
@@ -194,22 +229,23 @@ func TestEndpointLatenciesJoinsQuantilesAndCountsSlowestFirst(t *testing.T) {
 }
 
 func TestEndpointLatenciesDegradesToWarningsUnlessEverythingFails(t *testing.T) {
-	f := &fakeProm{answers: demoLatencyAnswers(), fail: "histogram_quantile(0.99"}
+	// The OpenTelemetry histogram's query fails: the demo's rows stay, with a warning.
+	f := &fakeProm{answers: demoLatencyAnswers(), fail: "http_server_request_duration_seconds"}
 	c := f.serve(t)
-	res, err := c.EndpointLatencies(context.Background(), models.LatencyQuery{Histograms: []models.LatencyHistogram{demoHist}, End: time.Now(), Range: time.Hour})
+	both := []models.LatencyHistogram{demoHist, otelHist}
+	res, err := c.EndpointLatencies(context.Background(), models.LatencyQuery{Histograms: both, End: time.Now(), Range: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Without p99 the backend still ranks first by its p95.
-	if len(res.Rows) != 2 || !math.IsNaN(res.Rows[0].Quantiles[2]) || res.Rows[0].Quantiles[1] != 0.6 {
+	if len(res.Rows) != 2 || res.Rows[0].Service != "nemotron-backend" || res.Rows[0].Quantiles[2] != 1.4 || res.Rows[1].Service != "ai-detector" {
 		t.Errorf("rows %+v", res.Rows)
 	}
-	if len(res.Notices.Texts()) != 1 || !strings.Contains(res.Notices.Texts()[0], "1 of 4 latency queries failed") || !strings.Contains(res.Notices.Texts()[0], "Prometheus (http://127.0.0.1:") {
+	if len(res.Notices.Texts()) != 1 || !strings.Contains(res.Notices.Texts()[0], "1 of 2 latency queries failed") || !strings.Contains(res.Notices.Texts()[0], "Prometheus (http://127.0.0.1:") {
 		t.Errorf("warnings %v", res.Notices.Texts())
 	}
 
-	f.fail = "http_request_duration_seconds"
-	_, err = c.EndpointLatencies(context.Background(), models.LatencyQuery{Histograms: []models.LatencyHistogram{demoHist}, End: time.Now(), Range: time.Hour})
+	f.fail = "request_duration_seconds"
+	_, err = c.EndpointLatencies(context.Background(), models.LatencyQuery{Histograms: both, End: time.Now(), Range: time.Hour})
 	if err == nil || !strings.Contains(err.Error(), "Prometheus (http://127.0.0.1:") || !strings.Contains(err.Error(), "503") {
 		t.Errorf("error %v", err)
 	}
@@ -275,7 +311,7 @@ func TestEndpointLatenciesCountsTheRequestsWithinTheThreshold(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Range != 2*time.Minute || len(f.queries) != 5 {
+	if res.Range != 2*time.Minute || len(f.queries) != 1 || len(res.Queries) != 5 {
 		t.Errorf("range %s, %d queries", res.Range, len(f.queries))
 	}
 	for _, r := range res.Rows {

@@ -1,0 +1,41 @@
+package prometheus
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/promql/parser"
+)
+
+// partLabel marks which part of a labelled union a series answers; no exporter writes it.
+const partLabel = "hsi_query_part"
+
+// labelledUnion is one query of several instant queries that share a time: each part wrapped
+// in label_replace, which sets partLabel to the part's index, and the parts joined by "or".
+// As the label differs between parts, "or" keeps every series of every part, and byPart splits
+// the answer back. The server does the same work as for the queries one by one; the plugin
+// and the server make one HTTP exchange, not one per part.
+func labelledUnion(parts []parser.Expr) parser.Expr {
+	labelled := make([]parser.Expr, len(parts))
+	for i, e := range parts {
+		labelled[i] = promCall("label_replace", e, &parser.StringLiteral{Val: partLabel},
+			&parser.StringLiteral{Val: strconv.Itoa(i)}, &parser.StringLiteral{Val: ""}, &parser.StringLiteral{Val: ""})
+	}
+	return unionExprs(labelled)
+}
+
+// byPart splits the answer of labelledUnion's query (expr, of n parts) by part, each series
+// without partLabel, as its part's query alone answers it.
+func byPart(vec model.Vector, n int, expr string) ([]model.Vector, error) {
+	out := make([]model.Vector, n)
+	for _, s := range vec {
+		i, err := strconv.Atoi(string(s.Metric[partLabel]))
+		if err != nil || i < 0 || i >= n {
+			return nil, fmt.Errorf("query %s answered a series without the %s label it sets: %s", expr, partLabel, s.Metric)
+		}
+		delete(s.Metric, partLabel)
+		out[i] = append(out[i], s)
+	}
+	return out, nil
+}

@@ -1,0 +1,44 @@
+package prometheus
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/promql/parser"
+)
+
+// A labelled union parses, names each part once, and its answer splits back by part without the
+// label; a series the union's labelling cannot have made is an error that names the label.
+func TestLabelledUnionSplitsBackByPart(t *testing.T) {
+	parts := []parser.Expr{metricSelector("a", nil), metricSelector("b", nil), metricSelector("c", nil)}
+	expr, err := checked(labelledUnion(parts))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`label_replace(a, "hsi_query_part", "0", "", "")`, `label_replace(c, "hsi_query_part", "2", "", "")`} {
+		if !strings.Contains(expr, want) {
+			t.Errorf("%s lacks %s", expr, want)
+		}
+	}
+	vec := model.Vector{
+		{Metric: model.Metric{"job": "x", partLabel: "2"}, Value: 3},
+		{Metric: model.Metric{"job": "y", partLabel: "0"}, Value: 1},
+		{Metric: model.Metric{"job": "z", partLabel: "2"}, Value: 4},
+	}
+	got, err := byPart(vec, 3, expr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got[0]) != 1 || len(got[1]) != 0 || len(got[2]) != 2 || got[2][1].Value != 4 {
+		t.Fatalf("parts %v", got)
+	}
+	if _, ok := got[0][0].Metric[partLabel]; ok || got[0][0].Metric["job"] != "y" {
+		t.Errorf("part 0's series %v keeps the part label", got[0][0].Metric)
+	}
+	for _, bad := range []model.Metric{{"job": "x"}, {partLabel: "3"}, {partLabel: "-1"}, {partLabel: "x"}} {
+		if _, err := byPart(model.Vector{{Metric: bad}}, 3, expr); err == nil || !strings.Contains(err.Error(), partLabel) {
+			t.Errorf("%v: %v", bad, err)
+		}
+	}
+}
