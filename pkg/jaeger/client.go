@@ -39,6 +39,9 @@ type Client struct {
 	// (see shared).
 	reads singleflight.Group
 
+	// scans are the failed traces of the replies to the last failed-trace searches.
+	scans failedScans
+
 	// closes: the last reply asked to close its connection (ClosesConnections).
 	closes atomic.Bool
 }

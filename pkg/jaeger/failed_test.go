@@ -67,3 +67,51 @@ func TestFailedTracesReadsOnlyTheFailedTracesOfASearch(t *testing.T) {
 		t.Errorf("a reply cut short: %v", err)
 	}
 }
+
+// The services of one request chain answer a triage's searches with the same bytes: the reply
+// is scanned once, each service still gets its failed traces (its own copy), and a reply that
+// differs by a byte is scanned anew and answers its own failures.
+func TestFailedTracesScansTheSameReplyOnce(t *testing.T) {
+	reply := func(failedSpan string) string {
+		return `{"result":{"resourceSpans":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"svc"}}]},"scopeSpans":[{"spans":[` +
+			`{"traceId":"4bf92f3577b34da6a3ce929d0e0e4736","spanId":"` + failedSpan + `","name":"op","startTimeUnixNano":"1700000000000000000","endTimeUnixNano":"1700000001000000000","status":{"code":2}},` +
+			`{"traceId":"0af7651916cd43dd8448eb211c80319c","spanId":"0000000000000009","name":"op","startTimeUnixNano":"1700000000000000000","endTimeUnixNano":"1700000001000000000","status":{}}` +
+			`]}]}]}}`
+	}
+	c, _ := client(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		switch r.URL.Path {
+		case "/api/v3/services":
+			fmt.Fprint(w, `{"services":["a","b","c"]}`)
+		case "/api/traces":
+			fmt.Fprint(w, `{"data":[]}`)
+		case "/api/v3/traces":
+			if r.URL.Query().Get("query.service_name") == "c" {
+				fmt.Fprint(w, reply("0000000000000003"))
+				return
+			}
+			fmt.Fprint(w, reply("0000000000000002"))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	spanOf := func(service string) string {
+		traces, err := c.FailedTraces(context.Background(), models.TraceSearchQuery{Service: service, Limit: 20})
+		if err != nil || len(traces) != 1 || len(traces[0].Spans) != 1 {
+			t.Fatalf("%s: %+v, %v", service, traces, err)
+		}
+		traces[0].Spans[0].SpanID = "changed by its caller"
+		return traces[0].Spans[0].Operation + " " + traces[0].TraceID
+	}
+	a, b := spanOf("a"), spanOf("b")
+	if a != b || len(c.scans.entries) != 1 {
+		t.Errorf("a %q, b %q: %d replies scanned, want the same reply once", a, b, len(c.scans.entries))
+	}
+	if spans, _ := c.scans.get(c.scans.entries[0].key); spans[0].SpanID != "0000000000000002" {
+		t.Errorf("a caller's change reached the kept spans: %+v", spans[0])
+	}
+	spanOf("c")
+	if len(c.scans.entries) != 2 {
+		t.Errorf("%d replies scanned, want the differing one scanned too", len(c.scans.entries))
+	}
+}
