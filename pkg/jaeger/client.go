@@ -166,8 +166,14 @@ func (c *Client) getJSON(ctx context.Context, path string, query url.Values, dst
 // they arrive (decodeV3): a trace of a thousand spans is about a megabyte, which is neither held
 // whole nor copied.
 func (c *Client) getV3Spans(ctx context.Context, path string, query url.Values) (spans []models.Span, err error) {
+	return c.getV3SpansSkimming(ctx, path, query, nil)
+}
+
+// getV3SpansSkimming is getV3Spans reading attributes and events only of the spans whose service
+// full says yes to (decodeV3Skimming).
+func (c *Client) getV3SpansSkimming(ctx context.Context, path string, query url.Values, full func(service string) bool) (spans []models.Span, err error) {
 	err = c.get(ctx, path, query, func(body io.Reader) error {
-		spans, err = decodeV3(body, path)
+		spans, err = decodeV3Skimming(body, path, full)
 		return err
 	})
 	return spans, err

@@ -27,10 +27,21 @@ const ServiceNameAttribute = otlptrace.ServiceNameAttribute
 // through the decoder, which reads what the scan does not and says what is wrong. An error field
 // wins over a result, as a reply with both is not an answer.
 func decodeV3(body io.Reader, path string) ([]models.Span, error) {
+	return decodeV3Skimming(body, path, nil)
+}
+
+// decodeV3Skimming is decodeV3 reading attributes and events only of the spans whose service
+// full says yes to (otlptrace.ScanJSONSkimming; nil: every span's). Where the scan is unsure,
+// the decoder reads every span whole.
+func decodeV3Skimming(body io.Reader, path string, full func(service string) bool) ([]models.Span, error) {
 	b, err := upstream.ReadPooled(body)
 	defer b.Release()
 	if err == nil {
-		if spans, ok := otlptrace.ScanJSON(b.Bytes(), "result", nil); ok {
+		scan := func() ([]models.Span, bool) { return otlptrace.ScanJSON(b.Bytes(), "result", nil) }
+		if full != nil {
+			scan = func() ([]models.Span, bool) { return otlptrace.ScanJSONSkimming(b.Bytes(), "result", full) }
+		}
+		if spans, ok := scan(); ok {
 			return spans, nil
 		}
 	}

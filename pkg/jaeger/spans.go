@@ -17,7 +17,8 @@ import (
 // SearchSpans runs a trace search, as FindTraces does, and returns every span of every trace
 // found (in start order), for the joins that read spans rather than traces: an operation's span
 // durations over time, the span IDs of its slow spans. Jaeger's search answers whole traces, so
-// spans of other services and operations come too; the caller keeps what it asked for.
+// spans of other services and operations come too, without their attributes and events over the
+// v3 API (findV3); the caller keeps what it asked for.
 func (c *Client) SearchSpans(ctx context.Context, q models.TraceSearchQuery) (spans []models.Span, err error) {
 	if q.Service == "" {
 		return nil, errors.New("a trace search needs a service (Jaeger searches one service at a time): set the service")

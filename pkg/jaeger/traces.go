@@ -105,11 +105,16 @@ func (c *Client) FindTraces(ctx context.Context, q models.TraceSearchQuery) (fou
 	return found, nil
 }
 
+// findV3 is a v3 search: the spans of every trace found, those of q.Service whole, the other
+// services' without attributes and events (decodeV3Skimming). Its callers need no more: the
+// summaries read the services, names and times of all spans; SearchSpans' callers read the
+// asked service's spans, and of the others their traces.
 func (c *Client) findV3(ctx context.Context, q models.TraceSearchQuery) ([]models.Span, error) {
 	const path = "/api/v3/traces"
 	params := v3SearchParams(q)
+	full := func(service string) bool { return service == q.Service }
 	return c.shared(ctx, path+"?"+params.Encode(), func(ctx context.Context) ([]models.Span, error) {
-		spans, err := c.getV3Spans(ctx, path, params)
+		spans, err := c.getV3SpansSkimming(ctx, path, params, full)
 		if st, ok := errors.AsType[*upstream.HTTPStatusError](err); ok && st.Status == http.StatusNotFound {
 			// Jaeger's v3 search answers "No traces found" with a 404.
 			return nil, nil

@@ -31,7 +31,22 @@ import (
 // deprecated scope spans. The caller then reads the reply with ReadJSON (or ReadJSONOf), which
 // reads those or says what is wrong. TestScanJSONAgreesOnEditedReplies holds the two together.
 func ScanJSON(b []byte, envelope string, keep func(traceID string) bool) (spans []models.Span, ok bool) {
-	r := &spanScanner{Scanner: jsonscan.Scanner{B: b}, keep: keep, strs: make(map[string]string, 256)}
+	return scanJSON(&spanScanner{Scanner: jsonscan.Scanner{B: b}, keep: keep, strs: make(map[string]string, 256)}, envelope)
+}
+
+// ScanJSONSkimming is ScanJSON reading the attributes and events only of the spans whose
+// service full says yes to; the others come with their IDs, names, times and status, without
+// attributes or events. A search's reply holds whole traces, and the callers that ask one
+// service's spans, or summaries, read the other services' spans for their trace and times
+// only; building their attributes was most of what reading a search cost. The service is known
+// where a resourceSpans names its resource before its spans, as Jaeger and the OpenTelemetry
+// Collector write them; where it does not, its spans are read whole.
+func ScanJSONSkimming(b []byte, envelope string, full func(service string) bool) (spans []models.Span, ok bool) {
+	return scanJSON(&spanScanner{Scanner: jsonscan.Scanner{B: b}, full: full, strs: make(map[string]string, 256)}, envelope)
+}
+
+func scanJSON(r *spanScanner, envelope string) (spans []models.Span, ok bool) {
+	b, keep := r.B, r.keep
 	if keep == nil {
 		// Every span has a span ID: counting the key gives the slice's size (an attribute value
 		// that spells it, or a link's, only adds room).
@@ -73,6 +88,9 @@ func ScanJSON(b []byte, envelope string, keep func(traceID string) bool) (spans 
 type spanScanner struct {
 	jsonscan.Scanner
 	keep    func(traceID string) bool
+	full    func(service string) bool // ScanJSONSkimming's
+	skim    bool                      // the spans being read are read without attributes and events
+	empty   map[string]string         // the attributes of the skimmed spans, shared
 	out     []models.Span
 	traceID string            // the last trace ID read: a trace's spans share one string
 	strs    map[string]string // interned strings
@@ -123,10 +141,11 @@ func (r *spanScanner) text() (string, bool) {
 func (r *spanScanner) resourceSpans() bool {
 	first := len(r.out)
 	var resource map[string]string
+	r.skim = false // until the resource names a service not read whole
 	ok := r.Object(func(key []byte) bool {
 		switch string(key) {
 		case "resource":
-			return r.Object(func(key []byte) bool {
+			ok := r.Object(func(key []byte) bool {
 				if string(key) == "attributes" {
 					var ok bool
 					resource, ok = r.attributes(resource)
@@ -134,6 +153,8 @@ func (r *spanScanner) resourceSpans() bool {
 				}
 				return r.Skip()
 			})
+			r.skim = r.full != nil && !r.full(resource[ServiceNameAttribute])
+			return ok
 		case "scopeSpans", "scope_spans":
 			return r.Array(func() bool {
 				return r.Object(func(key []byte) bool {
@@ -191,8 +212,16 @@ func (r *spanScanner) span() bool {
 		case "endTimeUnixNano", "end_time_unix_nano":
 			end, ok = r.uint64()
 		case "attributes":
+			if r.skim {
+				ok = r.Skip()
+				break
+			}
 			s.Attributes, ok = r.attributes(s.Attributes)
 		case "events":
+			if r.skim {
+				ok = r.Skip()
+				break
+			}
 			ok = r.Array(func() bool {
 				e, ok := r.event()
 				s.Events = append(s.Events, e)
@@ -237,7 +266,14 @@ func (r *spanScanner) span() bool {
 	}
 	s.Duration = e.Sub(s.Start)
 	if s.Attributes == nil {
-		s.Attributes = map[string]string{}
+		if r.skim {
+			if r.empty == nil {
+				r.empty = map[string]string{}
+			}
+			s.Attributes = r.empty
+		} else {
+			s.Attributes = map[string]string{}
+		}
 	}
 	SortEvents(s.Events)
 	r.out = append(r.out, s)

@@ -10,6 +10,7 @@ import (
 	jsoniter "github.com/json-iterator/go"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/internal/jsonedit"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 )
 
 // checkScanJSONAgrees fails when ScanJSON answers b and the decoder reads it otherwise, with and
@@ -45,7 +46,34 @@ func checkScanJSONAgrees(t *testing.T, name string, b []byte) bool {
 	} else {
 		t.Errorf("%s: scanned whole, not with a filter of traces", name)
 	}
+	checkSkimming(t, name, b, want)
 	return true
+}
+
+// checkSkimming fails when ScanJSONSkimming, reading one service's spans whole (the first
+// span's), does not answer the decoder's spans in their order: that service's exactly, the
+// others' exactly or without their attributes and events.
+func checkSkimming(t *testing.T, name string, b []byte, want []models.Span) {
+	t.Helper()
+	if len(want) == 0 {
+		return
+	}
+	service := want[0].Service
+	got, ok := ScanJSONSkimming(b, "", func(s string) bool { return s == service })
+	if !ok || len(got) != len(want) {
+		t.Errorf("%s: skimming answers %d spans (%v), the decoder %d", name, len(got), ok, len(want))
+		return
+	}
+	for i := range want {
+		g, w := got[i], want[i]
+		if reflect.DeepEqual(g, w) {
+			continue
+		}
+		w.Attributes, w.Events = map[string]string{}, nil
+		if g.Service == service || !reflect.DeepEqual(g, w) {
+			t.Errorf("%s: span %d skimmed as\n %+v\nwant it as the decoder reads it, or without attributes and events:\n %+v", name, i, got[i], want[i])
+		}
+	}
 }
 
 // Jaeger's own replies and this package's spans are read by the scan, as the decoder reads them;
@@ -159,4 +187,42 @@ func FuzzScanJSON(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		checkScanJSONAgrees(t, "fuzzed", b)
 	})
+}
+
+// On Jaeger's own search reply, whose resources come before their spans, skimming reads the
+// asked service's spans whole and the others' without attributes or events; where a resource
+// comes after its spans, they are read whole.
+func TestScanJSONSkimmingSkimsTheOtherServices(t *testing.T) {
+	b := jaegerResult(t, "v3_search.json")
+	all, ok := ScanJSON(b, "", nil)
+	if !ok || len(all) == 0 {
+		t.Fatal("Jaeger's reply not scanned")
+	}
+	service := all[0].Service
+	got, _ := ScanJSONSkimming(b, "", func(s string) bool { return s == service })
+	skimmed, whole := 0, 0
+	for i, s := range got {
+		switch {
+		case s.Service == service:
+			whole++
+			if !reflect.DeepEqual(s, all[i]) {
+				t.Errorf("span %d of %s not read whole", i, service)
+			}
+		case len(s.Attributes) != 0 || s.Events != nil:
+			t.Errorf("span %d of %s not skimmed: %+v", i, s.Service, s)
+		case len(all[i].Attributes) > 0:
+			skimmed++
+		}
+	}
+	if skimmed == 0 || whole == 0 {
+		t.Fatalf("%d spans skimmed, %d whole: the reply needs both services", skimmed, whole)
+	}
+	// A resource written after its spans: they are read whole.
+	after := `{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"4bf92f3577b34da6a3ce929d0e0e4736","spanId":"00f067aa0ba902b7",` +
+		`"name":"op","startTimeUnixNano":"1","endTimeUnixNano":"2","attributes":[{"key":"k","value":{"stringValue":"v"}}]}]}],` +
+		`"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"other"}}]}}]}`
+	spans, ok := ScanJSONSkimming([]byte(after), "", func(string) bool { return false })
+	if !ok || len(spans) != 1 || spans[0].Attributes["k"] != "v" || spans[0].Service != "other" {
+		t.Errorf("spans before their resource: %+v (%v), want them read whole", spans, ok)
+	}
 }
