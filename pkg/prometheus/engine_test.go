@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"maps"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -99,32 +98,7 @@ func (f *fakeEngineProm) serve(t *testing.T) *Client {
 // union ("or") of label_replace calls, each setting one label on what its expression answers;
 // any other expression (a counter's increase, a ratio) answers ratios[the first metric it reads].
 func (f *fakeEngineProm) vector(e parser.Expr) []sample {
-	switch e := e.(type) {
-	case *parser.ParenExpr:
-		return f.vector(e.Expr)
-	case *parser.BinaryExpr:
-		if e.Op == parser.LOR {
-			out := f.vector(e.LHS)
-			for _, r := range f.vector(e.RHS) {
-				if !slices.ContainsFunc(out, func(l sample) bool { return maps.Equal(l.labels, r.labels) }) {
-					out = append(out, r)
-				}
-			}
-			return out
-		}
-	case *parser.Call:
-		if e.Func.Name == "label_replace" {
-			name, value := e.Args[1].(*parser.StringLiteral).Val, e.Args[2].(*parser.StringLiteral).Val
-			var out []sample
-			for _, s := range f.vector(e.Args[0]) {
-				lbls := maps.Clone(s.labels)
-				lbls[name] = value
-				out = append(out, sample{labels: lbls, value: s.value})
-			}
-			return out
-		}
-	}
-	return f.ratios[selectorsOf(e)[0].Name]
+	return unionAnswer(e, func(e parser.Expr) []sample { return f.ratios[selectorsOf(e)[0].Name] })
 }
 
 func (f *fakeEngineProm) queriesOf(metric string) []string {

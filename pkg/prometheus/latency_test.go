@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"math"
 	"net"
 	"net/http"
@@ -108,32 +107,15 @@ type sample struct {
 // by part, each labelled as its call says; any other expression by the answers whose fragment
 // it holds.
 func (f *fakeProm) vector(e parser.Expr) []sample {
-	switch e := e.(type) {
-	case *parser.ParenExpr:
-		return f.vector(e.Expr)
-	case *parser.BinaryExpr:
-		if e.Op == parser.LOR {
-			return append(f.vector(e.LHS), f.vector(e.RHS)...)
-		}
-	case *parser.Call:
-		if e.Func.Name == "label_replace" {
-			name, value := e.Args[1].(*parser.StringLiteral).Val, e.Args[2].(*parser.StringLiteral).Val
-			var out []sample
-			for _, s := range f.vector(e.Args[0]) {
-				lbls := maps.Clone(s.labels)
-				lbls[name] = value
-				out = append(out, sample{labels: lbls, value: s.value})
+	return unionAnswer(e, func(e parser.Expr) []sample {
+		var out []sample
+		for frag, samples := range f.answers {
+			if strings.Contains(e.String(), frag) {
+				out = append(out, samples...)
 			}
-			return out
 		}
-	}
-	var out []sample
-	for frag, samples := range f.answers {
-		if strings.Contains(e.String(), frag) {
-			out = append(out, samples...)
-		}
-	}
-	return out
+		return out
+	})
 }
 
 func (f *fakeProm) serve(t *testing.T) *Client {

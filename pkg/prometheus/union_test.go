@@ -1,6 +1,8 @@
 package prometheus
 
 import (
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -41,4 +43,36 @@ func TestLabelledUnionSplitsBackByPart(t *testing.T) {
 			t.Errorf("%v: %v", bad, err)
 		}
 	}
+}
+
+// unionAnswer answers an instant query as Prometheus does for a labelled union: "or" keeps the
+// left side's series and those of the right side with other labels, label_replace sets the label
+// its call names; leaf answers anything else.
+func unionAnswer(e parser.Expr, leaf func(parser.Expr) []sample) []sample {
+	switch e := e.(type) {
+	case *parser.ParenExpr:
+		return unionAnswer(e.Expr, leaf)
+	case *parser.BinaryExpr:
+		if e.Op == parser.LOR {
+			out := unionAnswer(e.LHS, leaf)
+			for _, r := range unionAnswer(e.RHS, leaf) {
+				if !slices.ContainsFunc(out, func(l sample) bool { return maps.Equal(l.labels, r.labels) }) {
+					out = append(out, r)
+				}
+			}
+			return out
+		}
+	case *parser.Call:
+		if e.Func.Name == "label_replace" {
+			name, value := e.Args[1].(*parser.StringLiteral).Val, e.Args[2].(*parser.StringLiteral).Val
+			var out []sample
+			for _, s := range unionAnswer(e.Args[0], leaf) {
+				lbls := maps.Clone(s.labels)
+				lbls[name] = value
+				out = append(out, sample{labels: lbls, value: s.value})
+			}
+			return out
+		}
+	}
+	return leaf(e)
 }
