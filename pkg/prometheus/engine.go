@@ -240,9 +240,9 @@ type engineCandidate struct {
 // engineRates reads the counters and ratios figures[at...] in one instant query at the window's
 // end: each candidate of each figure (its names, or its pairs of names, newest first) a part of
 // one labelled union, so that a join asks Prometheus twice in all, not once per figure and per
-// older name. Each figure is then its first candidate with
-// series, as if they were asked in turn: a counter's increase over the window summed over its
-// series (the engine's replicas), a ratio's increase(num) / increase(den) / divisor per series.
+// older name. Each figure is then its first candidate with series, as if they were asked in
+// turn: a counter's increase over the window summed over its series (the engine's replicas), a
+// ratio's increase(num) / increase(den) / divisor per series.
 func (c *Client) engineRates(ctx context.Context, figures []engineFigureSpec, at []int, matchers []*labels.Matcher, q models.EngineQuery, answers []engineAnswer) error {
 	start, end := q.Window(models.EngineRateWindow)
 	rng := end.Sub(start)
