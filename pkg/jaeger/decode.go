@@ -37,11 +37,7 @@ func decodeV3Skimming(body io.Reader, path string, full func(service string) boo
 	b, err := upstream.ReadPooled(body)
 	defer b.Release()
 	if err == nil {
-		scan := func() ([]models.Span, bool) { return otlptrace.ScanJSON(b.Bytes(), "result", nil) }
-		if full != nil {
-			scan = func() ([]models.Span, bool) { return otlptrace.ScanJSONSkimming(b.Bytes(), "result", full) }
-		}
-		if spans, ok := scan(); ok {
+		if spans, ok := otlptrace.ScanJSONSkimming(b.Bytes(), "result", full); ok {
 			return spans, nil
 		}
 	}

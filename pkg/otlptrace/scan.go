@@ -40,7 +40,8 @@ func ScanJSON(b []byte, envelope string, keep func(traceID string) bool) (spans 
 // service's spans, or summaries, read the other services' spans for their trace and times
 // only; building their attributes was most of what reading a search cost. The service is known
 // where a resourceSpans names its resource before its spans, as Jaeger and the OpenTelemetry
-// Collector write them; where it does not, its spans are read whole.
+// Collector write them; where it does not, its spans are read whole. A nil full is ScanJSON's
+// reading: every span whole.
 func ScanJSONSkimming(b []byte, envelope string, full func(service string) bool) (spans []models.Span, ok bool) {
 	return scanJSON(&spanScanner{Scanner: jsonscan.Scanner{B: b}, full: full, strs: make(map[string]string, 256)}, envelope)
 }

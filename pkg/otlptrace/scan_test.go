@@ -46,6 +46,9 @@ func checkScanJSONAgrees(t *testing.T, name string, b []byte) bool {
 	} else {
 		t.Errorf("%s: scanned whole, not with a filter of traces", name)
 	}
+	if whole, ok := ScanJSONSkimming(b, "", nil); !ok || !reflect.DeepEqual(whole, want) {
+		t.Errorf("%s: skimming nothing does not read as the decoder (%v)", name, ok)
+	}
 	checkSkimming(t, name, b, want)
 	return true
 }

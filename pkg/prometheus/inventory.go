@@ -154,32 +154,20 @@ func (c *Client) seriesInventory(ctx context.Context, what string, names []strin
 // cost: the text is kept per list of names (matchTexts).
 func namesMatch(names []string) (string, error) {
 	key := strings.Join(names, "\x00")
-	matchTexts.mu.Lock()
-	match, ok := matchTexts.texts[key]
-	matchTexts.mu.Unlock()
-	if ok {
+	if match, ok := matchTexts.get(key); ok {
 		return match, nil
 	}
 	sel, err := metricNamesSelector(names, nil)
 	if err != nil {
 		return "", err
 	}
-	match = sel.String()
-	matchTexts.mu.Lock()
-	defer matchTexts.mu.Unlock()
-	if len(matchTexts.texts) >= maxMatchTexts { // lists of names are few: the settings' catalogues
-		clear(matchTexts.texts)
-	}
-	matchTexts.texts[key] = match
+	match := sel.String()
+	matchTexts.put(key, match)
 	return match, nil
 }
 
-var matchTexts = struct {
-	mu    sync.Mutex
-	texts map[string]string
-}{texts: map[string]string{}}
-
-const maxMatchTexts = 64
+// matchTexts are namesMatch's texts; lists of names are few (the settings' catalogues).
+var matchTexts = newTextMemo(64)
 
 // presentMetrics lists the metric names of names that Prometheus holds.
 func (inv *inventory) presentMetrics(names []string) []string {

@@ -9,7 +9,6 @@ import (
 	"math"
 	"slices"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/prometheus/common/model"
@@ -336,39 +335,15 @@ var promqlParser = parser.NewParser(parser.Options{})
 // building them allocated.
 func checked(e parser.Expr) (string, error) {
 	s := e.String()
-	if parsedQueries.has(s) {
+	if _, ok := parsedQueries.get(s); ok {
 		return s, nil
 	}
 	if _, err := promqlParser.ParseExpr(s); err != nil {
 		return "", fmt.Errorf("internal error: the plugin built the PromQL %s, which does not parse: %v", s, err)
 	}
-	parsedQueries.add(s)
+	parsedQueries.put(s, "")
 	return s, nil
 }
 
-// parsedQueries are query texts that parsed (checked), at most maxParsedQueries of them
-// (about 2 KB each at most): when full, it starts over.
-var parsedQueries = &textSet{set: map[string]struct{}{}}
-
-const maxParsedQueries = 1024
-
-type textSet struct {
-	mu  sync.Mutex
-	set map[string]struct{}
-}
-
-func (t *textSet) has(s string) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	_, ok := t.set[s]
-	return ok
-}
-
-func (t *textSet) add(s string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if len(t.set) >= maxParsedQueries {
-		clear(t.set)
-	}
-	t.set[s] = struct{}{}
-}
+// parsedQueries are the query texts that parsed (checked), about 2 KB each at most.
+var parsedQueries = newTextMemo(1024)
