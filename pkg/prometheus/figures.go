@@ -128,7 +128,7 @@ func (c *Client) GPUFigures(ctx context.Context, filter models.GPUFilter, start,
 		return nil, found, nil
 	}
 
-	gpus, pods, err := c.countGPUs(ctx, inv, q, read, w)
+	gpus, series, pods, err := c.countGPUs(ctx, inv, q, read, w)
 	if err != nil {
 		// A server or proxy without the series API: the ranked queries need none. Any other
 		// failure (down, slow, refused) would only fail them again, after as long.
@@ -144,7 +144,7 @@ func (c *Client) GPUFigures(ctx context.Context, filter models.GPUFilter, start,
 		return nil, found, nil
 	}
 	g := figureGrid{start: w.start, step: w.step, steps: int(w.end.Sub(w.start)/w.step) + 1}
-	tasks, err := c.figureTasks(q.plan, jobs, read, overLimit, g.steps)
+	tasks, err := c.figureTasks(q.plan, jobs, read, overLimit, series*g.steps)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -180,12 +180,13 @@ func (c *Client) GPUFigures(ctx context.Context, filter models.GPUFilter, start,
 	return out, found, nil
 }
 
-// maxBatchedSteps is the longest window (in steps) whose stored figures are read in one query:
-// a request's spans (the trace join asks a few seconds at one-second steps) pay one round trip
-// instead of one per figure. Longer windows keep one query per figure, each folded and dropped
-// before the next arrives, so that a day of a fleet's GPUs never holds every figure's samples at
-// once.
-const maxBatchedSteps = 120
+// maxBatchedSamples bounds the samples (series × steps) of the one query that reads every stored
+// figure at once: a request's spans (a few seconds at one-second steps) and a panel's hour of a
+// few GPUs (the GPU state panels, the class table) pay one round trip instead of one per figure,
+// and Prometheus one query's overhead. About 1 MB of samples, 3 MB of reply. Bigger reads (a
+// day of a fleet) keep one query per figure, each folded and dropped before the next arrives,
+// so that they never hold every figure's samples at once.
+const maxBatchedSamples = 60_000
 
 // figureTask is one query of GPUFigures and the jobs its answer is folded into.
 type figureTask struct {
@@ -194,15 +195,16 @@ type figureTask struct {
 	stored bool // the jobs read their series as stored (figureJob.asStored)
 }
 
-// figureTasks plans the queries: one per job, or, for a short window under the limit, one for
-// every job read as stored (their sources' names in one selector, each series folded into the
-// job whose source it is) and one per other job.
-func (c *Client) figureTasks(p gpuPlan, jobs []figureJob, read []string, overLimit bool, steps int) ([]figureTask, error) {
+// figureTasks plans the queries: one per job, or, under the limit and when the series the index
+// listed hold at most maxBatchedSamples over the window (samples: series × steps), one for every
+// job read as stored (their sources' names in one selector, each series folded into the job
+// whose source it is) and one per other job.
+func (c *Client) figureTasks(p gpuPlan, jobs []figureJob, read []string, overLimit bool, samples int) ([]figureTask, error) {
 	var tasks []figureTask
 	var batch []int
 	var names []string
 	for i, j := range jobs {
-		if !overLimit && j.asStored() && steps <= maxBatchedSteps {
+		if !overLimit && j.asStored() && samples <= maxBatchedSamples {
 			batch = append(batch, i)
 			for _, n := range j.sourceNames() {
 				if !slices.Contains(names, n) {
@@ -295,13 +297,13 @@ func (c *Client) figureJobs(inv *inventory, p gpuPlan, figures []gpuFigure) (job
 // countGPUs counts the GPUs with series of metrics in the window (and its look-back) from the
 // series index alone: Prometheus reads no sample to answer /api/v1/series. A count it cannot
 // tell (the answer reached the bound it was asked for) is limit+1: over the limit. The same
-// label sets say which pods dcgm-exporter mapped each GPU to.
-func (c *Client) countGPUs(ctx context.Context, inv *inventory, q *gpuQuery, metrics []string, w gpuWindow) (int, map[classify.GPU][]classify.Pod, error) {
+// label sets say which pods dcgm-exporter mapped each GPU to; series is how many there are.
+func (c *Client) countGPUs(ctx context.Context, inv *inventory, q *gpuQuery, metrics []string, w gpuWindow) (gpus, series int, _ map[classify.GPU][]classify.Pod, _ error) {
 	matches := make([]string, 0, len(q.plan.sel))
 	for _, alt := range q.plan.sel {
 		vs, err := metricNamesSelector(metrics, alt)
 		if err != nil {
-			return 0, nil, err
+			return 0, 0, nil, err
 		}
 		matches = append(matches, vs.String())
 	}
@@ -322,10 +324,10 @@ func (c *Client) countGPUs(ctx context.Context, inv *inventory, q *gpuQuery, met
 	// handled here; the others come again with the figures' queries.
 	sets, err := c.seriesLabels(ctx, matches, w.start.Add(-promLookback), w.end, uint64(bound), keep)
 	if err != nil {
-		return 0, nil, c.wrap(err)
+		return 0, 0, nil, c.wrap(err)
 	}
 	if len(sets) >= bound {
-		return q.plan.limit + 1, nil, nil
+		return q.plan.limit + 1, len(sets), nil, nil
 	}
 	pods := map[classify.GPU][]classify.Pod{}
 	for _, ls := range sets {
@@ -344,7 +346,7 @@ func (c *Client) countGPUs(ctx context.Context, inv *inventory, q *gpuQuery, met
 			return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 		})
 	}
-	return len(pods), pods, nil
+	return len(pods), len(sets), pods, nil
 }
 
 // seriesLabels asks for the series matching matches, each with the labels named in keep only

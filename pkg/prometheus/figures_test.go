@@ -152,19 +152,34 @@ func TestGPUFiguresJoinsEveryFigurePerGPU(t *testing.T) {
 			t.Errorf("the query %s does not read %s", ranges[0].Query, m)
 		}
 	}
-	// A long window keeps one query per figure, each folded before the next arrives.
+	// Two hours of these GPUs at 30 s (6 series × 241 steps) are one query too.
 	before := len(ranges)
-	long, _, err := c.GPUFigures(context.Background(), models.GPUFilter{}, t0, t0.Add(2*time.Hour), 30*time.Second)
-	if err != nil || len(long) != 2 || long[0].Samples[0].Figures.GPUUtil != 95 || long[1].Samples[1].Figures.PCIeTx != 2048 {
-		t.Fatalf("long window: %v, %v", long, err)
+	hour, _, err := c.GPUFigures(context.Background(), models.GPUFilter{}, t0, t0.Add(2*time.Hour), 30*time.Second)
+	if err != nil || len(hour) != 2 || hour[0].Samples[0].Figures.GPUUtil != 95 || hour[1].Samples[1].Figures.PCIeTx != 2048 {
+		t.Fatalf("two hours: %v, %v", hour, err)
+	}
+	if n := len(f.requestsTo("/api/v1/query_range")) - before; n != 1 {
+		t.Fatalf("%d range queries for 6 series × 241 steps, want 1", n)
+	}
+	// A read beyond maxBatchedSamples (6 series × 10,801 steps) keeps one query per figure, each
+	// folded before the next arrives.
+	before = len(f.requestsTo("/api/v1/query_range"))
+	long, _, err := c.GPUFigures(context.Background(), models.GPUFilter{}, t0, t0.Add(3*time.Hour), time.Second)
+	if err != nil || len(long) != 2 || long[0].Samples[0].Figures.GPUUtil != 95 || long[1].Samples[30].Figures.PCIeTx != 2048 {
+		t.Fatalf("long window: %v, %v", err, len(long))
 	}
 	ranges = f.requestsTo("/api/v1/query_range")
-	if n := len(ranges) - before; n != 4 {
-		t.Fatalf("%d range queries for 241 steps, want 4: one per exported figure", n)
+	if n := len(ranges) - before; n != 4 || 6*10801 <= maxBatchedSamples {
+		t.Fatalf("%d range queries for 6 series × 10,801 steps, want 4: one per exported figure", n)
 	}
 	for _, r := range ranges {
-		if !onlySelectors(t, r.Query) || r.Step != "30" {
-			t.Errorf("query is not plain selectors at 30 s: %s (step %s)", r.Query, r.Step)
+		if !onlySelectors(t, r.Query) {
+			t.Errorf("query is not plain selectors: %s", r.Query)
+		}
+	}
+	for _, r := range ranges[before:] {
+		if r.Step != "1" {
+			t.Errorf("query %s at step %s, want 1", r.Query, r.Step)
 		}
 	}
 }

@@ -197,6 +197,10 @@ func TestLoadDashboardsThroughOneProcess(t *testing.T) {
 	} else {
 		cpuProfile <- nil
 	}
+	callsBefore, err := readUpstreamCalls(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
 	loadBusy := startBusy()
 	start := time.Now()
 	var wg sync.WaitGroup
@@ -220,6 +224,10 @@ func TestLoadDashboardsThroughOneProcess(t *testing.T) {
 	wg.Wait()
 	wall := time.Since(start)
 	loadBusy.stop()
+	callsAfter, err := readUpstreamCalls(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
 	stopSampling()
 	if err := <-cpuProfile; err != nil {
 		t.Errorf("HSI_LOAD_CPU_PROFILE: %v", err)
@@ -297,7 +305,8 @@ func TestLoadDashboardsThroughOneProcess(t *testing.T) {
 	settled := time.Since(start) - wall
 
 	rep := report{requests: requests, inflight: inflight, peakInflight: int(peak.Load()), wall: wall,
-		counts: counts, results: results, base: base, peak: pk, after: after, cpu: end.cpu - base.cpu, busy: loadBusy, idleBusy: idleBusy, aloneBusy: aloneBusy}
+		counts: counts, results: results, base: base, peak: pk, after: after, cpu: end.cpu - base.cpu, busy: loadBusy, idleBusy: idleBusy, aloneBusy: aloneBusy,
+		calls: callsAfter.since(callsBefore)}
 	t.Logf("\n%s", rep.text())
 	if path := os.Getenv("HSI_LOAD_REPORT"); path != "" {
 		if err := os.WriteFile(path, []byte(rep.markdown()), 0o644); err != nil {
@@ -500,6 +509,8 @@ type report struct {
 	// servers, this test) during the load, with no request, and while the same requests ran one
 	// at a time.
 	busy, idleBusy, aloneBusy busyCPU
+	// calls: what the bed's Prometheus and Pyroscope answered during the load.
+	calls upstreamCalls
 }
 
 type row struct {
@@ -582,6 +593,7 @@ func (r report) summary() []string {
 		fmt.Sprintf("%d requests, %d in flight (peak %d), in %.1f s (%.0f requests/s); %s.", r.requests, r.inflight, r.peakInflight,
 			r.wall.Seconds(), float64(r.requests)/r.wall.Seconds(), strings.Join(outcomes, ", ")),
 		fmt.Sprintf("Machine: %d cores, %s; %s; plugin binary built with %s.", runtime.NumCPU(), cpuModel(), runtime.Version(), build),
+		"Upstream calls during the load, as the bed's servers count them (Jaeger keeps no such counter): " + r.calls.text() + ".",
 	}
 }
 
