@@ -13,15 +13,34 @@ import (
 // gpuMetricConcurrency bounds the Prometheus queries of one gpuMetrics query.
 const gpuMetricConcurrency = 4
 
-// GPUMetricsOf reads each catalogue metric of the query, at most gpuMetricConcurrency at once. A
-// metric that fails is a warning while another answered; the query fails, with the first
-// metric's error, only when every metric failed.
-func GPUMetricsOf(ctx context.Context, gpus GPUMetrics, q *models.GPUMetricsQuery, from, to time.Time, step time.Duration) ([]*models.GPUMetricResult, notices.List, error) {
-	results := make([]*models.GPUMetricResult, len(q.Metrics))
-	errs := safe.ForEach("gpuMetrics", len(q.Metrics), gpuMetricConcurrency, func(i int) (err error) {
-		results[i], err = gpus.GPUMetric(ctx, q.Metrics[i], q.GPUFilter, q.Aggregation, from, to, step)
+// GPUMetricSet is a GPUMetrics store that reads several metrics of one filter, aggregation and
+// window in one call, each with its own result or error (prometheus.Client: one query for all).
+type GPUMetricSet interface {
+	GPUMetrics(ctx context.Context, names []string, filter models.GPUFilter, aggregation string, start, end time.Time, step time.Duration) ([]*models.GPUMetricResult, []error)
+}
+
+// askGPUMetrics reads the metrics in one call where the store is a GPUMetricSet, else each
+// alone, at most concurrency at once (0: all).
+func askGPUMetrics(ctx context.Context, gpus GPUMetrics, names []string, filter models.GPUFilter, aggregation string,
+	start, end time.Time, step time.Duration, concurrency int,
+) ([]*models.GPUMetricResult, []error) {
+	if set, ok := gpus.(GPUMetricSet); ok {
+		return set.GPUMetrics(ctx, names, filter, aggregation, start, end, step)
+	}
+	results := make([]*models.GPUMetricResult, len(names))
+	errs := safe.ForEach("GPU metric", len(names), concurrency, func(i int) (err error) {
+		results[i], err = gpus.GPUMetric(ctx, names[i], filter, aggregation, start, end, step)
 		return err
 	})
+	return results, errs
+}
+
+// GPUMetricsOf reads each catalogue metric of the query (askGPUMetrics: in one call where the
+// store can, else at most gpuMetricConcurrency at once). A metric that fails is a warning while
+// another answered; the query fails, with the first metric's error, only when every metric
+// failed.
+func GPUMetricsOf(ctx context.Context, gpus GPUMetrics, q *models.GPUMetricsQuery, from, to time.Time, step time.Duration) ([]*models.GPUMetricResult, notices.List, error) {
+	results, errs := askGPUMetrics(ctx, gpus, q.Metrics, q.GPUFilter, q.Aggregation, from, to, step, gpuMetricConcurrency)
 	var (
 		out      []*models.GPUMetricResult
 		failures notices.List

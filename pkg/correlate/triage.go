@@ -66,20 +66,17 @@ func Triage(ctx context.Context, src TriageSources, q *models.TriageQuery, join 
 	return ans, nil
 }
 
-// triageGPUs reads triage.GPUMetrics per GPU, all at once: they ask one Prometheus, so a slow
-// one costs one timeout, not one per wave of metrics. A metric that fails is filed in failed (its
-// signal says so); the answer fails only when every metric did.
+// triageGPUs reads triage.GPUMetrics per GPU, all at once (askGPUMetrics: one query where the
+// store can, else every metric in parallel), so a slow Prometheus costs one timeout, not one per
+// wave of metrics. A metric that fails is filed in failed (its signal says so); the answer fails
+// only when every metric did.
 func triageGPUs(ctx context.Context, src Source[GPUMetrics], f models.GPUFilter, from, to time.Time, step time.Duration) (map[string]*models.GPUMetricResult, map[string]error, error) {
 	gpus, err := src.Get()
 	if err != nil {
 		return nil, nil, err
 	}
 	names := triage.GPUMetrics
-	results := make([]*models.GPUMetricResult, len(names))
-	errs := safe.ForEach("triage GPU series", len(names), 0, func(i int) (err error) {
-		results[i], err = gpus.GPUMetric(ctx, names[i], f, models.AggregationGPU, from, to, step)
-		return err
-	})
+	results, errs := askGPUMetrics(ctx, gpus, names, f, models.AggregationGPU, from, to, step, len(names))
 	out, failed := map[string]*models.GPUMetricResult{}, map[string]error{}
 	for i, name := range names {
 		if errs[i] != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/dcgm"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/notices"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/safe"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/upstream"
 )
 
@@ -277,6 +278,134 @@ func (c *Client) GPUMetric(ctx context.Context, name string, filter models.GPUFi
 		res.Notices.Warnf("more than %d series match; showing %d. Narrow the filter or raise jsonData.gpuMaxSeries", limit, limit)
 	}
 	return res, nil
+}
+
+// GPUMetrics is GPUMetric for several catalogue metrics of one filter, aggregation and window,
+// each with its own result or error (results[i], errs[i] for names[i]). They share the inventory
+// and the GPUs' plan, and Prometheus answers them in one range query when their points fit one
+// query's budget (maxPointsPerQuery, for gpuMaxSeries series of each): a labelled union
+// (labelledUnion), split back by part, each result naming its own query. The gpuMetrics panels
+// that draw several metrics and the triage's GPU evidence pay one HTTP exchange, not one per
+// metric. When the union fails, each metric is asked alone, so that one metric's failure stays
+// its own.
+func (c *Client) GPUMetrics(ctx context.Context, names []string, filter models.GPUFilter, aggregation string, start, end time.Time, step time.Duration) ([]*models.GPUMetricResult, []error) {
+	results, errs := make([]*models.GPUMetricResult, len(names)), make([]error, len(names))
+	alone := func(i int) { results[i], errs[i] = c.GPUMetric(ctx, names[i], filter, aggregation, start, end, step) }
+	everyAlone := func(idx []int) {
+		safe.ForEach("GPU metric", len(idx), figureConcurrency, func(j int) error { alone(idx[j]); return nil })
+	}
+	roles, err := gpuGroupingRoles(aggregation)
+	if len(names) < 2 || err != nil {
+		everyAlone(indexes(len(names)))
+		return results, errs
+	}
+	if aggregation == "" {
+		aggregation = models.AggregationGPU
+	}
+	var metrics []Metric
+	var known []int
+	for i, name := range names {
+		m, ok := c.catalogue().Lookup(name)
+		if !ok {
+			alone(i) // its error names the valid metrics
+			continue
+		}
+		metrics, known = append(metrics, m), append(known, i)
+	}
+	limit := c.dcgm.SeriesLimit()
+	w, err := planGPUWindow(start, end, step, limit+1, maxPointsPerQuery)
+	if err != nil || len(known) < 2 || (limit+1)*len(known)*(int(w.end.Sub(w.start)/w.step)+1) > maxPointsPerQuery {
+		everyAlone(known)
+		return results, errs
+	}
+	ctx, span := upstream.StartSpan(ctx, models.Prometheus, "GPUMetrics", attribute.StringSlice("hsi.gpu_metrics", names))
+	defer func() { _ = upstream.EndSpan(span, nil) }()
+	inv, err := c.inventory(ctx, w.start.Add(-promLookback), w.end)
+	if err == nil {
+		var q *gpuQuery
+		if q, err = c.prepareGPUQuery(inv, filter, roles, w, limit); err == nil {
+			inv, unitNotes := c.withUnits(ctx, inv, metrics)
+			var parts []parser.Expr
+			var asked []int // index into names of each part
+			for j, m := range metrics {
+				i := known[j]
+				res := &models.GPUMetricResult{Metric: models.GPUMetricInfo{Name: m.Name, Title: m.Title, Unit: m.Unit}, Aggregation: aggregation, Step: w.step}
+				res.Notices.Merge(w.notes)
+				res.Notices.Merge(q.notes)
+				res.Notices.Merge(unitNotes)
+				expr, used, tried := c.gpuMetricQuery(m, inv, q.plan)
+				res.Sources = used
+				results[i] = res
+				if expr == nil {
+					res.Notices.Warn(gpuMissingNotice(m, tried))
+					continue
+				}
+				limited := q.plan.limited(m.Aggregate, expr, used)
+				res.Query = limited.String()
+				parts, asked = append(parts, limited), append(asked, i)
+			}
+			switch len(parts) {
+			case 0:
+			case 1:
+				results[asked[0]], errs[asked[0]] = nil, nil
+				alone(asked[0])
+			default:
+				if err := c.answerParts(ctx, parts, asked, results, q, roles, w, limit); err != nil {
+					span.SetAttributes(attribute.String("hsi.union_error", err.Error()))
+					for _, i := range asked {
+						results[i] = nil
+					}
+					everyAlone(asked) // each metric's own answer or error
+				}
+			}
+			return results, errs
+		}
+	}
+	for _, i := range known {
+		results[i], errs[i] = nil, err
+	}
+	return results, errs
+}
+
+// answerParts asks the parts' labelled union over the window and folds each part's series into
+// its result, as GPUMetric does for one.
+func (c *Client) answerParts(ctx context.Context, parts []parser.Expr, asked []int, results []*models.GPUMetricResult,
+	q *gpuQuery, roles []string, w gpuWindow, limit int,
+) error {
+	union := labelledUnion(parts).String()
+	matrix, warnings, err := c.gpuQueryRange(ctx, union, w)
+	if err != nil {
+		return err
+	}
+	byPart, err := splitParts(matrix, func(s *model.SampleStream) model.Metric { return s.Metric }, len(parts), union)
+	if err != nil {
+		return c.wrap(err)
+	}
+	for j, i := range asked {
+		res := results[i]
+		res.Notices.Merge(warnings)
+		for _, s := range byPart[j] {
+			res.Series = append(res.Series, toMetricSeries(s, q.roles, roles))
+		}
+		sortMetricSeries(res.Series)
+		if len(res.Series) == 0 {
+			res.Notices.Warnf("%s (%s): no GPU matching the filter has series of %s in this range",
+				res.Metric.Title, res.Metric.Name, strings.Join(res.Sources, " or "))
+		}
+		if len(res.Series) > limit {
+			res.Series = res.Series[:limit]
+			res.Notices.Warnf("more than %d series match; showing %d. Narrow the filter or raise jsonData.gpuMaxSeries", limit, limit)
+		}
+	}
+	return nil
+}
+
+func indexes(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out
 }
 
 // gpuQueryRange runs one range query and returns its matrix and Prometheus' warnings.

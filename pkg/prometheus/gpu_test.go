@@ -404,3 +404,37 @@ func TestGPUMetricConvertsExporter49BaseUnits(t *testing.T) {
 		}
 	}
 }
+
+// Metrics asked together whose union Prometheus answers unusably (here: series without the part
+// label, as a proxy rewriting the query might) are asked again one by one: each metric gets the
+// answer it gets alone, and a metric the catalogue lacks is its own error, the others answered.
+func TestGPUMetricsAskEachAloneWhenTheirUnionFails(t *testing.T) {
+	f := &fakeDCGM{
+		metricNames: []string{"DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_POWER_USAGE"},
+		labelNames:  mixedFleetLabels,
+		rangeAnswer: func(metrics []string, _ string) []fakeStream {
+			v := 40.0
+			if slices.Contains(metrics, "DCGM_FI_DEV_POWER_USAGE") {
+				v = 300
+			}
+			return []fakeStream{{Metric: nodeA0, Values: points(v, v+1)}}
+		},
+	}
+	c, _ := newFakeDCGM(t, f)
+	names := []string{"gpu_utilization", "no_such_metric", "power"}
+	results, errs := c.GPUMetrics(context.Background(), names, models.GPUFilter{}, "", t0, tEnd, 30*time.Second)
+	if errs[0] != nil || errs[2] != nil || errs[1] == nil || !strings.Contains(errs[1].Error(), "unknown GPU metric") {
+		t.Fatalf("errors %v", errs)
+	}
+	ranges := f.requestsTo("/api/v1/query_range")
+	if len(ranges) != 3 || !strings.Contains(ranges[0].Query, partLabel) {
+		t.Fatalf("range queries %d, want the union then each of its 2 metrics alone", len(ranges))
+	}
+	for i, want := range map[int]float64{0: 40, 2: 300} {
+		res := results[i]
+		if res == nil || len(res.Series) != 1 || res.Series[0].Values[0] != want || res.Series[0].Labels["host"] != "node-a" ||
+			strings.Contains(res.Query, partLabel) || res.Metric.Name != names[i] {
+			t.Errorf("%s: %+v", names[i], res)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"maps"
 	"math"
 	"net/http"
 	"net/url"
@@ -229,5 +230,75 @@ func TestRealMetadataGivesTheUnitOfTheExportersHelp(t *testing.T) {
 	}
 	if got := decideUnit(dcgm.PercentOrRatio, md); !strings.Contains(got.skip, "says neither") {
 		t.Errorf("DCGM_FI_DEV_XID_ERRORS (%+v): %+v, want not read", md, got)
+	}
+}
+
+// Several GPU metrics asked together (a gpuMetrics panel of several metrics, the triage's GPU
+// evidence) are one range query, a labelled union, when their points fit one query's budget, and
+// each metric's answer is what it gets asked alone: the same series, labels, values, notices and
+// its own query; per GPU, per host and for the fleet, on the fixtures' exporters (Hostname and
+// hostname, pods, PCIe in bytes and in KB/s) and with a metric no exporter sends among them.
+// Beyond the budget (the default 500 GPUs × 6 metrics × 481 steps) each is asked alone.
+func TestRealGPUMetricsInOneQueryAnswerAsEachAlone(t *testing.T) {
+	if bed.FixtureStart.IsZero() {
+		t.Fatal("the test bed has no GPU fixtures (HSI_TESTBED_FIXTURE_START is empty)")
+	}
+	names := []string{"gpu_utilization", "pcie_tx", "power", "fb_used_percent", "ecc_dbe", "sm_clock"}
+	for _, w := range []struct {
+		name    string
+		end     time.Time
+		queries int
+	}{{"an hour", bed.FixtureStart.Add(time.Hour), 1}, {"two hours", bed.FixtureEnd, len(names)}} {
+		for _, aggregation := range []string{models.AggregationGPU, models.AggregationHost, models.AggregationFleet} {
+			t.Run(w.name+" "+aggregation, func(t *testing.T) {
+				rec := &queryRecorder{}
+				ac, err := api.NewClient(api.Config{Address: bed.PrometheusURL, RoundTripper: rec})
+				if err != nil {
+					t.Fatal(err)
+				}
+				c := newClient(bed.PrometheusURL, newQueryAPI(ac))
+				ctx := context.Background()
+				together, errs := c.GPUMetrics(ctx, names, models.GPUFilter{}, aggregation, bed.FixtureStart, w.end, 15*time.Second)
+				if len(rec.queries) != w.queries || (w.queries == 1) != strings.Contains(rec.queries[0], partLabel) {
+					t.Fatalf("%d range queries for %d metrics, want %d: %v", len(rec.queries), len(names), w.queries, rec.queries)
+				}
+				compared := 0
+				for i, name := range names {
+					alone, err := c.GPUMetric(ctx, name, models.GPUFilter{}, aggregation, bed.FixtureStart, w.end, 15*time.Second)
+					if err != nil || errs[i] != nil {
+						t.Fatalf("%s: alone %v, together %v", name, err, errs[i])
+					}
+					got := together[i]
+					if got.Query != alone.Query || got.Metric != alone.Metric || got.Step != alone.Step || !slices.Equal(got.Sources, alone.Sources) {
+						t.Errorf("%s: together %q (%v), alone %q (%v)", name, got.Query, got.Sources, alone.Query, alone.Sources)
+					}
+					if !slices.Equal(got.Notices.Texts(), alone.Notices.Texts()) {
+						t.Errorf("%s: notices together %v, alone %v", name, got.Notices.Texts(), alone.Notices.Texts())
+					}
+					if len(got.Series) != len(alone.Series) {
+						t.Fatalf("%s: %d series together, %d alone", name, len(got.Series), len(alone.Series))
+					}
+					for k, s := range alone.Series {
+						g := got.Series[k]
+						if !maps.Equal(g.Labels, s.Labels) || !slices.Equal(g.Times, s.Times) {
+							t.Fatalf("%s series %d: together %v (%d points), alone %v (%d points)", name, k, g.Labels, len(g.Times), s.Labels, len(s.Times))
+						}
+						for j := range s.Values {
+							// Prometheus sums an aggregation's series in no fixed order: two runs of
+							// the same query may differ in the last bits.
+							close := math.Abs(g.Values[j]-s.Values[j]) <= 1e-9*math.Abs(s.Values[j])
+							if !close && !(math.IsNaN(g.Values[j]) && math.IsNaN(s.Values[j])) {
+								t.Errorf("%s series %v at %s: together %v, alone %v", name, s.Labels, s.Times[j].Format(time.TimeOnly), g.Values[j], s.Values[j])
+							}
+							compared++
+						}
+					}
+				}
+				if compared < 500 {
+					t.Errorf("only %d values compared", compared)
+				}
+				t.Logf("%d metrics, %d values agree", len(names), compared)
+			})
+		}
 	}
 }

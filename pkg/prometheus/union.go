@@ -11,7 +11,7 @@ import (
 // partLabel marks which part of a labelled union a series answers; no exporter writes it.
 const partLabel = "hsi_query_part"
 
-// labelledUnion is one query of several instant queries that share a time: each part wrapped
+// labelledUnion is one query of several queries that share a time or a range: each part wrapped
 // in label_replace, which sets partLabel to the part's index, and the parts joined by "or".
 // As the label differs between parts, "or" keeps every series of every part, and byPart splits
 // the answer back. The server does the same work as for the queries one by one; the plugin
@@ -28,13 +28,25 @@ func labelledUnion(parts []parser.Expr) parser.Expr {
 // byPart splits the answer of labelledUnion's query (expr, of n parts) by part, each series
 // without partLabel, as its part's query alone answers it.
 func byPart(vec model.Vector, n int, expr string) ([]model.Vector, error) {
-	out := make([]model.Vector, n)
-	for _, s := range vec {
-		i, err := strconv.Atoi(string(s.Metric[partLabel]))
+	parts, err := splitParts(vec, func(s *model.Sample) model.Metric { return s.Metric }, n, expr)
+	out := make([]model.Vector, len(parts))
+	for i, p := range parts {
+		out[i] = p
+	}
+	return out, err
+}
+
+// splitParts splits the series (instant samples or range streams) of a labelled union's answer
+// by part, deleting partLabel from each.
+func splitParts[S any](series []S, metric func(S) model.Metric, n int, expr string) ([][]S, error) {
+	out := make([][]S, n)
+	for _, s := range series {
+		m := metric(s)
+		i, err := strconv.Atoi(string(m[partLabel]))
 		if err != nil || i < 0 || i >= n {
-			return nil, fmt.Errorf("query %s answered a series without the %s label it sets: %s", expr, partLabel, s.Metric)
+			return nil, fmt.Errorf("query %s answered a series without the %s label it sets: %s", expr, partLabel, m)
 		}
-		delete(s.Metric, partLabel)
+		delete(m, partLabel)
 		out[i] = append(out[i], s)
 	}
 	return out, nil
