@@ -2,6 +2,7 @@ package prometheus
 
 import (
 	"encoding/json"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -40,6 +41,8 @@ type fakeDCGM struct {
 	metadata map[string][]promv1.Metadata
 	status   int    // non-zero: every request fails with it
 	failPath string // with status: only requests to this path fail
+	// failQuery, with status: only queries it picks fail.
+	failQuery func(query string) bool
 	warnings []string
 
 	mu       sync.Mutex
@@ -76,7 +79,7 @@ func (f *fakeDCGM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	f.requests = append(f.requests, req)
 	f.mu.Unlock()
-	if f.status != 0 && (f.failPath == "" || f.failPath == r.URL.Path) {
+	if f.status != 0 && (f.failPath == "" || f.failPath == r.URL.Path) && (f.failQuery == nil || f.failQuery(req.Query)) {
 		w.WriteHeader(f.status)
 		_, _ = w.Write([]byte(`{"status":"error","errorType":"unavailable","error":"overloaded"}`))
 		return
@@ -105,7 +108,7 @@ func (f *fakeDCGM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case r.URL.Path == "/api/v1/query_range":
 		streams, plain := f.selected(req.Query)
 		if !plain && f.rangeAnswer != nil {
-			streams = f.rangeAnswer(queriedMetrics(req.Query), req.Query)
+			streams = answerUnion(req.Query, func(q string) []fakeStream { return f.rangeAnswer(queriedMetrics(q), q) })
 		}
 		result := []map[string]any{}
 		for _, s := range streams {
@@ -115,7 +118,7 @@ func (f *fakeDCGM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case r.URL.Path == "/api/v1/query":
 		result := []map[string]any{}
 		if f.instantAnswer != nil {
-			for _, s := range f.instantAnswer(req.Query) {
+			for _, s := range answerUnion(req.Query, f.instantAnswer) {
 				result = append(result, map[string]any{"metric": s.Metric, "value": s.Values[len(s.Values)-1]})
 			}
 		}
@@ -123,6 +126,46 @@ func (f *fakeDCGM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		http.NotFound(w, r)
 	}
+}
+
+// answerUnion answers a labelled union (labelledUnion) as Prometheus does: each part by answer,
+// its series labelled with the part; any other query by answer alone.
+func answerUnion(q string, answer func(string) []fakeStream) []fakeStream {
+	e, err := gpuTestParser.ParseExpr(q)
+	if err != nil {
+		return answer(q)
+	}
+	var parts []*parser.Call
+	var collect func(e parser.Expr) bool
+	collect = func(e parser.Expr) bool {
+		switch n := e.(type) {
+		case *parser.ParenExpr:
+			return collect(n.Expr)
+		case *parser.BinaryExpr:
+			return n.Op == parser.LOR && collect(n.LHS) && collect(n.RHS)
+		case *parser.Call:
+			if n.Func.Name == "label_replace" && n.Args[1].(*parser.StringLiteral).Val == partLabel {
+				parts = append(parts, n)
+				return true
+			}
+		}
+		return false
+	}
+	if !collect(e) {
+		return answer(q)
+	}
+	var out []fakeStream
+	for _, p := range parts {
+		for _, s := range answer(p.Args[0].String()) {
+			m := maps.Clone(s.Metric)
+			if m == nil {
+				m = map[string]string{}
+			}
+			m[partLabel] = p.Args[2].(*parser.StringLiteral).Val
+			out = append(out, fakeStream{Metric: m, Values: s.Values})
+		}
+	}
+	return out
 }
 
 // storedLabelValues are the values of a label among the stored series, sorted.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -405,11 +406,13 @@ func TestGPUMetricConvertsExporter49BaseUnits(t *testing.T) {
 	}
 }
 
-// Metrics asked together whose union Prometheus answers unusably (here: series without the part
-// label, as a proxy rewriting the query might) are asked again one by one: each metric gets the
-// answer it gets alone, and a metric the catalogue lacks is its own error, the others answered.
+// Metrics asked together whose union Prometheus refuses (a proxy limiting a query's length, say)
+// are asked again one by one: each metric gets the answer it gets alone, and a metric the
+// catalogue lacks is its own error, the others answered.
 func TestGPUMetricsAskEachAloneWhenTheirUnionFails(t *testing.T) {
 	f := &fakeDCGM{
+		status:      http.StatusUnprocessableEntity,
+		failQuery:   func(q string) bool { return strings.Contains(q, partLabel) },
 		metricNames: []string{"DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_POWER_USAGE"},
 		labelNames:  mixedFleetLabels,
 		rangeAnswer: func(metrics []string, _ string) []fakeStream {
@@ -436,5 +439,33 @@ func TestGPUMetricsAskEachAloneWhenTheirUnionFails(t *testing.T) {
 			strings.Contains(res.Query, partLabel) || res.Metric.Name != names[i] {
 			t.Errorf("%s: %+v", names[i], res)
 		}
+	}
+}
+
+// Metrics asked together are one range query, each answering its own series and naming its own
+// query (the real Prometheus: TestRealGPUMetricsInOneQueryAnswerAsEachAlone).
+func TestGPUMetricsAreOneQuery(t *testing.T) {
+	f := &fakeDCGM{
+		metricNames: []string{"DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_POWER_USAGE"},
+		labelNames:  mixedFleetLabels,
+		rangeAnswer: func(metrics []string, _ string) []fakeStream {
+			if slices.Contains(metrics, "DCGM_FI_DEV_POWER_USAGE") {
+				return []fakeStream{{Metric: nodeA0, Values: points(300)}, {Metric: nodeB0, Values: points(70)}}
+			}
+			return []fakeStream{{Metric: nodeA0, Values: points(40, 41)}}
+		},
+	}
+	c, _ := newFakeDCGM(t, f)
+	results, errs := c.GPUMetrics(context.Background(), []string{"gpu_utilization", "power"}, models.GPUFilter{}, "", t0, tEnd, 30*time.Second)
+	if errs[0] != nil || errs[1] != nil {
+		t.Fatal(errs)
+	}
+	if r := f.requestsTo("/api/v1/query_range"); len(r) != 1 {
+		t.Fatalf("%d range queries, want 1", len(r))
+	}
+	util, power := results[0], results[1]
+	if len(util.Series) != 1 || util.Series[0].Values[1] != 41 || !strings.Contains(util.Query, "GPU_UTIL") || strings.Contains(util.Query, "POWER") ||
+		len(power.Series) != 2 || power.Series[0].Values[0] != 300 || power.Series[1].Labels["host"] != "node-b" || strings.Contains(power.Query, partLabel) {
+		t.Errorf("utilisation %+v\npower %+v", util, power)
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/notices"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/safe"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/upstream"
 )
 
@@ -68,20 +69,34 @@ func (c *Client) ContainerTerminations(ctx context.Context, f models.GPUFilter, 
 		ans.Missing = !present
 		return ans, nil
 	}
-	reasons, err := c.kubeRange(ctx, aggregateBy(aggMax, metricSelector(KubeLastReason, ms), []string{"namespace", "pod", "container", "reason"}), from, end, step, &ans.Notices)
-	if err != nil {
-		return ans, err
-	}
-	exits, err := c.kubeRange(ctx, aggregateBy(aggMax, metricSelector(KubeLastExit, ms), []string{"namespace", "pod", "container"}), from, end, step, &ans.Notices)
-	if err != nil {
-		return ans, err
-	}
-	nodes, err := c.kubeLatest(ctx, KubePodInfo, ms, []string{"namespace", "pod", "node"}, start, end, &ans.Notices)
-	if err != nil {
-		return ans, err
-	}
+	// What the restarts need besides, in two labelled unions asked at once: the reasons and exit
+	// codes over the range, the pods' nodes and memory limits at its end.
+	var reasons, exits model.Matrix
+	var nodes, limits model.Vector
+	var rangeNotes, latestNotes notices.List
 	limitMs := append(slices.Clone(ms), labels.MustNewMatcher(labels.MatchEqual, "resource", "memory"))
-	limits, err := c.kubeLatest(ctx, KubeMemoryLimit, limitMs, []string{"namespace", "pod", "container"}, start, end, &ans.Notices)
+	err = safe.FailFast(ctx, "kube-state-metrics query", 2, 2, func(ctx context.Context, i int) error {
+		if i == 0 {
+			m, err := c.kubeRanges(ctx, []parser.Expr{
+				aggregateBy(aggMax, metricSelector(KubeLastReason, ms), []string{"namespace", "pod", "container", "reason"}),
+				aggregateBy(aggMax, metricSelector(KubeLastExit, ms), []string{"namespace", "pod", "container"}),
+			}, from, end, step, &rangeNotes)
+			if err == nil {
+				reasons, exits = m[0], m[1]
+			}
+			return err
+		}
+		v, err := c.kubeLatests(ctx, []kubeLatestPart{
+			{KubePodInfo, ms, []string{"namespace", "pod", "node"}},
+			{KubeMemoryLimit, limitMs, []string{"namespace", "pod", "container"}},
+		}, start, end, &latestNotes)
+		if err == nil {
+			nodes, limits = v[0], v[1]
+		}
+		return err
+	})
+	ans.Notices.Merge(rangeNotes)
+	ans.Notices.Merge(latestNotes)
 	if err != nil {
 		return ans, err
 	}
@@ -120,6 +135,20 @@ func (c *Client) ContainerTerminations(ctx context.Context, f models.GPUFilter, 
 
 // kubeRange runs a range query of e; Prometheus' warnings become notices.
 func (c *Client) kubeRange(ctx context.Context, e parser.Expr, start, end time.Time, step time.Duration, notes *notices.List) (model.Matrix, error) {
+	m, err := c.kubeRanges(ctx, []parser.Expr{e}, start, end, step, notes)
+	if err != nil {
+		return nil, err
+	}
+	return m[0], nil
+}
+
+// kubeRanges runs the range queries of es as one (a labelled union when there are several),
+// each part's series apart; Prometheus' warnings become notices.
+func (c *Client) kubeRanges(ctx context.Context, es []parser.Expr, start, end time.Time, step time.Duration, notes *notices.List) ([]model.Matrix, error) {
+	e := es[0]
+	if len(es) > 1 {
+		e = labelledUnion(es)
+	}
 	q, err := checked(e)
 	if err != nil {
 		return nil, err
@@ -135,13 +164,36 @@ func (c *Client) kubeRange(ctx context.Context, e parser.Expr, start, end time.T
 	if !ok {
 		return nil, fmt.Errorf("query %s answered a %s, not a range of series", q, v.Type())
 	}
-	return m, nil
+	if len(es) == 1 {
+		return []model.Matrix{m}, nil
+	}
+	parts, err := splitParts(m, func(s *model.SampleStream) model.Metric { return s.Metric }, len(es), q)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]model.Matrix, len(parts))
+	for i, p := range parts {
+		out[i] = p
+	}
+	return out, nil
 }
 
-// kubeLatest is each group's latest value of metric over [start, end], by the grouping labels.
-func (c *Client) kubeLatest(ctx context.Context, metric string, ms []*labels.Matcher, grouping []string, start, end time.Time, notes *notices.List) (model.Vector, error) {
+// kubeLatestPart is one metric of kubeLatests: its matchers and the labels its groups keep.
+type kubeLatestPart struct {
+	metric   string
+	ms       []*labels.Matcher
+	grouping []string
+}
+
+// kubeLatests is each part's groups' latest value over [start, end], in one instant query (a
+// labelled union).
+func (c *Client) kubeLatests(ctx context.Context, parts []kubeLatestPart, start, end time.Time, notes *notices.List) ([]model.Vector, error) {
 	rng := max(end.Sub(start), time.Minute).Truncate(time.Second)
-	q, err := checked(aggregateBy(aggMax, promCall("last_over_time", rangeSelector(metricSelector(metric, ms), rng)), grouping))
+	es := make([]parser.Expr, len(parts))
+	for i, p := range parts {
+		es[i] = aggregateBy(aggMax, promCall("last_over_time", rangeSelector(metricSelector(p.metric, p.ms), rng)), p.grouping)
+	}
+	q, err := checked(labelledUnion(es))
 	if err != nil {
 		return nil, err
 	}
@@ -149,7 +201,10 @@ func (c *Client) kubeLatest(ctx context.Context, metric string, ms []*labels.Mat
 	for _, w := range warnings {
 		notes.Warnf("Prometheus: %s", w)
 	}
-	return vec, err
+	if err != nil {
+		return nil, err
+	}
+	return byPart(vec, len(parts), q)
 }
 
 // hasSeries reports whether Prometheus holds any series of metric in [start, end].

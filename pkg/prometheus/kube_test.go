@@ -77,6 +77,11 @@ func TestContainerTerminationsDatesEachRestartWithItsReason(t *testing.T) {
 	if newest.Reason != "Error" || newest.ExitCode != 1 || !newest.At.Equal(start.Add(21*time.Minute)) {
 		t.Errorf("second restart: %+v", newest)
 	}
+	// The restarts, then the reasons and exit codes in one range query and the nodes and limits in
+	// one instant query (labelled unions).
+	if r, i := f.requestsTo("/api/v1/query_range"), f.requestsTo("/api/v1/query"); len(r) != 2 || len(i) != 1 || !strings.Contains(r[1].Query, partLabel) {
+		t.Errorf("%d range and %d instant queries, want 2 and 1", len(r), len(i))
+	}
 	for _, r := range f.requests {
 		if r.Query != "" && strings.Contains(r.Query, "kube_") && !strings.Contains(r.Query, `namespace="inference"`) {
 			t.Errorf("query without the namespace filter: %s", r.Query)
