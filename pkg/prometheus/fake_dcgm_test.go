@@ -43,7 +43,7 @@ type fakeDCGM struct {
 	failPath string // with status: only requests to this path fail
 	// failQuery, with status: only queries it picks fail.
 	failQuery func(query string) bool
-	warnings []string
+	warnings  []string
 
 	mu       sync.Mutex
 	requests []fakeRequest
