@@ -263,7 +263,14 @@ func (c *Client) GPUMetric(ctx context.Context, name string, filter models.GPUFi
 		return nil, err
 	}
 	res.Notices.Merge(warnings)
-	for _, s := range rangeSelector {
+	fillMetric(res, rangeSelector, q, roles, limit)
+	return res, nil
+}
+
+// fillMetric puts a metric's series, named by role, into its result, at most limit of them,
+// with a notice when there are none or more.
+func fillMetric(res *models.GPUMetricResult, streams model.Matrix, q *gpuQuery, roles []string, limit int) {
+	for _, s := range streams {
 		res.Series = append(res.Series, toMetricSeries(s, q.roles, roles))
 	}
 	sortMetricSeries(res.Series)
@@ -271,13 +278,12 @@ func (c *Client) GPUMetric(ctx context.Context, name string, filter models.GPUFi
 		// The inventory is fleet-wide: a filter can still pick only GPUs whose exporter lacks
 		// the metric (an old exporter without profiling metrics, say).
 		res.Notices.Warnf("%s (%s): no GPU matching the filter has series of %s in this range",
-			m.Title, m.Name, strings.Join(used, " or "))
+			res.Metric.Title, res.Metric.Name, strings.Join(res.Sources, " or "))
 	}
 	if len(res.Series) > limit {
 		res.Series = res.Series[:limit]
 		res.Notices.Warnf("more than %d series match; showing %d. Narrow the filter or raise jsonData.gpuMaxSeries", limit, limit)
 	}
-	return res, nil
 }
 
 // GPUMetrics is GPUMetric for several catalogue metrics of one filter, aggregation and window,
@@ -382,20 +388,8 @@ func (c *Client) answerParts(ctx context.Context, parts []parser.Expr, asked []i
 		return c.wrap(err)
 	}
 	for j, i := range asked {
-		res := results[i]
-		res.Notices.Merge(warnings)
-		for _, s := range byPart[j] {
-			res.Series = append(res.Series, toMetricSeries(s, q.roles, roles))
-		}
-		sortMetricSeries(res.Series)
-		if len(res.Series) == 0 {
-			res.Notices.Warnf("%s (%s): no GPU matching the filter has series of %s in this range",
-				res.Metric.Title, res.Metric.Name, strings.Join(res.Sources, " or "))
-		}
-		if len(res.Series) > limit {
-			res.Series = res.Series[:limit]
-			res.Notices.Warnf("more than %d series match; showing %d. Narrow the filter or raise jsonData.gpuMaxSeries", limit, limit)
-		}
+		results[i].Notices.Merge(warnings)
+		fillMetric(results[i], byPart[j], q, roles, limit)
 	}
 	return nil
 }
