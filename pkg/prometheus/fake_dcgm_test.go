@@ -1,6 +1,7 @@
 package prometheus
 
 import (
+	"cmp"
 	"encoding/json"
 	"maps"
 	"net/http"
@@ -43,7 +44,10 @@ type fakeDCGM struct {
 	failPath string // with status: only requests to this path fail
 	// failQuery, with status: only queries it picks fail.
 	failQuery func(query string) bool
-	warnings  []string
+	// failType, failMsg: the error envelope's errorType and error (default unavailable,
+	// overloaded).
+	failType, failMsg string
+	warnings          []string
 
 	mu       sync.Mutex
 	requests []fakeRequest
@@ -81,7 +85,7 @@ func (f *fakeDCGM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Unlock()
 	if f.status != 0 && (f.failPath == "" || f.failPath == r.URL.Path) && (f.failQuery == nil || f.failQuery(req.Query)) {
 		w.WriteHeader(f.status)
-		_, _ = w.Write([]byte(`{"status":"error","errorType":"unavailable","error":"overloaded"}`))
+		_ = json.NewEncoder(w).Encode(map[string]string{"status": "error", "errorType": cmp.Or(f.failType, "unavailable"), "error": cmp.Or(f.failMsg, "overloaded")})
 		return
 	}
 	reply := func(data any) {

@@ -292,13 +292,14 @@ func fillMetric(res *models.GPUMetricResult, streams model.Matrix, q *gpuQuery, 
 // query's budget (maxPointsPerQuery, for gpuMaxSeries series of each): a labelled union
 // (labelledUnion), split back by part, each result naming its own query. The gpuMetrics panels
 // that draw several metrics and the triage's GPU evidence pay one HTTP exchange, not one per
-// metric. When the union fails, each metric is asked alone, so that one metric's failure stays
-// its own.
+// metric. When Prometheus refuses the union for what it asks (unionRefused), each metric is
+// asked alone, so that one metric's failure stays its own; when it is down or slow, that is
+// every metric's error, at the cost of one timeout.
 func (c *Client) GPUMetrics(ctx context.Context, names []string, filter models.GPUFilter, aggregation string, start, end time.Time, step time.Duration) ([]*models.GPUMetricResult, []error) {
 	results, errs := make([]*models.GPUMetricResult, len(names)), make([]error, len(names))
 	alone := func(i int) { results[i], errs[i] = c.GPUMetric(ctx, names[i], filter, aggregation, start, end, step) }
-	everyAlone := func(idx []int) {
-		safe.ForEach("GPU metric", len(idx), figureConcurrency, func(j int) error { alone(idx[j]); return nil })
+	everyAlone := func(idx []int) { // all at once: a slow Prometheus costs one timeout, not one per wave
+		safe.ForEach("GPU metric", len(idx), 0, func(j int) error { alone(idx[j]); return nil })
 	}
 	roles, err := gpuGroupingRoles(aggregation)
 	if len(names) < 2 || err != nil {
@@ -361,7 +362,13 @@ func (c *Client) GPUMetrics(ctx context.Context, names []string, filter models.G
 					for _, i := range asked {
 						results[i] = nil
 					}
-					everyAlone(asked) // each metric's own answer or error
+					if unionRefused(err) {
+						everyAlone(asked) // each metric's own answer or error
+					} else {
+						for _, i := range asked { // unavailable, slow: alone it would be again
+							errs[i] = err
+						}
+					}
 				}
 			}
 			return results, errs
@@ -371,6 +378,29 @@ func (c *Client) GPUMetrics(ctx context.Context, names []string, filter models.G
 		results[i], errs[i] = nil, err
 	}
 	return results, errs
+}
+
+// errPartsLost is a union's answer whose series lack the part label (a proxy that rewrote the
+// query): its parts are asked alone.
+var errPartsLost = errors.New("the union's series lost their part label")
+
+// unionRefused says whether a union query failed for what it asked (Prometheus could not run it:
+// too many samples, a query or URL too long for a proxy; or its answer lost the part label), so
+// that its parts asked alone may answer. A server that is down, slow or failing would fail them
+// again, after as long again: that error is every part's.
+func unionRefused(err error) bool {
+	if errors.Is(err, errPartsLost) {
+		return true
+	}
+	var pe *promv1.Error
+	if !errors.As(err, &pe) {
+		return false
+	}
+	switch pe.Type {
+	case promv1.ErrBadData, promv1.ErrClient, promv1.ErrExec:
+		return !strings.HasSuffix(pe.Msg, ": 401") && !strings.HasSuffix(pe.Msg, ": 403")
+	}
+	return false
 }
 
 // answerParts asks the parts' labelled union over the window and folds each part's series into
@@ -385,7 +415,7 @@ func (c *Client) answerParts(ctx context.Context, parts []parser.Expr, asked []i
 	}
 	byPart, err := splitParts(matrix, func(s *model.SampleStream) model.Metric { return s.Metric }, len(parts), union)
 	if err != nil {
-		return c.wrap(err)
+		return c.wrap(fmt.Errorf("%w: %w", errPartsLost, err))
 	}
 	for j, i := range asked {
 		results[i].Notices.Merge(warnings)

@@ -406,12 +406,16 @@ func TestGPUMetricConvertsExporter49BaseUnits(t *testing.T) {
 	}
 }
 
-// Metrics asked together whose union Prometheus refuses (a proxy limiting a query's length, say)
-// are asked again one by one: each metric gets the answer it gets alone, and a metric the
-// catalogue lacks is its own error, the others answered.
+// Metrics asked together whose union Prometheus refuses for what it asks (too many samples at
+// once) are asked again one by one: each metric gets the answer it gets alone, and a metric the
+// catalogue lacks is its own error, the others answered. A union that fails because Prometheus
+// is unavailable is that failure for every metric, not asked again metric by metric.
+
 func TestGPUMetricsAskEachAloneWhenTheirUnionFails(t *testing.T) {
 	f := &fakeDCGM{
 		status:      http.StatusUnprocessableEntity,
+		failType:    "execution",
+		failMsg:     "query processing would load too many samples into memory in query execution",
 		failQuery:   func(q string) bool { return strings.Contains(q, partLabel) },
 		metricNames: []string{"DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_POWER_USAGE"},
 		labelNames:  mixedFleetLabels,
@@ -439,6 +443,16 @@ func TestGPUMetricsAskEachAloneWhenTheirUnionFails(t *testing.T) {
 			strings.Contains(res.Query, partLabel) || res.Metric.Name != names[i] {
 			t.Errorf("%s: %+v", names[i], res)
 		}
+	}
+
+	f.status, f.failType, f.failMsg, f.failQuery = http.StatusServiceUnavailable, "", "", nil
+	before := len(f.requestsTo("/api/v1/query_range"))
+	_, errs = c.GPUMetrics(context.Background(), []string{"gpu_utilization", "power"}, models.GPUFilter{}, "", t0, tEnd, 30*time.Second)
+	if errs[0] == nil || errs[1] == nil || !strings.Contains(errs[0].Error(), "unavailable") {
+		t.Errorf("Prometheus unavailable: errors %v", errs)
+	}
+	if n := len(f.requestsTo("/api/v1/query_range")) - before; n != 1 {
+		t.Errorf("Prometheus unavailable: %d range queries, want the union only", n)
 	}
 }
 

@@ -155,6 +155,44 @@ func TestShareRunsAloneOnlyWhenTheLeaderWasCancelled(t *testing.T) {
 		t.Errorf("follower got %d, %v; want the answer of its own second call", a.v, a.err)
 	}
 
+	// The leader's call fails on its own (the upstream timed out) and the leader's request ends
+	// right after, before the follower looks: the follower gets the same failure, not a second
+	// call and a second timeout.
+	leaderCtx, cancelLeader = context.WithCancel(context.Background())
+	release := make(chan struct{})
+	var second atomic.Int32
+	timedOut := errors.New("upstream timed out")
+	leaderDone = make(chan error, 1)
+	go func() {
+		_, _, err := Share(&g, leaderCtx, "t", func(context.Context) (int, error) {
+			second.Add(1)
+			<-release
+			return 0, timedOut
+		})
+		cancelLeader() // Grafana ends the request once it is answered
+		leaderDone <- err
+	}()
+	followerErr := make(chan error, 1)
+	go func() {
+		_, _, err := Share(&g, context.Background(), "t", func(context.Context) (int, error) { second.Add(1); return 1, nil })
+		followerErr <- err
+	}()
+	for inShare, deadline := 0, time.Now().Add(time.Minute); inShare < 2; {
+		if time.Now().After(deadline) {
+			t.Fatalf("after a minute %d of 2 callers are in Share", inShare)
+		}
+		buf := make([]byte, 1<<20)
+		inShare = strings.Count(string(buf[:runtime.Stack(buf, true)]), "safe.Share[")
+		time.Sleep(10 * time.Millisecond)
+	}
+	close(release)
+	if err := <-leaderDone; !errors.Is(err, timedOut) {
+		t.Errorf("leader: %v", err)
+	}
+	if err := <-followerErr; !errors.Is(err, timedOut) || second.Load() != 1 {
+		t.Errorf("follower: %v after %d calls; want the leader's failure, one call", err, second.Load())
+	}
+
 	boom := errors.New("upstream timed out")
 	n := 0
 	_, shared, err := Share(&g, context.Background(), "e", func(context.Context) (int, error) { n++; return 0, boom })
