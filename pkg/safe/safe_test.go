@@ -172,19 +172,27 @@ func TestShareRunsAloneOnlyWhenTheLeaderWasCancelled(t *testing.T) {
 		cancelLeader() // Grafana ends the request once it is answered
 		leaderDone <- err
 	}()
+	// The leader's call runs first; then the follower joins it (it waits in the flight, not
+	// merely in Share) before the leader's call fails.
+	inFlight := func(n int) {
+		for got, deadline := 0, time.Now().Add(time.Minute); got < n; {
+			if time.Now().After(deadline) {
+				t.Fatalf("after a minute %d of %d callers are in the flight", got, n)
+			}
+			buf := make([]byte, 1<<20)
+			got = strings.Count(string(buf[:runtime.Stack(buf, true)]), "singleflight.(*Group).Do(")
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	for second.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
 	followerErr := make(chan error, 1)
 	go func() {
 		_, _, err := Share(&g, context.Background(), "t", func(context.Context) (int, error) { second.Add(1); return 1, nil })
 		followerErr <- err
 	}()
-	for inShare, deadline := 0, time.Now().Add(time.Minute); inShare < 2; {
-		if time.Now().After(deadline) {
-			t.Fatalf("after a minute %d of 2 callers are in Share", inShare)
-		}
-		buf := make([]byte, 1<<20)
-		inShare = strings.Count(string(buf[:runtime.Stack(buf, true)]), "safe.Share[")
-		time.Sleep(10 * time.Millisecond)
-	}
+	inFlight(2)
 	close(release)
 	if err := <-leaderDone; !errors.Is(err, timedOut) {
 		t.Errorf("leader: %v", err)
