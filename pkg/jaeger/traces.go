@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -205,43 +206,57 @@ func (c *Client) findV1(ctx context.Context, q models.TraceSearchQuery, tags str
 
 // summarise groups spans by trace. The root is the span without a parent (the earliest if
 // several, or the earliest span at all when the root is missing, as in a trace still arriving).
+// One pass, keeping each trace's figures rather than its spans: a search's reply holds
+// thousands of spans, and grouping copies of them was most of what summarising allocated.
 func summarise(spans []models.Span) []models.TraceSummary {
-	byTrace := map[string][]models.Span{}
-	var order []string
-	for _, s := range spans {
-		if _, ok := byTrace[s.TraceID]; !ok {
-			order = append(order, s.TraceID)
-		}
-		byTrace[s.TraceID] = append(byTrace[s.TraceID], s)
+	type trace struct {
+		first, root int // indexes into spans; root -1 until a span without a parent is seen
+		start, end  time.Time
+		spans       int
+		services    map[string]bool
 	}
-	out := make([]models.TraceSummary, 0, len(order))
-	for _, id := range order {
-		ts := byTrace[id]
-		models.SortSpans(ts)
-		root, rootMissing := ts[0], true
-		for _, s := range ts {
-			if s.ParentSpanID == "" {
-				root, rootMissing = s, false
-				break
-			}
+	// earlier orders spans as models.SortSpans does: by start, then span ID.
+	earlier := func(a, b int) bool {
+		return cmp.Or(spans[a].Start.Compare(spans[b].Start), cmp.Compare(spans[a].SpanID, spans[b].SpanID)) < 0
+	}
+	index := map[string]int{}
+	var traces []*trace
+	for i := range spans {
+		s := &spans[i]
+		k, ok := index[s.TraceID]
+		if !ok {
+			k = len(traces)
+			index[s.TraceID] = k
+			traces = append(traces, &trace{first: i, root: -1, start: s.Start, end: s.Start, services: map[string]bool{}})
 		}
-		start, end := ts[0].Start, ts[0].Start
-		services := map[string]bool{}
-		for _, s := range ts {
-			if e := s.Start.Add(s.Duration); e.After(end) {
-				end = e
-			}
-			services[s.Service] = true
+		t := traces[k]
+		t.spans++
+		t.services[s.Service] = true
+		if earlier(i, t.first) {
+			t.first = i
+		}
+		if s.ParentSpanID == "" && (t.root < 0 || earlier(i, t.root)) {
+			t.root = i
+		}
+		if s.Start.Before(t.start) {
+			t.start = s.Start
+		}
+		if e := s.Start.Add(s.Duration); e.After(t.end) {
+			t.end = e
+		}
+	}
+	out := make([]models.TraceSummary, 0, len(traces))
+	for _, t := range traces {
+		root, rootMissing := spans[t.first], true
+		if t.root >= 0 {
+			root, rootMissing = spans[t.root], false
 		}
 		sum := models.TraceSummary{
-			TraceID: id, RootService: root.Service, RootOperation: root.Operation,
-			Start: start, Duration: end.Sub(start), Spans: len(ts), RootMissing: rootMissing,
+			TraceID: root.TraceID, RootService: root.Service, RootOperation: root.Operation,
+			Start: t.start, Duration: t.end.Sub(t.start), Spans: t.spans, RootMissing: rootMissing,
 		}
 		sum.DurationMs = float64(sum.Duration) / float64(time.Millisecond)
-		for s := range services {
-			sum.Services = append(sum.Services, s)
-		}
-		slices.Sort(sum.Services)
+		sum.Services = slices.Sorted(maps.Keys(t.services))
 		out = append(out, sum)
 	}
 	slices.SortFunc(out, func(a, b models.TraceSummary) int {

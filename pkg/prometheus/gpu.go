@@ -332,8 +332,8 @@ func (c *Client) GPUMetrics(ctx context.Context, names []string, filter models.G
 		var q *gpuQuery
 		if q, err = c.prepareGPUQuery(inv, filter, roles, w, limit); err == nil {
 			inv, unitNotes := c.withUnits(ctx, inv, metrics)
-			var parts []parser.Expr
-			var asked []int // index into names of each part
+			var parts []string // each part's query
+			var asked []int    // index into names of each part
 			for j, m := range metrics {
 				i := known[j]
 				res := &models.GPUMetricResult{Metric: models.GPUMetricInfo{Name: m.Name, Title: m.Title, Unit: m.Unit}, Aggregation: aggregation, Step: w.step}
@@ -347,9 +347,8 @@ func (c *Client) GPUMetrics(ctx context.Context, names []string, filter models.G
 					res.Notices.Warn(gpuMissingNotice(m, tried))
 					continue
 				}
-				limited := q.plan.limited(m.Aggregate, expr, used)
-				res.Query = limited.String()
-				parts, asked = append(parts, limited), append(asked, i)
+				res.Query = q.plan.limited(m.Aggregate, expr, used).String()
+				parts, asked = append(parts, res.Query), append(asked, i)
 			}
 			switch len(parts) {
 			case 0:
@@ -405,10 +404,10 @@ func unionRefused(err error) bool {
 
 // answerParts asks the parts' labelled union over the window and folds each part's series into
 // its result, as GPUMetric does for one.
-func (c *Client) answerParts(ctx context.Context, parts []parser.Expr, asked []int, results []*models.GPUMetricResult,
+func (c *Client) answerParts(ctx context.Context, parts []string, asked []int, results []*models.GPUMetricResult,
 	q *gpuQuery, roles []string, w gpuWindow, limit int,
 ) error {
-	union := labelledUnion(parts).String()
+	union := labelledUnionText(parts)
 	matrix, warnings, err := c.gpuQueryRange(ctx, union, w)
 	if err != nil {
 		return err

@@ -3,6 +3,7 @@ package prometheus
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/promql/parser"
@@ -23,6 +24,26 @@ func labelledUnion(parts []parser.Expr) parser.Expr {
 			&parser.StringLiteral{Val: strconv.Itoa(i)}, &parser.StringLiteral{Val: ""}, &parser.StringLiteral{Val: ""})
 	}
 	return unionExprs(labelled)
+}
+
+// labelledUnionText is labelledUnion's text from its parts' texts, as the parser prints it:
+// the GPU metrics print each part for its own result already, and printing them all again
+// inside the union was what building the query cost most.
+func labelledUnionText(parts []string) string {
+	var b strings.Builder
+	// unionExprs nests to the left, and binaryExpr puts a nested union in parentheses:
+	// ((p0 or p1) or p2) or p3.
+	b.WriteString(strings.Repeat("(", max(len(parts)-2, 0)))
+	for i, p := range parts {
+		if i > 0 {
+			b.WriteString(" or ")
+		}
+		fmt.Fprintf(&b, "label_replace(%s, %q, \"%d\", \"\", \"\")", p, partLabel, i)
+		if i > 0 && i < len(parts)-1 {
+			b.WriteByte(')')
+		}
+	}
+	return b.String()
 }
 
 // byPart splits the answer of labelledUnion's query (expr, of n parts) by part, each series

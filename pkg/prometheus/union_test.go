@@ -10,6 +10,31 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 )
 
+// The union's text built from its parts' texts is the parser's print of the union: the same
+// query, whatever the parts hold (sets, aggregations, matching, strings with quotes).
+func TestLabelledUnionTextIsTheParsersPrint(t *testing.T) {
+	for _, parts := range [][]string{
+		{`a`},
+		{`a`, `b{x="y"}`},
+		{`a`, `b`, `c`, `d`},
+		{`max by (gpu, Hostname) (DCGM_FI_DEV_GPU_TEMP{gpu="0"} or DCGM_FI_DEV_GPU_TEMP{gpu="1"}) and on (gpu) topk(5, group by (gpu) (last_over_time(x[1h] @ end())))`,
+			`sum(rate(y{l="a\"b"}[5m]))`, `label_replace(z, "a", "$1", "b", "(.*)")`},
+	} {
+		exprs := make([]parser.Expr, len(parts))
+		texts := make([]string, len(parts))
+		for i, p := range parts {
+			e, err := promqlParser.ParseExpr(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			exprs[i], texts[i] = e, e.String()
+		}
+		if got, want := labelledUnionText(texts), labelledUnion(exprs).String(); got != want {
+			t.Errorf("labelledUnionText:\n%s\nthe parser prints:\n%s", got, want)
+		}
+	}
+}
+
 // A labelled union parses, names each part once, and its answer splits back by part without the
 // label; a series the union's labelling cannot have made is an error that names the label.
 func TestLabelledUnionSplitsBackByPart(t *testing.T) {

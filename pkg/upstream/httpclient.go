@@ -48,7 +48,10 @@ const MaxConcurrentRequests = 16
 func NewHTTPClient(u models.Upstream) (*HTTPClient, error) {
 	out := &HTTPClient{}
 	opts := httpclient.Options{
-		ConfigureTransport: func(_ httpclient.Options, t *http.Transport) { out.transport = t },
+		ConfigureTransport: func(_ httpclient.Options, t *http.Transport) {
+			out.transport = t
+			t.DisableCompression = true // pooledGzip decompresses instead
+		},
 		Timeouts: &httpclient.TimeoutOptions{
 			Timeout:               u.Timeout,
 			DialTimeout:           u.Timeout,
@@ -74,6 +77,7 @@ func NewHTTPClient(u models.Upstream) (*HTTPClient, error) {
 			httpclient.ErrorSourceMiddleware(),
 			redactErrorReplies(Secrets(u)),
 			httpclient.ResponseLimitMiddleware(MaxResponseBytes),
+			pooledGzip(), // innermost: the limit above counts uncompressed bytes
 		},
 	}
 	switch u.Auth {
