@@ -88,6 +88,9 @@ type result struct {
 	latency time.Duration
 	outcome outcome
 	detail  string
+	// newWarnings are the keys of the warnings that alone made the outcome failed: ones the
+	// request did not get alone in the warm-up (a harder failure leaves this empty).
+	newWarnings []string
 }
 
 func TestLoadDashboardsThroughOneProcess(t *testing.T) {
@@ -259,6 +262,7 @@ func TestLoadDashboardsThroughOneProcess(t *testing.T) {
 			t.Errorf("the plugin logged %q under load:\n%s", bad, all[i:min(len(all), i+8<<10)])
 		}
 	}
+	excuseDataWarnings(ctx, t, p, results)
 	counts := make([]int, len(outcomeNames))
 	var failures, upstreams []string
 	for _, r := range results {
@@ -327,6 +331,30 @@ func TestLoadDashboardsThroughOneProcess(t *testing.T) {
 	}
 }
 
+// excuseDataWarnings asks alone again, after the load, each request that failed under load only
+// by warnings it did not get alone in the warm-up. The bed's data grows while the test runs
+// (its traffic never stops, and each range ends now): a warning about the data, such as a trace
+// search reaching its limit, can begin in the middle of the run. One the request now gets alone
+// too is the data's, not the load's: those results count as answered with designed warnings.
+func excuseDataWarnings(ctx context.Context, t *testing.T, p *plugin, results []result) {
+	t.Helper()
+	asked := map[*call]bool{}
+	for i := range results {
+		r := &results[i]
+		if r.outcome != failed || len(r.newWarnings) == 0 {
+			continue
+		}
+		if !asked[r.call] {
+			asked[r.call] = true
+			again := p.do(ctx, r.call, true) // learn: its warnings now join the designed ones
+			t.Logf("after the load, asked alone again (a warning it did not get in the warm-up): %s: %s", r.call.name, again.detail)
+		}
+		if !slices.ContainsFunc(r.newWarnings, func(k string) bool { return !r.call.alone[k] }) {
+			r.outcome = warned
+		}
+	}
+}
+
 // do sends one request, bounded by callTimeout, and judges its answer. In the warm-up (learn),
 // the warnings that do not name an upstream are the request's designed ones.
 func (p *plugin) do(ctx context.Context, c *call, learn bool) result {
@@ -342,7 +370,7 @@ func (p *plugin) do(ctx context.Context, c *call, learn bool) result {
 	}
 	res, err := p.QueryData(ctx, c.pluginQueries()...)
 	r.latency = time.Since(start)
-	r.outcome, r.detail = judgeQueries(c, res, err, learn)
+	r.outcome, r.detail, r.newWarnings = judgeQueries(c, res, err, learn)
 	return r
 }
 
@@ -361,12 +389,13 @@ func judgeResource(res *pluginhost.ResourceResponse, err error) (outcome, string
 // judgeQueries judges each query's answer; the request's outcome is the worst of them. An
 // answer must have frames; a warning or error notice on them that the request does not get
 // alone is judged like an error.
-func judgeQueries(c *call, res *pluginv2.QueryDataResponse, err error, learn bool) (outcome, string) {
+func judgeQueries(c *call, res *pluginv2.QueryDataResponse, err error, learn bool) (outcome, string, []string) {
 	if err != nil {
-		return failed, "gRPC: " + err.Error()
+		return failed, "gRPC: " + err.Error(), nil
 	}
 	worst := answered
-	var details []string
+	var details, newWarnings []string
+	hard := false // failed for more than a warning not seen alone
 	note := func(o outcome, refID, text string) {
 		worst = max(worst, o)
 		details = append(details, refID+": "+text)
@@ -378,11 +407,14 @@ func judgeQueries(c *call, res *pluginv2.QueryDataResponse, err error, learn boo
 			continue
 		}
 		if r.Error != "" {
-			note(judgeText(q, r.Error), q.refID, r.Error)
+			o := judgeText(q, r.Error)
+			hard = hard || o == failed
+			note(o, q.refID, r.Error)
 			continue
 		}
 		frames, err := data.UnmarshalArrowFrames(r.Frames)
 		if err != nil || len(frames) == 0 {
+			hard = true
 			note(failed, q.refID, fmt.Sprintf("no frames (%v)", err))
 			continue
 		}
@@ -412,11 +444,16 @@ func judgeQueries(c *call, res *pluginv2.QueryDataResponse, err error, learn boo
 				// A designed warning reworded by the upstream's failure, e.g. the heap-profile
 				// notice naming two services of three because the third's query failed.
 				o = byUpstream
+			case o == failed:
+				newWarnings = append(newWarnings, key)
 			}
 			note(o, q.refID, n.Severity.String()+" notice: "+n.Text)
 		}
 	}
-	return worst, strings.Join(details, "; ")
+	if hard || worst != failed {
+		newWarnings = nil
+	}
+	return worst, strings.Join(details, "; "), newWarnings
 }
 
 // digits: notices compare without their figures, which may differ between runs.
