@@ -47,12 +47,14 @@ type Store struct {
 	buckets      []*Bucket
 	maxFiles     int
 	maxFileBytes int64
+	// inside: the trace IDs read inside unnamed files, for the lookups by content.
+	inside *insideIDs
 }
 
 // NewStore is the store of the given absolute directories; maxFiles bounds the files looked at
 // per call (jsonData.traceMaxFiles), maxFileBytes skips larger files (jsonData.traceMaxFileBytes).
 func NewStore(dirs []string, maxFiles int, maxFileBytes int64) *Store {
-	return &Store{dirs: dirs, maxFiles: maxFiles, maxFileBytes: maxFileBytes}
+	return &Store{dirs: dirs, maxFiles: maxFiles, maxFileBytes: maxFileBytes, inside: &insideIDs{}}
 }
 
 // bucket is the store's bucket of that name, nil for none.
@@ -300,22 +302,37 @@ func (s *Store) findIn(ctx context.Context, files []gputrace.TraceFile, traceID 
 	if len(out) > 0 {
 		return out, missed
 	}
-	scanned := 0
+	// Unnamed files are looked inside, the most recent first: those read whole before by what
+	// they hold (not opened again unless they changed), the others opened, MaxContentScan at most.
+	looked, opened := 0, 0
 	for _, f := range files {
-		if scanned >= MaxContentScan || ctx.Err() != nil {
+		if ctx.Err() != nil {
 			break
 		}
 		if len(f.TraceIDs) > 0 || f.BucketName != "" {
 			continue // names another request, or an object: a bucket is never downloaded to look inside
 		}
-		scanned++
+		if known, ok := s.inside.get(f); ok {
+			looked++
+			if !known.Matches(traceID) {
+				continue
+			}
+		} else if opened >= MaxContentScan {
+			continue
+		} else {
+			looked++
+			opened++
+		}
 		res, err := s.Analyze(ctx, f)
+		if res != nil && err == nil {
+			s.inside.put(f, res)
+		}
 		if res != nil && res.Matches(traceID) {
 			out = append(out, gputrace.Found{File: f, Result: res, Err: err})
 		}
 	}
-	if len(out) == 0 && len(files) > scanned {
-		missed.Warnf("no file name names trace %s and only the %d most recent unnamed files were opened to look inside", traceID, scanned)
+	if len(out) == 0 && len(files) > looked {
+		missed.Warnf("no file name names trace %s and only %d unnamed file(s) were looked inside: a lookup opens at most the %d most recent it has not read whole before", traceID, looked, MaxContentScan)
 	}
 	return out, missed
 }

@@ -205,7 +205,7 @@ func TestStoreFindByTraceID(t *testing.T) {
 	}
 	// Nowhere: a notice says how far the search inside files went.
 	found, notices := s.FindByTraceID(ctx, strings.Repeat("b", 32))
-	if len(found) != 0 || !notices.Has(fmt.Sprintf("no file name names trace %s and only the 2 most recent unnamed files were opened to look inside", strings.Repeat("b", 32))) {
+	if len(found) != 0 || !notices.Has(fmt.Sprintf("no file name names trace %s and only 2 unnamed file(s) were looked inside: a lookup opens at most the %d most recent it has not read whole before", strings.Repeat("b", 32), MaxContentScan)) {
 		t.Errorf("not found: %+v %q", found, notices)
 	}
 }
@@ -238,9 +238,42 @@ func TestStoreContentScanIsBounded(t *testing.T) {
 	for i := range MaxContentScan {
 		writeStoreFile(t, filepath.Join(dir, fmt.Sprintf("new%02d.json", i)), storeTrace("other", "k"), t0.Add(time.Duration(i+1)*time.Minute))
 	}
-	found, notices := NewStore([]string{dir}, 100, 1<<20).FindByTraceID(context.Background(), storeTraceID)
-	if len(found) != 0 || !notices.Has(fmt.Sprintf("no file name names trace %s and only the %d most recent unnamed files were opened to look inside", storeTraceID, MaxContentScan)) {
+	s := NewStore([]string{dir}, 100, 1<<20)
+	found, notices := s.FindByTraceID(context.Background(), storeTraceID)
+	if len(found) != 0 || !notices.Has(fmt.Sprintf("no file name names trace %s and only %d unnamed file(s) were looked inside: a lookup opens at most the %d most recent it has not read whole before", storeTraceID, MaxContentScan, MaxContentScan)) {
 		t.Errorf("found %+v, notices %q", found, notices)
+	}
+	// The next lookup knows what the newest files hold without opening them, and opens the
+	// next ones: the oldest file is found.
+	found, notices = s.FindByTraceID(context.Background(), storeTraceID)
+	if len(found) != 1 || found[0].File.Rel != "old.json" || len(notices) != 0 {
+		t.Errorf("second lookup: found %+v, notices %q", found, notices)
+	}
+}
+
+// A lookup by content does not open again a file it read whole before, while its size and time
+// stay; a file that changed is read again.
+func TestStoreContentLookupRemembersWhatFilesHold(t *testing.T) {
+	dir := t.TempDir()
+	t0 := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
+	path := filepath.Join(dir, "worker0.pt.trace.json")
+	other := strings.Repeat("b", 32)
+	writeStoreFile(t, path, storeTrace("request "+storeTraceID, "gemm"), t0)
+	s := NewStore([]string{dir}, 100, 1<<20)
+	ctx := context.Background()
+	if found, _ := s.FindByTraceID(ctx, other); len(found) != 0 {
+		t.Fatalf("a file without the request: %+v", found)
+	}
+	// Same size and time, another request inside: the store goes by what it read before, and
+	// does not open the file to learn it.
+	writeStoreFile(t, path, storeTrace("request "+other, "gemm"), t0)
+	if found, notices := s.FindByTraceID(ctx, other); len(found) != 0 || len(notices) != 0 {
+		t.Errorf("a file read before was opened again: %+v %q", found, notices)
+	}
+	// Changed (its time moved): read again, and what it holds now is found.
+	writeStoreFile(t, path, storeTrace("request "+other, "gemm"), t0.Add(time.Minute))
+	if found, _ := s.FindByTraceID(ctx, other); len(found) != 1 || kernelNames(found[0].Result) != "gemm" {
+		t.Errorf("a changed file: %+v", found)
 	}
 }
 
