@@ -3,7 +3,6 @@ package upstream
 import (
 	"bufio"
 	"compress/gzip"
-	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -59,13 +58,11 @@ type gzipBody struct {
 	closed bool
 }
 
-var errBodyClosed = errors.New("http: read on closed response body")
-
 func (g *gzipBody) Read(p []byte) (int, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.closed {
-		return 0, errBodyClosed
+		return 0, http.ErrBodyReadAfterClose
 	}
 	if g.r == nil {
 		if g.err != nil {

@@ -40,7 +40,10 @@ func (k *insideIDs) get(f gputrace.TraceFile) (*gputrace.Result, bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	ids, ok := k.ids[identityOf(f)]
-	return &gputrace.Result{TraceIDs: ids}, ok
+	if !ok {
+		return nil, false
+	}
+	return &gputrace.Result{TraceIDs: ids}, true // read through Result.Matches, as a read file is
 }
 
 // put remembers the trace IDs of a file read whole (a read that failed part way may have missed

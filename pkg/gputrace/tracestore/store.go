@@ -332,7 +332,7 @@ func (s *Store) findIn(ctx context.Context, files []gputrace.TraceFile, traceID 
 		}
 	}
 	if len(out) == 0 && len(files) > looked {
-		missed.Warnf("no file name names trace %s and only %d unnamed file(s) were looked inside: a lookup opens at most the %d most recent it has not read whole before", traceID, looked, MaxContentScan)
+		missed.Warnf("no file name names trace %s and only %d unnamed file(s) were looked inside: a lookup opens at most the %d most recent it has not read whole before; name trace files after their request's trace ID to find them at once", traceID, looked, MaxContentScan)
 	}
 	return out, missed
 }

@@ -205,7 +205,7 @@ func TestStoreFindByTraceID(t *testing.T) {
 	}
 	// Nowhere: a notice says how far the search inside files went.
 	found, notices := s.FindByTraceID(ctx, strings.Repeat("b", 32))
-	if len(found) != 0 || !notices.Has(fmt.Sprintf("no file name names trace %s and only 2 unnamed file(s) were looked inside: a lookup opens at most the %d most recent it has not read whole before", strings.Repeat("b", 32), MaxContentScan)) {
+	if len(found) != 0 || !notices.Has(fmt.Sprintf("no file name names trace %s and only 2 unnamed file(s) were looked inside: a lookup opens at most the %d most recent it has not read whole before; name trace files after their request's trace ID to find them at once", strings.Repeat("b", 32), MaxContentScan)) {
 		t.Errorf("not found: %+v %q", found, notices)
 	}
 }
@@ -240,7 +240,7 @@ func TestStoreContentScanIsBounded(t *testing.T) {
 	}
 	s := NewStore([]string{dir}, 100, 1<<20)
 	found, notices := s.FindByTraceID(context.Background(), storeTraceID)
-	if len(found) != 0 || !notices.Has(fmt.Sprintf("no file name names trace %s and only %d unnamed file(s) were looked inside: a lookup opens at most the %d most recent it has not read whole before", storeTraceID, MaxContentScan, MaxContentScan)) {
+	if len(found) != 0 || !notices.Has(fmt.Sprintf("no file name names trace %s and only %d unnamed file(s) were looked inside: a lookup opens at most the %d most recent it has not read whole before; name trace files after their request's trace ID to find them at once", storeTraceID, MaxContentScan, MaxContentScan)) {
 		t.Errorf("found %+v, notices %q", found, notices)
 	}
 	// The next lookup knows what the newest files hold without opening them, and opens the
