@@ -4,6 +4,7 @@ package main
 import (
 	"os"
 
+	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	"github.com/grafana/grafana-plugin-sdk-go/backend/datasource"
 	"github.com/grafana/grafana-plugin-sdk-go/backend/log"
 	"github.com/grafana/grafana-plugin-sdk-go/build/buildinfo"
@@ -16,6 +17,13 @@ func main() {
 	version := ""
 	if info, err := buildinfo.GetBuildInfo(); err == nil {
 		version = info.Version
+	}
+	// Before Manage, which gives the SDK's middlewares backend.Logger.
+	logger, warning := plugin.NewLogger(os.Getenv(plugin.EnvLogLevel))
+	log.DefaultLogger, backend.Logger = logger, logger
+	backend.NewLoggerWith = logger.With
+	if warning != "" {
+		logger.Warn(warning)
 	}
 	selfprofile.FromEnv(version)
 	if err := datasource.Manage(plugin.PluginID, plugin.NewDatasource, datasource.ManageOpts{}); err != nil {

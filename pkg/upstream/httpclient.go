@@ -43,8 +43,8 @@ func (c *HTTPClient) Close() {
 const MaxConcurrentRequests = 16
 
 // NewHTTPClient returns the client for one configured upstream. The SDK's default middlewares
-// give each request an OpenTelemetry span (labelled with the upstream's name) and inject the
-// trace context into the outgoing headers.
+// give each request made inside a recorded span an OpenTelemetry span of its own (labelled with
+// the upstream's name), and every request carries the trace context in its headers.
 func NewHTTPClient(u models.Upstream) (*HTTPClient, error) {
 	out := &HTTPClient{}
 	opts := httpclient.Options{
@@ -68,7 +68,7 @@ func NewHTTPClient(u models.Upstream) (*HTTPClient, error) {
 		// The SDK's defaults, with a response limit of our own and the secrets taken out of
 		// error replies.
 		Middlewares: []httpclient.Middleware{
-			httpclient.TracingMiddleware(nil),
+			tracedRequests(), // the SDK's TracingMiddleware where a span records
 			httpclient.DataSourceMetricsMiddleware(),
 			httpclient.BasicAuthenticationMiddleware(),
 			httpclient.CustomHeadersMiddleware(),

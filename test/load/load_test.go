@@ -191,7 +191,10 @@ func TestLoadDashboardsThroughOneProcess(t *testing.T) {
 	if path := os.Getenv("HSI_LOAD_CPU_PROFILE"); path != "" {
 		secs := envInt(t, "HSI_LOAD_CPU_SECONDS", 8)
 		go func() {
-			prof, err := p.get(ctx, fmt.Sprintf("profile?seconds=%d", secs))
+			// The client's own timeout is for quick reads; this one takes secs.
+			pctx, cancel := context.WithTimeout(ctx, time.Duration(secs+10)*time.Second)
+			defer cancel()
+			prof, err := p.getLong(pctx, fmt.Sprintf("profile?seconds=%d", secs))
 			if err == nil {
 				err = os.WriteFile(path, []byte(prof), 0o644)
 			}

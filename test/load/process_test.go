@@ -67,11 +67,20 @@ func (s snapshot) others() int { return s.dumped - s.keepAlive }
 var dumpGroup = regexp.MustCompile(`(?m)^(\d+) @ `)
 
 func (p *plugin) get(ctx context.Context, path string) (string, error) {
+	return p.read(ctx, p.http, path)
+}
+
+// getLong reads a profile that takes longer than the client's timeout, bounded by ctx alone.
+func (p *plugin) getLong(ctx context.Context, path string) (string, error) {
+	return p.read(ctx, &http.Client{Transport: p.http.Transport}, path)
+}
+
+func (p *plugin) read(ctx context.Context, client *http.Client, path string) (string, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.pprof+path, nil)
 	if err != nil {
 		return "", err
 	}
-	res, err := p.http.Do(req)
+	res, err := client.Do(req)
 	if err != nil {
 		return "", err
 	}
