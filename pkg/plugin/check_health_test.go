@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -216,12 +217,15 @@ func TestUpstreamRequestsCarryAuthTenantAndTraceContext(t *testing.T) {
 // settings change, and the old one's keep-alive connections would otherwise pile up.
 func TestDisposeClosesUpstreamConnections(t *testing.T) {
 	closed := make(chan struct{}, 16)
-	prom := newFakePrometheus(t, "2.42.0", nil)
+	// The hook is set before the server starts: its accept loop reads it.
+	prom := httptest.NewUnstartedServer(fakePrometheusBuildinfo("2.42.0"))
 	prom.Config.ConnState = func(_ net.Conn, s http.ConnState) {
 		if s == http.StateClosed {
 			closed <- struct{}{}
 		}
 	}
+	prom.Start()
+	t.Cleanup(prom.Close)
 	raw, _ := json.Marshal(map[string]any{"prometheusUrl": prom.URL})
 	inst, err := NewDatasource(context.Background(), backend.DataSourceInstanceSettings{JSONData: raw})
 	if err != nil {

@@ -87,11 +87,16 @@ func newFakePyroscope(t *testing.T, f *fakePyroscope, wrap func(http.Handler) ht
 }
 
 func newFakePrometheus(t *testing.T, version string, wrap func(http.Handler) http.Handler) *httptest.Server {
+	return serve(t, fakePrometheusBuildinfo(version), wrap)
+}
+
+// fakePrometheusBuildinfo answers Prometheus' buildinfo (the health check's call) with version.
+func fakePrometheusBuildinfo(version string) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/api/v1/status/buildinfo", func(w http.ResponseWriter, _ *http.Request) {
 		_ = json.NewEncoder(w).Encode(map[string]any{"status": "success", "data": map[string]string{"version": version}})
 	})
-	return serve(t, mux, wrap)
+	return mux
 }
 
 // newFakeJaeger serves only the v1 API (an older Jaeger): /api/v3/services is a 404.

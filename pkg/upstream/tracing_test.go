@@ -23,12 +23,12 @@ import (
 func TestUpstreamRequestsCarryTheTraceContextAndASpanWhereOneRecords(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	prevProp := otel.GetTextMapPropagator()
+	prevProp, prevTracer := otel.GetTextMapPropagator(), tracing.DefaultTracer()
 	otel.SetTextMapPropagator(propagation.TraceContext{})
 	tracing.InitDefaultTracer(tp.Tracer("test"))
 	t.Cleanup(func() {
 		otel.SetTextMapPropagator(prevProp)
-		tracing.InitDefaultTracer(otel.Tracer("hsi-profiling-datasource"))
+		tracing.InitDefaultTracer(prevTracer)
 	})
 
 	var mu sync.Mutex
