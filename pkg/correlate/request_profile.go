@@ -191,6 +191,7 @@ func windowAsked(ctx context.Context, profiles Profiles, q RequestProfileQuery, 
 	}
 	done := make(chan answer, 1)
 	go func() {
+		safe.GrowStack()
 		a := answer{err: safe.ErrPanicked}
 		defer func() { done <- a }()
 		_ = safe.Do("window profile", func() error {

@@ -4,6 +4,7 @@ package plugin
 
 import (
 	"context"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/safe"
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	"github.com/grafana/grafana-plugin-sdk-go/backend/datasource"
@@ -86,10 +87,12 @@ func (d *Datasource) Dispose() {
 
 // QueryData routes each query by its queryType.
 func (d *Datasource) QueryData(ctx context.Context, req *backend.QueryDataRequest) (*backend.QueryDataResponse, error) {
+	safe.GrowStack()
 	return d.queries.QueryData(ctx, withModelQueryTypes(req))
 }
 
 // CallResource serves the editors' lookups (profile types, upstream state).
 func (d *Datasource) CallResource(ctx context.Context, req *backend.CallResourceRequest, sender backend.CallResourceResponseSender) error {
+	safe.GrowStack()
 	return d.resources.CallResource(ctx, req, sender)
 }

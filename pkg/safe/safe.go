@@ -32,7 +32,8 @@ func Do(what string, fn func() error) (err error) {
 //
 // When every call fits in the bound, the last one runs on the caller's goroutine, which would
 // only wait: a new goroutine starts with a small stack and grows it by copying its frames, which
-// was 7 % of the plugin's CPU under load, and a request of one query then starts none.
+// was 7 % of the plugin's CPU under load, and a request of one query then starts none. The
+// goroutines it does start grow their stacks once, at their start (GrowStack).
 func ForEach(what string, n, limit int, fn func(i int) error) []error {
 	errs := make([]error, n)
 	run := func(i int) { errs[i] = Do(what, func() error { return fn(i) }) }
@@ -47,6 +48,7 @@ func ForEach(what string, n, limit int, fn func(i int) error) []error {
 			break
 		}
 		g.Go(func() error {
+			GrowStack()
 			run(i)
 			return nil
 		})
@@ -86,7 +88,10 @@ func FailFast(ctx context.Context, what string, n, limit int, fn func(ctx contex
 			}
 			break
 		}
-		g.Go(func() error { return call(i) })
+		g.Go(func() error {
+			GrowStack()
+			return call(i)
+		})
 	}
 	return g.Wait() // errgroup keeps the first error, the one that cancelled the rest
 }
