@@ -4,7 +4,6 @@ package plugin
 
 import (
 	"context"
-	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/safe"
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 	"github.com/grafana/grafana-plugin-sdk-go/backend/datasource"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/correlate"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/safe"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/selfprofile"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/tail"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/upstream"
