@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/sdk/resource"
@@ -30,8 +32,9 @@ const (
 )
 
 // QueuedRequest sends the demo a request that waits in the engine's queue, as the traffic
-// generator's queue step does: the burst to e.EngineURL, 50 ms later GET /api/detect?slow=queue
-// on the backend (which changes nothing in the backend itself), then waits for the burst to be
+// generator's queue step does: the burst to e.EngineURL, then, once the engine's /metrics shows
+// both slots running and a request waiting (at least 50 ms later), GET /api/detect?slow=queue on
+// the backend (which changes nothing in the backend itself), then waits for the burst to be
 // answered, so that the engine is free again when it returns. It returns the request's trace ID.
 func QueuedRequest(ctx context.Context, e Endpoints) (traceID string, err error) {
 	if e.EngineURL == "" {
@@ -44,10 +47,9 @@ func QueuedRequest(ctx context.Context, e Endpoints) (traceID string, err error)
 	for range burstRequests {
 		burst.Go(func() error { return completion(ctx, e.EngineURL, burstPromptTokens, burstTokens) })
 	}
-	select {
-	case <-ctx.Done():
-	case <-time.After(burstLead):
-	}
+	// The burst fills both slots and one waits, unless the bed's own traffic holds the engine:
+	// then the backend's request waits behind that as well.
+	waitForEngine(ctx, e.EngineURL, func(g engineGauges) bool { return g.running >= 2 && g.waiting >= 1 })
 	traceID, reqErr := getTraceID(ctx, e.DemoURL+"/api/detect?slow=queue")
 	if err := burst.Wait(); err != nil {
 		return "", fmt.Errorf("the burst that fills the engine: %w", err)
@@ -60,12 +62,13 @@ func QueuedRequest(ctx context.Context, e Endpoints) (traceID string, err error)
 // prompt, answered with 100 tokens, so the backend's request, the last to arrive, is preempted
 // after 4 tokens until that answer is done (about 0.4 s of prefill and 0.8 s of decode).
 const (
-	preemptPromptTokens = 4096 - burstPromptTokens - 4
+	preemptPromptTokens = engineKVTokens - burstPromptTokens - 4
 	preemptTokens       = 100
 )
 
 // PreemptedRequest sends the demo a request that the engine preempts for KV-cache space, as the
-// traffic generator's preempt step does: the KV-filling request to e.EngineURL, 50 ms later GET
+// traffic generator's preempt step does: the KV-filling request to e.EngineURL, then, once the
+// engine's /metrics shows its prompt in the KV cache (at least 50 ms later), GET
 // /api/detect?slow=preempt on the backend, then waits for the filling request's answer. It
 // returns the request's trace ID.
 func PreemptedRequest(ctx context.Context, e Endpoints) (traceID string, err error) {
@@ -74,15 +77,77 @@ func PreemptedRequest(ctx context.Context, e Endpoints) (traceID string, err err
 	}
 	var fill errgroup.Group
 	fill.Go(func() error { return completion(ctx, e.EngineURL, preemptPromptTokens, preemptTokens) })
-	select {
-	case <-ctx.Done():
-	case <-time.After(burstLead):
-	}
+	// The filling request may wait for a request of the bed's own traffic to leave the cache:
+	// the backend's request must come after it is in, or it would run first, in the room.
+	waitForEngine(ctx, e.EngineURL, func(g engineGauges) bool { return g.kvUsage*engineKVTokens >= preemptPromptTokens })
 	traceID, reqErr := getTraceID(ctx, e.DemoURL+"/api/detect?slow=preempt")
 	if err := fill.Wait(); err != nil {
 		return "", fmt.Errorf("the request that fills the engine's KV cache: %w", err)
 	}
 	return traceID, reqErr
+}
+
+// engineGauges are the engine's vLLM gauges, as its /metrics shows them.
+type engineGauges struct {
+	running, waiting, kvUsage float64
+}
+
+// engineKVTokens is the demo engine's KV cache, in tokens (cmd/hsi-demo's engineKVTokens).
+const engineKVTokens = 4096
+
+// waitForEngine reads the engine's gauges until ready says so: at least burstLead (the request
+// that fills the engine must reach it first), at most engineWait, after which the scenario goes
+// on and the test sees what happened.
+func waitForEngine(ctx context.Context, engineURL string, ready func(engineGauges) bool) {
+	ctx, cancel := context.WithTimeout(ctx, engineWait)
+	defer cancel()
+	select {
+	case <-ctx.Done():
+		return
+	case <-time.After(burstLead):
+	}
+	for {
+		if g, err := readEngineGauges(ctx, engineURL); err == nil && ready(g) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// engineWait bounds the wait for the engine to be as a scenario needs it: the bed's own requests
+// hold it for about a second at most.
+const engineWait = 5 * time.Second
+
+func readEngineGauges(ctx context.Context, engineURL string) (engineGauges, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, engineURL+"/metrics", nil)
+	if err != nil {
+		return engineGauges{}, err
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return engineGauges{}, err
+	}
+	defer res.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(res.Body)
+	if err != nil {
+		return engineGauges{}, fmt.Errorf("the engine's /metrics: %w", err)
+	}
+	gauge := func(name string) float64 {
+		if f := families[name]; f != nil && len(f.GetMetric()) > 0 {
+			return f.GetMetric()[0].GetGauge().GetValue()
+		}
+		return 0
+	}
+	return engineGauges{
+		running: gauge("vllm:num_requests_running"),
+		waiting: gauge("vllm:num_requests_waiting"),
+		kvUsage: gauge("vllm:kv_cache_usage_perc"),
+	}, nil
 }
 
 // completion asks the engine for maxTokens tokens, as the demo's backend does.

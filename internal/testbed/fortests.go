@@ -34,7 +34,8 @@ func ForTests(ctx context.Context) (e Endpoints, stop func(), err error) {
 		return e, nil, err
 	}
 	trafficCtx, cancel := context.WithCancel(context.Background())
-	go func() { _ = bed.Traffic(trafficCtx, 0, 300*time.Millisecond, io.Discard) }()
+	// The pace of the suite's bed (cmd/hsi-testbed), so a test meets the same engine either way.
+	go func() { _ = bed.Traffic(trafficCtx, 0, 500*time.Millisecond, io.Discard) }()
 	stop = func() { cancel(); bed.Stop() }
 	if err := WaitForDemoData(ctx, bed.Endpoints); err != nil {
 		stop()

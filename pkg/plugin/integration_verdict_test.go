@@ -152,13 +152,23 @@ const otherWorkloadMs = 100
 
 func TestRealVerdictQueuedRequestIsTheQueue(t *testing.T) {
 	ds := bedDatasource(t)
-	ctx, cancel := context.WithTimeout(context.Background(), traceWait)
-	defer cancel()
-	id, err := testbed.QueuedRequest(ctx, bed)
-	if err != nil {
-		t.Fatal(err)
+	var r backend.DataResponse
+	for attempt := 1; ; attempt++ {
+		ctx, cancel := context.WithTimeout(context.Background(), traceWait)
+		id, err := testbed.QueuedRequest(ctx, bed)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		r = traceAnswer(t, ds, id, demoTraceServices...)
+		// The bed's own preempt step fills the KV cache for about a second every few seconds; a
+		// queued request that meets it is preempted as well, and rightly ranked so: ask again.
+		preempted, _, _ := breakdownPart(r, "preempted", "nemotron-llm")
+		if preempted < otherWorkloadMs || attempt == 3 {
+			break
+		}
+		t.Logf("request %s was also preempted for %v ms by the bed's traffic; another", id, preempted)
 	}
-	r := traceAnswer(t, ds, id, demoTraceServices...)
 	causes := verdictRows(t, r)
 	wantBreakdownSums(t, r)
 
