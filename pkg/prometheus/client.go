@@ -38,7 +38,7 @@ func New(u models.Upstream, hc *http.Client) (*Client, error) {
 	if err != nil {
 		return nil, upstream.Wrap(models.Prometheus, u.URL, err)
 	}
-	return newClient(u.URL, newQueryAPI(bodyClient{Client: c, hc: hc})), nil
+	return newClient(u.URL, newQueryAPI(newBodyClient(c, hc))), nil
 }
 
 func newClient(url string, api promv1.API) *Client {

@@ -87,7 +87,10 @@ func listOf(c int) int {
 // which the buffer is the next reply's. It is for a decoder that copies what it keeps
 // (jsoniter's strings are copies): a query's replies then cost no allocation once the list holds
 // buffers of their size.
-type Body struct{ buf *[]byte }
+type Body struct {
+	buf  *[]byte
+	kept bool // Release leaves the buffer alone (Kept)
+}
 
 // ReadPooled reads r whole. What was read before an error is returned with it; the Body is to be
 // released either way.
@@ -116,7 +119,7 @@ func ReadPooled(r io.Reader) (Body, error) {
 		err = nil
 	}
 	*buf = b
-	return Body{buf}, err
+	return Body{buf: buf}, err
 }
 
 // grow is b's bytes in a buffer of twice its size, from that size's list when it has one (b's
@@ -127,7 +130,7 @@ func grow(b []byte) []byte {
 		case next := <-freeLists[k]:
 			grown := append((*next)[:0], b...)
 			*next = b[:0] // the list's holder carries b's buffer back
-			Body{next}.Release()
+			Body{buf: next}.Release()
 			return grown
 		default:
 		}
@@ -145,10 +148,17 @@ func (b Body) Bytes() []byte {
 	return *b.buf
 }
 
+// Kept is the body with a Release that does nothing: for a body that several readers share,
+// which no reader can give back, since none knows when the others are done.
+func (b Body) Kept() Body {
+	b.kept = true
+	return b
+}
+
 // Release gives the buffer back for the next reply (one of no list's size, or whose list is
 // full, is dropped).
 func (b Body) Release() {
-	if b.buf == nil {
+	if b.buf == nil || b.kept {
 		return
 	}
 	k := listOf(cap(*b.buf))

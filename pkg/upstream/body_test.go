@@ -59,3 +59,33 @@ func TestReadPooledHoldsTheReplyUntilReleased(t *testing.T) {
 		body.Release()
 	}
 }
+
+// A kept body (one several readers share) stays as it was after its Release: its buffer does not
+// go back to the free list, so no later reply is read into it; a released body's buffer does.
+func TestKeptBodyIsNotTheNextReplysBuffer(t *testing.T) {
+	for drained := false; !drained; {
+		select {
+		case <-freeLists[0]:
+		default:
+			drained = true
+		}
+	}
+	first := bytes.Repeat([]byte("a"), 100)
+	body, err := ReadPooled(bytes.NewReader(first))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := body.Kept()
+	kept.Release()
+	if n := len(freeLists[0]); n != 0 {
+		t.Fatalf("a kept body's Release gave its buffer back (%d in the list)", n)
+	}
+	next, _ := ReadPooled(bytes.NewReader(bytes.Repeat([]byte("b"), 100)))
+	if !bytes.Equal(kept.Bytes(), first) {
+		t.Errorf("a kept body was read over by the next reply: %q", kept.Bytes()[:10])
+	}
+	next.Release()
+	if n := len(freeLists[0]); n != 1 {
+		t.Errorf("a released body's buffer is not back in the list (%d in it)", n)
+	}
+}
