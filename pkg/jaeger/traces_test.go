@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
 
+	"github.com/hsi-profiling/hsi-profiling-datasource/internal/goroutines"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/upstream"
 )
@@ -567,8 +567,7 @@ func TestConcurrentReadsOfATraceShareOneRequest(t *testing.T) {
 			close(release)
 			t.Fatalf("after a minute %d of %d callers are in the shared read", waiting, callers)
 		}
-		buf := make([]byte, 1<<20)
-		waiting = strings.Count(string(buf[:runtime.Stack(buf, true)]), "jaeger.(*Client).shared")
+		waiting = goroutines.In("jaeger.(*Client).shared")
 		time.Sleep(10 * time.Millisecond)
 	}
 	close(release)
@@ -625,8 +624,7 @@ func TestASharedReadThatTimesOutIsNotReadAgain(t *testing.T) {
 		select {
 		case <-done: // the read ended before every caller was seen in it
 		default:
-			buf := make([]byte, 1<<20)
-			joined = strings.Count(string(buf[:runtime.Stack(buf, true)]), "jaeger.(*Client).shared")
+			joined = goroutines.In("jaeger.(*Client).shared")
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,6 +12,7 @@ import (
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
 
+	"github.com/hsi-profiling/hsi-profiling-datasource/internal/goroutines"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 )
 
@@ -47,21 +46,6 @@ func (p *heldPrometheus) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, `{"status":"success","data":["0","1"]}`)
 	default:
 		http.NotFound(w, r)
-	}
-}
-
-// waitInShareSend waits until n goroutines are inside a shared Prometheus request (the first in
-// the request, the others waiting for its reply), a minute at most.
-func waitInShareSend(t *testing.T, n int) {
-	t.Helper()
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
-		buf := make([]byte, 1<<20)
-		if strings.Count(string(buf[:runtime.Stack(buf, true)]), "prometheus.shareSend[") >= n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after a minute fewer than %d callers are in a shared request", n)
-		}
 	}
 }
 
@@ -106,7 +90,7 @@ func TestSameRequestsAtOnceAskPrometheusOnce(t *testing.T) {
 	for i := range values {
 		wg.Go(func() { values[i], _, _, errs[len(matrices)+i] = c.api.LabelValues(ctx, "gpu", nil, r.Start, r.End) })
 	}
-	waitInShareSend(t, len(errs))
+	goroutines.WaitIn(t, "prometheus.shareSend[", len(errs))
 	close(p.release)
 	wg.Wait()
 	for i, err := range errs {

@@ -5,7 +5,6 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -18,6 +17,7 @@ import (
 	"github.com/grafana/pyroscope/api/gen/proto/go/querier/v1/querierv1connect"
 	typesv1 "github.com/grafana/pyroscope/api/gen/proto/go/types/v1"
 
+	"github.com/hsi-profiling/hsi-profiling-datasource/internal/goroutines"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/flamegraph"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 )
@@ -76,21 +76,6 @@ func newHeldClient(t *testing.T, q *heldQuerier) *Client {
 	return New(models.Upstream{Name: models.Pyroscope, URL: s.URL}, s.Client())
 }
 
-// waitInShareCall waits until n goroutines are inside a shared Pyroscope call (the first in
-// the request, the others waiting for its reply), a minute at most.
-func waitInShareCall(t *testing.T, n int) {
-	t.Helper()
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
-		buf := make([]byte, 1<<20)
-		if strings.Count(string(buf[:runtime.Stack(buf, true)]), "pyroscope.shareCall") >= n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after a minute fewer than %d callers are in the shared call", n)
-		}
-	}
-}
-
 // waitForCalls waits until n calls have reached the server, a minute at most.
 func waitForCalls(t *testing.T, q *heldQuerier, n int32) {
 	t.Helper()
@@ -126,7 +111,7 @@ func TestConcurrentIdenticalCallsShareOneRequest(t *testing.T) {
 	for i := range values {
 		wg.Go(func() { values[i], errs[len(trees)+i] = c.LabelValues(ctx, "service_name", "{}", from, to) })
 	}
-	waitInShareCall(t, len(errs))
+	goroutines.WaitIn(t, "pyroscope.shareCall", len(errs))
 	close(q.release)
 	wg.Wait()
 	for i, err := range errs {
@@ -169,7 +154,7 @@ func TestASharedCallCancelledByItsFirstCallerIsAskedAgain(t *testing.T) {
 	wg.Go(func() { _, firstErr = c.LabelValues(first, "service_name", "{}", from, to) })
 	waitForCalls(t, q, 1)
 	wg.Go(func() { values, secondErr = c.LabelValues(t.Context(), "service_name", "{}", from, to) })
-	waitInShareCall(t, 2)
+	goroutines.WaitIn(t, "pyroscope.shareCall", 2)
 	cancel()
 	waitForCalls(t, q, 2) // the second caller asks again on its own
 	close(q.release)

@@ -4,14 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"golang.org/x/sync/singleflight"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/internal/goroutines"
 )
 
 func TestDoTurnsAPanicIntoAnErrorAndPassesErrorsThrough(t *testing.T) {
@@ -187,8 +187,7 @@ func TestShareRunsAloneOnlyWhenTheLeaderWasCancelled(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("after a minute %d of 2 callers are in Share", inShare)
 		}
-		buf := make([]byte, 1<<20)
-		inShare = strings.Count(string(buf[:runtime.Stack(buf, true)]), "safe.Share[")
+		inShare = goroutines.In("safe.Share[")
 		time.Sleep(10 * time.Millisecond)
 	}
 	cancelLeader()
@@ -223,8 +222,7 @@ func TestShareRunsAloneOnlyWhenTheLeaderWasCancelled(t *testing.T) {
 			if time.Now().After(deadline) {
 				t.Fatalf("after a minute %d of %d callers are in the flight", got, n)
 			}
-			buf := make([]byte, 1<<20)
-			got = strings.Count(string(buf[:runtime.Stack(buf, true)]), "singleflight.(*Group).Do(")
+			got = goroutines.In("singleflight.(*Group).Do(")
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
