@@ -51,7 +51,7 @@ func (c bodyClient) DoPooled(ctx context.Context, req *http.Request) (*http.Resp
 // requests carry nothing of their own (the HTTP client adds the data source's credentials).
 func shareSend[B any](c bodyClient, ctx context.Context, req *http.Request, read func(io.Reader) (B, error), kept func(B) B) (*http.Response, B, error) {
 	key, ok := requestKey(req)
-	if !ok || c.flights == nil {
+	if !ok {
 		return send(c, ctx, req, read)
 	}
 	type reply struct {

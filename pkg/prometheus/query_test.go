@@ -301,7 +301,7 @@ func TestAnswersOutliveTheReplyBuffer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		q := newQueryAPI(bodyClient{Client: c, hc: srv.Client()})
+		q := newQueryAPI(newBodyClient(c, srv.Client()))
 		ask := func(body string) (model.Value, promv1.Warnings, error) {
 			reply = body
 			v, warnings, _, err := q.QueryRange(t.Context(), "up", promv1.Range{Start: time.Unix(1700000000, 0), End: time.Unix(1700000015, 0), Step: 15 * time.Second})
