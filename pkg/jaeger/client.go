@@ -39,8 +39,8 @@ type Client struct {
 	// (see shared).
 	reads singleflight.Group
 
-	// scans are the failed traces of the replies to the last failed-trace searches.
-	scans failedScans
+	// scans are the spans of the last v3 replies read, for the same reply asked again.
+	scans replyScans
 
 	// closes: the last reply asked to close its connection (ClosesConnections).
 	closes atomic.Bool
@@ -162,18 +162,37 @@ func (c *Client) getJSON(ctx context.Context, path string, query url.Values, dst
 	})
 }
 
-// getV3Spans fetches a v3 reply ({"result": OTLP JSON} or {"error": …}) and reads its spans as
-// they arrive (decodeV3): a trace of a thousand spans is about a megabyte, which is neither held
-// whole nor copied.
+// getV3Spans fetches a v3 reply ({"result": OTLP JSON} or {"error": …}) and reads its spans
+// (decodeV3): a trace of a thousand spans is about a megabyte, read in a pooled buffer.
 func (c *Client) getV3Spans(ctx context.Context, path string, query url.Values) (spans []models.Span, err error) {
-	return c.getV3SpansSkimming(ctx, path, query, nil)
+	return c.getV3SpansSkimming(ctx, path, query, "")
 }
 
-// getV3SpansSkimming is getV3Spans reading attributes and events only of the spans whose service
-// full says yes to (decodeV3Skimming).
-func (c *Client) getV3SpansSkimming(ctx context.Context, path string, query url.Values, full func(service string) bool) (spans []models.Span, err error) {
+// getV3SpansSkimming is getV3Spans reading attributes and events only of the spans of service
+// (decodeV3Read; every span's when service is empty). A reply read the same way moments
+// before is not read again (replyScans).
+func (c *Client) getV3SpansSkimming(ctx context.Context, path string, query url.Values, service string) (spans []models.Span, err error) {
+	var full func(string) bool
+	reading := readWhole
+	if service != "" {
+		full = func(s string) bool { return s == service }
+		reading = service
+	}
 	err = c.get(ctx, path, query, func(body io.Reader) error {
-		spans, err = decodeV3Skimming(body, path, full)
+		b, err := upstream.ReadPooled(body)
+		defer b.Release()
+		if err != nil {
+			spans, err = decodeV3Read(b.Bytes(), err, path, full)
+			return err
+		}
+		key := keyOf(b.Bytes(), reading)
+		if seen, ok := c.scans.get(key); ok {
+			spans = seen
+			return nil
+		}
+		if spans, err = decodeV3Read(b.Bytes(), nil, path, full); err == nil {
+			c.scans.put(key, spans)
+		}
 		return err
 	})
 	return spans, err

@@ -27,22 +27,23 @@ const ServiceNameAttribute = otlptrace.ServiceNameAttribute
 // through the decoder, which reads what the scan does not and says what is wrong. An error field
 // wins over a result, as a reply with both is not an answer.
 func decodeV3(body io.Reader, path string) ([]models.Span, error) {
-	return decodeV3Skimming(body, path, nil)
-}
-
-// decodeV3Skimming is decodeV3 reading attributes and events only of the spans whose service
-// full says yes to (otlptrace.ScanJSONSkimming; nil: every span's). Where the scan is unsure,
-// the decoder reads every span whole.
-func decodeV3Skimming(body io.Reader, path string, full func(service string) bool) ([]models.Span, error) {
 	b, err := upstream.ReadPooled(body)
 	defer b.Release()
-	if err == nil {
-		if spans, ok := otlptrace.ScanJSONSkimming(b.Bytes(), "result", full); ok {
+	return decodeV3Read(b.Bytes(), err, path, nil)
+}
+
+// decodeV3Read is decodeV3 of what was read of a reply, b, and the read's error, reading
+// attributes and events only of the spans whose service full says yes to
+// (otlptrace.ScanJSONSkimming; nil: every span's). Where the scan is unsure, the decoder reads
+// every span whole.
+func decodeV3Read(b []byte, readErr error, path string, full func(service string) bool) ([]models.Span, error) {
+	if readErr == nil {
+		if spans, ok := otlptrace.ScanJSONSkimming(b, "result", full); ok {
 			return spans, nil
 		}
 	}
 	// What was read, then the read's error, as the decoder would have met them.
-	return decodeV3With(io.MultiReader(bytes.NewReader(b.Bytes()), failedRead{err}), path, otlptrace.ReadJSON)
+	return decodeV3With(io.MultiReader(bytes.NewReader(b), failedRead{readErr}), path, otlptrace.ReadJSON)
 }
 
 // failedRead is a reader that fails with err (io.EOF when nil).

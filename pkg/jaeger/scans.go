@@ -4,26 +4,45 @@ import (
 	"hash/maphash"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 )
 
-// failedScans remembers what the last few failed-trace searches' replies held (their failed
-// traces' spans), keyed by the reply's bytes: a triage searches every service, and the services
-// of one request chain share their recent traces, so their replies are often the very same bytes
-// (three of the demo's four services answer byte for byte the same 370 KB). Scanning a reply was
-// most of a triage's CPU; a reply seen before is not scanned again. The key is the bytes' length
-// and their 64-bit hash under a seed drawn at start (two replies of one length that differ share
-// it with a chance of 2^-64; a second hash doubled the hashing, about 1.2 % of the plugin's CPU
-// under load): what it answers is a function of the bytes alone, so nothing in it goes stale.
-type failedScans struct {
+// replyScans remembers what the last v3 replies read held (their spans, as each reading takes
+// them), keyed by the reply's bytes and the reading, for a few seconds. The panels of one refresh
+// ask the same searches and traces one after another, and Jaeger answers them byte for byte the
+// same: under the load test three v3 replies in five had been read moments before (half a second
+// apart at the median, under seven at most), and reading them was a tenth of the plugin's CPU. A
+// triage searches every service, and the services of one request chain share their recent traces,
+// so their replies are often the very same bytes too (three of the demo's four services answer
+// the same 370 KB). A reply seen before is not read again.
+//
+// What an entry answers is a function of the bytes alone, so nothing in it goes stale; the entries
+// are dropped after scanTTL (and beyond maxScans, or maxScanSpans spans in all) only so that what
+// they hold goes back to the heap once the panels are answered. The key is the bytes' length and
+// their 64-bit hash under a seed drawn at start (two replies of one length that differ share it
+// with a chance of 2^-64; a second hash doubled the hashing, about 1.2 % of the plugin's CPU under
+// load).
+type replyScans struct {
 	mu      sync.Mutex
-	entries []scanEntry // newest last
+	entries []scanEntry // oldest first
+	spans   int         // the entries' spans, in all
+	prune   *time.Timer // set while entries are kept: drops them once expired
+	now     func() time.Time
 }
 
 type scanEntry struct {
-	key   replyKey
+	key   scanKey
 	spans []models.Span
+	at    time.Time
+}
+
+// scanKey is a reply and how it was read: readWhole, readFailed, or the service read whole by a
+// skimming search.
+type scanKey struct {
+	reply   replyKey
+	reading string
 }
 
 type replyKey struct {
@@ -31,20 +50,39 @@ type replyKey struct {
 	hash uint64
 }
 
-// maxFailedScans is how many replies are remembered: a triage's searches at most (one per
-// service, models.MaxTriageServices), so that its services all share.
-const maxFailedScans = models.MaxTriageServices
+// The readings of a reply besides a search's skimming.
+const (
+	readWhole  = "\x00every span" // a trace's reply: every span whole
+	readFailed = "\x00failed"     // a failed-trace search: the failed traces' spans only
+)
+
+// Bounds of the replies remembered: the repeats came within seconds (scanTTL); a triage's
+// searches at most (one per service, models.MaxTriageServices) share; and the spans kept stay a
+// few megabytes (a 600 KB search reply holds about two thousand spans).
+const (
+	scanTTL      = 10 * time.Second
+	maxScans     = 2 * models.MaxTriageServices
+	maxScanSpans = 30_000
+)
 
 var scanSeed = maphash.MakeSeed()
 
-func keyOf(b []byte) replyKey {
-	return replyKey{n: len(b), hash: maphash.Bytes(scanSeed, b)}
+func keyOf(b []byte, reading string) scanKey {
+	return scanKey{replyKey{n: len(b), hash: maphash.Bytes(scanSeed, b)}, reading}
 }
 
-// get answers a copy of the spans of the reply with key k, if it was seen.
-func (f *failedScans) get(k replyKey) ([]models.Span, bool) {
+func (f *replyScans) clock() time.Time {
+	if f.now != nil {
+		return f.now()
+	}
+	return time.Now()
+}
+
+// get answers a copy of the spans of the reply read as k says, if it was read within scanTTL.
+func (f *replyScans) get(k scanKey) ([]models.Span, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.dropExpired(f.clock())
 	for _, e := range f.entries {
 		if e.key == k {
 			return slices.Clone(e.spans), true
@@ -53,11 +91,50 @@ func (f *failedScans) get(k replyKey) ([]models.Span, bool) {
 	return nil, false
 }
 
-func (f *failedScans) put(k replyKey, spans []models.Span) {
+// put keeps a copy of the spans read of the reply k (a reply too large for the bounds is not kept).
+func (f *replyScans) put(k scanKey, spans []models.Span) {
+	if len(spans) > maxScanSpans {
+		return
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if len(f.entries) >= maxFailedScans {
-		f.entries = slices.Delete(f.entries, 0, 1)
+	now := f.clock()
+	f.dropExpired(now)
+	for len(f.entries) > 0 && (len(f.entries) >= maxScans || f.spans+len(spans) > maxScanSpans) {
+		f.drop(1)
 	}
-	f.entries = append(f.entries, scanEntry{key: k, spans: slices.Clone(spans)})
+	f.entries = append(f.entries, scanEntry{key: k, spans: slices.Clone(spans), at: now})
+	f.spans += len(spans)
+	if f.prune == nil {
+		f.prune = time.AfterFunc(scanTTL, f.expire)
+	}
+}
+
+// expire drops the expired entries when the timer fires, and waits for the next to expire.
+func (f *replyScans) expire() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	now := f.clock()
+	f.dropExpired(now)
+	if len(f.entries) == 0 {
+		f.prune = nil
+		return
+	}
+	f.prune.Reset(f.entries[0].at.Add(scanTTL).Sub(now))
+}
+
+func (f *replyScans) dropExpired(now time.Time) {
+	n := 0
+	for n < len(f.entries) && now.Sub(f.entries[n].at) > scanTTL {
+		n++
+	}
+	f.drop(n)
+}
+
+// drop forgets the n oldest entries.
+func (f *replyScans) drop(n int) {
+	for _, e := range f.entries[:n] {
+		f.spans -= len(e.spans)
+	}
+	f.entries = slices.Delete(f.entries, 0, n)
 }

@@ -107,15 +107,14 @@ func (c *Client) FindTraces(ctx context.Context, q models.TraceSearchQuery) (fou
 }
 
 // findV3 is a v3 search: the spans of every trace found, those of q.Service whole, the other
-// services' without attributes and events (decodeV3Skimming). Its callers need no more: the
+// services' without attributes and events (decodeV3Read). Its callers need no more: the
 // summaries read the services, names and times of all spans; SearchSpans' callers read the
 // asked service's spans, and of the others their traces.
 func (c *Client) findV3(ctx context.Context, q models.TraceSearchQuery) ([]models.Span, error) {
 	const path = "/api/v3/traces"
 	params := v3SearchParams(q)
-	full := func(service string) bool { return service == q.Service }
 	return c.shared(ctx, path+"?"+params.Encode(), func(ctx context.Context) ([]models.Span, error) {
-		spans, err := c.getV3SpansSkimming(ctx, path, params, full)
+		spans, err := c.getV3SpansSkimming(ctx, path, params, q.Service)
 		if st, ok := errors.AsType[*upstream.HTTPStatusError](err); ok && st.Status == http.StatusNotFound {
 			// Jaeger's v3 search answers "No traces found" with a 404.
 			return nil, nil
@@ -141,7 +140,7 @@ func (c *Client) findV3Failed(ctx context.Context, q models.TraceSearchQuery) ([
 				}
 				return fmt.Errorf("reading the reply to %s: %w", path, err)
 			}
-			key := keyOf(b.Bytes())
+			key := keyOf(b.Bytes(), readFailed)
 			if seen, ok := c.scans.get(key); ok {
 				spans = seen
 				return nil

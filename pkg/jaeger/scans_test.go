@@ -1,0 +1,155 @@
+package jaeger
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
+)
+
+// twoServices is a v3 reply of one trace: a span of "front" calling one of "back", each with an
+// attribute.
+func twoServices(backOp string) string {
+	span := func(service, id, parent, name string) string {
+		return `{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"` + service + `"}}]},"scopeSpans":[{"spans":[` +
+			`{"traceId":"4bf92f3577b34da6a3ce929d0e0e4736","spanId":"` + id + `","parentSpanId":"` + parent + `","name":"` + name + `",` +
+			`"startTimeUnixNano":"1700000000000000000","endTimeUnixNano":"1700000001000000000",` +
+			`"attributes":[{"key":"http.route","value":{"stringValue":"/` + name + `"}}]}]}]}`
+	}
+	return `{"result":{"resourceSpans":[` + span("front", "0000000000000001", "", "GET /chat") + "," +
+		span("back", "0000000000000002", "0000000000000001", backOp) + `]}}`
+}
+
+// replies serves Jaeger's v3 API answering every search and trace read with *reply, counting the
+// reads.
+func replies(t *testing.T, reply *atomic.Pointer[string], reads *atomic.Int32) *Client {
+	c, _ := client(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Path == "/api/v3/services" {
+			fmt.Fprint(w, `{"services":["front","back"]}`)
+			return
+		}
+		reads.Add(1)
+		fmt.Fprint(w, *reply.Load())
+	}))
+	return c
+}
+
+// The panels of one refresh ask the same search one after another, and Jaeger answers the same
+// bytes: the reply is read once, each caller gets every span (its own copy), the searched
+// service's whole and the others' skimmed; a search of another service reads the same bytes
+// anew, for its own spans' attributes; a reply that differs is read anew.
+func TestSearchesReadTheSameReplyOnce(t *testing.T) {
+	var reply atomic.Pointer[string]
+	var reads atomic.Int32
+	first := twoServices("SELECT")
+	reply.Store(&first)
+	c := replies(t, &reply, &reads)
+	search := func(service string) []models.Span {
+		t.Helper()
+		spans, err := c.SearchSpans(context.Background(), models.TraceSearchQuery{Service: service, Limit: 20})
+		if err != nil || len(spans) != 2 {
+			t.Fatalf("%s: %+v, %v", service, spans, err)
+		}
+		return spans
+	}
+	a := search("front")
+	a[0].Operation = "changed by its caller"
+	b := search("front")
+	if reads.Load() != 2 || len(c.scans.entries) != 1 {
+		t.Fatalf("%d replies fetched, %d read; want 2 fetched, the same bytes read once", reads.Load(), len(c.scans.entries))
+	}
+	if b[0].Operation != "GET /chat" || b[1].Operation != "SELECT" {
+		t.Errorf("a caller's change reached the next caller: %+v", b)
+	}
+	if b[0].Attributes["http.route"] != "/GET /chat" || len(b[1].Attributes) != 0 {
+		t.Errorf("the search of front: front's span whole, back's skimmed; got %v and %v", b[0].Attributes, b[1].Attributes)
+	}
+
+	back := search("back")
+	if len(c.scans.entries) != 2 || back[1].Attributes["http.route"] != "/SELECT" || len(back[0].Attributes) != 0 {
+		t.Errorf("the search of back (%d readings kept): back's span whole, front's skimmed; got %v and %v",
+			len(c.scans.entries), back[1].Attributes, back[0].Attributes)
+	}
+
+	second := twoServices("UPDATE")
+	reply.Store(&second)
+	if s := search("front"); s[1].Operation != "UPDATE" || len(c.scans.entries) != 3 {
+		t.Errorf("a changed reply answered %q (%d readings kept), want it read anew", s[1].Operation, len(c.scans.entries))
+	}
+}
+
+// A trace read twice is read once, every span whole, each caller with its own sorted copy.
+func TestTraceReadsTheSameReplyOnce(t *testing.T) {
+	var reply atomic.Pointer[string]
+	var reads atomic.Int32
+	r := twoServices("SELECT")
+	reply.Store(&r)
+	c := replies(t, &reply, &reads)
+	for i := range 2 {
+		tr, err := c.Trace(context.Background(), "4bf92f3577b34da6a3ce929d0e0e4736")
+		if err != nil || len(tr.Spans) != 2 {
+			t.Fatalf("read %d: %+v, %v", i, tr, err)
+		}
+		if tr.Spans[0].Attributes["http.route"] != "/GET /chat" || tr.Spans[1].Attributes["http.route"] != "/SELECT" {
+			t.Errorf("read %d: want every span whole, got %v and %v", i, tr.Spans[0].Attributes, tr.Spans[1].Attributes)
+		}
+		tr.Spans[0], tr.Spans[1] = tr.Spans[1], tr.Spans[0]
+	}
+	if reads.Load() != 2 || len(c.scans.entries) != 1 {
+		t.Errorf("%d replies fetched, %d read; want 2 fetched, read once", reads.Load(), len(c.scans.entries))
+	}
+}
+
+// What is kept goes back to the heap: an entry is not answered past scanTTL, the timer drops the
+// expired ones and stops once none is left, and the bounds drop the oldest first.
+func TestReplyScansExpireAndStayBounded(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	f := &replyScans{now: func() time.Time { return now }}
+	spans := func(n int) []models.Span { return make([]models.Span, n) }
+	a, b := keyOf([]byte("a"), readWhole), keyOf([]byte("b"), readWhole)
+	f.put(a, spans(2))
+	now = now.Add(scanTTL / 2)
+	f.put(b, spans(3))
+	if _, ok := f.get(a); !ok || f.spans != 5 {
+		t.Fatalf("a reply read %s ago not answered (%d spans kept)", scanTTL/2, f.spans)
+	}
+	now = now.Add(scanTTL/2 + time.Millisecond)
+	if _, ok := f.get(a); ok || f.spans != 3 {
+		t.Errorf("a reply read over %s ago answered, or still kept (%d spans kept)", scanTTL, f.spans)
+	}
+	if _, ok := f.get(b); !ok {
+		t.Errorf("the newer reply was dropped with the older")
+	}
+	now = now.Add(scanTTL)
+	f.expire()
+	f.mu.Lock()
+	left, timer := len(f.entries), f.prune
+	f.mu.Unlock()
+	if left != 0 || f.spans != 0 || timer != nil {
+		t.Errorf("after every entry expired: %d kept (%d spans), timer %v; want none, and no timer", left, f.spans, timer)
+	}
+
+	for i := range maxScans + 1 {
+		f.put(keyOf(fmt.Appendf(nil, "%d", i), readWhole), spans(1))
+	}
+	if len(f.entries) != maxScans {
+		t.Errorf("%d replies kept, want at most %d", len(f.entries), maxScans)
+	}
+	if _, ok := f.get(keyOf([]byte("0"), readWhole)); ok {
+		t.Errorf("the oldest reply kept beyond the bound")
+	}
+	big := keyOf([]byte("big"), readWhole)
+	f.put(big, spans(maxScanSpans-1))
+	if _, ok := f.get(big); !ok || f.spans > maxScanSpans {
+		t.Errorf("%d spans kept, want at most %d with the newest reply", f.spans, maxScanSpans)
+	}
+	f.put(keyOf([]byte("too big"), readWhole), spans(maxScanSpans+1))
+	if _, ok := f.get(big); !ok {
+		t.Errorf("a reply over the bound on its own displaced the others")
+	}
+}
