@@ -24,9 +24,12 @@ func twoServices(backOp string) string {
 		span("back", "0000000000000002", "0000000000000001", backOp) + `]}}`
 }
 
-// replies serves Jaeger's v3 API answering every search and trace read with *reply, counting the
-// reads.
-func replies(t *testing.T, reply *atomic.Pointer[string], reads *atomic.Int32) *Client {
+// replying serves Jaeger's v3 API answering every search and trace read with the reply last
+// stored in the pointer it returns (body first), counting the reads.
+func replying(t *testing.T, body string) (*Client, *atomic.Pointer[string], *atomic.Int32) {
+	var reply atomic.Pointer[string]
+	var reads atomic.Int32
+	reply.Store(&body)
 	c, _ := client(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		if r.URL.Path == "/api/v3/services" {
@@ -36,7 +39,7 @@ func replies(t *testing.T, reply *atomic.Pointer[string], reads *atomic.Int32) *
 		reads.Add(1)
 		fmt.Fprint(w, *reply.Load())
 	}))
-	return c
+	return c, &reply, &reads
 }
 
 // The panels of one refresh ask the same search one after another, and Jaeger answers the same
@@ -44,11 +47,7 @@ func replies(t *testing.T, reply *atomic.Pointer[string], reads *atomic.Int32) *
 // service's whole and the others' skimmed; a search of another service reads the same bytes
 // anew, for its own spans' attributes; a reply that differs is read anew.
 func TestSearchesReadTheSameReplyOnce(t *testing.T) {
-	var reply atomic.Pointer[string]
-	var reads atomic.Int32
-	first := twoServices("SELECT")
-	reply.Store(&first)
-	c := replies(t, &reply, &reads)
+	c, reply, reads := replying(t, twoServices("SELECT"))
 	search := func(service string) []models.Span {
 		t.Helper()
 		spans, err := c.SearchSpans(context.Background(), models.TraceSearchQuery{Service: service, Limit: 20})
@@ -85,11 +84,7 @@ func TestSearchesReadTheSameReplyOnce(t *testing.T) {
 
 // A trace read twice is read once, every span whole, each caller with its own sorted copy.
 func TestTraceReadsTheSameReplyOnce(t *testing.T) {
-	var reply atomic.Pointer[string]
-	var reads atomic.Int32
-	r := twoServices("SELECT")
-	reply.Store(&r)
-	c := replies(t, &reply, &reads)
+	c, _, reads := replying(t, twoServices("SELECT"))
 	for i := range 2 {
 		tr, err := c.Trace(context.Background(), "4bf92f3577b34da6a3ce929d0e0e4736")
 		if err != nil || len(tr.Spans) != 2 {
