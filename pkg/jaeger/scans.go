@@ -101,6 +101,9 @@ func (f *replyScans) put(k scanKey, spans []models.Span) {
 	defer f.mu.Unlock()
 	now := f.clock()
 	f.dropExpired(now)
+	if slices.ContainsFunc(f.entries, func(e scanEntry) bool { return e.key == k }) {
+		return // two callers read the same reply at once: kept once
+	}
 	for len(f.entries) > 0 && (len(f.entries) >= maxScans || f.spans+len(spans) > maxScanSpans) {
 		f.drop(1)
 	}

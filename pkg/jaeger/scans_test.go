@@ -108,6 +108,10 @@ func TestReplyScansExpireAndStayBounded(t *testing.T) {
 	spans := func(n int) []models.Span { return make([]models.Span, n) }
 	a, b := keyOf([]byte("a"), readWhole), keyOf([]byte("b"), readWhole)
 	f.put(a, spans(2))
+	f.put(a, spans(2)) // read by two callers at once
+	if len(f.entries) != 1 || f.spans != 2 {
+		t.Fatalf("the same reply put twice: %d entries, %d spans kept; want it once", len(f.entries), f.spans)
+	}
 	now = now.Add(scanTTL / 2)
 	f.put(b, spans(3))
 	if _, ok := f.get(a); !ok || f.spans != 5 {
