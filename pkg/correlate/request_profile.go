@@ -38,7 +38,7 @@ func (e *NoMatchingServiceError) Error() string {
 // SpanWindowPadding widens the range asked of Pyroscope for span profiles. A profiler uploads its
 // samples in periods (10–60 s), so a 30 ms span's samples sit in a profile stamped up to a period
 // away from the span; the span filter keeps the answer exact, the padding only finds the profile.
-const SpanWindowPadding = 60 * time.Second
+const SpanWindowPadding = models.MaxUploadPeriod
 
 // MaxParallelProfileQueries bounds the Pyroscope calls one query makes at once: enough for a
 // request's spans to be asked in one round, few enough not to flood Pyroscope.

@@ -48,7 +48,7 @@ type Client struct {
 
 // New returns a client for the upstream's URL using hc (built by upstream.NewHTTPClient).
 func New(u models.Upstream, hc *http.Client) *Client {
-	return &Client{url: u.URL, http: hc}
+	return &Client{url: u.URL, http: hc, scans: newReplyScans()}
 }
 
 // Services lists the services that reported spans, and says which API answered.

@@ -3,10 +3,10 @@ package jaeger
 import (
 	"hash/maphash"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/recent"
 )
 
 // replyScans remembers what the last v3 replies read held (their spans, as each reading takes
@@ -20,23 +20,17 @@ import (
 // the same 370 KB). A reply seen before is not read again.
 //
 // What an entry answers is a function of the bytes alone, so nothing in it goes stale; the entries
-// are dropped after scanTTL (and beyond maxScans, or maxScanSpans spans in all) only so that what
-// they hold goes back to the heap once the panels are answered. The key is the bytes' length and
+// are dropped after scanTTL (and beyond maxScans, or maxScanSpans spans in all: recent.Store)
+// only so that what they hold goes back to the heap once the panels are answered. The key is the bytes' length and
 // their 64-bit hash under a seed drawn at start (two replies of one length that differ share it
 // with a chance of 2^-64; a second hash doubled the hashing, about 1.2 % of the plugin's CPU under
 // load).
 type replyScans struct {
-	mu      sync.Mutex
-	entries []scanEntry // oldest first
-	spans   int         // the entries' spans, in all
-	prune   *time.Timer // set while entries are kept: drops them once expired
-	now     func() time.Time
+	kept *recent.Store[scanKey, []models.Span]
 }
 
-type scanEntry struct {
-	key   scanKey
-	spans []models.Span
-	at    time.Time
+func newReplyScans() replyScans {
+	return replyScans{kept: recent.New[scanKey, []models.Span](scanTTL, maxScans, maxScanSpans, nil)}
 }
 
 // scanKey is a reply and how it was read: readWhole, readFailed, or the service read whole by a
@@ -72,73 +66,15 @@ func keyOf(b []byte, reading string) scanKey {
 	return scanKey{replyKey{n: len(b), hash: maphash.Bytes(scanSeed, b)}, reading}
 }
 
-func (f *replyScans) clock() time.Time {
-	if f.now != nil {
-		return f.now()
-	}
-	return time.Now()
-}
-
 // get answers a copy of the spans of the reply read as k says, if it was read within scanTTL.
-func (f *replyScans) get(k scanKey) ([]models.Span, bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.dropExpired(f.clock())
-	for _, e := range f.entries {
-		if e.key == k {
-			return slices.Clone(e.spans), true
-		}
-	}
-	return nil, false
+func (f replyScans) get(k scanKey) ([]models.Span, bool) {
+	spans, ok := f.kept.Get(k)
+	return slices.Clone(spans), ok
 }
 
 // put keeps a copy of the spans read of the reply k (a reply too large for the bounds is not kept).
-func (f *replyScans) put(k scanKey, spans []models.Span) {
-	if len(spans) > maxScanSpans {
-		return
+func (f replyScans) put(k scanKey, spans []models.Span) {
+	if len(spans) <= maxScanSpans {
+		f.kept.Put(k, slices.Clone(spans), len(spans))
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	now := f.clock()
-	f.dropExpired(now)
-	if slices.ContainsFunc(f.entries, func(e scanEntry) bool { return e.key == k }) {
-		return // two callers read the same reply at once: kept once
-	}
-	for len(f.entries) > 0 && (len(f.entries) >= maxScans || f.spans+len(spans) > maxScanSpans) {
-		f.drop(1)
-	}
-	f.entries = append(f.entries, scanEntry{key: k, spans: slices.Clone(spans), at: now})
-	f.spans += len(spans)
-	if f.prune == nil {
-		f.prune = time.AfterFunc(scanTTL, f.expire)
-	}
-}
-
-// expire drops the expired entries when the timer fires, and waits for the next to expire.
-func (f *replyScans) expire() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	now := f.clock()
-	f.dropExpired(now)
-	if len(f.entries) == 0 {
-		f.prune = nil
-		return
-	}
-	f.prune.Reset(f.entries[0].at.Add(scanTTL).Sub(now))
-}
-
-func (f *replyScans) dropExpired(now time.Time) {
-	n := 0
-	for n < len(f.entries) && now.Sub(f.entries[n].at) > scanTTL {
-		n++
-	}
-	f.drop(n)
-}
-
-// drop forgets the n oldest entries.
-func (f *replyScans) drop(n int) {
-	for _, e := range f.entries[:n] {
-		f.spans -= len(e.spans)
-	}
-	f.entries = slices.Delete(f.entries, 0, n)
 }

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
 )
@@ -59,8 +58,8 @@ func TestSearchesReadTheSameReplyOnce(t *testing.T) {
 	a := search("front")
 	a[0].Operation = "changed by its caller"
 	b := search("front")
-	if reads.Load() != 2 || len(c.scans.entries) != 1 {
-		t.Fatalf("%d replies fetched, %d read; want 2 fetched, the same bytes read once", reads.Load(), len(c.scans.entries))
+	if reads.Load() != 2 || c.scans.kept.Len() != 1 {
+		t.Fatalf("%d replies fetched, %d read; want 2 fetched, the same bytes read once", reads.Load(), c.scans.kept.Len())
 	}
 	if b[0].Operation != "GET /chat" || b[1].Operation != "SELECT" {
 		t.Errorf("a caller's change reached the next caller: %+v", b)
@@ -70,15 +69,15 @@ func TestSearchesReadTheSameReplyOnce(t *testing.T) {
 	}
 
 	back := search("back")
-	if len(c.scans.entries) != 2 || back[1].Attributes["http.route"] != "/SELECT" || len(back[0].Attributes) != 0 {
+	if c.scans.kept.Len() != 2 || back[1].Attributes["http.route"] != "/SELECT" || len(back[0].Attributes) != 0 {
 		t.Errorf("the search of back (%d readings kept): back's span whole, front's skimmed; got %v and %v",
-			len(c.scans.entries), back[1].Attributes, back[0].Attributes)
+			c.scans.kept.Len(), back[1].Attributes, back[0].Attributes)
 	}
 
 	second := twoServices("UPDATE")
 	reply.Store(&second)
-	if s := search("front"); s[1].Operation != "UPDATE" || len(c.scans.entries) != 3 {
-		t.Errorf("a changed reply answered %q (%d readings kept), want it read anew", s[1].Operation, len(c.scans.entries))
+	if s := search("front"); s[1].Operation != "UPDATE" || c.scans.kept.Len() != 3 {
+		t.Errorf("a changed reply answered %q (%d readings kept), want it read anew", s[1].Operation, c.scans.kept.Len())
 	}
 }
 
@@ -95,57 +94,29 @@ func TestTraceReadsTheSameReplyOnce(t *testing.T) {
 		}
 		tr.Spans[0], tr.Spans[1] = tr.Spans[1], tr.Spans[0]
 	}
-	if reads.Load() != 2 || len(c.scans.entries) != 1 {
-		t.Errorf("%d replies fetched, %d read; want 2 fetched, read once", reads.Load(), len(c.scans.entries))
+	if reads.Load() != 2 || c.scans.kept.Len() != 1 {
+		t.Errorf("%d replies fetched, %d read; want 2 fetched, read once", reads.Load(), c.scans.kept.Len())
 	}
 }
 
-// What is kept goes back to the heap: an entry is not answered past scanTTL, the timer drops the
-// expired ones and stops once none is left, and the bounds drop the oldest first.
-func TestReplyScansExpireAndStayBounded(t *testing.T) {
-	now := time.Unix(1_700_000_000, 0)
-	f := &replyScans{now: func() time.Time { return now }}
+// The replies kept stay within their bounds (recent.Store tests expiry and the bounds' order):
+// at most maxScans replies and maxScanSpans spans, a reply over the bound on its own not kept.
+func TestReplyScansStayBounded(t *testing.T) {
+	f := newReplyScans()
 	spans := func(n int) []models.Span { return make([]models.Span, n) }
-	a, b := keyOf([]byte("a"), readWhole), keyOf([]byte("b"), readWhole)
-	f.put(a, spans(2))
-	f.put(a, spans(2)) // read by two callers at once
-	if len(f.entries) != 1 || f.spans != 2 {
-		t.Fatalf("the same reply put twice: %d entries, %d spans kept; want it once", len(f.entries), f.spans)
-	}
-	now = now.Add(scanTTL / 2)
-	f.put(b, spans(3))
-	if _, ok := f.get(a); !ok || f.spans != 5 {
-		t.Fatalf("a reply read %s ago not answered (%d spans kept)", scanTTL/2, f.spans)
-	}
-	now = now.Add(scanTTL/2 + time.Millisecond)
-	if _, ok := f.get(a); ok || f.spans != 3 {
-		t.Errorf("a reply read over %s ago answered, or still kept (%d spans kept)", scanTTL, f.spans)
-	}
-	if _, ok := f.get(b); !ok {
-		t.Errorf("the newer reply was dropped with the older")
-	}
-	now = now.Add(scanTTL)
-	f.expire()
-	f.mu.Lock()
-	left, timer := len(f.entries), f.prune
-	f.mu.Unlock()
-	if left != 0 || f.spans != 0 || timer != nil {
-		t.Errorf("after every entry expired: %d kept (%d spans), timer %v; want none, and no timer", left, f.spans, timer)
-	}
-
 	for i := range maxScans + 1 {
 		f.put(keyOf(fmt.Appendf(nil, "%d", i), readWhole), spans(1))
 	}
-	if len(f.entries) != maxScans {
-		t.Errorf("%d replies kept, want at most %d", len(f.entries), maxScans)
+	if f.kept.Len() != maxScans {
+		t.Errorf("%d replies kept, want at most %d", f.kept.Len(), maxScans)
 	}
 	if _, ok := f.get(keyOf([]byte("0"), readWhole)); ok {
 		t.Errorf("the oldest reply kept beyond the bound")
 	}
 	big := keyOf([]byte("big"), readWhole)
 	f.put(big, spans(maxScanSpans-1))
-	if _, ok := f.get(big); !ok || f.spans > maxScanSpans {
-		t.Errorf("%d spans kept, want at most %d with the newest reply", f.spans, maxScanSpans)
+	if _, ok := f.get(big); !ok || f.kept.Weight() > maxScanSpans {
+		t.Errorf("%d spans kept, want at most %d with the newest reply", f.kept.Weight(), maxScanSpans)
 	}
 	f.put(keyOf([]byte("too big"), readWhole), spans(maxScanSpans+1))
 	if _, ok := f.get(big); !ok {

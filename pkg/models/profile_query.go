@@ -6,6 +6,12 @@ import (
 	"time"
 )
 
+// MaxUploadPeriod is the longest a profiler holds its samples before it uploads them: profilers
+// upload in periods of 10 to 60 s (15 s by default in Pyroscope's Go SDK and Alloy's scrapes),
+// so a sample reaches Pyroscope at most this long after it was taken, in a profile stamped at
+// most this long before or after it.
+const MaxUploadPeriod = 60 * time.Second
+
 // FlameGraphQuery selects the samples merged into one flame graph.
 type FlameGraphQuery struct {
 	ProfileTypeID string

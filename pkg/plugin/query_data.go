@@ -133,6 +133,7 @@ func runQuery(ctx context.Context, queryType string, h queryHandler, q backend.D
 				fmt.Sprintf("internal error while answering the %s query; the plugin logged the details", queryType))
 		}
 	}()
+	ctx = models.WithRefresh(ctx, models.Refresh{From: q.TimeRange.From, To: q.TimeRange.To})
 	// Self-profiling samples carry the query type, so this plugin can show its own hot paths.
 	selfprofile.Do(ctx, queryType, func(ctx context.Context) {
 		frames, err := h(ctx, q)

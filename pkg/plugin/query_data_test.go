@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -162,4 +163,49 @@ func TestMisspeltFieldsAreNamedInTheAnswer(t *testing.T) {
 		t.Errorf("A's notice %+v", n)
 	}
 	wantError(t, res.Responses["B"], backend.ErrorSourceDownstream, `field "labelSelector" is not a label selector`, `(also: unknown field "spanselector" was ignored: did you mean "spanSelector"?)`)
+}
+
+// Each query carries its range to the clients, so the panels of one refresh (Grafana sends them
+// one range, in requests of their own) read a Pyroscope reply once, and the next refresh reads
+// it anew while samples may still come: a request's span profiles are asked over the request's
+// own window, whatever the panel's range, so only the range tells one refresh's reads from the
+// next one's. A request minutes old has all its samples: the next refreshes read it no more.
+func TestPanelsOfOneRefreshReadAPyroscopeReplyOnce(t *testing.T) {
+	recent := demoLikeTrace(time.Now().Add(-5 * time.Second))
+	old := demoLikeTrace(time.Now().Add(-10 * time.Minute))
+	old.TraceID = "00f067aa0ba902b700f067aa0ba902b7"
+	for i := range old.Spans {
+		old.Spans[i].TraceID, old.Spans[i].SpanID = old.TraceID, fmt.Sprintf("%016x", i+100)
+		if _, profiled := old.Spans[i].Attributes[models.ProfileIDAttribute]; profiled {
+			old.Spans[i].Attributes[models.ProfileIDAttribute] = old.Spans[i].SpanID
+		}
+	}
+	pyro := &spanPyroscope{bySpan: map[string][]string{recent.Spans[0].SpanID: {"main.handleDetect;main.dbQuery 300"}}}
+	jaeger := newJaegerFake(t, &jaegerFake{Traces: []models.Trace{recent, old}}, nil)
+	ds := newTestDatasource(t, map[string]any{"pyroscopeUrl": serveQuerier(t, pyro), "jaegerUrl": jaeger.URL}, nil)
+	spanCalls := func() int {
+		pyro.mu.Lock()
+		defer pyro.mu.Unlock()
+		return len(pyro.spanCalls)
+	}
+	for _, tc := range []struct {
+		trace models.Trace
+		want  []int // span-profile calls in all after each panel: two of one refresh, then the next refresh's
+	}{
+		{recent, []int{3, 3, 6}},
+		{old, []int{9, 9, 9}},
+	} {
+		panel := query("A", `{"queryType":"profile","traceId":"`+tc.trace.TraceID+`"}`)
+		next := panel
+		next.TimeRange = backend.TimeRange{From: panel.TimeRange.From.Add(30 * time.Second), To: panel.TimeRange.To.Add(30 * time.Second)}
+		for i, q := range []backend.DataQuery{panel, panel, next} {
+			if r := run(t, ds, q).Responses["A"]; r.Error != nil || len(r.Frames) == 0 {
+				t.Fatalf("trace %s, panel %d: %v, %v", tc.trace.TraceID, i+1, r.Error, r.Frames)
+			}
+			if n := spanCalls(); n != tc.want[i] {
+				t.Errorf("trace %s, after panel %d (%s): %d span-profile calls in all, want %d", tc.trace.TraceID, i+1,
+					[]string{"first of a refresh", "second of the refresh", "the next refresh"}[i], n, tc.want[i])
+			}
+		}
+	}
 }

@@ -36,7 +36,7 @@ type Client struct {
 // New returns a client for the upstream's URL using hc (built by upstream.NewHTTPClient, which
 // adds auth and the X-Scope-OrgID tenant header).
 func New(u models.Upstream, hc *http.Client) *Client {
-	return &Client{url: u.URL, querier: &sharedQuerier{QuerierServiceClient: querierv1connect.NewQuerierServiceClient(hc, u.URL)},
+	return &Client{url: u.URL, querier: newSharedQuerier(querierv1connect.NewQuerierServiceClient(hc, u.URL)),
 		traceSelector: newSelectorState("trace_id_selector"), profileIDSelector: newSelectorState("profile_id_selector"),
 		frameFilter: newSelectorState("frame_filter")}
 }

@@ -2,6 +2,7 @@ package pyroscope
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"net/http"
 	"net/http/httptest"
@@ -30,6 +31,8 @@ type heldQuerier struct {
 	mu      sync.Mutex
 	calls   map[string]int
 	total   atomic.Int32
+	// failNext makes the next span profile fail.
+	failNext atomic.Bool
 }
 
 func (q *heldQuerier) count(key string) {
@@ -41,6 +44,9 @@ func (q *heldQuerier) count(key string) {
 
 func (q *heldQuerier) SelectMergeSpanProfile(ctx context.Context, r *connect.Request[querierv1.SelectMergeSpanProfileRequest]) (*connect.Response[querierv1.SelectMergeSpanProfileResponse], error) {
 	q.count("span " + r.Msg.GetLabelSelector() + " " + strings.Join(r.Msg.GetSpanSelector(), ","))
+	if q.failNext.CompareAndSwap(true, false) {
+		return nil, connect.NewError(connect.CodeUnavailable, errors.New("ingester unavailable"))
+	}
 	select {
 	case <-q.release:
 	case <-ctx.Done():
@@ -89,7 +95,8 @@ func waitForCalls(t *testing.T, q *heldQuerier, n int32) {
 // Panels asking the same span profiles at once (the request-level dashboard's trace panels and
 // its flame graph of the request) send Pyroscope one call; a different request is its own call;
 // every caller gets the whole answer, and one caller's changes to its tree or its values are
-// not another's. Asked again after the reply, the call goes to Pyroscope again: nothing is kept.
+// not another's. Asked again after the reply outside a refresh (a resource call), the call goes
+// to Pyroscope again: nothing is kept.
 func TestConcurrentIdenticalCallsShareOneRequest(t *testing.T) {
 	q := &heldQuerier{release: make(chan struct{}), calls: map[string]int{}}
 	c := newHeldClient(t, q)
@@ -164,5 +171,108 @@ func TestASharedCallCancelledByItsFirstCallerIsAskedAgain(t *testing.T) {
 	}
 	if secondErr != nil || !slices.Equal(values, []string{"a", "b", "c"}) {
 		t.Errorf("the live panel got %v, %v; want its own answer", values, secondErr)
+	}
+}
+
+// The panels of one refresh (Grafana sends them one range) that ask the same read one after
+// another send Pyroscope one call: the reply is kept for that refresh, a few seconds. The next
+// refresh, a resource call (no refresh) and a failed call ask Pyroscope again, and a caller's
+// changes to a kept answer are not the next caller's.
+func TestARefreshReadsEachReplyOnce(t *testing.T) {
+	q := &heldQuerier{release: make(chan struct{}), calls: map[string]int{}}
+	close(q.release)
+	c := newHeldClient(t, q)
+	now := to.Add(30 * time.Second) // the span ended moments ago: samples may still come
+	c.querier.(*sharedQuerier).now = func() time.Time { return now }
+	span := models.FlameGraphQuery{ProfileTypeID: "process_cpu:cpu:nanoseconds:cpu:nanoseconds", LabelSelector: `{service_name="backend"}`,
+		SpanSelector: []string{"00f067aa0ba902b7"}, Start: from, End: to, MaxNodes: 1024}
+	refreshAt := func(end time.Time) context.Context {
+		return models.WithRefresh(t.Context(), models.Refresh{From: end.Add(-time.Hour), To: end})
+	}
+	refresh := refreshAt(now)
+	calls := func() int32 { return q.total.Load() }
+
+	first, err := c.MergedFlameGraph(refresh, span)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Children[0].Name = "changed by the first panel"
+	second, err := c.MergedFlameGraph(refresh, span)
+	if err != nil || calls() != 1 {
+		t.Fatalf("the same span profile twice in one refresh: %v, %d calls, want 1", err, calls())
+	}
+	if second.Total != sampleGraph.Total || second.Children[0].Name != "handle" {
+		t.Errorf("the second panel got %+v, want the reply's graph, unchanged", second)
+	}
+	for range 2 {
+		if v, err := c.LabelValues(refresh, "service_name", "{}", from, to); err != nil || !slices.Equal(v, []string{"a", "b", "c"}) {
+			t.Fatalf("label values in a refresh: %v, %v", v, err)
+		}
+	}
+	if calls() != 2 {
+		t.Errorf("%d calls after label values asked twice in the refresh, want 2 (one each read)", calls())
+	}
+
+	if _, err := c.MergedFlameGraph(refreshAt(now.Add(time.Second)), span); err != nil || calls() != 3 {
+		t.Errorf("the next refresh: %v, %d calls, want its own call (3)", err, calls())
+	}
+	for range 2 {
+		if _, err := c.MergedFlameGraph(t.Context(), span); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if calls() != 5 {
+		t.Errorf("%d calls after two reads outside any refresh, want each its own (5)", calls())
+	}
+
+	failing := refreshAt(now.Add(2 * time.Second))
+	q.failNext.Store(true)
+	if _, err := c.MergedFlameGraph(failing, span); err == nil {
+		t.Fatal("the failing call succeeded")
+	}
+	if _, err := c.MergedFlameGraph(failing, span); err != nil || calls() != 7 {
+		t.Errorf("asked again after a failure in the same refresh: %v, %d calls, want a call of its own (7)", err, calls())
+	}
+}
+
+// Once a read's range ended long enough ago that every profile in it has arrived (two upload
+// periods), its answer cannot change: every refresh after that gets the kept reply, for
+// settledTTL; a range that ended less long ago is its refresh's only, and a resource call is
+// asked anew.
+func TestASettledReadIsAskedOnce(t *testing.T) {
+	q := &heldQuerier{release: make(chan struct{}), calls: map[string]int{}}
+	close(q.release)
+	c := newHeldClient(t, q)
+	sq := c.querier.(*sharedQuerier)
+	now := to.Add(settledAfter - time.Second)
+	sq.now = func() time.Time { return now }
+	span := models.FlameGraphQuery{ProfileTypeID: "process_cpu:cpu:nanoseconds:cpu:nanoseconds", LabelSelector: `{service_name="backend"}`,
+		SpanSelector: []string{"00f067aa0ba902b7"}, Start: from, End: to, MaxNodes: 1024}
+	refresh := func() context.Context {
+		return models.WithRefresh(t.Context(), models.Refresh{From: now.Add(-time.Hour), To: now})
+	}
+	ask := func(ctx context.Context) {
+		t.Helper()
+		if g, err := c.MergedFlameGraph(ctx, span); err != nil || g.Total != sampleGraph.Total {
+			t.Fatalf("%v, %v", g, err)
+		}
+	}
+	ask(refresh())
+	now = now.Add(2 * time.Second) // settled now, but asked first in the refresh before
+	ask(refresh())
+	ask(refresh())
+	if n := q.total.Load(); n != 2 {
+		t.Errorf("%d calls: want one before the range settled, one after, then none", n)
+	}
+	now = now.Add(settledTTL - time.Second)
+	ask(refresh())
+	ask(t.Context())
+	if n := q.total.Load(); n != 3 {
+		t.Errorf("%d calls: want the kept reply for %s, and a resource call asked anew (3)", n, settledTTL)
+	}
+	now = now.Add(2 * time.Second)
+	ask(refresh())
+	if n := q.total.Load(); n != 4 {
+		t.Errorf("%d calls: want the read asked again once kept %s (4)", n, settledTTL)
 	}
 }
