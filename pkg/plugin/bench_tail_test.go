@@ -57,6 +57,7 @@ func BenchmarkTailQuery(b *testing.B) {
 		return q
 	}
 	ask := func(q backend.DataQuery) backend.DataResponse {
+		forgetKeptReplies(b, ds) // a first refresh: no Pyroscope reply kept, as no verdict is
 		res, err := ds.QueryData(ctx, &backend.QueryDataRequest{PluginContext: pluginCtx, Queries: []backend.DataQuery{q}})
 		if err != nil || res.Responses["A"].Error != nil {
 			b.Fatal(err, res.Responses["A"].Error)

@@ -107,6 +107,7 @@ func BenchmarkTraceProfileFanOut(b *testing.B) {
 			}, nil)
 			q := query("A", `{"queryType":"profile","traceId":"4bf92f3577b34da6a3ce929d0e0e4736"}`)
 			runOnce := func() {
+				forgetKeptReplies(b, ds) // each query a first refresh's: its span profiles asked
 				res, err := ds.QueryData(b.Context(), &backend.QueryDataRequest{Queries: []backend.DataQuery{q}})
 				if err != nil || res.Responses["A"].Error != nil {
 					b.Fatal(err, res.Responses["A"].Error)

@@ -489,6 +489,7 @@ func BenchmarkTraceQueryLargeRequest(b *testing.B) {
 	q := query("A", fmt.Sprintf(`{"queryType":"trace","traceId":%q,"profileTypeId":%q,"allocTypeId":%q}`, traceID, cpuTypeID, allocTypeID))
 	q.TimeRange = backend.TimeRange{From: start.Add(-50 * time.Minute), To: start.Add(10 * time.Minute)}
 	ask := func() backend.DataResponse {
+		forgetKeptReplies(b, ds) // each query a first refresh's: Pyroscope asked, as the figures count
 		res, err := ds.QueryData(ctx, &backend.QueryDataRequest{PluginContext: pluginCtx, Queries: []backend.DataQuery{q}})
 		if err != nil || res.Responses["A"].Error != nil {
 			b.Fatal(err, res.Responses["A"].Error)

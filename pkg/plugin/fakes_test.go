@@ -17,6 +17,7 @@ import (
 	"github.com/grafana/pyroscope/api/gen/proto/go/querier/v1/querierv1connect"
 	typesv1 "github.com/grafana/pyroscope/api/gen/proto/go/types/v1"
 
+	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/pyroscope"
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/pyroscope/pyroscopetest"
 )
 
@@ -203,4 +204,15 @@ func folded(stacks ...string) *querierv1.FlameGraph { return pyroscopetest.Flame
 // serveQuerier serves any Pyroscope querier implementation on a loopback server.
 func serveQuerier(t testing.TB, h querierv1connect.QuerierServiceHandler) string {
 	return pyroscopetest.Serve(t, h)
+}
+
+// forgetKeptReplies drops the Pyroscope replies ds keeps for later reads, so that its next query
+// is a dashboard's first refresh: the benchmarks measure that, round after round.
+func forgetKeptReplies(tb testing.TB, ds *Datasource) {
+	tb.Helper()
+	p, err := ds.src.Profiles.Get()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	p.(*pyroscope.Client).ForgetReplies()
 }

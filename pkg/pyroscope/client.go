@@ -208,4 +208,13 @@ func (fg *FlameGraph) Tree() *flamegraph.Node {
 	return flamegraph.FromLevels(fg.Names, fg.Levels)
 }
 
+// ForgetReplies drops the replies kept for later reads (sharedQuerier), as a new data source
+// instance starts: a benchmark of a dashboard's first refresh calls it between rounds, with no
+// read in flight.
+func (c *Client) ForgetReplies() {
+	if q, ok := c.querier.(*sharedQuerier); ok {
+		q.forget()
+	}
+}
+
 func (c *Client) wrap(err error) error { return upstream.Wrap(models.Pyroscope, c.url, err) }

@@ -67,8 +67,9 @@ const settledAfter = 2 * models.MaxUploadPeriod
 
 // Bounds of the replies kept. The panels of one refresh ask within seconds of each other; a
 // settled reply serves the next refreshes (a dashboard refreshing every 30 s to 5 min). A
-// span profile's reply is a few to tens of kilobytes (decoded, about three times its message),
-// so a tail's 30 requests fit many times; a merged profile of many services can be a megabyte.
+// span profile's reply is a few to tens of kilobytes (decoded, two to three times its message:
+// 2.3× for a graph of 500 nodes), so a tail's 30 requests fit; a merged profile of many
+// services can be a megabyte. Both stores full hold about 25 MB of heap.
 const (
 	keptTTL     = 10 * time.Second
 	settledTTL  = 5 * time.Minute
@@ -78,9 +79,14 @@ const (
 
 func newSharedQuerier(c querierv1connect.QuerierServiceClient) *sharedQuerier {
 	q := &sharedQuerier{QuerierServiceClient: c}
+	q.forget()
+	return q
+}
+
+// forget drops every kept reply, as a new data source instance starts.
+func (q *sharedQuerier) forget() {
 	q.kept = recent.New[keptKey, any](keptTTL, maxKept, maxKeptSize, q.clock)
 	q.settled = recent.New[string, any](settledTTL, maxKept, maxKeptSize, q.clock)
-	return q
 }
 
 func (q *sharedQuerier) clock() time.Time {
@@ -91,37 +97,46 @@ func (q *sharedQuerier) clock() time.Time {
 }
 
 func (q *sharedQuerier) ProfileTypes(ctx context.Context, req *connect.Request[querierv1.ProfileTypesRequest]) (*connect.Response[querierv1.ProfileTypesResponse], error) {
-	return shareCall(q, ctx, "ProfileTypes", req, q.QuerierServiceClient.ProfileTypes)
+	return shareCall(q, ctx, "ProfileTypes", req, q.QuerierServiceClient.ProfileTypes,
+		func(r *querierv1.ProfileTypesResponse) bool { return len(r.GetProfileTypes()) > 0 })
 }
 
 func (q *sharedQuerier) LabelNames(ctx context.Context, req *connect.Request[typesv1.LabelNamesRequest]) (*connect.Response[typesv1.LabelNamesResponse], error) {
-	return shareCall(q, ctx, "LabelNames", req, q.QuerierServiceClient.LabelNames)
+	return shareCall(q, ctx, "LabelNames", req, q.QuerierServiceClient.LabelNames,
+		func(r *typesv1.LabelNamesResponse) bool { return len(r.GetNames()) > 0 })
 }
 
 func (q *sharedQuerier) LabelValues(ctx context.Context, req *connect.Request[typesv1.LabelValuesRequest]) (*connect.Response[typesv1.LabelValuesResponse], error) {
-	return shareCall(q, ctx, "LabelValues", req, q.QuerierServiceClient.LabelValues)
+	return shareCall(q, ctx, "LabelValues", req, q.QuerierServiceClient.LabelValues,
+		func(r *typesv1.LabelValuesResponse) bool { return len(r.GetNames()) > 0 })
 }
 
 func (q *sharedQuerier) SelectMergeStacktraces(ctx context.Context, req *connect.Request[querierv1.SelectMergeStacktracesRequest]) (*connect.Response[querierv1.SelectMergeStacktracesResponse], error) {
-	return shareCall(q, ctx, "SelectMergeStacktraces", req, q.QuerierServiceClient.SelectMergeStacktraces)
+	return shareCall(q, ctx, "SelectMergeStacktraces", req, q.QuerierServiceClient.SelectMergeStacktraces,
+		func(r *querierv1.SelectMergeStacktracesResponse) bool { return r.GetFlamegraph().GetTotal() > 0 })
 }
 
 func (q *sharedQuerier) SelectMergeSpanProfile(ctx context.Context, req *connect.Request[querierv1.SelectMergeSpanProfileRequest]) (*connect.Response[querierv1.SelectMergeSpanProfileResponse], error) {
-	return shareCall(q, ctx, "SelectMergeSpanProfile", req, q.QuerierServiceClient.SelectMergeSpanProfile)
+	return shareCall(q, ctx, "SelectMergeSpanProfile", req, q.QuerierServiceClient.SelectMergeSpanProfile,
+		func(r *querierv1.SelectMergeSpanProfileResponse) bool { return r.GetFlamegraph().GetTotal() > 0 })
 }
 
 func (q *sharedQuerier) SelectSeries(ctx context.Context, req *connect.Request[querierv1.SelectSeriesRequest]) (*connect.Response[querierv1.SelectSeriesResponse], error) {
-	return shareCall(q, ctx, "SelectSeries", req, q.QuerierServiceClient.SelectSeries)
+	return shareCall(q, ctx, "SelectSeries", req, q.QuerierServiceClient.SelectSeries,
+		func(r *querierv1.SelectSeriesResponse) bool { return len(r.GetSeries()) > 0 })
 }
 
 func (q *sharedQuerier) SelectHeatmap(ctx context.Context, req *connect.Request[querierv1.SelectHeatmapRequest]) (*connect.Response[querierv1.SelectHeatmapResponse], error) {
-	return shareCall(q, ctx, "SelectHeatmap", req, q.QuerierServiceClient.SelectHeatmap)
+	return shareCall(q, ctx, "SelectHeatmap", req, q.QuerierServiceClient.SelectHeatmap,
+		func(r *querierv1.SelectHeatmapResponse) bool { return len(r.GetSeries()) > 0 })
 }
 
 // shareCall runs call once for the callers asking method with the same message at the same
 // time, and answers a caller from a kept reply where there is one. The key is the message's
 // deterministic encoding: the requests carry no headers of their own (the HTTP client adds the
-// data source's).
+// data source's). A settled read's reply is kept only when hasData: an empty answer is what a
+// caller waiting for late samples (a backfill, an agent that was cut off) sees until they come,
+// so it is asked again.
 func shareCall[Req, Res any, PReq interface {
 	*Req
 	proto.Message
@@ -131,6 +146,7 @@ func shareCall[Req, Res any, PReq interface {
 	proto.Message
 }](q *sharedQuerier, ctx context.Context, method string, req *connect.Request[Req],
 	call func(context.Context, *connect.Request[Req]) (*connect.Response[Res], error),
+	hasData func(*Res) bool,
 ) (*connect.Response[Res], error) {
 	body, err := proto.MarshalOptions{Deterministic: true}.Marshal(PReq(req.Msg))
 	if err != nil { // not shared: the call reports what is wrong with the message
@@ -143,7 +159,11 @@ func shareCall[Req, Res any, PReq interface {
 			if res, ok := q.settled.Get(read); ok {
 				return res.(*connect.Response[Res]), nil
 			}
-			keep = func(res any, size int) { q.settled.Put(read, res, size) }
+			keep = func(res any, size int) {
+				if hasData(res.(*connect.Response[Res]).Msg) {
+					q.settled.Put(read, res, size)
+				}
+			}
 		} else {
 			key := keptKey{call: read, from: refresh.From.UnixNano(), to: refresh.To.UnixNano()}
 			if res, ok := q.kept.Get(key); ok {

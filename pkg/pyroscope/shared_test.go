@@ -31,8 +31,8 @@ type heldQuerier struct {
 	mu      sync.Mutex
 	calls   map[string]int
 	total   atomic.Int32
-	// failNext makes the next span profile fail.
-	failNext atomic.Bool
+	// failNext makes the next span profile fail; empty makes span profiles answer no sample.
+	failNext, empty atomic.Bool
 }
 
 func (q *heldQuerier) count(key string) {
@@ -51,6 +51,9 @@ func (q *heldQuerier) SelectMergeSpanProfile(ctx context.Context, r *connect.Req
 	case <-q.release:
 	case <-ctx.Done():
 		return nil, ctx.Err()
+	}
+	if q.empty.Load() {
+		return connect.NewResponse(&querierv1.SelectMergeSpanProfileResponse{Flamegraph: &querierv1.FlameGraph{Names: []string{"total"}}}), nil
 	}
 	return connect.NewResponse(&querierv1.SelectMergeSpanProfileResponse{Flamegraph: sampleGraph}), nil
 }
@@ -237,8 +240,8 @@ func TestARefreshReadsEachReplyOnce(t *testing.T) {
 
 // Once a read's range ended long enough ago that every profile in it has arrived (two upload
 // periods), its answer cannot change: every refresh after that gets the kept reply, for
-// settledTTL; a range that ended less long ago is its refresh's only, and a resource call is
-// asked anew.
+// settledTTL; a range that ended less long ago is its refresh's only, a resource call is asked
+// anew, and so is an empty answer (late samples, a backfill, are what its caller waits for).
 func TestASettledReadIsAskedOnce(t *testing.T) {
 	q := &heldQuerier{release: make(chan struct{}), calls: map[string]int{}}
 	close(q.release)
@@ -274,5 +277,17 @@ func TestASettledReadIsAskedOnce(t *testing.T) {
 	ask(refresh())
 	if n := q.total.Load(); n != 4 {
 		t.Errorf("%d calls: want the read asked again once kept %s (4)", n, settledTTL)
+	}
+
+	q.empty.Store(true)
+	other := span
+	other.SpanSelector = []string{"53995c3f42cd8ad8"}
+	for range 2 {
+		if g, err := c.MergedFlameGraph(refresh(), other); err != nil || g.Total != 0 {
+			t.Fatalf("an empty answer: %v, %v", g, err)
+		}
+	}
+	if n := q.total.Load(); n != 6 {
+		t.Errorf("%d calls: want a settled read with no sample asked again (6)", n)
 	}
 }
