@@ -180,7 +180,12 @@ func TestPanelsOfOneRefreshReadAPyroscopeReplyOnce(t *testing.T) {
 			old.Spans[i].Attributes[models.ProfileIDAttribute] = old.Spans[i].SpanID
 		}
 	}
-	pyro := &spanPyroscope{bySpan: map[string][]string{recent.Spans[0].SpanID: {"main.handleDetect;main.dbQuery 300"}}}
+	pyro := &spanPyroscope{bySpan: map[string][]string{}}
+	for _, tr := range []models.Trace{recent, old} {
+		for _, s := range tr.Spans {
+			pyro.bySpan[s.SpanID] = []string{"main.handle;main.work 10"}
+		}
+	}
 	jaeger := newJaegerFake(t, &jaegerFake{Traces: []models.Trace{recent, old}}, nil)
 	ds := newTestDatasource(t, map[string]any{"pyroscopeUrl": serveQuerier(t, pyro), "jaegerUrl": jaeger.URL}, nil)
 	spanCalls := func() int {

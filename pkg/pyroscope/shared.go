@@ -134,9 +134,9 @@ func (q *sharedQuerier) SelectHeatmap(ctx context.Context, req *connect.Request[
 // shareCall runs call once for the callers asking method with the same message at the same
 // time, and answers a caller from a kept reply where there is one. The key is the message's
 // deterministic encoding: the requests carry no headers of their own (the HTTP client adds the
-// data source's). A settled read's reply is kept only when hasData: an empty answer is what a
-// caller waiting for late samples (a backfill, an agent that was cut off) sees until they come,
-// so it is asked again.
+// data source's). A settled read's reply is kept for every refresh only when hasData: an empty
+// answer is what a caller waiting for late samples (a backfill, an agent that was cut off) sees
+// until they come, so it is kept for its refresh only, as an unsettled read's.
 func shareCall[Req, Res any, PReq interface {
 	*Req
 	proto.Message
@@ -155,21 +155,22 @@ func shareCall[Req, Res any, PReq interface {
 	read := method + "\x00" + string(body)
 	var keep func(any, int)
 	if refresh, ok := models.RefreshOf(ctx); ok { // a query's read (a resource call keeps nothing)
-		if q.clock().Sub(time.UnixMilli(PReq(req.Msg).GetEnd())) > settledAfter {
+		settled := q.clock().Sub(time.UnixMilli(PReq(req.Msg).GetEnd())) > settledAfter
+		if settled {
 			if res, ok := q.settled.Get(read); ok {
 				return res.(*connect.Response[Res]), nil
 			}
-			keep = func(res any, size int) {
-				if hasData(res.(*connect.Response[Res]).Msg) {
-					q.settled.Put(read, res, size)
-				}
+		}
+		key := keptKey{call: read, from: refresh.From.UnixNano(), to: refresh.To.UnixNano()}
+		if res, ok := q.kept.Get(key); ok {
+			return res.(*connect.Response[Res]), nil
+		}
+		keep = func(res any, size int) {
+			if settled && hasData(res.(*connect.Response[Res]).Msg) {
+				q.settled.Put(read, res, size)
+				return
 			}
-		} else {
-			key := keptKey{call: read, from: refresh.From.UnixNano(), to: refresh.To.UnixNano()}
-			if res, ok := q.kept.Get(key); ok {
-				return res.(*connect.Response[Res]), nil
-			}
-			keep = func(res any, size int) { q.kept.Put(key, res, size) }
+			q.kept.Put(key, res, size)
 		}
 	}
 	res, _, err := safe.Share(&q.flights, ctx, read, func(ctx context.Context) (*connect.Response[Res], error) {

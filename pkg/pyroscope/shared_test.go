@@ -282,12 +282,21 @@ func TestASettledReadIsAskedOnce(t *testing.T) {
 	q.empty.Store(true)
 	other := span
 	other.SpanSelector = []string{"53995c3f42cd8ad8"}
-	for range 2 {
-		if g, err := c.MergedFlameGraph(refresh(), other); err != nil || g.Total != 0 {
+	emptyAt := func(refresh context.Context) {
+		t.Helper()
+		if g, err := c.MergedFlameGraph(refresh, other); err != nil || g.Total != 0 {
 			t.Fatalf("an empty answer: %v, %v", g, err)
 		}
 	}
+	first := refresh()
+	emptyAt(first)
+	emptyAt(first)
+	if n := q.total.Load(); n != 5 {
+		t.Errorf("%d calls: want a settled read with no sample kept for its refresh (5)", n)
+	}
+	now = now.Add(time.Second)
+	emptyAt(refresh())
 	if n := q.total.Load(); n != 6 {
-		t.Errorf("%d calls: want a settled read with no sample asked again (6)", n)
+		t.Errorf("%d calls: want a settled read with no sample asked again by the next refresh (6)", n)
 	}
 }
