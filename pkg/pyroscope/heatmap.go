@@ -8,6 +8,7 @@ import (
 
 	"connectrpc.com/connect"
 	querierv1 "github.com/grafana/pyroscope/api/gen/proto/go/querier/v1"
+	typesv1 "github.com/grafana/pyroscope/api/gen/proto/go/types/v1"
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/hsi-profiling/hsi-profiling-datasource/pkg/models"
@@ -54,12 +55,12 @@ func (c *Client) Heatmap(ctx context.Context, q models.HeatmapQuery) (series []m
 	if err != nil {
 		return nil, err
 	}
+	if sl := badHeatmapSlot(res.Msg); sl != nil {
+		return nil, fmt.Errorf("invalid SelectHeatmap reply: the slot at %d has %d counts for %d buckets", sl.GetTimestamp(), len(sl.GetCounts()), len(sl.GetYMin()))
+	}
 	for _, s := range res.Msg.GetSeries() {
 		out := models.HeatmapSeries{Labels: labelPairs(s.GetLabels()), Slots: make([]models.HeatmapSlot, 0, len(s.GetSlots()))}
 		for _, sl := range s.GetSlots() {
-			if len(sl.GetCounts()) != len(sl.GetYMin()) {
-				return nil, fmt.Errorf("invalid SelectHeatmap reply: the slot at %d has %d counts for %d buckets", sl.GetTimestamp(), len(sl.GetCounts()), len(sl.GetYMin()))
-			}
 			counts := make([]int64, len(sl.GetCounts()))
 			for i, n := range sl.GetCounts() {
 				counts[i] = int64(n)
@@ -69,6 +70,19 @@ func (c *Client) Heatmap(ctx context.Context, q models.HeatmapQuery) (series []m
 		series = append(series, out)
 	}
 	return series, nil
+}
+
+// badHeatmapSlot is the first slot of a SelectHeatmap reply whose counts are not one per bucket,
+// or nil when the reply is whole.
+func badHeatmapSlot(res *querierv1.SelectHeatmapResponse) *typesv1.HeatmapSlot {
+	for _, s := range res.GetSeries() {
+		for _, sl := range s.GetSlots() {
+			if len(sl.GetCounts()) != len(sl.GetYMin()) {
+				return sl
+			}
+		}
+	}
+	return nil
 }
 
 // unsupportedOr files a server's "no such call" (Connect's unimplemented, which is also how

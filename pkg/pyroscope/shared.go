@@ -83,6 +83,12 @@ func newSharedQuerier(c querierv1connect.QuerierServiceClient) *sharedQuerier {
 	return q
 }
 
+// judgeFlameGraph: a flame graph is valid when its levels make a tree (FlameGraph.Check, as the
+// client reads it), and holds data when it has samples.
+func judgeFlameGraph(fg *querierv1.FlameGraph) (valid, hasData bool) {
+	return FromProto(fg).Check() == nil, fg.GetTotal() > 0
+}
+
 // forget drops every kept reply, as a new data source instance starts.
 func (q *sharedQuerier) forget() {
 	q.kept = recent.New[keptKey, any](keptTTL, maxKept, maxKeptSize, q.clock)
@@ -98,45 +104,53 @@ func (q *sharedQuerier) clock() time.Time {
 
 func (q *sharedQuerier) ProfileTypes(ctx context.Context, req *connect.Request[querierv1.ProfileTypesRequest]) (*connect.Response[querierv1.ProfileTypesResponse], error) {
 	return shareCall(q, ctx, "ProfileTypes", req, q.QuerierServiceClient.ProfileTypes,
-		func(r *querierv1.ProfileTypesResponse) bool { return len(r.GetProfileTypes()) > 0 })
+		func(r *querierv1.ProfileTypesResponse) (bool, bool) { return true, len(r.GetProfileTypes()) > 0 })
 }
 
 func (q *sharedQuerier) LabelNames(ctx context.Context, req *connect.Request[typesv1.LabelNamesRequest]) (*connect.Response[typesv1.LabelNamesResponse], error) {
 	return shareCall(q, ctx, "LabelNames", req, q.QuerierServiceClient.LabelNames,
-		func(r *typesv1.LabelNamesResponse) bool { return len(r.GetNames()) > 0 })
+		func(r *typesv1.LabelNamesResponse) (bool, bool) { return true, len(r.GetNames()) > 0 })
 }
 
 func (q *sharedQuerier) LabelValues(ctx context.Context, req *connect.Request[typesv1.LabelValuesRequest]) (*connect.Response[typesv1.LabelValuesResponse], error) {
 	return shareCall(q, ctx, "LabelValues", req, q.QuerierServiceClient.LabelValues,
-		func(r *typesv1.LabelValuesResponse) bool { return len(r.GetNames()) > 0 })
+		func(r *typesv1.LabelValuesResponse) (bool, bool) { return true, len(r.GetNames()) > 0 })
 }
 
 func (q *sharedQuerier) SelectMergeStacktraces(ctx context.Context, req *connect.Request[querierv1.SelectMergeStacktracesRequest]) (*connect.Response[querierv1.SelectMergeStacktracesResponse], error) {
 	return shareCall(q, ctx, "SelectMergeStacktraces", req, q.QuerierServiceClient.SelectMergeStacktraces,
-		func(r *querierv1.SelectMergeStacktracesResponse) bool { return r.GetFlamegraph().GetTotal() > 0 })
+		func(r *querierv1.SelectMergeStacktracesResponse) (bool, bool) {
+			return judgeFlameGraph(r.GetFlamegraph())
+		})
 }
 
 func (q *sharedQuerier) SelectMergeSpanProfile(ctx context.Context, req *connect.Request[querierv1.SelectMergeSpanProfileRequest]) (*connect.Response[querierv1.SelectMergeSpanProfileResponse], error) {
 	return shareCall(q, ctx, "SelectMergeSpanProfile", req, q.QuerierServiceClient.SelectMergeSpanProfile,
-		func(r *querierv1.SelectMergeSpanProfileResponse) bool { return r.GetFlamegraph().GetTotal() > 0 })
+		func(r *querierv1.SelectMergeSpanProfileResponse) (bool, bool) {
+			return judgeFlameGraph(r.GetFlamegraph())
+		})
 }
 
 func (q *sharedQuerier) SelectSeries(ctx context.Context, req *connect.Request[querierv1.SelectSeriesRequest]) (*connect.Response[querierv1.SelectSeriesResponse], error) {
 	return shareCall(q, ctx, "SelectSeries", req, q.QuerierServiceClient.SelectSeries,
-		func(r *querierv1.SelectSeriesResponse) bool { return len(r.GetSeries()) > 0 })
+		func(r *querierv1.SelectSeriesResponse) (bool, bool) { return true, len(r.GetSeries()) > 0 })
 }
 
 func (q *sharedQuerier) SelectHeatmap(ctx context.Context, req *connect.Request[querierv1.SelectHeatmapRequest]) (*connect.Response[querierv1.SelectHeatmapResponse], error) {
 	return shareCall(q, ctx, "SelectHeatmap", req, q.QuerierServiceClient.SelectHeatmap,
-		func(r *querierv1.SelectHeatmapResponse) bool { return len(r.GetSeries()) > 0 })
+		func(r *querierv1.SelectHeatmapResponse) (bool, bool) {
+			return badHeatmapSlot(r) == nil, len(r.GetSeries()) > 0
+		})
 }
 
 // shareCall runs call once for the callers asking method with the same message at the same
 // time, and answers a caller from a kept reply where there is one. The key is the message's
 // deterministic encoding: the requests carry no headers of their own (the HTTP client adds the
-// data source's). A settled read's reply is kept for every refresh only when hasData: an empty
-// answer is what a caller waiting for late samples (a backfill, an agent that was cut off) sees
-// until they come, so it is kept for its refresh only, as an unsettled read's.
+// data source's). judge tells whether the client accepts a reply (valid: the checks its reader
+// makes; a reply it refuses is not kept, so the next read asks again) and whether it holds data.
+// A settled read's reply is kept for every refresh only when it holds data: an empty answer is
+// what a caller waiting for late samples (a backfill, an agent that was cut off) sees until they
+// come, so it is kept for its refresh only, as an unsettled read's.
 func shareCall[Req, Res any, PReq interface {
 	*Req
 	proto.Message
@@ -146,7 +160,7 @@ func shareCall[Req, Res any, PReq interface {
 	proto.Message
 }](q *sharedQuerier, ctx context.Context, method string, req *connect.Request[Req],
 	call func(context.Context, *connect.Request[Req]) (*connect.Response[Res], error),
-	hasData func(*Res) bool,
+	judge func(*Res) (valid, hasData bool),
 ) (*connect.Response[Res], error) {
 	body, err := proto.MarshalOptions{Deterministic: true}.Marshal(PReq(req.Msg))
 	if err != nil { // not shared: the call reports what is wrong with the message
@@ -166,11 +180,14 @@ func shareCall[Req, Res any, PReq interface {
 			return res.(*connect.Response[Res]), nil
 		}
 		keep = func(res any, size int) {
-			if settled && hasData(res.(*connect.Response[Res]).Msg) {
+			valid, hasData := judge(res.(*connect.Response[Res]).Msg)
+			switch {
+			case !valid:
+			case settled && hasData:
 				q.settled.Put(read, res, size)
-				return
+			default:
+				q.kept.Put(key, res, size)
 			}
-			q.kept.Put(key, res, size)
 		}
 	}
 	res, _, err := safe.Share(&q.flights, ctx, read, func(ctx context.Context) (*connect.Response[Res], error) {

@@ -31,8 +31,9 @@ type heldQuerier struct {
 	mu      sync.Mutex
 	calls   map[string]int
 	total   atomic.Int32
-	// failNext makes the next span profile fail; empty makes span profiles answer no sample.
-	failNext, empty atomic.Bool
+	// failNext makes the next span profile fail; empty makes span profiles answer no sample,
+	// and broken a flame graph whose levels make no tree.
+	failNext, empty, broken atomic.Bool
 }
 
 func (q *heldQuerier) count(key string) {
@@ -51,6 +52,10 @@ func (q *heldQuerier) SelectMergeSpanProfile(ctx context.Context, r *connect.Req
 	case <-q.release:
 	case <-ctx.Done():
 		return nil, ctx.Err()
+	}
+	if q.broken.Load() {
+		return connect.NewResponse(&querierv1.SelectMergeSpanProfileResponse{Flamegraph: &querierv1.FlameGraph{
+			Names: []string{"total"}, Total: 10, Levels: []*querierv1.Level{{Values: []int64{0, 10, 0, 4}}}}}), nil
 	}
 	if q.empty.Load() {
 		return connect.NewResponse(&querierv1.SelectMergeSpanProfileResponse{Flamegraph: &querierv1.FlameGraph{Names: []string{"total"}}}), nil
@@ -298,5 +303,20 @@ func TestASettledReadIsAskedOnce(t *testing.T) {
 	emptyAt(refresh())
 	if n := q.total.Load(); n != 6 {
 		t.Errorf("%d calls: want a settled read with no sample asked again by the next refresh (6)", n)
+	}
+
+	// A reply the client refuses (a proxy cut it, a server bug) is not kept: once Pyroscope
+	// answers well, the next read gets the answer.
+	q.empty.Store(false)
+	q.broken.Store(true)
+	third := span
+	third.SpanSelector = []string{"4bf92f3577b34da6"}
+	same := refresh()
+	if _, err := c.MergedFlameGraph(same, third); err == nil || !strings.Contains(err.Error(), "inconsistent") {
+		t.Fatalf("a broken reply: %v, want it refused", err)
+	}
+	q.broken.Store(false)
+	if g, err := c.MergedFlameGraph(same, third); err != nil || g.Total != sampleGraph.Total || q.total.Load() != 8 {
+		t.Errorf("asked again after a refused reply: %v, %v, %d calls; want Pyroscope's new answer (8 calls)", g, err, q.total.Load())
 	}
 }
