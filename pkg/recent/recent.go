@@ -1,7 +1,7 @@
-// Package recent keeps what was read moments ago, for a few seconds, so that the panels of one
-// dashboard refresh, which ask the same things one after another, read each once. It bounds what
-// it keeps (entries and their weight in all) and gives it back to the heap once expired, by a
-// timer that runs only while something is kept.
+// Package recent keeps what was read before for a while (seconds to minutes, the caller says), so
+// that the panels of one dashboard refresh, which ask the same things one after another, or the
+// refreshes after it, read each once. It bounds what it keeps (entries and their weight in all)
+// and gives it back to the heap once expired, by a timer that runs only while something is kept.
 package recent
 
 import (
