@@ -19,12 +19,12 @@ import (
 // so their replies are often the very same bytes too (three of the demo's four services answer
 // the same 370 KB). A reply seen before is not read again.
 //
-// What an entry answers is a function of the bytes alone, so nothing in it goes stale; the entries
-// are dropped after scanTTL (and beyond maxScans, or maxScanSpans spans in all: recent.Store)
-// only so that what they hold goes back to the heap once the panels are answered. The key is the bytes' length and
-// their 64-bit hash under a seed drawn at start (two replies of one length that differ share it
-// with a chance of 2^-64; a second hash doubled the hashing, about 1.2 % of the plugin's CPU under
-// load).
+// What an entry answers is a function of the bytes alone, so nothing in it goes stale; the
+// entries are dropped after scanTTL (and beyond maxScans, or maxScanSpans spans in all:
+// recent.Store) only so that what they hold goes back to the heap once the panels are answered.
+// The key is the bytes' length and their 64-bit hash under a seed drawn at start (two replies of
+// one length that differ share it with a chance of 2^-64; a second hash doubled the hashing,
+// about 1.2 % of the plugin's CPU under load).
 type replyScans struct {
 	kept *recent.Store[scanKey, []models.Span]
 }

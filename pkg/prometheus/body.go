@@ -44,8 +44,9 @@ func (c bodyClient) DoPooled(ctx context.Context, req *http.Request) (*http.Resp
 // shareSend is send, once for the callers that ask the very same request (method, URL and
 // body) at the same time: a dashboard's panels and a query's joins ask Prometheus the same
 // series at once (under the load test, one query in four was already in flight), and each
-// copy cost Prometheus its evaluation and the plugin an HTTP exchange. As for Pyroscope and
-// Jaeger, only requests in flight are shared: nothing is kept after the reply. Each caller
+// copy cost Prometheus its evaluation and the plugin an HTTP exchange. Only requests in flight
+// are shared: nothing is kept after the reply (Pyroscope's replies are kept for the refresh that
+// asked them, pyroscope.sharedQuerier; most Prometheus reads end at the panel's now). Each caller
 // decodes the reply itself (callers change what they decode: splitParts deletes its label), so
 // a shared reply is only read; kept makes a shared body safe to read by every caller. The
 // requests carry nothing of their own (the HTTP client adds the data source's credentials).
