@@ -34,9 +34,9 @@ type TraceSearch interface {
 	FindTraces(ctx context.Context, q models.TraceSearchQuery) ([]models.TraceSummary, error)
 }
 
-// SpanSearch finds an operation's spans in a range (the span heatmap and span profile): the
-// asked service's spans whole; spans of other services may come too (their traces count), and
-// may come without their attributes and events.
+// SpanSearch finds an operation's spans in a range (the span heatmap and span profile), in any
+// order: the asked service's spans whole; spans of other services may come too (their traces
+// count), and may come without their attributes and events.
 type SpanSearch interface {
 	SearchSpans(ctx context.Context, q models.TraceSearchQuery) ([]models.Span, error)
 }

@@ -126,7 +126,7 @@ func FindOperationSpans(ctx context.Context, search SpanSearch, q *models.SpanQu
 	}
 	out.Traces = len(allTraces)
 	out.ProfiledOperations = slices.Sorted(maps.Keys(profiledOps))
-	slices.SortStableFunc(out.Spans, func(a, b models.Span) int { return a.Start.Compare(b.Start) })
+	models.SortSpans(out.Spans) // the stores answer in their own order
 	return out, nil
 }
 
