@@ -1,9 +1,11 @@
 package correlate
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -55,6 +57,43 @@ func opSpan(n int, service, op string, offset, d time.Duration, profiled bool) m
 		s.Attributes[models.ProfileIDAttribute] = s.SpanID
 	}
 	return s
+}
+
+// A store answers in its own order (Jaeger lists the newest trace first, each trace's spans as
+// they were reported): the spans kept come out by start, then span ID, whatever that order.
+func TestFindOperationSpansOrdersTheSpansItKeepsByStartThenID(t *testing.T) {
+	for seed := range uint64(50) {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		var spans []models.Span
+		for n := range 40 {
+			// Starts on a coarse grid, so that spans of several traces start at once.
+			offset := time.Duration(rng.IntN(10)) * time.Second
+			spans = append(spans, opSpan(n, "backend", "GET /api", offset, 50*time.Millisecond, true),
+				opSpan(n, "backend", "db_query", offset, 20*time.Millisecond, false))
+		}
+		rng.Shuffle(len(spans), func(i, j int) { spans[i], spans[j] = spans[j], spans[i] })
+		search := &inReplyOrder{spans: spans}
+		found, err := FindOperationSpans(context.Background(), search, &models.SpanQuery{Service: "backend", Operation: "GET /api", Limit: 500},
+			spanT0, spanT0.Add(time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(found.Spans) != 40 {
+			t.Fatalf("seed %d: %d spans kept, want the 40 GET /api spans", seed, len(found.Spans))
+		}
+		if !slices.IsSortedFunc(found.Spans, func(a, b models.Span) int {
+			return cmp.Or(a.Start.Compare(b.Start), cmp.Compare(a.SpanID, b.SpanID))
+		}) {
+			t.Fatalf("seed %d: spans not by start, then ID: %v", seed, found.Spans)
+		}
+	}
+}
+
+// inReplyOrder answers every search with its spans as they are, in no particular order.
+type inReplyOrder struct{ spans []models.Span }
+
+func (f *inReplyOrder) SearchSpans(context.Context, models.TraceSearchQuery) ([]models.Span, error) {
+	return slices.Clone(f.spans), nil
 }
 
 func TestFindOperationSpansKeepsTheServicesOperationInTheRangeOncePerSpan(t *testing.T) {

@@ -19,8 +19,8 @@ import (
 // span durations over time, the span IDs of its slow spans. Jaeger's search answers whole
 // traces, so spans of other services and operations come too, without their attributes and
 // events over the v3 API (findV3); the caller keeps what it asked for, and orders that. (Sorting
-// every span of a search at its limit, tens of thousands, was 5% of the plugin's CPU under load
-// for the few hundred spans kept.)
+// every span of a search at its limit, tens of thousands, for the few hundred kept was 5% of the
+// plugin's CPU in a profile of the load test.)
 func (c *Client) SearchSpans(ctx context.Context, q models.TraceSearchQuery) (spans []models.Span, err error) {
 	if q.Service == "" {
 		return nil, errors.New("a trace search needs a service (Jaeger searches one service at a time): set the service")
