@@ -245,7 +245,7 @@ func (e *htmlReplyError) Error() string {
 // parameters) at the same time: a dashboard's panels read the same trace, and a triage's panels
 // search the same services, at once (safe.Share: a caller whose read another panel's closing
 // cancelled reads again on its own). Each caller of a shared read gets its own copy of the slice
-// (callers sort it; a read not shared is not copied); the spans themselves are only read.
+// (a trace's callers sort it; a read not shared is not copied); the spans themselves are only read.
 func (c *Client) shared(ctx context.Context, key string, read func(context.Context) ([]models.Span, error)) ([]models.Span, error) {
 	spans, shared, err := safe.Share(&c.reads, ctx, key, read)
 	if !shared {
